@@ -1,0 +1,544 @@
+//! The `#[agent]` attribute of `agentsite-sdk`.
+//!
+//! It reads an `impl` block whose `#[tool]` functions are the agent's tools
+//! and generates the WIT exports: the card, the tool list (with JSON Schemas
+//! derived from the argument types by schemars) and the dispatch of calls
+//! (argument parsing, error mapping, result conversion). Everything the
+//! expansion needs at run time lives in `agentsite_sdk::__private`, so this
+//! crate only moves tokens.
+
+use proc_macro::TokenStream;
+use proc_macro2::TokenStream as TokenStream2;
+use quote::{format_ident, quote};
+use syn::parse::Parser;
+use syn::spanned::Spanned;
+use syn::{
+    Attribute, Expr, ExprLit, FnArg, GenericArgument, ImplItem, ItemImpl, Lit, LitStr, Meta, Pat,
+    PathArguments, ReturnType, Type, TypePath,
+};
+
+/// Turns an `impl` block into an agent. See the `agentsite-sdk` crate docs.
+///
+/// Options: `name = "..."` (default: the package name), `description = "..."`
+/// (default: the block's doc comment, else the package description),
+/// `tags = ["...", ...]`. Inside, every function marked `#[tool]` is a tool;
+/// `#[tool(...)]` accepts `name = "..."`, `title = "..."` and the hints
+/// `read_only`, `destructive`, `idempotent`, `open_world` (each optionally `= bool`).
+#[proc_macro_attribute]
+pub fn agent(attr: TokenStream, item: TokenStream) -> TokenStream {
+    match expand(attr.into(), item.into()) {
+        Ok(tokens) => tokens.into(),
+        Err(error) => error.to_compile_error().into(),
+    }
+}
+
+#[derive(Default)]
+struct AgentOptions {
+    name: Option<LitStr>,
+    description: Option<LitStr>,
+    tags: Vec<LitStr>,
+}
+
+#[derive(Default)]
+struct ToolOptions {
+    name: Option<LitStr>,
+    title: Option<LitStr>,
+    read_only: Option<bool>,
+    destructive: Option<bool>,
+    idempotent: Option<bool>,
+    open_world: Option<bool>,
+}
+
+struct Param {
+    ident: syn::Ident,
+    /// The owned type stored in the arguments struct.
+    field_type: Type,
+    /// The function takes a reference to the field (`&str`, `&[T]`, `&T`).
+    by_ref: bool,
+    docs: Vec<Attribute>,
+}
+
+enum Output {
+    /// Text or content blocks, converted by `IntoContentResult`.
+    Content,
+    /// Any serializable value, returned as structured content.
+    Structured(Type),
+}
+
+struct ToolFn {
+    ident: syn::Ident,
+    options: ToolOptions,
+    description: String,
+    params: Vec<Param>,
+    fallible: bool,
+    output: Output,
+}
+
+fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
+    let options = parse_agent_options(attr)?;
+    let mut block: ItemImpl = syn::parse2(item)?;
+    if let Some((_, path, _)) = &block.trait_ {
+        return Err(syn::Error::new(
+            path.span(),
+            "#[agent] goes on an inherent impl block (`impl MyAgent { ... }`)",
+        ));
+    }
+    let self_ty = block.self_ty.clone();
+    let agent_doc = doc_text(&block.attrs);
+
+    let mut tools = Vec::new();
+    for item in &mut block.items {
+        if let ImplItem::Fn(function) = item {
+            if let Some(tool) = take_tool(function)? {
+                tools.push(tool);
+            }
+        }
+    }
+    if tools.is_empty() {
+        return Err(syn::Error::new(
+            block.self_ty.span(),
+            "an agent needs at least one function marked #[tool]",
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for tool in &tools {
+        let name = tool_name(tool);
+        if !seen.insert(name.clone()) {
+            return Err(syn::Error::new(
+                tool.ident.span(),
+                format!("two tools are named {name:?}"),
+            ));
+        }
+    }
+
+    let name = match &options.name {
+        Some(name) => quote!(#name),
+        None => quote!(env!("CARGO_PKG_NAME")),
+    };
+    let description = match (&options.description, agent_doc) {
+        (Some(text), _) => quote!(#text),
+        (None, Some(doc)) => quote!(#doc),
+        (None, None) => quote!(env!("CARGO_PKG_DESCRIPTION")),
+    };
+    let tags = &options.tags;
+
+    let mut arg_structs = Vec::new();
+    let mut descriptors = Vec::new();
+    let mut arms = Vec::new();
+    for tool in &tools {
+        let (arg_struct, descriptor, arm) = generate_tool(tool, &self_ty);
+        arg_structs.push(arg_struct);
+        descriptors.push(descriptor);
+        arms.push(arm);
+    }
+
+    Ok(quote! {
+        #block
+
+        const _: () = {
+            use ::agentsite_sdk::bindings::exports::agentsite::agent::{card, tools};
+            use ::agentsite_sdk::{AgentCard, Tool, ToolAnnotations, ToolError, ToolResult};
+
+            #(#arg_structs)*
+
+            struct __AgentsiteExports;
+
+            impl card::Guest for __AgentsiteExports {
+                fn describe() -> AgentCard {
+                    AgentCard {
+                        name: ::std::string::String::from(#name),
+                        version: ::std::string::String::from(env!("CARGO_PKG_VERSION")),
+                        description: ::std::string::String::from(#description),
+                        tags: ::std::vec![#(::std::string::String::from(#tags)),*],
+                        homepage: ::agentsite_sdk::__private::homepage(
+                            env!("CARGO_PKG_HOMEPAGE"),
+                            env!("CARGO_PKG_REPOSITORY"),
+                        ),
+                    }
+                }
+            }
+
+            impl tools::Guest for __AgentsiteExports {
+                fn list_tools() -> ::std::vec::Vec<Tool> {
+                    ::std::vec![#(#descriptors),*]
+                }
+
+                fn call_tool(
+                    name: ::std::string::String,
+                    arguments: ::std::string::String,
+                ) -> ::std::result::Result<ToolResult, ToolError> {
+                    match name.as_str() {
+                        #(#arms)*
+                        _ => ::std::result::Result::Err(ToolError::UnknownTool(name)),
+                    }
+                }
+            }
+
+            ::agentsite_sdk::bindings::__export_agent!(
+                __AgentsiteExports with_types_in ::agentsite_sdk::bindings
+            );
+        };
+    })
+}
+
+fn tool_name(tool: &ToolFn) -> String {
+    match &tool.options.name {
+        Some(name) => name.value(),
+        None => tool.ident.to_string(),
+    }
+}
+
+fn generate_tool(tool: &ToolFn, self_ty: &Type) -> (TokenStream2, TokenStream2, TokenStream2) {
+    let ident = &tool.ident;
+    let name = tool_name(tool);
+    let args_ident = format_ident!("__AgentsiteArgs_{}", ident);
+    let fields = tool.params.iter().map(|p| {
+        let Param {
+            ident,
+            field_type,
+            docs,
+            ..
+        } = p;
+        quote!(#(#docs)* #ident: #field_type)
+    });
+    let arg_struct = quote! {
+        #[derive(::agentsite_sdk::__private::serde::Deserialize, ::agentsite_sdk::__private::schemars::JsonSchema)]
+        #[serde(crate = "::agentsite_sdk::__private::serde", deny_unknown_fields)]
+        #[schemars(crate = "::agentsite_sdk::__private::schemars")]
+        #[allow(non_camel_case_types)]
+        struct #args_ident { #(#fields),* }
+    };
+
+    let description = &tool.description;
+    let title = option_string(tool.options.title.as_ref().map(LitStr::value));
+    let read_only = option_bool(tool.options.read_only);
+    let destructive = option_bool(tool.options.destructive);
+    let idempotent = option_bool(tool.options.idempotent);
+    let open_world = option_bool(tool.options.open_world);
+    let output_schema = match &tool.output {
+        Output::Content => quote!(::std::option::Option::None),
+        Output::Structured(ty) => {
+            quote!(::std::option::Option::Some(::agentsite_sdk::__private::output_schema::<#ty>()))
+        }
+    };
+    let descriptor = quote! {
+        Tool {
+            name: ::std::string::String::from(#name),
+            title: #title,
+            description: ::std::string::String::from(#description),
+            input_schema: ::agentsite_sdk::__private::input_schema::<#args_ident>(),
+            output_schema: #output_schema,
+            annotations: ToolAnnotations {
+                read_only: #read_only,
+                destructive: #destructive,
+                idempotent: #idempotent,
+                open_world: #open_world,
+            },
+        }
+    };
+
+    let call_args = tool.params.iter().map(|p| {
+        let field = &p.ident;
+        if p.by_ref {
+            quote!(&__args.#field)
+        } else {
+            quote!(__args.#field)
+        }
+    });
+    let unwrap_error = if tool.fallible {
+        quote! {
+            let __out = match __out {
+                ::std::result::Result::Ok(value) => value,
+                ::std::result::Result::Err(error) => {
+                    return ::std::result::Result::Err(::agentsite_sdk::__private::tool_error(error));
+                }
+            };
+        }
+    } else {
+        quote!()
+    };
+    let convert = match &tool.output {
+        Output::Content => quote! {
+            ::std::result::Result::Ok(::agentsite_sdk::__private::IntoContentResult::into_content_result(__out))
+        },
+        Output::Structured(_) => quote!(::agentsite_sdk::__private::structured(&__out)),
+    };
+    let arm = quote! {
+        #name => {
+            let __args: #args_ident = ::agentsite_sdk::__private::parse_arguments(&arguments)?;
+            let __out = <#self_ty>::#ident(#(#call_args),*);
+            #unwrap_error
+            #convert
+        }
+    };
+    (arg_struct, descriptor, arm)
+}
+
+fn option_bool(value: Option<bool>) -> TokenStream2 {
+    match value {
+        Some(v) => quote!(::std::option::Option::Some(#v)),
+        None => quote!(::std::option::Option::None),
+    }
+}
+
+fn option_string(value: Option<String>) -> TokenStream2 {
+    match value {
+        Some(v) => quote!(::std::option::Option::Some(::std::string::String::from(#v))),
+        None => quote!(::std::option::Option::None),
+    }
+}
+
+fn parse_agent_options(attr: TokenStream2) -> syn::Result<AgentOptions> {
+    let mut options = AgentOptions::default();
+    let parser = syn::meta::parser(|meta| {
+        if meta.path.is_ident("name") {
+            options.name = Some(meta.value()?.parse()?);
+        } else if meta.path.is_ident("description") {
+            options.description = Some(meta.value()?.parse()?);
+        } else if meta.path.is_ident("tags") {
+            let array: syn::ExprArray = meta.value()?.parse()?;
+            for element in array.elems {
+                match element {
+                    Expr::Lit(ExprLit {
+                        lit: Lit::Str(tag), ..
+                    }) => options.tags.push(tag),
+                    other => {
+                        return Err(syn::Error::new(other.span(), "tags are string literals"));
+                    }
+                }
+            }
+        } else {
+            return Err(meta.error("expected `name`, `description` or `tags`"));
+        }
+        Ok(())
+    });
+    parser.parse2(attr)?;
+    Ok(options)
+}
+
+/// Removes the `#[tool]` attribute from `function` and reads the tool from it,
+/// or returns `None` for a function that is not a tool.
+fn take_tool(function: &mut syn::ImplItemFn) -> syn::Result<Option<ToolFn>> {
+    let Some(position) = function
+        .attrs
+        .iter()
+        .position(|a| a.path().is_ident("tool"))
+    else {
+        return Ok(None);
+    };
+    let attr = function.attrs.remove(position);
+    let options = parse_tool_options(&attr)?;
+    let sig = &function.sig;
+    if let Some(asyncness) = &sig.asyncness {
+        return Err(syn::Error::new(
+            asyncness.span(),
+            "tools are synchronous functions",
+        ));
+    }
+    if !sig.generics.params.is_empty() {
+        return Err(syn::Error::new(
+            sig.generics.span(),
+            "tools cannot be generic",
+        ));
+    }
+    let description = doc_text(&function.attrs).ok_or_else(|| {
+        syn::Error::new(
+            sig.ident.span(),
+            format!(
+                "tool `{}` needs a doc comment: it is the description people and models read",
+                sig.ident
+            ),
+        )
+    })?;
+
+    let mut params = Vec::new();
+    for input in function.sig.inputs.iter_mut() {
+        let typed = match input {
+            FnArg::Receiver(receiver) => {
+                return Err(syn::Error::new(
+                    receiver.span(),
+                    "tools are plain functions without `self`: every call runs in a fresh instance",
+                ));
+            }
+            FnArg::Typed(typed) => typed,
+        };
+        let Pat::Ident(pat) = typed.pat.as_ref() else {
+            return Err(syn::Error::new(
+                typed.pat.span(),
+                "tool arguments must be plain names: they become the JSON argument names",
+            ));
+        };
+        // Doc comments on parameters describe them in the schema; rustc does
+        // not accept them on parameters, so they are moved to the struct field.
+        let (docs, rest): (Vec<Attribute>, Vec<Attribute>) = typed
+            .attrs
+            .drain(..)
+            .partition(|a| a.path().is_ident("doc"));
+        typed.attrs = rest;
+        let (field_type, by_ref) = owned_type(&typed.ty);
+        params.push(Param {
+            ident: pat.ident.clone(),
+            field_type,
+            by_ref,
+            docs,
+        });
+    }
+
+    let (fallible, value_type) = match &function.sig.output {
+        ReturnType::Default => (false, None),
+        ReturnType::Type(_, ty) => match result_ok_type(ty) {
+            Some(ok) => (true, Some(ok)),
+            None => (false, Some(ty.as_ref().clone())),
+        },
+    };
+    let output = match value_type {
+        None => Output::Content,
+        Some(ty) if is_content_type(&ty) => Output::Content,
+        Some(ty) => Output::Structured(ty),
+    };
+
+    Ok(Some(ToolFn {
+        ident: function.sig.ident.clone(),
+        options,
+        description,
+        params,
+        fallible,
+        output,
+    }))
+}
+
+fn parse_tool_options(attr: &Attribute) -> syn::Result<ToolOptions> {
+    let mut options = ToolOptions::default();
+    if matches!(attr.meta, Meta::Path(_)) {
+        return Ok(options);
+    }
+    attr.parse_nested_meta(|meta| {
+        let flag = |meta: &syn::meta::ParseNestedMeta| -> syn::Result<Option<bool>> {
+            if meta.input.peek(syn::Token![=]) {
+                let value: syn::LitBool = meta.value()?.parse()?;
+                Ok(Some(value.value))
+            } else {
+                Ok(Some(true))
+            }
+        };
+        if meta.path.is_ident("name") {
+            let name: LitStr = meta.value()?.parse()?;
+            validate_tool_name(&name)?;
+            options.name = Some(name);
+        } else if meta.path.is_ident("title") {
+            options.title = Some(meta.value()?.parse()?);
+        } else if meta.path.is_ident("read_only") {
+            options.read_only = flag(&meta)?;
+        } else if meta.path.is_ident("destructive") {
+            options.destructive = flag(&meta)?;
+        } else if meta.path.is_ident("idempotent") {
+            options.idempotent = flag(&meta)?;
+        } else if meta.path.is_ident("open_world") {
+            options.open_world = flag(&meta)?;
+        } else {
+            return Err(meta.error(
+                "expected `name`, `title`, `read_only`, `destructive`, `idempotent` or `open_world`",
+            ));
+        }
+        Ok(())
+    })?;
+    Ok(options)
+}
+
+fn validate_tool_name(name: &LitStr) -> syn::Result<()> {
+    let value = name.value();
+    let valid = (1..=128).contains(&value.len())
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if valid {
+        Ok(())
+    } else {
+        Err(syn::Error::new(
+            name.span(),
+            "tool names are 1 to 128 characters of A-Z a-z 0-9 _ - .",
+        ))
+    }
+}
+
+/// The text of `///` comments, one leading space per line removed.
+fn doc_text(attrs: &[Attribute]) -> Option<String> {
+    let lines: Vec<String> = attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .filter_map(|a| match &a.meta {
+            Meta::NameValue(nv) => match &nv.value {
+                Expr::Lit(ExprLit {
+                    lit: Lit::Str(s), ..
+                }) => Some(s.value()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .map(|line| line.strip_prefix(' ').unwrap_or(&line).to_owned())
+        .collect();
+    let text = lines.join("\n").trim().to_owned();
+    (!text.is_empty()).then_some(text)
+}
+
+/// The owned form of a parameter type, and whether the function borrows it.
+fn owned_type(ty: &Type) -> (Type, bool) {
+    let Type::Reference(reference) = ty else {
+        return (ty.clone(), false);
+    };
+    let owned: Type = match reference.elem.as_ref() {
+        Type::Path(path) if path.path.is_ident("str") => syn::parse_quote!(::std::string::String),
+        Type::Slice(slice) => {
+            let elem = &slice.elem;
+            syn::parse_quote!(::std::vec::Vec<#elem>)
+        }
+        other => other.clone(),
+    };
+    (owned, true)
+}
+
+fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
+    match ty {
+        Type::Path(TypePath { path, .. }) => path.segments.last(),
+        _ => None,
+    }
+}
+
+fn first_type_argument(segment: &syn::PathSegment) -> Option<Type> {
+    let PathArguments::AngleBracketed(args) = &segment.arguments else {
+        return None;
+    };
+    args.args.iter().find_map(|arg| match arg {
+        GenericArgument::Type(ty) => Some(ty.clone()),
+        _ => None,
+    })
+}
+
+/// `T` when `ty` is `Result<T, E>` (or an alias such as `anyhow::Result<T>`).
+fn result_ok_type(ty: &Type) -> Option<Type> {
+    let segment = last_segment(ty)?;
+    if segment.ident != "Result" {
+        return None;
+    }
+    first_type_argument(segment)
+}
+
+/// Return types that are already text or content rather than data.
+fn is_content_type(ty: &Type) -> bool {
+    match ty {
+        Type::Tuple(tuple) => tuple.elems.is_empty(),
+        Type::Reference(reference) => {
+            matches!(reference.elem.as_ref(), Type::Path(p) if p.path.is_ident("str"))
+        }
+        _ => match last_segment(ty) {
+            Some(segment) if segment.ident == "Vec" => first_type_argument(segment)
+                .as_ref()
+                .and_then(last_segment)
+                .is_some_and(|inner| inner.ident == "Content"),
+            Some(segment) => ["String", "Content", "ToolResult"]
+                .iter()
+                .any(|name| segment.ident == name),
+            None => false,
+        },
+    }
+}

@@ -1,0 +1,304 @@
+//! Write agentsite agents as plain Rust functions.
+//!
+//! An agent is a WebAssembly component that exports a card and MCP-style
+//! tools (see `wit/agent.wit`). With this crate an author writes ordinary
+//! functions with doc comments; the [`agent`] attribute turns an `impl` block
+//! into a complete agent: it derives each tool's JSON Schema from the argument
+//! types, validates and deserializes arguments, and maps return values and
+//! errors to MCP results.
+//!
+//! ```ignore
+//! use agentsite_sdk::agent;
+//!
+//! struct Calculator;
+//!
+//! /// Arithmetic on floating-point numbers.
+//! #[agent(tags = ["math"])]
+//! impl Calculator {
+//!     /// Add two numbers.
+//!     #[tool(read_only, idempotent)]
+//!     fn add(a: f64, b: f64) -> f64 {
+//!         a + b
+//!     }
+//! }
+//! ```
+//!
+//! Build it with `cargo build --release --target wasm32-wasip2` from a crate
+//! with `crate-type = ["cdylib"]`.
+//!
+//! # Return values
+//!
+//! * `String` and `&str` become a text result.
+//! * [`Content`], `Vec<Content>` and [`ToolResult`] are passed through.
+//! * `()` becomes an empty result.
+//! * Anything else that implements `Serialize` and `JsonSchema` becomes
+//!   structured content with an output schema (and its JSON as text, for
+//!   clients that only read text). Values that are not JSON objects are
+//!   wrapped as `{"result": value}`, because MCP structured content is an object.
+//! * `Result<T, E>` returns `T` as above, or a tool error: `E` may be
+//!   [`ToolError`] itself or anything that implements `Display`.
+
+pub use agentsite_sdk_macros::agent;
+
+/// Bindings generated from the WIT contract. Most agents never need them
+/// directly; the re-exports below cover the common cases.
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "agent-core",
+        pub_export_macro: true,
+        export_macro_name: "__export_agent",
+        default_bindings_module: "::agentsite_sdk::bindings",
+    });
+}
+
+pub use bindings::agentsite::agent::types::{
+    AgentCard, Content, EmbeddedResource, Media, ResourceBody, Tool, ToolAnnotations, ToolError,
+    ToolResult,
+};
+
+/// The node's log and progress reporting.
+pub mod host {
+    pub use crate::bindings::agentsite::agent::host::{LogLevel, log, progress};
+
+    /// Logs at info level.
+    pub fn info(message: &str) {
+        log(LogLevel::Info, message);
+    }
+
+    /// Logs at warn level.
+    pub fn warn(message: &str) {
+        log(LogLevel::Warn, message);
+    }
+
+    /// Logs at error level.
+    pub fn error(message: &str) {
+        log(LogLevel::Error, message);
+    }
+}
+
+/// The agent's own persistent key-value store (when the operator grants it).
+pub mod kv {
+    pub use crate::bindings::agentsite::agent::kv::{KvError, delete, get, list_keys, set};
+
+    /// The value under `key` as UTF-8 text, if any.
+    pub fn get_string(key: &str) -> Result<Option<String>, KvError> {
+        match get(key)? {
+            None => Ok(None),
+            Some(bytes) => String::from_utf8(bytes)
+                .map(Some)
+                .map_err(|_| KvError::Invalid(format!("value of key {key:?} is not UTF-8"))),
+        }
+    }
+
+    /// Every key starting with `prefix`, fetched page by page.
+    pub fn keys_with_prefix(prefix: &str) -> Result<Vec<String>, KvError> {
+        const PAGE: u32 = 1000;
+        let mut keys: Vec<String> = Vec::new();
+        loop {
+            let page = list_keys(prefix, keys.last().map(String::as_str), PAGE)?;
+            let done = page.len() < PAGE as usize;
+            keys.extend(page);
+            if done {
+                return Ok(keys);
+            }
+        }
+    }
+}
+
+/// Other agents, on this node or elsewhere on the network (when granted).
+pub mod peers {
+    pub use crate::bindings::agentsite::agent::peers::{AgentRef, PeerError, call, discover};
+}
+
+/// A language model chosen by the node or the calling client (when granted).
+pub mod llm {
+    pub use crate::bindings::agentsite::agent::llm::{
+        ChatRequest, ChatResponse, LlmError, Message, Role, chat,
+    };
+}
+
+impl ToolResult {
+    /// A successful result holding one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::from_content(vec![Content::Text(text.into())])
+    }
+
+    /// A result that reports a failure to the caller (MCP `isError`).
+    pub fn error(text: impl Into<String>) -> Self {
+        ToolResult {
+            content: vec![Content::Text(text.into())],
+            structured_content: None,
+            is_error: true,
+        }
+    }
+
+    /// A successful result holding `content`.
+    pub fn from_content(content: Vec<Content>) -> Self {
+        ToolResult {
+            content,
+            structured_content: None,
+            is_error: false,
+        }
+    }
+}
+
+impl Content {
+    /// An image block.
+    pub fn image(data: Vec<u8>, mime_type: impl Into<String>) -> Self {
+        Content::Image(Media {
+            data,
+            mime_type: mime_type.into(),
+        })
+    }
+
+    /// An audio block.
+    pub fn audio(data: Vec<u8>, mime_type: impl Into<String>) -> Self {
+        Content::Audio(Media {
+            data,
+            mime_type: mime_type.into(),
+        })
+    }
+}
+
+/// Support code for the [`agent`] macro's expansion; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+
+    use crate::{Content, ToolError, ToolResult};
+    use schemars::JsonSchema;
+    use serde::Serialize;
+    use serde::de::DeserializeOwned;
+    use serde_json::{Map, Value};
+
+    /// Parses a tool's arguments. An empty string means "no arguments".
+    pub fn parse_arguments<A: DeserializeOwned>(arguments: &str) -> Result<A, ToolError> {
+        let text = if arguments.trim().is_empty() {
+            "{}"
+        } else {
+            arguments
+        };
+        serde_json::from_str(text).map_err(|e| ToolError::InvalidArguments(e.to_string()))
+    }
+
+    /// The JSON Schema of an arguments struct, as MCP wants it: an object
+    /// schema without the generated struct's title.
+    pub fn input_schema<A: JsonSchema>() -> String {
+        let mut schema = schemars::schema_for!(A).to_value();
+        if let Value::Object(map) = &mut schema {
+            map.remove("title");
+        }
+        schema.to_string()
+    }
+
+    fn is_object_schema(schema: &Value) -> bool {
+        schema.get("type").and_then(Value::as_str) == Some("object")
+    }
+
+    /// The output schema for a structured return type: the type's own schema
+    /// if it describes an object, otherwise an object with one `result` property.
+    pub fn output_schema<T: JsonSchema>() -> String {
+        let schema = schemars::schema_for!(T).to_value();
+        if is_object_schema(&schema) {
+            return schema.to_string();
+        }
+        let mut inner = schema;
+        let mut defs = None;
+        if let Value::Object(map) = &mut inner {
+            map.remove("$schema");
+            defs = map.remove("$defs");
+        }
+        let mut wrapper = serde_json::json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": { "result": inner },
+            "required": ["result"],
+        });
+        if let (Some(defs), Value::Object(map)) = (defs, &mut wrapper) {
+            map.insert("$defs".into(), defs);
+        }
+        wrapper.to_string()
+    }
+
+    /// A structured result: the value as structured content and as JSON text.
+    pub fn structured<T: Serialize + JsonSchema>(value: &T) -> Result<ToolResult, ToolError> {
+        let json = serde_json::to_value(value)
+            .map_err(|e| ToolError::Failed(format!("result is not serializable: {e}")))?;
+        let text = json.to_string();
+        let object = if is_object_schema(&schemars::schema_for!(T).to_value()) {
+            json
+        } else {
+            let mut map = Map::new();
+            map.insert("result".into(), json);
+            Value::Object(map)
+        };
+        Ok(ToolResult {
+            content: vec![Content::Text(text)],
+            structured_content: Some(object.to_string()),
+            is_error: false,
+        })
+    }
+
+    /// Return values that already are content.
+    pub trait IntoContentResult {
+        fn into_content_result(self) -> ToolResult;
+    }
+
+    impl IntoContentResult for ToolResult {
+        fn into_content_result(self) -> ToolResult {
+            self
+        }
+    }
+
+    impl IntoContentResult for Content {
+        fn into_content_result(self) -> ToolResult {
+            ToolResult::from_content(vec![self])
+        }
+    }
+
+    impl IntoContentResult for Vec<Content> {
+        fn into_content_result(self) -> ToolResult {
+            ToolResult::from_content(self)
+        }
+    }
+
+    impl IntoContentResult for String {
+        fn into_content_result(self) -> ToolResult {
+            ToolResult::text(self)
+        }
+    }
+
+    impl IntoContentResult for &str {
+        fn into_content_result(self) -> ToolResult {
+            ToolResult::text(self)
+        }
+    }
+
+    impl IntoContentResult for () {
+        fn into_content_result(self) -> ToolResult {
+            ToolResult::from_content(Vec::new())
+        }
+    }
+
+    /// Maps an author's error type to a tool error: `ToolError` keeps its
+    /// kind, anything else becomes `failed` with its `Display` text.
+    pub fn tool_error<E: std::fmt::Display + 'static>(error: E) -> ToolError {
+        let any: &dyn std::any::Any = &error;
+        match any.downcast_ref::<ToolError>() {
+            Some(tool_error) => tool_error.clone(),
+            None => ToolError::Failed(error.to_string()),
+        }
+    }
+
+    /// Reads the `homepage` of the card from Cargo metadata.
+    pub fn homepage(homepage: &str, repository: &str) -> Option<String> {
+        [homepage, repository]
+            .into_iter()
+            .find(|s| !s.is_empty())
+            .map(str::to_owned)
+    }
+}

@@ -1,0 +1,211 @@
+//! Where a guest's words go: `host.log` messages and stdout/stderr text become
+//! host log events tagged with the agent's name.
+//!
+//! Each call has a byte budget shared by all three; past it, text is dropped
+//! and counted, so that a chatty or hostile agent cannot flood the operator's
+//! logs or the host's memory. The tail of stderr is kept for error reports:
+//! when a Rust guest panics it writes the reason there just before trapping.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Severity of a guest message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+/// A guest's output stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// Longest line kept while waiting for its newline.
+const MAX_LINE: usize = 4096;
+/// How much of stderr is kept for error reports.
+const STDERR_TAIL: usize = 2048;
+
+/// The log of one call. Cheap to clone; clones share the budget.
+#[derive(Clone)]
+pub struct GuestLog {
+    inner: Arc<Mutex<LogState>>,
+}
+
+struct LogState {
+    agent: Arc<str>,
+    remaining: usize,
+    dropped: u64,
+    partial: [Vec<u8>; 2],
+    stderr_tail: Vec<u8>,
+}
+
+impl GuestLog {
+    /// A log for a call of `agent` that may keep `budget` bytes.
+    pub fn new(agent: Arc<str>, budget: u64) -> Self {
+        GuestLog {
+            inner: Arc::new(Mutex::new(LogState {
+                agent,
+                remaining: usize::try_from(budget).unwrap_or(usize::MAX),
+                dropped: 0,
+                partial: [Vec::new(), Vec::new()],
+                stderr_tail: Vec::new(),
+            })),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, LogState> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Logs a message the guest sent through `host.log`.
+    pub fn message(&self, level: Level, text: &str) {
+        let mut state = self.state();
+        if state.take_budget(text.len()) {
+            emit(&state.agent, level, "log", text);
+        }
+    }
+
+    /// Takes bytes the guest wrote to stdout or stderr; complete lines are
+    /// logged, the rest waits for its newline.
+    pub fn write(&self, stream: Stream, bytes: &[u8]) {
+        let mut state = self.state();
+        if stream == Stream::Stderr {
+            state.stderr_tail.extend_from_slice(bytes);
+            let excess = state.stderr_tail.len().saturating_sub(STDERR_TAIL);
+            state.stderr_tail.drain(..excess);
+        }
+        let index = stream as usize;
+        let mut rest = bytes;
+        while let Some(newline) = rest.iter().position(|&b| b == b'\n') {
+            let mut line = std::mem::take(&mut state.partial[index]);
+            line.extend_from_slice(&rest[..newline]);
+            state.line(stream, &line);
+            rest = &rest[newline + 1..];
+        }
+        let room = MAX_LINE.saturating_sub(state.partial[index].len());
+        let kept = rest.len().min(room);
+        state.partial[index].extend_from_slice(&rest[..kept]);
+        state.dropped += (rest.len() - kept) as u64;
+    }
+
+    /// Logs unfinished lines and reports what was dropped. Call once, at the
+    /// end of the call.
+    pub fn finish(&self) {
+        let mut state = self.state();
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            let line = std::mem::take(&mut state.partial[stream as usize]);
+            if !line.is_empty() {
+                state.line(stream, &line);
+            }
+        }
+        if state.dropped > 0 {
+            tracing::warn!(
+                target: "agentsite::agent",
+                agent = %state.agent,
+                "dropped {} bytes of agent output over the per-call log limit",
+                state.dropped
+            );
+        }
+    }
+
+    /// The reason of a Rust panic the guest printed, if it printed one.
+    pub fn panic_message(&self) -> Option<String> {
+        let state = self.state();
+        let tail = String::from_utf8_lossy(&state.stderr_tail);
+        let start = tail.rfind("panicked at ")?;
+        let report = &tail[start + "panicked at ".len()..];
+        let report = report.split("\nnote:").next().unwrap_or(report);
+        let one_line = report
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
+        Some(one_line)
+    }
+
+    /// Bytes dropped so far.
+    pub fn dropped(&self) -> u64 {
+        self.state().dropped
+    }
+}
+
+impl LogState {
+    fn take_budget(&mut self, len: usize) -> bool {
+        if len <= self.remaining {
+            self.remaining -= len;
+            true
+        } else {
+            self.remaining = 0;
+            self.dropped += len as u64;
+            false
+        }
+    }
+
+    fn line(&mut self, stream: Stream, line: &[u8]) {
+        if self.take_budget(line.len()) {
+            let text = String::from_utf8_lossy(line);
+            let (level, name) = match stream {
+                Stream::Stdout => (Level::Info, "stdout"),
+                Stream::Stderr => (Level::Warn, "stderr"),
+            };
+            emit(&self.agent, level, name, &text);
+        }
+    }
+}
+
+fn emit(agent: &str, level: Level, source: &str, text: &str) {
+    macro_rules! event {
+        ($level:ident) => {
+            tracing::$level!(target: "agentsite::agent", agent, source, "{text}")
+        };
+    }
+    match level {
+        Level::Trace => event!(trace),
+        Level::Debug => event!(debug),
+        Level::Info => event!(info),
+        Level::Warn => event!(warn),
+        Level::Error => event!(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_past_the_budget_is_dropped_and_counted() {
+        let log = GuestLog::new("flood".into(), 100);
+        for _ in 0..50 {
+            log.write(Stream::Stdout, b"0123456789\n");
+        }
+        log.finish();
+        // 9 lines of 10 bytes fit in 100 bytes; the other 41 are dropped.
+        assert_eq!(log.dropped(), 41 * 10);
+    }
+
+    #[test]
+    fn a_line_without_newline_is_bounded() {
+        let log = GuestLog::new("flood".into(), u64::MAX);
+        log.write(Stream::Stdout, &vec![b'x'; MAX_LINE * 3]);
+        assert_eq!(log.dropped(), (MAX_LINE * 2) as u64);
+    }
+
+    #[test]
+    fn a_rust_panic_message_is_recovered_from_stderr() {
+        let log = GuestLog::new("trap".into(), 1 << 16);
+        log.write(
+            Stream::Stderr,
+            b"\nthread '<unnamed>' panicked at src/lib.rs:12:5:\nboom halfway\nnote: run with `RUST_BACKTRACE=1`\n",
+        );
+        assert_eq!(
+            log.panic_message().as_deref(),
+            Some("src/lib.rs:12:5: boom halfway")
+        );
+    }
+}

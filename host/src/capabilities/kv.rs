@@ -1,0 +1,277 @@
+//! The `kv` import: a small persistent key-value store per agent.
+//!
+//! Each agent gets its own redb database file (`<data>/kv/<id hex>.redb`),
+//! so agents cannot see each other's keys and removing an agent's data is
+//! removing one file. Databases are opened on first use and kept open for
+//! the life of the node. Every `set` and `delete` is a committed (fsynced)
+//! transaction: "durable when it returns".
+
+use crate::AgentId;
+use crate::runtime::CallState;
+use crate::runtime::bindings::agentsite::agent::kv::{self, KvError};
+use redb::{ReadableDatabase as _, TableDefinition};
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use wasmtime::component::{HasSelf, Linker};
+
+const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("kv");
+
+/// Longest key, in bytes.
+pub const MAX_KEY: usize = 1024;
+/// Largest value, in bytes.
+pub const MAX_VALUE: usize = 1 << 20;
+/// Most keys returned by one `list-keys`.
+pub const MAX_LIST: u32 = 1000;
+
+/// The key-value databases of all agents on a node.
+pub struct KvStores {
+    dir: PathBuf,
+    open: Mutex<HashMap<AgentId, Arc<redb::Database>>>,
+}
+
+impl KvStores {
+    pub fn new(dir: PathBuf) -> Self {
+        KvStores {
+            dir,
+            open: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The database file of `agent`.
+    pub fn path(&self, agent: &AgentId) -> PathBuf {
+        self.dir.join(format!("{}.redb", agent.hex()))
+    }
+
+    fn database(&self, agent: &AgentId) -> Result<Arc<redb::Database>, KvError> {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(db) = open.get(agent) {
+            return Ok(db.clone());
+        }
+        std::fs::create_dir_all(&self.dir).map_err(|e| storage("cannot create kv folder", e))?;
+        let db = redb::Database::create(self.path(agent)).map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => KvError::Storage(
+                "the kv store is in use by another agentsite process; retry when it is done".into(),
+            ),
+            other => storage("cannot open kv store", other),
+        })?;
+        let db = Arc::new(db);
+        open.insert(*agent, db.clone());
+        Ok(db)
+    }
+
+    /// Closes the database of `agent` (before its file is removed).
+    pub fn close(&self, agent: &AgentId) {
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(agent);
+    }
+}
+
+fn storage(context: &str, error: impl std::fmt::Display) -> KvError {
+    KvError::Storage(format!("{context}: {error}"))
+}
+
+fn check_key(key: &str) -> Result<(), KvError> {
+    if key.is_empty() {
+        return Err(KvError::Invalid("keys cannot be empty".into()));
+    }
+    if key.len() > MAX_KEY {
+        return Err(KvError::Invalid(format!(
+            "key of {} bytes is longer than the limit of {MAX_KEY}",
+            key.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Per-call state of the `kv` import: the calling agent's database.
+pub struct KvState {
+    stores: Arc<KvStores>,
+    agent: AgentId,
+}
+
+impl KvState {
+    pub(crate) fn new(stores: Arc<KvStores>, agent: AgentId) -> Self {
+        KvState { stores, agent }
+    }
+
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, KvError> {
+        check_key(key)?;
+        let db = self.stores.database(&self.agent)?;
+        let read = db.begin_read().map_err(|e| storage("kv read failed", e))?;
+        let table = match read.open_table(TABLE) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(storage("kv read failed", e)),
+        };
+        let value = table.get(key).map_err(|e| storage("kv read failed", e))?;
+        Ok(value.map(|v| v.value().to_vec()))
+    }
+
+    fn set(&self, key: &str, value: &[u8]) -> Result<(), KvError> {
+        check_key(key)?;
+        if value.len() > MAX_VALUE {
+            return Err(KvError::Invalid(format!(
+                "value of {} bytes is larger than the limit of {MAX_VALUE}",
+                value.len()
+            )));
+        }
+        let db = self.stores.database(&self.agent)?;
+        let write = db
+            .begin_write()
+            .map_err(|e| storage("kv write failed", e))?;
+        {
+            let mut table = write
+                .open_table(TABLE)
+                .map_err(|e| storage("kv write failed", e))?;
+            table
+                .insert(key, value)
+                .map_err(|e| storage("kv write failed", e))?;
+        }
+        write.commit().map_err(|e| storage("kv commit failed", e))
+    }
+
+    fn delete(&self, key: &str) -> Result<bool, KvError> {
+        check_key(key)?;
+        let db = self.stores.database(&self.agent)?;
+        let write = db
+            .begin_write()
+            .map_err(|e| storage("kv write failed", e))?;
+        let existed = {
+            let mut table = write
+                .open_table(TABLE)
+                .map_err(|e| storage("kv write failed", e))?;
+            table
+                .remove(key)
+                .map_err(|e| storage("kv write failed", e))?
+                .is_some()
+        };
+        write.commit().map_err(|e| storage("kv commit failed", e))?;
+        Ok(existed)
+    }
+
+    fn list_keys(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<String>, KvError> {
+        let db = self.stores.database(&self.agent)?;
+        let read = db.begin_read().map_err(|e| storage("kv read failed", e))?;
+        let table = match read.open_table(TABLE) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(e) => return Err(storage("kv read failed", e)),
+        };
+        let lower = match after {
+            Some(after) if after >= prefix => Bound::Excluded(after),
+            _ => Bound::Included(prefix),
+        };
+        let range = table
+            .range::<&str>((lower, Bound::Unbounded))
+            .map_err(|e| storage("kv read failed", e))?;
+        let mut keys = Vec::new();
+        for entry in range {
+            if keys.len() >= limit.min(MAX_LIST) as usize {
+                break;
+            }
+            let (key, _) = entry.map_err(|e| storage("kv read failed", e))?;
+            let key = key.value();
+            if !key.starts_with(prefix) {
+                break;
+            }
+            keys.push(key.to_owned());
+        }
+        Ok(keys)
+    }
+}
+
+impl kv::Host for KvState {
+    fn get(&mut self, key: String) -> wasmtime::Result<Result<Option<Vec<u8>>, KvError>> {
+        Ok(KvState::get(self, &key))
+    }
+
+    fn set(&mut self, key: String, value: Vec<u8>) -> wasmtime::Result<Result<(), KvError>> {
+        Ok(KvState::set(self, &key, &value))
+    }
+
+    fn delete(&mut self, key: String) -> wasmtime::Result<Result<bool, KvError>> {
+        Ok(KvState::delete(self, &key))
+    }
+
+    fn list_keys(
+        &mut self,
+        prefix: String,
+        after: Option<String>,
+        limit: u32,
+    ) -> wasmtime::Result<Result<Vec<String>, KvError>> {
+        Ok(KvState::list_keys(self, &prefix, after.as_deref(), limit))
+    }
+}
+
+pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    kv::add_to_linker::<CallState, HasSelf<KvState>>(linker, |state| &mut state.kv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(dir: &std::path::Path, agent: &[u8]) -> KvState {
+        KvState::new(Arc::new(KvStores::new(dir.to_owned())), AgentId::of(agent))
+    }
+
+    #[test]
+    fn values_persist_and_agents_are_isolated() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores = Arc::new(KvStores::new(dir.path().to_owned()));
+        let notes = KvState::new(stores.clone(), AgentId::of(b"notes"));
+        let other = KvState::new(stores.clone(), AgentId::of(b"other"));
+        notes.set("a", b"1").unwrap();
+        assert_eq!(notes.get("a").unwrap(), Some(b"1".to_vec()));
+        assert_eq!(other.get("a").unwrap(), None);
+        assert!(notes.delete("a").unwrap());
+        assert!(!notes.delete("a").unwrap());
+        assert_eq!(notes.get("a").unwrap(), None);
+    }
+
+    #[test]
+    fn keys_are_listed_by_prefix_in_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let kv = state(dir.path(), b"notes");
+        for key in ["note/1", "note/2", "note/3", "other", "nota"] {
+            kv.set(key, b"x").unwrap();
+        }
+        assert_eq!(
+            kv.list_keys("note/", None, 10).unwrap(),
+            ["note/1", "note/2", "note/3"]
+        );
+        assert_eq!(
+            kv.list_keys("note/", None, 2).unwrap(),
+            ["note/1", "note/2"]
+        );
+        assert_eq!(
+            kv.list_keys("note/", Some("note/2"), 10).unwrap(),
+            ["note/3"]
+        );
+        assert_eq!(kv.list_keys("", None, 10).unwrap().len(), 5);
+    }
+
+    #[test]
+    fn bad_keys_and_values_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let kv = state(dir.path(), b"notes");
+        assert!(matches!(kv.set("", b"x"), Err(KvError::Invalid(_))));
+        assert!(matches!(
+            kv.set(&"k".repeat(MAX_KEY + 1), b"x"),
+            Err(KvError::Invalid(_))
+        ));
+        assert!(matches!(
+            kv.set("k", &vec![0; MAX_VALUE + 1]),
+            Err(KvError::Invalid(_))
+        ));
+    }
+}

@@ -1,0 +1,263 @@
+//! The command-line front end: each `agentsite` subcommand as a function
+//! that takes parsed arguments, calls the [`Node`], and prints.
+//!
+//! Output meant for programs (ids, results, `--json`) goes to stdout; notes
+//! for people go to stderr, so that `agentsite add x.wasm` can be captured.
+
+use crate::Node;
+use crate::tool::ToolSpec;
+use anyhow::Context as _;
+use bytesize::ByteSize;
+use std::io::{IsTerminal as _, Write as _};
+use std::path::Path;
+
+/// `agentsite add FILE...`: prints the id of each added agent.
+pub async fn add(node: &Node, files: &[impl AsRef<Path>]) -> anyhow::Result<()> {
+    for file in files {
+        let file = file.as_ref();
+        let bytes =
+            std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+        let record = node
+            .add(&bytes)
+            .await
+            .with_context(|| format!("cannot add {}", file.display()))?;
+        println!("{}", record.id);
+        eprintln!(
+            "added {} {} ({} tools: {})",
+            record.card.name,
+            record.card.version,
+            record.tools.len(),
+            tool_names(&record.tools)
+        );
+    }
+    Ok(())
+}
+
+/// `agentsite ls`
+pub fn list(node: &Node, json: bool) -> anyhow::Result<()> {
+    let records = node.list()?;
+    if json {
+        return print_json(&records);
+    }
+    if records.is_empty() {
+        eprintln!("no agents installed; add one with `agentsite add FILE.wasm`");
+        return Ok(());
+    }
+    let rows: Vec<[String; 5]> = records
+        .iter()
+        .map(|r| {
+            [
+                r.card.name.clone(),
+                r.card.version.clone(),
+                r.id.short(),
+                ByteSize(r.size).to_string(),
+                tool_names(&r.tools),
+            ]
+        })
+        .collect();
+    print_table(["NAME", "VERSION", "ID", "SIZE", "TOOLS"], &rows);
+    Ok(())
+}
+
+/// `agentsite tools AGENT`
+pub fn tools(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
+    let record = node.resolve(agent)?;
+    if json {
+        return print_json(&record.tools);
+    }
+    let mut out = String::new();
+    for tool in &record.tools {
+        describe_tool(&mut out, tool);
+    }
+    print!("{out}");
+    Ok(())
+}
+
+/// `agentsite call AGENT TOOL JSON`: prints the MCP result as JSON. A tool
+/// error, or a result flagged `isError`, exits non-zero.
+pub async fn call(
+    node: &Node,
+    agent: &str,
+    tool: &str,
+    arguments: &str,
+    limits: crate::config::Limits,
+) -> anyhow::Result<()> {
+    let record = node.resolve(agent)?;
+    let progress: crate::capabilities::host::ProgressSink = std::sync::Arc::new(|p| {
+        let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+        let message = p.message.map(|m| format!(" {m}")).unwrap_or_default();
+        tracing::info!("progress {}{total}{message}", p.progress);
+    });
+    let output = node
+        .call_record(&record, tool, arguments, limits, Some(progress))
+        .await
+        .with_context(|| format!("{}.{tool} failed", record.card.name))?;
+    print_json(&output)?;
+    if output.is_error {
+        anyhow::bail!(
+            "{}.{tool} reported an error: {}",
+            record.card.name,
+            output.text().lines().next().unwrap_or("(no text)")
+        );
+    }
+    Ok(())
+}
+
+/// `agentsite inspect AGENT`
+pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
+    let record = node.resolve(agent)?;
+    let compiled = node.compiled_path(&record.id);
+    if json {
+        let mut value = serde_json::to_value(&record)?;
+        value["compiled"] = serde_json::json!(compiled);
+        return print_json(&value);
+    }
+    let card = &record.card;
+    let mut out = String::new();
+    out.push_str(&format!("{} {}\n", card.name, card.version));
+    out.push_str(&format!("  {}\n\n", card.description));
+    out.push_str(&format!("id:        {}\n", record.id));
+    out.push_str(&format!(
+        "size:      {} ({} bytes)\n",
+        ByteSize(record.size),
+        record.size
+    ));
+    if !card.tags.is_empty() {
+        out.push_str(&format!("tags:      {}\n", card.tags.join(", ")));
+    }
+    if let Some(homepage) = &card.homepage {
+        out.push_str(&format!("homepage:  {homepage}\n"));
+    }
+    out.push_str(&format!(
+        "compiled:  {}\n",
+        compiled.map_or("no (compiles on first call)".into(), |p| p
+            .display()
+            .to_string())
+    ));
+    out.push_str(&format!("\nimports ({}):\n", record.imports.len()));
+    for import in &record.imports {
+        out.push_str(&format!("  {import}\n"));
+    }
+    out.push_str(&format!("\ntools ({}):\n", record.tools.len()));
+    for tool in &record.tools {
+        describe_tool(&mut out, tool);
+    }
+    print!("{out}");
+    Ok(())
+}
+
+/// `agentsite rm AGENT`
+pub fn remove(node: &Node, agent: &str, purge: bool) -> anyhow::Result<()> {
+    let record = node.remove(agent, purge)?;
+    println!("{}", record.id);
+    eprintln!("removed {} {}", record.card.name, record.card.version);
+    Ok(())
+}
+
+fn tool_names(tools: &[ToolSpec]) -> String {
+    tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe_tool(out: &mut String, tool: &ToolSpec) {
+    let title = tool
+        .title
+        .as_deref()
+        .map(|t| format!(" ({t})"))
+        .unwrap_or_default();
+    out.push_str(&format!("{}{title}\n", tool.name));
+    for line in tool.description.lines() {
+        out.push_str(&format!("    {line}\n"));
+    }
+    let properties = tool
+        .input_schema
+        .get("properties")
+        .and_then(|p| p.as_object());
+    let required: Vec<&str> = tool
+        .input_schema
+        .get("required")
+        .and_then(|r| r.as_array())
+        .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    for (name, schema) in properties.into_iter().flatten() {
+        let kind = schema_type(schema);
+        let optional = if required.contains(&name.as_str()) {
+            ""
+        } else {
+            ", optional"
+        };
+        let description = schema
+            .get("description")
+            .and_then(|d| d.as_str())
+            .map(|d| format!(": {d}"))
+            .unwrap_or_default();
+        out.push_str(&format!("    - {name} ({kind}{optional}){description}\n"));
+    }
+    let hints = &tool.annotations;
+    let flags: Vec<&str> = [
+        (hints.read_only_hint, "read-only"),
+        (hints.destructive_hint, "destructive"),
+        (hints.idempotent_hint, "idempotent"),
+        (hints.open_world_hint, "open-world"),
+    ]
+    .into_iter()
+    .filter_map(|(hint, name)| (hint == Some(true)).then_some(name))
+    .collect();
+    if !flags.is_empty() {
+        out.push_str(&format!("    [{}]\n", flags.join(", ")));
+    }
+}
+
+fn schema_type(schema: &serde_json::Value) -> String {
+    match schema.get("type") {
+        Some(serde_json::Value::String(t)) => t.clone(),
+        Some(serde_json::Value::Array(types)) => types
+            .iter()
+            .filter_map(|t| t.as_str())
+            .collect::<Vec<_>>()
+            .join(" | "),
+        _ => "any".into(),
+    }
+}
+
+fn print_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) {
+    let mut widths = header.map(str::len);
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: Vec<&str>| {
+        let last = cells.len() - 1;
+        for (i, cell) in cells.into_iter().enumerate() {
+            if i == last {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<width$}  ", width = widths[i]));
+            }
+        }
+        out.push('\n');
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+    print!("{out}");
+}
+
+/// JSON on stdout: indented for a person at a terminal, one line for a pipe.
+fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let stdout = std::io::stdout();
+    let text = if stdout.is_terminal() {
+        serde_json::to_string_pretty(value)?
+    } else {
+        serde_json::to_string(value)?
+    };
+    let mut lock = stdout.lock();
+    writeln!(lock, "{text}")?;
+    Ok(())
+}

@@ -1,0 +1,214 @@
+//! Node configuration: where data lives and the limits every call runs under.
+//!
+//! Everything has a default, so a node runs with no configuration at all. An
+//! operator overrides defaults in a TOML file (`<data-dir>/config.toml`, or
+//! the file given with `--config`):
+//!
+//! ```toml
+//! [limits]
+//! deadline = "10s"          # wall-clock time a call may run
+//! memory = "64 MiB"         # linear memory an instance may grow to
+//! max_output = "1 MiB"      # size of a tool result
+//! max_concurrent_calls = 16 # calls of one agent running at once
+//! max_log = "64 KiB"        # log and stdout/stderr text kept per call
+//! ```
+
+use anyhow::Context as _;
+use bytesize::ByteSize;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The whole configuration file.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Limits applied to every call.
+    #[serde(default)]
+    pub limits: Limits,
+}
+
+/// Limits applied to every tool call. A call that hits one ends with a tool
+/// error naming the limit; the node keeps serving.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Wall-clock time a call may take, enforced by epoch interruption.
+    #[serde(with = "humantime_serde_compat")]
+    pub deadline: Duration,
+    /// Linear memory one instance may grow to.
+    pub memory: ByteSize,
+    /// Size of a tool result (text, media and structured content together).
+    pub max_output: ByteSize,
+    /// Calls of one agent that may run at the same time; further calls wait
+    /// for a free slot until their deadline.
+    pub max_concurrent_calls: u32,
+    /// Bytes of log messages and stdout/stderr text kept per call; the rest
+    /// is dropped and counted.
+    pub max_log: ByteSize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            deadline: Duration::from_secs(10),
+            memory: ByteSize::mib(64),
+            max_output: ByteSize::mib(1),
+            max_concurrent_calls: 16,
+            max_log: ByteSize::kib(64),
+        }
+    }
+}
+
+impl Limits {
+    /// Checks that the limits make sense together.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            !self.deadline.is_zero(),
+            "limits.deadline must be above zero"
+        );
+        anyhow::ensure!(
+            self.memory.as_u64() >= 64 * 1024,
+            "limits.memory must be at least 64 KiB (one WebAssembly page)"
+        );
+        anyhow::ensure!(
+            self.memory.as_u64() <= 4 * 1024 * 1024 * 1024,
+            "limits.memory must be at most 4 GiB (the 32-bit address space)"
+        );
+        anyhow::ensure!(
+            self.max_concurrent_calls >= 1,
+            "limits.max_concurrent_calls must be at least 1"
+        );
+        Ok(())
+    }
+}
+
+impl Config {
+    /// Reads `path`; a missing file means the defaults only when `required`
+    /// is false.
+    pub fn load(path: &Path, required: bool) -> anyhow::Result<Config> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => {
+                return Ok(Config::default());
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("cannot read config {}", path.display()));
+            }
+        };
+        let config: Config = toml::from_str(&text).map_err(|e| {
+            anyhow::anyhow!("invalid config {}: {}", path.display(), e.message().trim())
+        })?;
+        config
+            .limits
+            .validate()
+            .with_context(|| format!("invalid config {}", path.display()))?;
+        Ok(config)
+    }
+}
+
+/// The folders of a node's data directory.
+#[derive(Debug, Clone)]
+pub struct DataDir {
+    root: PathBuf,
+}
+
+impl DataDir {
+    /// A data directory at `root` (created on first write).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        DataDir { root: root.into() }
+    }
+
+    /// The platform's default: `$XDG_DATA_HOME/agentsite` on Linux,
+    /// `~/Library/Application Support/agentsite` on macOS.
+    pub fn platform_default() -> anyhow::Result<Self> {
+        let dirs = directories::ProjectDirs::from("", "", "agentsite")
+            .context("cannot find a home directory for the default data dir: pass --data-dir")?;
+        Ok(DataDir::new(dirs.data_dir()))
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Component bytes, by content id.
+    pub fn blobs(&self) -> PathBuf {
+        self.root.join("blobs").join("sha256")
+    }
+
+    /// Precompiled artifacts, by content id and engine fingerprint.
+    pub fn compiled(&self) -> PathBuf {
+        self.root.join("compiled")
+    }
+
+    /// One JSON record per installed agent (card, tools, imports).
+    pub fn agents(&self) -> PathBuf {
+        self.root.join("agents")
+    }
+
+    /// Key-value databases, one per agent.
+    pub fn kv(&self) -> PathBuf {
+        self.root.join("kv")
+    }
+
+    /// The default config file.
+    pub fn config_file(&self) -> PathBuf {
+        self.root.join("config.toml")
+    }
+}
+
+/// Durations written as humans write them ("10s", "1m 30s").
+mod humantime_serde_compat {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(value: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&humantime::format_duration(*value))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        humantime::parse_duration(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_optional_config_gives_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::load(&dir.path().join("config.toml"), false).unwrap();
+        assert_eq!(config.limits, Limits::default());
+        assert!(Config::load(&dir.path().join("config.toml"), true).is_err());
+    }
+
+    #[test]
+    fn limits_are_read_in_human_units() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(
+            &path,
+            "[limits]\ndeadline = \"250ms\"\nmemory = \"16 MiB\"\n",
+        )
+        .unwrap();
+        let limits = Config::load(&path, true).unwrap().limits;
+        assert_eq!(limits.deadline, Duration::from_millis(250));
+        assert_eq!(limits.memory, ByteSize::mib(16));
+        assert_eq!(limits.max_output, Limits::default().max_output);
+    }
+
+    #[test]
+    fn bad_config_is_a_one_line_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "[limits]\nmemroy = \"16 MiB\"\n").unwrap();
+        let error = format!("{:#}", Config::load(&path, true).unwrap_err());
+        assert!(error.contains("memroy"), "{error}");
+        assert!(!error.contains('\n'), "{error}");
+        std::fs::write(&path, "[limits]\ndeadline = \"0s\"\n").unwrap();
+        let error = format!("{:#}", Config::load(&path, true).unwrap_err());
+        assert!(error.contains("deadline must be above zero"), "{error}");
+    }
+}

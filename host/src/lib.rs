@@ -1,0 +1,31 @@
+//! agentsite: a node that hosts AI agents compiled to WebAssembly components.
+//!
+//! An agent is a WASI 0.2 component of the `agentsite:agent` world (see
+//! `wit/agent.wit`): it exports a card and MCP-style tools. This crate stores
+//! agents by the sha256 of their bytes ([`store`]), runs each tool call in a
+//! fresh, limited wasmtime instance ([`runtime`]) with deny-by-default
+//! capabilities ([`capabilities`]), and ties them together in a [`Node`].
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use agentsite::{Node, config::{Config, DataDir}};
+//!
+//! let node = Node::open(DataDir::new("/tmp/agentsite"), Config::default())?;
+//! let bytes = std::fs::read("calculator.wasm")?;
+//! let record = node.add(&bytes).await?;
+//! let output = node.call("calculator", "add", r#"{"a": 2, "b": 3}"#, None).await?;
+//! assert_eq!(output.structured_content.unwrap()["result"], 5.0);
+//! # let _ = record; Ok(()) }
+//! ```
+
+mod agent_id;
+pub mod capabilities;
+pub mod cli;
+pub mod config;
+mod node;
+pub mod runtime;
+pub mod store;
+pub mod tool;
+
+pub use agent_id::{AgentId, ParseAgentIdError};
+pub use node::{AddError, Node, NodeCallError};

@@ -1,0 +1,160 @@
+//! The `agentsite` command: parses the command line and calls the library.
+
+use agentsite::config::{Config, DataDir};
+use agentsite::{Node, cli};
+use anyhow::Context as _;
+use bytesize::ByteSize;
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Host AI agents compiled to WebAssembly components and call their tools.
+#[derive(Parser)]
+#[command(name = "agentsite", version, about, propagate_version = true)]
+struct Args {
+    /// Where agents and their data are stored [default: $XDG_DATA_HOME/agentsite].
+    #[arg(long, global = true, env = "AGENTSITE_DATA_DIR", value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+
+    /// Configuration file [default: <data-dir>/config.toml, if present].
+    #[arg(long, global = true, env = "AGENTSITE_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
+
+    /// More log output on stderr (-v: info, -vv: debug, -vvv: trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Add agents from component files; prints the id of each.
+    Add {
+        /// WebAssembly component files (built for wasm32-wasip2).
+        #[arg(required = true, value_name = "FILE.wasm")]
+        files: Vec<PathBuf>,
+    },
+    /// List installed agents.
+    Ls {
+        /// Print JSON records instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the tools of an agent.
+    Tools {
+        /// Agent name, id, or unique id prefix.
+        agent: String,
+        /// Print the MCP tool descriptors as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call a tool; prints the result (an MCP CallToolResult) as JSON.
+    Call {
+        /// Agent name, id, or unique id prefix.
+        agent: String,
+        /// Tool name.
+        tool: String,
+        /// Arguments, a JSON object.
+        #[arg(default_value = "{}")]
+        arguments: String,
+        /// Wall-clock limit for this call, such as 500ms or 30s.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        deadline: Option<Duration>,
+        /// Memory limit for this call, such as 16MiB.
+        #[arg(long)]
+        memory: Option<ByteSize>,
+    },
+    /// Show an agent's card, tools, the imports it asks for and its size.
+    Inspect {
+        /// Agent name, id, or unique id prefix.
+        agent: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove an agent.
+    Rm {
+        /// Agent name, id, or unique id prefix.
+        agent: String,
+        /// Also delete the agent's key-value data.
+        #[arg(long)]
+        purge: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    init_logging(args.verbose);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return fail(anyhow::anyhow!("cannot start the async runtime: {e}")),
+    };
+    match runtime.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => fail(error),
+    }
+}
+
+fn fail(error: anyhow::Error) -> ExitCode {
+    let message = format!("{error:#}").replace('\n', " ");
+    eprintln!("error: {message}");
+    ExitCode::FAILURE
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let data = match args.data_dir {
+        Some(dir) => DataDir::new(dir),
+        None => DataDir::platform_default()?,
+    };
+    let config = match &args.config {
+        Some(path) => Config::load(path, true)?,
+        None => Config::load(&data.config_file(), false)?,
+    };
+    let node = Node::open(data, config).context("cannot open the node")?;
+    match args.command {
+        Command::Add { files } => cli::add(&node, &files).await,
+        Command::Ls { json } => cli::list(&node, json),
+        Command::Tools { agent, json } => cli::tools(&node, &agent, json),
+        Command::Call {
+            agent,
+            tool,
+            arguments,
+            deadline,
+            memory,
+        } => {
+            let mut limits = node.config().limits;
+            if let Some(deadline) = deadline {
+                limits.deadline = deadline;
+            }
+            if let Some(memory) = memory {
+                limits.memory = memory;
+            }
+            limits.validate()?;
+            cli::call(&node, &agent, &tool, &arguments, limits).await
+        }
+        Command::Inspect { agent, json } => cli::inspect(&node, &agent, json),
+        Command::Rm { agent, purge } => cli::remove(&node, &agent, purge),
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTSITE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}

@@ -1,0 +1,278 @@
+//! A node: the store and the runtime together, behind the operations users
+//! know (add, list, resolve, call, remove).
+//!
+//! Adding follows one path: bytes → sha256 → compile (refusing what is not a
+//! component) → check the agent world → ask the agent for its card and tools
+//! (validated) → store bytes, then the compiled artifact, then the record.
+//! Calling follows another: name → record → loaded agent (bytes verified
+//! against the id, artifact verified and mapped, imports resolved once per
+//! process) → fresh instance → result.
+
+use crate::AgentId;
+use crate::capabilities::host::ProgressSink;
+use crate::config::{Config, DataDir, Limits};
+use crate::runtime::{CallError, ComponentError, LoadedAgent, Runtime, ToolCall};
+use crate::store::{AgentRecord, BlobStore, Catalog, CompiledCache, ResolveError, StoreError};
+use crate::tool::ToolOutput;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Why an agent was not added. Nothing is stored when adding fails.
+#[derive(Debug, thiserror::Error)]
+pub enum AddError {
+    #[error(transparent)]
+    Component(#[from] ComponentError),
+    #[error("its card or tools break the agent contract: {0}")]
+    Contract(CallError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot save the compiled agent: {0}")]
+    Serialize(String),
+}
+
+/// Why a call through the node failed.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeCallError {
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    #[error("{agent} has no tool named {tool:?}; its tools are: {known}")]
+    UnknownTool {
+        agent: String,
+        tool: String,
+        known: String,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot load {agent}: {reason}")]
+    Load { agent: String, reason: String },
+    #[error(transparent)]
+    Call(#[from] CallError),
+}
+
+/// A node: installed agents and the runtime that calls them.
+pub struct Node {
+    data: DataDir,
+    config: Config,
+    runtime: Runtime,
+    blobs: BlobStore,
+    compiled: CompiledCache,
+    catalog: Catalog,
+    loaded: Mutex<HashMap<AgentId, Arc<LoadedAgent>>>,
+}
+
+impl Node {
+    /// Opens the node whose data lives in `data`.
+    pub fn open(data: DataDir, config: Config) -> anyhow::Result<Self> {
+        config.limits.validate()?;
+        let runtime = Runtime::new(data.kv())?;
+        let fingerprint = crate::runtime::fingerprint(runtime.engine());
+        Ok(Node {
+            blobs: BlobStore::new(data.blobs()),
+            compiled: CompiledCache::new(data.compiled(), fingerprint),
+            catalog: Catalog::new(data.agents()),
+            data,
+            config,
+            runtime,
+            loaded: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn data_dir(&self) -> &DataDir {
+        &self.data
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Adds the component `bytes` and returns its record. Adding an agent
+    /// that is already installed returns the existing record.
+    pub async fn add(&self, bytes: &[u8]) -> Result<AgentRecord, AddError> {
+        let id = AgentId::of(bytes);
+        if let Some(record) = self.catalog.get(&id)?
+            && self.blobs.get(&id).is_ok()
+        {
+            return Ok(record);
+        }
+        let limits = self.config.limits;
+        let component = self.runtime.compile(bytes)?;
+        let candidate = self.runtime.prepare(id, "new-agent", &component, &limits)?;
+        let (card, tools) = self
+            .runtime
+            .describe(&candidate, &limits)
+            .await
+            .map_err(AddError::Contract)?;
+        let imports = self.runtime.imports(&component);
+        let artifact = component
+            .serialize()
+            .map_err(|e| AddError::Serialize(format!("{e:#}")))?;
+
+        self.blobs.put(bytes)?;
+        self.compiled.put(&id, &artifact)?;
+        let record = AgentRecord {
+            id,
+            card,
+            tools,
+            imports,
+            size: bytes.len() as u64,
+            added_at: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        };
+        self.catalog.put(&record)?;
+        tracing::info!(agent = %record.card.name, id = %id, "added");
+        Ok(record)
+    }
+
+    /// Every installed agent.
+    pub fn list(&self) -> Result<Vec<AgentRecord>, StoreError> {
+        self.catalog.list()
+    }
+
+    /// The agent meant by `query`: a full id, a card name or a unique id prefix.
+    pub fn resolve(&self, query: &str) -> Result<AgentRecord, ResolveError> {
+        self.catalog.resolve(query)
+    }
+
+    /// The path of the agent's compiled artifact for this engine, if intact.
+    pub fn compiled_path(&self, id: &AgentId) -> Option<PathBuf> {
+        self.compiled.verified_path(id)
+    }
+
+    /// Prepares `record` for calls, once per process: verifies the stored
+    /// bytes against the id, maps the compiled artifact (rebuilding it if it
+    /// is missing or damaged) and resolves imports.
+    pub fn load(&self, record: &AgentRecord) -> Result<Arc<LoadedAgent>, NodeCallError> {
+        if let Some(agent) = self.loaded_agents().get(&record.id) {
+            return Ok(agent.clone());
+        }
+        let load_error = |reason: String| NodeCallError::Load {
+            agent: record.card.name.clone(),
+            reason,
+        };
+        let bytes = self.blobs.get(&record.id)?;
+        let precompiled = self.compiled.verified_path(&record.id).and_then(|path| {
+            // SAFETY: the artifact was written by this engine configuration
+            // (the fingerprint is in its name) and its digest was just checked.
+            match unsafe { self.runtime.load_precompiled(&path) } {
+                Ok(component) => Some(component),
+                Err(e) => {
+                    tracing::warn!(agent = %record.card.name, "compiled artifact unusable ({e:#}); recompiling");
+                    None
+                }
+            }
+        });
+        let component = match precompiled {
+            Some(component) => component,
+            None => {
+                let component = self
+                    .runtime
+                    .compile(&bytes)
+                    .map_err(|e| load_error(e.to_string()))?;
+                match component.serialize() {
+                    Ok(artifact) => {
+                        if let Err(e) = self.compiled.put(&record.id, &artifact) {
+                            tracing::warn!("cannot cache compiled agent: {e}");
+                        }
+                    }
+                    Err(e) => tracing::warn!("cannot serialize compiled agent: {e:#}"),
+                }
+                component
+            }
+        };
+        let agent = self
+            .runtime
+            .prepare(
+                record.id,
+                &record.card.name,
+                &component,
+                &self.config.limits,
+            )
+            .map_err(|e| load_error(e.to_string()))?;
+        let agent = Arc::new(agent);
+        self.loaded_agents().insert(record.id, agent.clone());
+        Ok(agent)
+    }
+
+    fn loaded_agents(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, Arc<LoadedAgent>>> {
+        self.loaded.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Calls `tool` of the agent meant by `query` with `arguments` (a JSON
+    /// object as text), under the node's limits.
+    pub async fn call(
+        &self,
+        query: &str,
+        tool: &str,
+        arguments: &str,
+        progress: Option<ProgressSink>,
+    ) -> Result<ToolOutput, NodeCallError> {
+        let record = self.resolve(query)?;
+        self.call_record(&record, tool, arguments, self.config.limits, progress)
+            .await
+    }
+
+    /// Calls `tool` of an already resolved agent under `limits`.
+    pub async fn call_record(
+        &self,
+        record: &AgentRecord,
+        tool: &str,
+        arguments: &str,
+        limits: Limits,
+        progress: Option<ProgressSink>,
+    ) -> Result<ToolOutput, NodeCallError> {
+        if !record.tools.iter().any(|t| t.name == tool) {
+            let known: Vec<&str> = record.tools.iter().map(|t| t.name.as_str()).collect();
+            return Err(NodeCallError::UnknownTool {
+                agent: record.card.name.clone(),
+                tool: tool.to_owned(),
+                known: known.join(", "),
+            });
+        }
+        check_arguments(arguments)?;
+        let agent = self.load(record)?;
+        let call = ToolCall {
+            tool,
+            arguments,
+            limits,
+            progress,
+        };
+        Ok(self.runtime.call(&agent, call).await?)
+    }
+
+    /// Uninstalls the agent meant by `query`; with `purge`, deletes its
+    /// key-value data too.
+    pub fn remove(&self, query: &str, purge: bool) -> Result<AgentRecord, NodeCallError> {
+        let record = self.resolve(query)?;
+        // The record goes first: from then on the agent is not installed,
+        // whatever happens to the files after it.
+        self.catalog.remove(&record.id)?;
+        self.loaded_agents().remove(&record.id);
+        self.compiled.remove(&record.id)?;
+        self.blobs.remove(&record.id)?;
+        if purge {
+            self.runtime.kv().close(&record.id);
+            crate::store::remove_file(&self.runtime.kv().path(&record.id))?;
+        }
+        Ok(record)
+    }
+}
+
+/// Arguments must be one JSON object; anything else is refused before any
+/// WebAssembly runs.
+fn check_arguments(arguments: &str) -> Result<(), CallError> {
+    let value: serde_json::Value = serde_json::from_str(arguments)
+        .map_err(|e| CallError::InvalidArguments(format!("arguments are not valid JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(CallError::InvalidArguments(
+            "arguments must be a JSON object, such as {\"a\": 1}".into(),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,19 @@
+//! Host-side bindings of the `agent-core` world, generated from `wit/`.
+//!
+//! WASI is linked separately (from `wasmtime-wasi` and `wasmtime-wasi-http`),
+//! so only the agentsite interfaces are generated here. Imports are
+//! `trappable` so that a host function can end a misbehaving call; `peers`
+//! and `llm` are `async` because they will wait on the network.
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "agent-core",
+    imports: {
+        "agentsite:agent/peers": async | trappable,
+        "agentsite:agent/llm": async | trappable,
+        default: trappable,
+    },
+    exports: { default: async },
+});
+
+pub use agentsite::agent::types;

@@ -1,0 +1,58 @@
+//! Why a call did not return a result. Each variant is one line a person can
+//! act on; a limit hit names the limit.
+
+use bytesize::ByteSize;
+use std::time::Duration;
+
+/// A failed tool call.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The agent has no tool of this name.
+    #[error("{agent} has no tool named {tool:?}")]
+    UnknownTool { agent: String, tool: String },
+    /// The arguments are not JSON or do not fit the tool's input schema.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// The tool ran and reported a failure.
+    #[error("{0}")]
+    Failed(String),
+    /// The call ran past its deadline and was interrupted.
+    #[error("deadline exceeded after {}", humantime::format_duration(*.0))]
+    DeadlineExceeded(Duration),
+    /// The instance tried to grow its memory past the cap.
+    #[error("memory limit of {0} exceeded")]
+    MemoryExceeded(ByteSize),
+    /// The guest's call stack overflowed.
+    #[error("stack overflow: the agent recursed too deeply")]
+    StackOverflow,
+    /// The result is larger than allowed.
+    #[error("output of {size} exceeds the limit of {limit}")]
+    OutputTooLarge { size: ByteSize, limit: ByteSize },
+    /// The guest trapped (a panic, an `unreachable`, an out-of-bounds access).
+    #[error("agent trapped: {0}")]
+    Trapped(String),
+    /// All of the agent's call slots stayed taken until the deadline.
+    #[error("agent is busy: its {0} concurrent call slots stayed taken until the deadline")]
+    Busy(u32),
+    /// The guest returned something that breaks the contract.
+    #[error("agent returned a malformed result: {0}")]
+    MalformedResult(String),
+    /// The host itself failed (for example, an instance could not be created).
+    #[error("host error: {0}")]
+    Host(String),
+}
+
+impl CallError {
+    /// Whether the error is a limit the node enforced (as opposed to the
+    /// tool's own failure or a bad request).
+    pub fn is_limit(&self) -> bool {
+        matches!(
+            self,
+            CallError::DeadlineExceeded(_)
+                | CallError::MemoryExceeded(_)
+                | CallError::StackOverflow
+                | CallError::OutputTooLarge { .. }
+                | CallError::Busy(_)
+        )
+    }
+}

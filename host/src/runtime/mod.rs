@@ -1,0 +1,343 @@
+//! The wasmtime side of the host: compiles components, checks that they
+//! target the agent world, and runs each call in a fresh instance under the
+//! call's limits.
+//!
+//! A call takes the agent's cached [`InstancePre`](wasmtime::component::InstancePre)
+//! (imports already resolved), makes a new `Store` holding the per-call state
+//! of every capability, instantiates, calls, and drops the store. Nothing
+//! survives from one call to the next except through a capability such as kv.
+
+pub mod bindings;
+mod engine;
+mod error;
+mod result;
+
+pub use engine::{EPOCH_TICK, build_engine, engine_config, fingerprint};
+pub use error::CallError;
+
+use crate::AgentId;
+use crate::capabilities::{
+    self, guest_log::GuestLog, host::HostState, host::ProgressSink, kv::KvState, kv::KvStores,
+    llm::LlmState, peers::PeersState, wasi::DenyAllHttp,
+};
+use crate::config::Limits;
+use crate::tool::{AgentCard, ToolOutput, ToolSpec};
+use bindings::{AgentCore, AgentCorePre};
+use engine::EpochTicker;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::Semaphore;
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Engine, Store, Trap, UpdateDeadline};
+
+/// The state of one call: what every capability keeps while the guest runs.
+pub struct CallState {
+    pub(crate) wasi: wasmtime_wasi::WasiCtx,
+    pub(crate) http: wasmtime_wasi_http::WasiHttpCtx,
+    pub(crate) http_hooks: DenyAllHttp,
+    pub(crate) table: ResourceTable,
+    pub(crate) limiter: limits::CallLimiter,
+    pub(crate) host: HostState,
+    pub(crate) kv: KvState,
+    pub(crate) peers: PeersState,
+    pub(crate) llm: LlmState,
+}
+
+mod limits;
+
+/// An agent ready to be called: its compiled component with imports resolved,
+/// and the slots that bound its concurrent calls.
+pub struct LoadedAgent {
+    id: AgentId,
+    name: Arc<str>,
+    pre: AgentCorePre<CallState>,
+    slots: Arc<Semaphore>,
+    max_slots: u32,
+}
+
+impl LoadedAgent {
+    pub fn id(&self) -> &AgentId {
+        &self.id
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// One tool call to run.
+pub struct ToolCall<'a> {
+    pub tool: &'a str,
+    /// The arguments, a JSON object as text.
+    pub arguments: &'a str,
+    pub limits: Limits,
+    pub progress: Option<ProgressSink>,
+}
+
+/// The wasmtime engine, linker and deadline clock of a node.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<CallState>,
+    pooling: bool,
+    kv: Arc<KvStores>,
+    _ticker: EpochTicker,
+}
+
+/// Why a component cannot be an agent.
+#[derive(Debug, thiserror::Error)]
+pub enum ComponentError {
+    #[error("not a WebAssembly file (it does not start with the \\0asm magic number)")]
+    NotWasm,
+    #[error(
+        "a core WebAssembly module, not a component: build the agent for the wasm32-wasip2 target"
+    )]
+    CoreModule,
+    #[error("not a valid component: {0}")]
+    Invalid(String),
+    #[error("does not fit the agentsite agent world: {0}")]
+    WrongWorld(String),
+}
+
+impl Runtime {
+    /// A runtime whose agents keep their kv databases in `kv_dir`.
+    pub fn new(kv_dir: std::path::PathBuf) -> anyhow::Result<Self> {
+        let (engine, pooling) = build_engine()?;
+        let mut linker = Linker::new(&engine);
+        capabilities::add_to_linker(&mut linker)
+            .map_err(|e| anyhow::anyhow!("cannot link host capabilities: {e:#}"))?;
+        let ticker = EpochTicker::start(&engine)?;
+        Ok(Runtime {
+            engine,
+            linker,
+            pooling,
+            kv: Arc::new(KvStores::new(kv_dir)),
+            _ticker: ticker,
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Whether instances come from the pooling allocator.
+    pub fn pooling(&self) -> bool {
+        self.pooling
+    }
+
+    /// The key-value databases of this node's agents.
+    pub fn kv(&self) -> &Arc<KvStores> {
+        &self.kv
+    }
+
+    /// Compiles component bytes, refusing anything that is not a component.
+    pub fn compile(&self, bytes: &[u8]) -> Result<Component, ComponentError> {
+        if !bytes.starts_with(b"\0asm") {
+            return Err(ComponentError::NotWasm);
+        }
+        if wasmparser::Parser::is_core_wasm(bytes) {
+            return Err(ComponentError::CoreModule);
+        }
+        if !wasmparser::Parser::is_component(bytes) {
+            return Err(ComponentError::Invalid(
+                "unknown WebAssembly version or layer".into(),
+            ));
+        }
+        Component::new(&self.engine, bytes).map_err(|e| ComponentError::Invalid(one_line(&e)))
+    }
+
+    /// Loads a component precompiled by this engine from `path`.
+    ///
+    /// # Safety
+    ///
+    /// The file must have been produced by [`Component::serialize`] on an
+    /// engine with the same fingerprint and not modified since; the store
+    /// checks its digest before calling this.
+    pub unsafe fn load_precompiled(&self, path: &std::path::Path) -> anyhow::Result<Component> {
+        // SAFETY: upheld by the caller, as documented above.
+        unsafe { Component::deserialize_file(&self.engine, path) }
+            .map_err(|e| anyhow::anyhow!("{e:#}"))
+    }
+
+    /// Checks that `component` fits the agent world (every import is one the
+    /// host provides, both exports are present with the right types) and
+    /// prepares it for calls.
+    pub fn prepare(
+        &self,
+        id: AgentId,
+        name: &str,
+        component: &Component,
+        limits: &Limits,
+    ) -> Result<LoadedAgent, ComponentError> {
+        let pre = self
+            .linker
+            .instantiate_pre(component)
+            .map_err(|e| ComponentError::WrongWorld(one_line(&e)))?;
+        let pre = AgentCorePre::new(pre).map_err(|e| {
+            ComponentError::WrongWorld(format!(
+                "it must export agentsite:agent/card and agentsite:agent/tools ({})",
+                one_line(&e)
+            ))
+        })?;
+        Ok(LoadedAgent {
+            id,
+            name: name.into(),
+            pre,
+            slots: Arc::new(Semaphore::new(limits.max_concurrent_calls as usize)),
+            max_slots: limits.max_concurrent_calls,
+        })
+    }
+
+    /// The names of the interfaces `component` imports.
+    pub fn imports(&self, component: &Component) -> Vec<String> {
+        let mut names: Vec<String> = component
+            .component_type()
+            .imports(&self.engine)
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Asks a freshly prepared agent for its card and tools, validating both.
+    pub async fn describe(
+        &self,
+        agent: &LoadedAgent,
+        limits: &Limits,
+    ) -> Result<(AgentCard, Vec<ToolSpec>), CallError> {
+        let mut call = self.start(agent, limits, None);
+        let outcome = async {
+            let instance = instantiate(&agent.pre, &mut call.store).await?;
+            let card = instance
+                .agentsite_agent_card()
+                .call_describe(&mut call.store)
+                .await?;
+            let tools = instance
+                .agentsite_agent_tools()
+                .call_list_tools(&mut call.store)
+                .await?;
+            Ok::<_, wasmtime::Error>((card, tools))
+        }
+        .await;
+        let (card, tools) = call.finish(outcome)?;
+        result::describe(card, tools, limits)
+    }
+
+    /// Runs one tool call in a fresh instance of `agent`.
+    pub async fn call(
+        &self,
+        agent: &LoadedAgent,
+        request: ToolCall<'_>,
+    ) -> Result<ToolOutput, CallError> {
+        let deadline = Instant::now() + request.limits.deadline;
+        let _slot = tokio::time::timeout_at(deadline.into(), agent.slots.clone().acquire_owned())
+            .await
+            .map_err(|_| CallError::Busy(agent.max_slots))?
+            .map_err(|_| CallError::Host("agent slots closed".into()))?;
+
+        let mut call = self.start(agent, &request.limits, request.progress);
+        call.store.set_epoch_deadline(1);
+        call.store.epoch_deadline_callback(move |_| {
+            if Instant::now() >= deadline {
+                Err(Trap::Interrupt.into())
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        let outcome = async {
+            let instance = instantiate(&agent.pre, &mut call.store).await?;
+            instance
+                .agentsite_agent_tools()
+                .call_call_tool(&mut call.store, request.tool, request.arguments)
+                .await
+        }
+        .await;
+        match call.finish(outcome)? {
+            Ok(output) => result::tool_output(output, &request.limits),
+            Err(error) => Err(result::tool_error(error, &agent.name)),
+        }
+    }
+
+    fn start(
+        &self,
+        agent: &LoadedAgent,
+        limits: &Limits,
+        progress: Option<ProgressSink>,
+    ) -> RunningCall {
+        let log = GuestLog::new(agent.name.clone(), limits.max_log.as_u64());
+        let state = CallState {
+            wasi: capabilities::wasi::context(&log),
+            http: capabilities::wasi::new_http_context(),
+            http_hooks: DenyAllHttp,
+            table: ResourceTable::new(),
+            limiter: limits::CallLimiter::new(limits.memory),
+            host: HostState::new(log.clone(), progress),
+            kv: KvState::new(self.kv.clone(), agent.id),
+            peers: PeersState,
+            llm: LlmState,
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|state| &mut state.limiter);
+        // Describing an agent is bounded by the same deadline as a call.
+        let deadline = Instant::now() + limits.deadline;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            if Instant::now() >= deadline {
+                Err(Trap::Interrupt.into())
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        RunningCall {
+            store,
+            log,
+            limits: *limits,
+        }
+    }
+}
+
+async fn instantiate(
+    pre: &AgentCorePre<CallState>,
+    store: &mut Store<CallState>,
+) -> wasmtime::Result<AgentCore> {
+    pre.instantiate_async(store).await
+}
+
+/// A store in use by one call.
+struct RunningCall {
+    store: Store<CallState>,
+    log: GuestLog,
+    limits: Limits,
+}
+
+impl RunningCall {
+    /// Ends the call: flushes the guest's output and turns a trap into the
+    /// limit or fault that caused it.
+    fn finish<T>(self, outcome: wasmtime::Result<T>) -> Result<T, CallError> {
+        self.log.finish();
+        let error = match outcome {
+            Ok(value) => return Ok(value),
+            Err(error) => error,
+        };
+        if self.store.data().limiter.memory_exceeded {
+            return Err(CallError::MemoryExceeded(self.limits.memory));
+        }
+        let error = match error.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => CallError::DeadlineExceeded(self.limits.deadline),
+            Some(Trap::StackOverflow) => CallError::StackOverflow,
+            Some(trap) => {
+                let reason = match self.log.panic_message() {
+                    Some(panic) => format!("{trap} (panicked at {panic})"),
+                    None => trap.to_string(),
+                };
+                CallError::Trapped(reason)
+            }
+            None => CallError::Trapped(one_line(&error)),
+        };
+        Err(error)
+    }
+}
+
+/// An error chain on one line.
+pub(crate) fn one_line(error: &wasmtime::Error) -> String {
+    format!("{error:#}").replace('\n', " ")
+}

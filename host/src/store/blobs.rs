@@ -1,0 +1,107 @@
+//! Component bytes stored under their sha256, verified on every read.
+
+use super::{StoreError, remove_if_present, write_atomic};
+use crate::AgentId;
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+
+/// Component bytes by content id, one file per agent.
+#[derive(Debug, Clone)]
+pub struct BlobStore {
+    dir: PathBuf,
+}
+
+impl BlobStore {
+    pub fn new(dir: PathBuf) -> Self {
+        BlobStore { dir }
+    }
+
+    /// Where the bytes of `id` live.
+    pub fn path(&self, id: &AgentId) -> PathBuf {
+        self.dir.join(id.hex())
+    }
+
+    /// Stores `bytes` and returns their id. Storing the same bytes twice is
+    /// a no-op the second time.
+    pub fn put(&self, bytes: &[u8]) -> Result<AgentId, StoreError> {
+        let id = AgentId::of(bytes);
+        let path = self.path(&id);
+        if let Ok(existing) = self.get(&id) {
+            debug_assert_eq!(existing.len(), bytes.len());
+            return Ok(id);
+        }
+        write_atomic(&path, bytes)?;
+        Ok(id)
+    }
+
+    /// The bytes of `id`, after checking that they still hash to `id`.
+    pub fn get(&self, id: &AgentId) -> Result<Vec<u8>, StoreError> {
+        let path = self.path(id);
+        let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => StoreError::Missing(*id),
+            _ => StoreError::io(format!("cannot read {}", path.display()), e),
+        })?;
+        let actual: [u8; 32] = Sha256::digest(&bytes).into();
+        if &actual != id.digest() {
+            return Err(StoreError::Corrupt {
+                id: *id,
+                actual: hex::encode(actual),
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Removes the bytes of `id`.
+    pub fn remove(&self, id: &AgentId) -> Result<(), StoreError> {
+        remove_if_present(&self.path(id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn put_then_get_returns_the_same_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::new(dir.path().join("blobs"));
+        let id = store.put(b"component bytes").unwrap();
+        assert_eq!(id, AgentId::of(b"component bytes"));
+        assert_eq!(store.get(&id).unwrap(), b"component bytes");
+        assert_eq!(store.put(b"component bytes").unwrap(), id);
+    }
+
+    #[test]
+    fn a_corrupted_blob_is_reported_not_returned() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::new(dir.path().join("blobs"));
+        let id = store.put(b"original").unwrap();
+        std::fs::write(store.path(&id), b"tampered").unwrap();
+        let error = store.get(&id).unwrap_err();
+        assert!(matches!(error, StoreError::Corrupt { .. }), "{error}");
+        assert!(error.to_string().contains("corrupt"));
+    }
+
+    #[test]
+    fn writes_leave_no_temporary_files_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::new(dir.path().join("blobs"));
+        for i in 0..20u8 {
+            store.put(&[i; 1000]).unwrap();
+        }
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("blobs"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names.len(), 20);
+        assert!(names.iter().all(|n| n.len() == 64), "{names:?}");
+    }
+
+    #[test]
+    fn a_missing_blob_is_reported_as_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::new(dir.path().join("blobs"));
+        let error = store.get(&AgentId::of(b"never stored")).unwrap_err();
+        assert!(matches!(error, StoreError::Missing(_)), "{error}");
+    }
+}

@@ -1,0 +1,97 @@
+//! The content-addressed store: component bytes by sha256, their compiled
+//! artifacts, and one record per installed agent.
+//!
+//! Every file is written atomically (temporary file in the same folder,
+//! fsync, rename, fsync of the folder), so a crash leaves either the old
+//! state or the new one, never a partial file under a valid name. The record
+//! is written last: an agent is installed exactly when its record exists.
+
+mod blobs;
+mod catalog;
+mod compiled;
+
+pub use blobs::BlobStore;
+pub use catalog::{AgentRecord, Catalog, ResolveError};
+pub use compiled::CompiledCache;
+
+use std::io::Write as _;
+use std::path::Path;
+
+/// Errors of the store a caller may act on.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The stored bytes no longer hash to their id: disk corruption or tampering.
+    #[error(
+        "stored blob {id} is corrupt (its bytes hash to sha256:{actual}); remove it with `agentsite rm` and add the agent again"
+    )]
+    Corrupt { id: crate::AgentId, actual: String },
+    /// No blob for this id.
+    #[error("no stored blob for {0}")]
+    Missing(crate::AgentId),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl StoreError {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        StoreError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+/// Writes `bytes` to `path` atomically and durably.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let dir = path.parent().ok_or_else(|| {
+        StoreError::io(
+            "store path has no parent",
+            std::io::ErrorKind::InvalidInput.into(),
+        )
+    })?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| StoreError::io(format!("cannot create {}", dir.display()), e))?;
+    let mut file = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .tempfile_in(dir)
+        .map_err(|e| StoreError::io(format!("cannot create a file in {}", dir.display()), e))?;
+    file.write_all(bytes)
+        .and_then(|()| file.as_file().sync_all())
+        .map_err(|e| StoreError::io(format!("cannot write {}", path.display()), e))?;
+    file.persist(path)
+        .map_err(|e| StoreError::io(format!("cannot rename into {}", path.display()), e.error))?;
+    sync_dir(dir)
+}
+
+/// Makes a rename in `dir` durable.
+fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    #[cfg(unix)]
+    {
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| StoreError::io(format!("cannot sync {}", dir.display()), e))?;
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
+/// Removes `path`; a file that is already gone is not an error.
+pub fn remove_file(path: &Path) -> Result<(), StoreError> {
+    remove_if_present(path)
+}
+
+pub(crate) fn remove_if_present(path: &Path) -> Result<(), StoreError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StoreError::io(
+            format!("cannot remove {}", path.display()),
+            e,
+        )),
+    }
+}

@@ -1,0 +1,243 @@
+//! Tools and their results as the rest of the host sees them: plain Rust
+//! types that serialize to the JSON shapes of MCP (`Tool`, `CallToolResult`),
+//! checked when they cross out of the guest.
+//!
+//! The guest hands over JSON as text (schemas, structured content); here it
+//! is parsed once, and anything malformed is refused with a clear error
+//! instead of being passed on to clients.
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who an agent is (the WIT `agent-card`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentCard {
+    pub name: String,
+    pub version: String,
+    pub description: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub homepage: Option<String>,
+}
+
+/// Behaviour hints of a tool, named as in MCP.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+impl ToolAnnotations {
+    pub fn is_empty(&self) -> bool {
+        *self == ToolAnnotations::default()
+    }
+}
+
+/// A tool, as MCP `tools/list` describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolSpec {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub description: String,
+    pub input_schema: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "ToolAnnotations::is_empty")]
+    pub annotations: ToolAnnotations,
+}
+
+/// The body of an embedded resource.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ResourceBody {
+    Text { text: String },
+    Blob { blob: String },
+}
+
+/// An embedded resource, as MCP writes it (`blob` is base64).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbeddedResource {
+    pub uri: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    #[serde(flatten)]
+    pub body: ResourceBody,
+}
+
+/// One MCP content block. Binary data is base64, as on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Content {
+    Text {
+        text: String,
+    },
+    Image {
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    Audio {
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    Resource {
+        resource: EmbeddedResource,
+    },
+}
+
+/// The result of a tool call, as MCP `CallToolResult`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolOutput {
+    pub content: Vec<Content>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    #[serde(default)]
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// The text of all text blocks, joined by newlines.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|c| match c {
+                Content::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Encodes binary content for JSON.
+pub(crate) fn base64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// A card or tool list that breaks the contract.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct ContractError(pub String);
+
+/// Checks a card name: 1 to 64 of `a-z 0-9 - _`, starting with a letter or digit.
+pub fn validate_agent_name(name: &str) -> Result<(), ContractError> {
+    let mut chars = name.chars();
+    let valid = (1..=64).contains(&name.len())
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(ContractError(format!(
+            "agent name {name:?} is invalid: use 1 to 64 characters of a-z 0-9 - _, starting with a letter or digit"
+        )))
+    }
+}
+
+/// Checks a tool name as MCP defines it: 1 to 128 of `A-Z a-z 0-9 _ - .`.
+pub fn validate_tool_name(name: &str) -> Result<(), ContractError> {
+    let valid = (1..=128).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if valid {
+        Ok(())
+    } else {
+        Err(ContractError(format!(
+            "tool name {name:?} is invalid: use 1 to 128 characters of A-Z a-z 0-9 _ - ."
+        )))
+    }
+}
+
+/// Parses a JSON Schema the guest sent as text; it must describe an object.
+pub(crate) fn parse_object_schema(
+    tool: &str,
+    what: &str,
+    text: &str,
+) -> Result<Value, ContractError> {
+    let schema: Value = serde_json::from_str(text)
+        .map_err(|e| ContractError(format!("tool {tool:?} has an {what} that is not JSON: {e}")))?;
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err(ContractError(format!(
+            "tool {tool:?} has an {what} whose type is not \"object\""
+        )));
+    }
+    Ok(schema)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn results_serialize_as_mcp_call_tool_results() {
+        let output = ToolOutput {
+            content: vec![
+                Content::Text { text: "5".into() },
+                Content::Image {
+                    data: base64(b"png"),
+                    mime_type: "image/png".into(),
+                },
+                Content::Resource {
+                    resource: EmbeddedResource {
+                        uri: "file:///a.txt".into(),
+                        mime_type: None,
+                        body: ResourceBody::Text { text: "hi".into() },
+                    },
+                },
+            ],
+            structured_content: Some(json!({"result": 5})),
+            is_error: false,
+        };
+        assert_eq!(
+            serde_json::to_value(&output).unwrap(),
+            json!({
+                "content": [
+                    {"type": "text", "text": "5"},
+                    {"type": "image", "data": "cG5n", "mimeType": "image/png"},
+                    {"type": "resource", "resource": {"uri": "file:///a.txt", "text": "hi"}},
+                ],
+                "structuredContent": {"result": 5},
+                "isError": false,
+            })
+        );
+    }
+
+    #[test]
+    fn names_follow_the_contract() {
+        assert!(validate_agent_name("calculator").is_ok());
+        assert!(validate_agent_name("hostile-loop_2").is_ok());
+        for bad in ["", "Calculator", "-x", "a.b", &"x".repeat(65)] {
+            assert!(validate_agent_name(bad).is_err(), "{bad:?}");
+        }
+        assert!(validate_tool_name("word_count").is_ok());
+        assert!(validate_tool_name("v1.get-item").is_ok());
+        for bad in ["", "has space", "slash/", &"x".repeat(129)] {
+            assert!(validate_tool_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn schemas_must_be_json_objects() {
+        assert!(parse_object_schema("t", "input schema", r#"{"type":"object"}"#).is_ok());
+        assert!(parse_object_schema("t", "input schema", r#"{"type":"string"}"#).is_err());
+        assert!(parse_object_schema("t", "input schema", "{").is_err());
+    }
+}
