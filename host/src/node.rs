@@ -195,8 +195,13 @@ impl Node {
                 &self.config.limits,
             )
             .map_err(|e| load_error(e.to_string()))?;
-        let agent = Arc::new(agent);
-        self.loaded_agents().insert(record.id, agent.clone());
+        // Two first calls may load concurrently: the first one stored wins,
+        // so that every call shares one set of concurrency slots.
+        let agent = self
+            .loaded_agents()
+            .entry(record.id)
+            .or_insert_with(|| Arc::new(agent))
+            .clone();
         Ok(agent)
     }
 

@@ -1,0 +1,286 @@
+//! The `agentsite` command as a user drives it: add, list, inspect, call,
+//! remove, and every kind of bad input refused with a one-line error.
+
+mod support;
+
+use serde_json::json;
+use support::{Cli, wasm};
+
+#[test]
+fn add_prints_the_content_id_and_adding_twice_is_idempotent() {
+    let cli = Cli::new();
+    let path = wasm("calculator");
+    let bytes = std::fs::read(&path).unwrap();
+    let expected = agentsite::AgentId::of(&bytes).to_string();
+    let first = cli.run(&["add", path.to_str().unwrap()]).success();
+    assert_eq!(first.trim(), expected);
+    let second = cli.run(&["add", path.to_str().unwrap()]).success();
+    assert_eq!(second.trim(), expected);
+    let listed = cli.run(&["ls", "--json"]).json();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn calculator_tools_compute_and_division_by_zero_is_a_tool_error() {
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    let result = cli
+        .call("calculator", "add", r#"{"a": 2, "b": 3.5}"#)
+        .json();
+    assert_eq!(result["structuredContent"], json!({"result": 5.5}));
+    assert_eq!(result["content"][0], json!({"type": "text", "text": "5.5"}));
+    assert_eq!(result["isError"], json!(false));
+    for (tool, expected) in [("subtract", -1.5), ("multiply", 7.0), ("divide", 2.0 / 3.5)] {
+        let result = cli.call("calculator", tool, r#"{"a": 2, "b": 3.5}"#).json();
+        assert_eq!(
+            result["structuredContent"]["result"],
+            json!(expected),
+            "{tool}"
+        );
+    }
+    cli.call("calculator", "divide", r#"{"a": 1, "b": 0}"#)
+        .failure("calculator.divide failed: division by zero");
+}
+
+#[test]
+fn arguments_that_break_the_schema_are_refused_with_the_reason() {
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    cli.call("calculator", "add", r#"{"a": "two", "b": 3}"#)
+        .failure("invalid arguments: invalid type: string \"two\", expected f64");
+    cli.call("calculator", "add", r#"{"a": 2}"#)
+        .failure("missing field `b`");
+    cli.call("calculator", "add", r#"{"a": 2, "b": 3, "c": 4}"#)
+        .failure("unknown field `c`");
+    cli.call("calculator", "add", "[1, 2]")
+        .failure("arguments must be a JSON object");
+    cli.call("calculator", "add", "{not json")
+        .failure("arguments are not valid JSON");
+    cli.call("calculator", "power", "{}").failure(
+        "calculator has no tool named \"power\"; its tools are: add, subtract, multiply, divide",
+    );
+    cli.call("nonexistent", "add", "{}")
+        .failure("no installed agent matches \"nonexistent\"");
+}
+
+#[test]
+fn text_and_notes_agents_work_and_notes_persist_across_calls() {
+    let cli = Cli::new();
+    cli.add(&["text", "notes"]);
+    let counts = cli
+        .call("text", "word_count", r#"{"text": "one two\nthree"}"#)
+        .json();
+    assert_eq!(
+        counts["structuredContent"],
+        json!({"words": 3, "lines": 2, "characters": 13, "bytes": 13})
+    );
+    let upper = cli.call("text", "upper", r#"{"text": "shout"}"#).json();
+    assert_eq!(upper["content"][0]["text"], "SHOUT");
+    let lower = cli.call("text", "lower", r#"{"text": "QUIET"}"#).json();
+    assert_eq!(lower["content"][0]["text"], "quiet");
+    let digest = cli.call("text", "sha256", r#"{"text": "hello"}"#).json();
+    assert_eq!(
+        digest["content"][0]["text"],
+        "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+    );
+
+    cli.call(
+        "notes",
+        "put",
+        r#"{"title": "shopping", "text": "milk, eggs"}"#,
+    )
+    .success();
+    cli.call("notes", "put", r#"{"title": "ideas", "text": "agents"}"#)
+        .success();
+    let got = cli.call("notes", "get", r#"{"title": "shopping"}"#).json();
+    assert_eq!(got["content"][0]["text"], "milk, eggs");
+    let listed = cli.call("notes", "list", "{}").json();
+    assert_eq!(
+        listed["structuredContent"]["result"],
+        json!(["ideas", "shopping"])
+    );
+    let deleted = cli.call("notes", "delete", r#"{"title": "ideas"}"#).json();
+    assert_eq!(deleted["structuredContent"]["result"], json!(true));
+    cli.call("notes", "get", r#"{"title": "ideas"}"#)
+        .failure("no note titled \"ideas\"");
+    assert!(cli.data().join("kv").read_dir().unwrap().count() >= 1);
+}
+
+#[test]
+fn tools_ls_and_inspect_describe_what_was_added() {
+    let cli = Cli::new();
+    let ids = cli.add(&["calculator", "notes"]);
+    let table = cli.run(&["ls"]).success();
+    assert!(table.starts_with("NAME"), "{table}");
+    assert!(
+        table.contains("calculator") && table.contains("notes"),
+        "{table}"
+    );
+
+    let tools = cli.run(&["tools", "calculator", "--json"]).json();
+    let add = &tools[0];
+    assert_eq!(add["name"], "add");
+    assert_eq!(add["description"], "Add two numbers.");
+    assert_eq!(add["inputSchema"]["type"], "object");
+    assert_eq!(add["inputSchema"]["required"], json!(["a", "b"]));
+    assert_eq!(
+        add["inputSchema"]["properties"]["a"]["description"],
+        "The first addend."
+    );
+    assert_eq!(
+        add["outputSchema"]["properties"]["result"]["type"],
+        "number"
+    );
+    assert_eq!(
+        add["annotations"],
+        json!({"readOnlyHint": true, "idempotentHint": true})
+    );
+    let text = cli.run(&["tools", "calculator"]).success();
+    assert!(text.contains("- b (number): The second addend."), "{text}");
+
+    let inspect = cli.run(&["inspect", "notes", "--json"]).json();
+    assert_eq!(inspect["id"], ids[1].as_str());
+    assert_eq!(inspect["card"]["name"], "notes");
+    assert!(inspect["size"].as_u64().unwrap() > 1000);
+    let imports: Vec<&str> = inspect["imports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(imports.contains(&"agentsite:agent/kv@0.1.0"), "{imports:?}");
+    assert!(inspect["compiled"].is_string(), "compiled when added");
+    let text = cli.run(&["inspect", "calculator"]).success();
+    assert!(
+        text.contains("imports (") && text.contains("tools (4)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn agents_are_named_by_id_unique_prefix_or_name() {
+    let cli = Cli::new();
+    let ids = cli.add(&["calculator", "text"]);
+    let args = r#"{"a": 1, "b": 1}"#;
+    for name in [ids[0].as_str(), &ids[0][..14], &ids[0][7..15], "calculator"] {
+        let result = cli.call(name, "add", args).json();
+        assert_eq!(result["structuredContent"]["result"], json!(2.0), "{name}");
+    }
+    cli.call("sha256:", "add", args)
+        .failure("no installed agent matches");
+}
+
+#[test]
+fn rm_uninstalls_and_purge_deletes_kv_data() {
+    let cli = Cli::new();
+    let ids = cli.add(&["notes"]);
+    cli.call("notes", "put", r#"{"title": "t", "text": "x"}"#)
+        .success();
+    let removed = cli.run(&["rm", "notes", "--purge"]).success();
+    assert_eq!(removed.trim(), ids[0]);
+    assert_eq!(cli.run(&["ls", "--json"]).json(), json!([]));
+    cli.call("notes", "get", r#"{"title": "t"}"#)
+        .failure("no installed agent matches");
+    let hex = ids[0].strip_prefix("sha256:").unwrap();
+    assert!(!cli.data().join("blobs/sha256").join(hex).exists());
+    assert!(!cli.data().join("kv").join(format!("{hex}.redb")).exists());
+    cli.run(&["rm", "notes"])
+        .failure("no installed agent matches");
+}
+
+#[test]
+fn files_that_are_not_agents_are_refused_and_nothing_is_stored() {
+    let cli = Cli::new();
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, Vec<u8>, &str); 5] = [
+        ("notes.txt", b"hello".to_vec(), "not a WebAssembly file"),
+        (
+            "core.wasm",
+            wat::parse_str("(module)").unwrap(),
+            "a core WebAssembly module, not a component",
+        ),
+        (
+            "broken.wasm",
+            b"\0asm\x0d\0\x01\0\xff\xff".to_vec(),
+            "not a valid component",
+        ),
+        (
+            "empty.wasm",
+            wat::parse_str("(component)").unwrap(),
+            "must export agentsite:agent/card",
+        ),
+        (
+            "alien.wasm",
+            wat::parse_str(r#"(component (import "evil:net/raw-socket" (instance)))"#).unwrap(),
+            "does not fit the agentsite agent world",
+        ),
+    ];
+    for (name, bytes, expected) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let line = cli.run(&["add", path.to_str().unwrap()]).failure(expected);
+        assert!(line.contains(name), "{line}");
+    }
+    cli.run(&["add", "/no/such/file.wasm"])
+        .failure("cannot read /no/such/file.wasm");
+    assert_eq!(cli.run(&["ls", "--json"]).json(), json!([]));
+    let blobs = cli.data().join("blobs/sha256");
+    assert!(!blobs.exists() || blobs.read_dir().unwrap().count() == 0);
+}
+
+#[test]
+fn a_corrupted_blob_is_reported_and_not_run() {
+    let cli = Cli::new();
+    let ids = cli.add(&["calculator"]);
+    let blob = cli.data().join("blobs/sha256").join(&ids[0][7..]);
+    let mut bytes = std::fs::read(&blob).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&blob, bytes).unwrap();
+    let line = cli
+        .call("calculator", "add", r#"{"a": 1, "b": 2}"#)
+        .failure("is corrupt");
+    assert!(line.contains(&ids[0]), "{line}");
+}
+
+#[test]
+fn a_damaged_compiled_artifact_is_rebuilt_from_the_verified_blob() {
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    let compiled = cli.data().join("compiled");
+    let artifact = std::fs::read_dir(&compiled)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .expect("artifact written on add");
+    std::fs::write(&artifact, b"garbage that must never be mapped as code").unwrap();
+    let result = cli
+        .call("calculator", "multiply", r#"{"a": 6, "b": 7}"#)
+        .json();
+    assert_eq!(result["structuredContent"]["result"], json!(42.0));
+    assert!(
+        std::fs::read(&artifact).unwrap().len() > 1000,
+        "artifact rebuilt"
+    );
+}
+
+#[test]
+fn limits_come_from_the_config_file_and_flags() {
+    let cli = Cli::new();
+    cli.add(&["hostile_loop"]);
+    std::fs::write(
+        cli.data().join("config.toml"),
+        "[limits]\ndeadline = \"300ms\"\n",
+    )
+    .unwrap();
+    cli.call("hostile-loop", "spin", "{}")
+        .failure("deadline exceeded after 300ms");
+    cli.run(&["call", "hostile-loop", "spin", "{}", "--deadline", "150ms"])
+        .failure("deadline exceeded after 150ms");
+    std::fs::write(
+        cli.data().join("config.toml"),
+        "[limits]\ndeadlin = \"1s\"\n",
+    )
+    .unwrap();
+    cli.run(&["ls"]).failure("unknown field `deadlin`");
+}

@@ -1,0 +1,240 @@
+//! Hostile agents are contained: each attack ends in a clear error naming
+//! the limit or fault, the node keeps serving, and a normal call right
+//! after the attack (and calls running during it) succeed.
+
+mod support;
+
+use agentsite::config::{Config, DataDir, Limits};
+use agentsite::{Node, NodeCallError};
+use bytesize::ByteSize;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+async fn node_with(agents: &[&str], limits: Limits) -> (Arc<Node>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::open(DataDir::new(dir.path()), Config { limits }).unwrap();
+    for agent in agents {
+        let bytes = std::fs::read(support::wasm(agent)).unwrap();
+        node.add(&bytes).await.unwrap();
+    }
+    (Arc::new(node), dir)
+}
+
+fn test_limits() -> Limits {
+    Limits {
+        deadline: Duration::from_secs(1),
+        ..Limits::default()
+    }
+}
+
+async fn error_of(node: &Node, agent: &str, tool: &str, args: &str) -> String {
+    match node.call(agent, tool, args, None).await {
+        Ok(output) => panic!("{agent}.{tool} should fail, returned {output:?}"),
+        Err(error) => error.to_string(),
+    }
+}
+
+/// A normal call succeeds: the node is still healthy.
+async fn assert_serving(node: &Node) {
+    let output = node
+        .call("calculator", "add", r#"{"a": 20, "b": 22}"#, None)
+        .await
+        .expect("a normal call succeeds");
+    assert_eq!(output.structured_content, Some(json!({"result": 42.0})));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_infinite_loop_is_stopped_at_the_deadline() {
+    let (node, _dir) = node_with(&["calculator", "hostile_loop"], test_limits()).await;
+    let started = Instant::now();
+    let error = error_of(&node, "hostile-loop", "spin", "{}").await;
+    assert_eq!(error, "deadline exceeded after 1s");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_serving(&node).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_memory_bomb_hits_the_memory_cap() {
+    let limits = Limits {
+        memory: ByteSize::mib(32),
+        ..test_limits()
+    };
+    let (node, _dir) = node_with(&["calculator", "hostile_bomb"], limits).await;
+    let error = error_of(&node, "hostile-bomb", "explode", "{}").await;
+    assert_eq!(error, "memory limit of 32.0 MiB exceeded");
+    assert_serving(&node).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deep_recursion_is_a_stack_overflow_not_a_crash() {
+    let (node, _dir) = node_with(&["calculator", "hostile_recurse"], test_limits()).await;
+    let error = error_of(&node, "hostile-recurse", "dive", "{}").await;
+    assert_eq!(error, "stack overflow: the agent recursed too deeply");
+    assert_serving(&node).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_output_is_refused_and_output_floods_are_cut() {
+    let (node, _dir) = node_with(&["calculator", "hostile_flood"], test_limits()).await;
+    let error = error_of(&node, "hostile-flood", "huge", r#"{"mib": 8}"#).await;
+    assert_eq!(error, "output of 8.0 MiB exceeds the limit of 1.0 MiB");
+    // A flood of stdout and log lines finishes; the excess is dropped, not kept.
+    let output = node
+        .call("hostile-flood", "shout", r#"{"lines": 20000}"#, None)
+        .await
+        .unwrap();
+    assert_eq!(output.text(), "printed 20000 lines");
+    assert_serving(&node).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trap_in_the_middle_of_a_call_reports_the_panic() {
+    let (node, _dir) = node_with(&["calculator", "hostile_trap"], test_limits()).await;
+    let error = error_of(&node, "hostile-trap", "crash", r#"{"value": 10}"#).await;
+    assert!(error.starts_with("agent trapped: "), "{error}");
+    assert!(
+        error.contains("crashed halfway through with 5"),
+        "the panic message is in the error: {error}"
+    );
+    assert_serving(&node).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_files_and_environment_are_invisible_without_a_grant() {
+    let (node, _dir) = node_with(&["calculator", "hostile_snoop"], test_limits()).await;
+    // SAFETY: set before any other thread of this test reads the environment.
+    unsafe { std::env::set_var("AGENTSITE_TEST_SECRET", "hunter2") };
+    let secret_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(secret_file.path(), "top secret").unwrap();
+
+    for path in [
+        "/etc/passwd",
+        secret_file.path().to_str().unwrap(),
+        "../../etc/passwd",
+    ] {
+        let args = json!({ "path": path }).to_string();
+        let error = error_of(&node, "hostile-snoop", "read_file", &args).await;
+        assert!(error.starts_with(&format!("cannot read {path}")), "{error}");
+        assert!(
+            !error.contains("top secret") && !error.contains("root:"),
+            "{error}"
+        );
+    }
+    let error = error_of(&node, "hostile-snoop", "list_dir", r#"{"path": "/"}"#).await;
+    assert!(error.starts_with("cannot list /"), "{error}");
+
+    let env = node
+        .call(
+            "hostile-snoop",
+            "env",
+            r#"{"name": "AGENTSITE_TEST_SECRET"}"#,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(env.structured_content, Some(json!({"result": null})));
+    let all = node
+        .call("hostile-snoop", "env_all", "{}", None)
+        .await
+        .unwrap();
+    assert_eq!(all.structured_content, Some(json!({"result": []})));
+    assert_serving(&node).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_state_survives_from_one_call_to_the_next() {
+    let (node, _dir) = node_with(&["hostile_snoop"], test_limits()).await;
+    for secret in ["first caller's secret", "second caller's secret"] {
+        let args = json!({ "secret": secret }).to_string();
+        let output = node
+            .call("hostile-snoop", "swap_secret", &args, None)
+            .await
+            .unwrap();
+        assert_eq!(
+            output.structured_content,
+            Some(json!({"result": null})),
+            "a fresh instance never sees an earlier caller's globals"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn normal_calls_keep_succeeding_while_attacks_run() {
+    let (node, _dir) = node_with(
+        &[
+            "calculator",
+            "hostile_loop",
+            "hostile_bomb",
+            "hostile_recurse",
+        ],
+        test_limits(),
+    )
+    .await;
+    let attacks: Vec<_> = [
+        ("hostile-loop", "spin"),
+        ("hostile-bomb", "explode"),
+        ("hostile-recurse", "dive"),
+        ("hostile-loop", "spin"),
+    ]
+    .into_iter()
+    .map(|(agent, tool)| {
+        let node = node.clone();
+        tokio::spawn(async move { node.call(agent, tool, "{}", None).await })
+    })
+    .collect();
+
+    // Calls made during the attacks, while the loops are still spinning.
+    let started = Instant::now();
+    let mut served = 0;
+    while started.elapsed() < Duration::from_millis(600) {
+        assert_serving(&node).await;
+        served += 1;
+    }
+    assert!(
+        served >= 10,
+        "only {served} normal calls completed during the attacks"
+    );
+
+    for attack in attacks {
+        let error = attack.await.unwrap().expect_err("every attack fails");
+        assert!(
+            matches!(error, NodeCallError::Call(ref e) if e.is_limit()),
+            "{error}"
+        );
+    }
+    assert_serving(&node).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_beyond_the_slots_wait_and_then_report_busy() {
+    let limits = Limits {
+        max_concurrent_calls: 1,
+        deadline: Duration::from_millis(400),
+        ..Limits::default()
+    };
+    let (node, _dir) = node_with(&["hostile_loop"], limits).await;
+    let record = node.resolve("hostile-loop").unwrap();
+    node.load(&record).unwrap();
+    let long = Limits {
+        deadline: Duration::from_secs(2),
+        ..limits
+    };
+    let holder = {
+        let (node, record) = (node.clone(), record.clone());
+        tokio::spawn(async move { node.call_record(&record, "spin", "{}", long, None).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The only slot is taken for longer than this call's deadline.
+    let error = error_of(&node, "hostile-loop", "spin", "{}").await;
+    assert_eq!(
+        error,
+        "agent is busy: its 1 concurrent call slots stayed taken until the deadline"
+    );
+    let held = holder.await.unwrap().unwrap_err().to_string();
+    assert_eq!(held, "deadline exceeded after 2s");
+}

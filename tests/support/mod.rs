@@ -1,0 +1,153 @@
+//! Shared by the integration tests: builds the example agents once and runs
+//! the real `agentsite` binary against a fresh data directory.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("host/ has a parent")
+        .to_owned()
+}
+
+/// Builds `examples/` for wasm32-wasip2 (once per test binary; cargo's lock
+/// serializes binaries) and returns the folder holding the `.wasm` files.
+pub fn examples() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let dir = repo().join("examples");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--release", "--target", "wasm32-wasip2", "--quiet"])
+            .current_dir(&dir)
+            .env_remove("CARGO_TARGET_DIR")
+            .env_remove("RUSTFLAGS")
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the example agents failed");
+        dir.join("target/wasm32-wasip2/release")
+    })
+}
+
+/// The path of an example agent's component.
+pub fn wasm(name: &str) -> PathBuf {
+    let path = examples().join(format!("{name}.wasm"));
+    assert!(path.exists(), "{} was not built", path.display());
+    path
+}
+
+/// A fresh node data directory, driven through the real binary.
+pub struct Cli {
+    pub dir: tempfile::TempDir,
+}
+
+/// What one run of the binary did.
+pub struct Run {
+    pub output: Output,
+}
+
+impl Run {
+    pub fn ok(&self) -> bool {
+        self.output.status.success()
+    }
+
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(self.stdout().trim()).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}): {}\nstderr: {}",
+                self.stdout(),
+                self.stderr()
+            )
+        })
+    }
+
+    /// Asserts success and returns stdout.
+    #[track_caller]
+    pub fn success(&self) -> String {
+        assert!(
+            self.ok(),
+            "expected success, got {:?}\nstdout: {}\nstderr: {}",
+            self.output.status,
+            self.stdout(),
+            self.stderr()
+        );
+        self.stdout()
+    }
+
+    /// Asserts failure with a one-line error on stderr containing `needle`,
+    /// and returns that line.
+    #[track_caller]
+    pub fn failure(&self, needle: &str) -> String {
+        assert!(
+            !self.ok(),
+            "expected failure, got success: {}",
+            self.stdout()
+        );
+        let stderr = self.stderr();
+        let line = stderr
+            .lines()
+            .find(|l| l.starts_with("error: "))
+            .unwrap_or_else(|| panic!("no `error:` line in stderr: {stderr}"))
+            .to_owned();
+        assert!(
+            line.contains(needle),
+            "error line {line:?} lacks {needle:?}"
+        );
+        line
+    }
+}
+
+impl Cli {
+    pub fn new() -> Self {
+        Cli {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    pub fn data(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn run(&self, args: &[&str]) -> Run {
+        let output = Command::new(env!("CARGO_BIN_EXE_agentsite"))
+            .arg("--data-dir")
+            .arg(self.data())
+            .args(args)
+            .env_remove("AGENTSITE_CONFIG")
+            .env_remove("AGENTSITE_LOG")
+            .output()
+            .expect("agentsite runs");
+        Run { output }
+    }
+
+    /// Adds example agents by name; returns their ids.
+    pub fn add(&self, names: &[&str]) -> Vec<String> {
+        names
+            .iter()
+            .map(|name| {
+                let path = wasm(name);
+                self.run(&["add", path.to_str().unwrap()])
+                    .success()
+                    .trim()
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    pub fn call(&self, agent: &str, tool: &str, args: &str) -> Run {
+        self.run(&["call", agent, tool, args])
+    }
+}
