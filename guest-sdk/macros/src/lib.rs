@@ -62,7 +62,7 @@ enum Output {
     /// Text or content blocks, converted by `IntoContentResult`.
     Content,
     /// Any serializable value, returned as structured content.
-    Structured(Type),
+    Structured(Box<Type>),
 }
 
 struct ToolFn {
@@ -88,10 +88,10 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
 
     let mut tools = Vec::new();
     for item in &mut block.items {
-        if let ImplItem::Fn(function) = item {
-            if let Some(tool) = take_tool(function)? {
-                tools.push(tool);
-            }
+        if let ImplItem::Fn(function) = item
+            && let Some(tool) = take_tool(function)?
+        {
+            tools.push(tool);
         }
     }
     if tools.is_empty() {
@@ -394,7 +394,7 @@ fn take_tool(function: &mut syn::ImplItemFn) -> syn::Result<Option<ToolFn>> {
     let output = match value_type {
         None => Output::Content,
         Some(ty) if is_content_type(&ty) => Output::Content,
-        Some(ty) => Output::Structured(ty),
+        Some(ty) => Output::Structured(Box::new(ty)),
     };
 
     Ok(Some(ToolFn {

@@ -37,7 +37,10 @@ impl Snoop {
     /// this instance ever saw one.
     #[tool]
     fn swap_secret(secret: String) -> Option<String> {
-        LAST_SECRET.lock().map(|mut s| s.replace(secret)).unwrap_or(None)
+        LAST_SECRET
+            .lock()
+            .map(|mut s| s.replace(secret))
+            .unwrap_or(None)
     }
 
     /// Every environment variable the agent can see.

@@ -1,0 +1,251 @@
+//! Runtime benchmarks (criterion):
+//!
+//! * `warm_call`: `calculator.add` with a fresh instance per call through
+//!   agentsite's runtime (limits, capabilities, result checks), next to a
+//!   bare wasmtime embedding of the same component with the same engine
+//!   configuration, `InstancePre` and a fresh store per call: the baseline.
+//! * `first_call`: a fresh `agentsite call` process on an agent that was
+//!   precompiled when it was added (process start to result).
+//! * `compile`: compiling each example agent.
+//!
+//! Before the criterion groups, the warm-call latencies are also timed one
+//! by one and printed as p50/p99, because criterion reports means of batches.
+//!
+//! Run with `cargo bench -p agentsite --bench runtime` after building the
+//! examples (`cd examples && cargo build --release --target wasm32-wasip2`).
+
+use agentsite::config::Limits;
+use agentsite::runtime::{Runtime, ToolCall, bindings::AgentCorePre, engine_config};
+use criterion::{Criterion, criterion_group};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Engine, Store};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+const ARGS: &str = r#"{"a": 2, "b": 3}"#;
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/target/wasm32-wasip2/release")
+}
+
+fn example(name: &str) -> Vec<u8> {
+    let path = examples().join(format!("{name}.wasm"));
+    std::fs::read(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; build the examples first: cd examples && cargo build --release --target wasm32-wasip2",
+            path.display()
+        )
+    })
+}
+
+/// agentsite's path: `Runtime::call` on a prepared agent.
+struct Agentsite {
+    runtime: Runtime,
+    agent: agentsite::runtime::LoadedAgent,
+    _kv: tempfile::TempDir,
+}
+
+impl Agentsite {
+    fn new() -> Self {
+        let kv = tempfile::tempdir().unwrap();
+        let runtime = Runtime::new(kv.path().to_owned()).unwrap();
+        assert!(runtime.pooling(), "benchmarks expect the pooling allocator");
+        let component = runtime.compile(&example("calculator")).unwrap();
+        let id = agentsite::AgentId::of(b"calculator");
+        let agent = runtime
+            .prepare(id, "calculator", &component, &Limits::default())
+            .unwrap();
+        Agentsite {
+            runtime,
+            agent,
+            _kv: kv,
+        }
+    }
+
+    async fn call(&self) {
+        let call = ToolCall {
+            tool: "add",
+            arguments: ARGS,
+            limits: Limits::default(),
+            progress: None,
+        };
+        let output = self.runtime.call(&self.agent, call).await.unwrap();
+        assert!(!output.is_error);
+    }
+}
+
+/// The baseline: the same component embedded with nothing but wasmtime and
+/// wasmtime-wasi, the same engine configuration, a cached `InstancePre` and
+/// a fresh store per call.
+struct Bare {
+    engine: Engine,
+    pre: AgentCorePre<BareState>,
+}
+
+struct BareState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl WasiView for BareState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl Bare {
+    fn new() -> Self {
+        let engine = Engine::new(&engine_config(true)).unwrap();
+        let component = Component::new(&engine, example("calculator")).unwrap();
+        let mut linker = Linker::<BareState>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
+        linker.define_unknown_imports_as_traps(&component).unwrap();
+        let pre = AgentCorePre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
+        Bare { engine, pre }
+    }
+
+    async fn call(&self) {
+        let state = BareState {
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.set_epoch_deadline(u64::MAX / 2);
+        let instance = self.pre.instantiate_async(&mut store).await.unwrap();
+        let result = instance
+            .agentsite_agent_tools()
+            .call_call_tool(&mut store, "add", ARGS)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!result.is_error);
+    }
+}
+
+/// Times `n` calls one by one and prints p50/p99.
+fn percentiles(name: &str, n: usize, mut call: impl FnMut()) -> (Duration, Duration) {
+    for _ in 0..n / 10 {
+        call();
+    }
+    let mut samples: Vec<Duration> = (0..n)
+        .map(|_| {
+            let start = Instant::now();
+            call();
+            start.elapsed()
+        })
+        .collect();
+    samples.sort();
+    let p50 = samples[n / 2];
+    let p99 = samples[n * 99 / 100];
+    println!("{name:<28} p50 {p50:>10.2?}   p99 {p99:>10.2?}   ({n} calls)");
+    (p50, p99)
+}
+
+fn warm_call_percentiles() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let agentsite = Agentsite::new();
+    let bare = Bare::new();
+    let n = 20_000;
+    println!("\nwarm call of calculator.add, fresh instance per call, timed one by one:");
+    // Interleave rounds so that machine noise hits both sides alike.
+    let mut ours = Vec::new();
+    let mut base = Vec::new();
+    for _ in 0..3 {
+        base.push(percentiles("bare wasmtime (baseline)", n, || {
+            rt.block_on(bare.call())
+        }));
+        ours.push(percentiles("agentsite runtime", n, || {
+            rt.block_on(agentsite.call())
+        }));
+    }
+    let median = |v: &mut Vec<(Duration, Duration)>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let (ours_p50, ours_p99) = median(&mut ours);
+    let (base_p50, base_p99) = median(&mut base);
+    println!(
+        "median of 3 rounds: agentsite p50 {ours_p50:.2?} p99 {ours_p99:.2?}; baseline p50 {base_p50:.2?} p99 {base_p99:.2?}; ratio p50 {:.2}x\n",
+        ours_p50.as_secs_f64() / base_p50.as_secs_f64()
+    );
+}
+
+fn warm_call(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let agentsite = Agentsite::new();
+    let bare = Bare::new();
+    let mut group = c.benchmark_group("warm_call");
+    group.bench_function("bare_wasmtime", |b| b.iter(|| rt.block_on(bare.call())));
+    group.bench_function("agentsite", |b| b.iter(|| rt.block_on(agentsite.call())));
+    group.finish();
+}
+
+fn first_call(c: &mut Criterion) {
+    let data = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_agentsite");
+    let run = |args: &[&str]| {
+        let output = Command::new(bin)
+            .arg("--data-dir")
+            .arg(data.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    let wasm = examples().join("calculator.wasm");
+    run(&["add", wasm.to_str().unwrap()]);
+    let mut group = c.benchmark_group("first_call");
+    group.sample_size(50);
+    group.bench_function("fresh_process_precompiled", |b| {
+        b.iter(|| run(&["call", "calculator", "add", ARGS]))
+    });
+    group.finish();
+}
+
+fn compile(c: &mut Criterion) {
+    let kv = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new(kv.path().to_owned()).unwrap();
+    let mut group = c.benchmark_group("compile");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(3));
+    for name in [
+        "calculator",
+        "text",
+        "notes",
+        "hostile_loop",
+        "hostile_bomb",
+        "hostile_recurse",
+        "hostile_flood",
+        "hostile_trap",
+        "hostile_snoop",
+    ] {
+        let bytes = example(name);
+        group.bench_function(name, |b| b.iter(|| runtime.compile(&bytes).unwrap()));
+    }
+    group.finish();
+}
+
+criterion_group!(benches, warm_call, first_call, compile);
+
+fn main() {
+    if std::env::args().all(|a| a != "--list") {
+        warm_call_percentiles();
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh machine or a warm one: installs the
+# wasm32-wasip2 target if needed, builds the example agents, then runs the
+# format check, clippy and every test. CI runs this through .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Reuse one build of wasmtime across checkouts and CI runs.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/agentsite-target}"
+
+if ! rustup target list --installed | grep -qx wasm32-wasip2; then
+    rustup target add wasm32-wasip2
+fi
+
+echo "==> building example agents (examples/target/wasm32-wasip2/release)"
+(cd examples && env -u CARGO_TARGET_DIR cargo build --release --target wasm32-wasip2 --quiet)
+
+echo "==> cargo fmt --check"
+cargo fmt --all --check
+(cd examples && cargo fmt --all --check)
+
+echo "==> cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+echo "==> cargo test"
+cargo test --workspace
