@@ -23,4 +23,9 @@ echo "==> cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 
 echo "==> cargo test"
-cargo test --workspace
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace 2>&1 | tee "$log"
+# One closing line for the whole suite (cargo prints one per test binary).
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1) } }
+     END { printf "all tests: %d passed, %d failed\n", p, f }' "$log"

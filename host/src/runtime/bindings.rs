@@ -16,4 +16,4 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
-pub use agentsite::agent::types;
+pub use self::agentsite::agent::types;

@@ -42,8 +42,8 @@ pub fn engine_config(pooling: bool) -> Config {
         pool.total_stacks(POOL_INSTANCES);
         // Keep the first pages of each slot resident between calls: resetting
         // them with a memset is cheaper than returning them to the kernel.
-        pool.linear_memory_keep_resident(1 << 20);
-        pool.table_keep_resident(1 << 16);
+        pool.linear_memory_keep_resident(0);
+        pool.table_keep_resident(0);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
     config
