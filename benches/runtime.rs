@@ -127,6 +127,14 @@ impl Bare {
     }
 }
 
+/// The single-threaded executor both embeddings are driven on.
+fn executor() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// Times `n` calls one by one and prints p50/p99.
 fn percentiles(name: &str, n: usize, mut call: impl FnMut()) -> (Duration, Duration) {
     for _ in 0..n / 10 {
@@ -147,10 +155,7 @@ fn percentiles(name: &str, n: usize, mut call: impl FnMut()) -> (Duration, Durat
 }
 
 fn warm_call_percentiles() {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = executor();
     let agentsite = Agentsite::new();
     let bare = Bare::new();
     let n = 20_000;
@@ -179,10 +184,7 @@ fn warm_call_percentiles() {
 }
 
 fn warm_call(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = executor();
     let agentsite = Agentsite::new();
     let bare = Bare::new();
     let mut group = c.benchmark_group("warm_call");

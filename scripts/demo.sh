@@ -4,14 +4,10 @@
 # contained. Uses a throwaway data directory; nothing to configure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/agentsite-target}"
-
-if ! rustup target list --installed | grep -qx wasm32-wasip2; then
-    rustup target add wasm32-wasip2
-fi
+. scripts/env.sh
 
 echo "==> building the example agents and agentsite (first build takes a few minutes)"
-(cd examples && env -u CARGO_TARGET_DIR cargo build --release --target wasm32-wasip2 --quiet)
+build_examples
 cargo build --release --quiet -p agentsite
 
 data=$(mktemp -d)

@@ -5,15 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Reuse one build of wasmtime across checkouts and CI runs.
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/agentsite-target}"
-
-if ! rustup target list --installed | grep -qx wasm32-wasip2; then
-    rustup target add wasm32-wasip2
-fi
+. scripts/env.sh
 
 echo "==> building example agents (examples/target/wasm32-wasip2/release)"
-(cd examples && env -u CARGO_TARGET_DIR cargo build --release --target wasm32-wasip2 --quiet)
+build_examples
 
 echo "==> cargo fmt --check"
 cargo fmt --all --check

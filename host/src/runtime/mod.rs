@@ -204,7 +204,8 @@ impl Runtime {
         agent: &LoadedAgent,
         limits: &Limits,
     ) -> Result<(AgentCard, Vec<ToolSpec>), CallError> {
-        let mut call = self.start(agent, limits, None);
+        let deadline = Instant::now() + limits.deadline;
+        let mut call = self.start(agent, limits, None, deadline);
         let outcome = async {
             let instance = instantiate(&agent.pre, &mut call.store).await?;
             let card = instance
@@ -234,15 +235,8 @@ impl Runtime {
             .map_err(|_| CallError::Busy(agent.max_slots))?
             .map_err(|_| CallError::Host("agent slots closed".into()))?;
 
-        let mut call = self.start(agent, &request.limits, request.progress);
-        call.store.set_epoch_deadline(1);
-        call.store.epoch_deadline_callback(move |_| {
-            if Instant::now() >= deadline {
-                Err(Trap::Interrupt.into())
-            } else {
-                Ok(UpdateDeadline::Yield(1))
-            }
-        });
+        // Time spent waiting for a slot counts against the call's deadline.
+        let mut call = self.start(agent, &request.limits, request.progress, deadline);
         let outcome = async {
             let instance = instantiate(&agent.pre, &mut call.store).await?;
             instance
@@ -262,6 +256,7 @@ impl Runtime {
         agent: &LoadedAgent,
         limits: &Limits,
         progress: Option<ProgressSink>,
+        deadline: Instant,
     ) -> RunningCall {
         let log = GuestLog::new(agent.name.clone(), limits.max_log.as_u64());
         let state = CallState {
@@ -277,8 +272,8 @@ impl Runtime {
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
-        // Describing an agent is bounded by the same deadline as a call.
-        let deadline = Instant::now() + limits.deadline;
+        // Checked whenever the epoch advances; yielding in between keeps a
+        // long-running guest from holding an executor thread.
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
             if Instant::now() >= deadline {

@@ -1,0 +1,13 @@
+# Sourced by demo.sh and test.sh: the build environment both need.
+
+# Reuse one build of wasmtime across checkouts and CI runs.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/agentsite-target}"
+
+if ! rustup target list --installed | grep -qx wasm32-wasip2; then
+    rustup target add wasm32-wasip2
+fi
+
+# Builds examples/ so each agent lands at examples/target/wasm32-wasip2/release/<name>.wasm.
+build_examples() {
+    (cd examples && env -u CARGO_TARGET_DIR cargo build --release --target wasm32-wasip2 --quiet)
+}
