@@ -5,6 +5,7 @@
 mod support;
 
 use agentsite::config::{Config, DataDir, Limits};
+use agentsite::runtime::Capacity;
 use agentsite::{Node, NodeCallError};
 use bytesize::ByteSize;
 use serde_json::json;
@@ -13,7 +14,12 @@ use std::time::{Duration, Instant};
 
 async fn node_with(agents: &[&str], limits: Limits) -> (Arc<Node>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let node = Node::open(DataDir::new(dir.path()), Config { limits }).unwrap();
+    let node = Node::open(
+        DataDir::new(dir.path()),
+        Config { limits },
+        Capacity::SERVER,
+    )
+    .unwrap();
     for agent in agents {
         let bytes = std::fs::read(support::wasm(agent)).unwrap();
         node.add(&bytes).await.unwrap();
@@ -159,6 +165,41 @@ async fn no_state_survives_from_one_call_to_the_next() {
             output.structured_content,
             Some(json!({"result": null})),
             "a fresh instance never sees an earlier caller's globals"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_bytes_of_an_earlier_call_remain_in_a_reused_memory() {
+    // Pool slots are reset in place between calls; whatever a call left in
+    // its linear memory must be gone for the next one, which may reuse the
+    // same slot.
+    let (node, _dir) = node_with(&["hostile_snoop"], test_limits()).await;
+    let call = |tool: &'static str, secret: &'static str| {
+        let node = node.clone();
+        async move {
+            let args = json!({ "secret": secret }).to_string();
+            node.call("hostile-snoop", tool, &args, None)
+                .await
+                .unwrap()
+                .structured_content
+        }
+    };
+    for round in 0..20 {
+        let secret = if round % 2 == 0 {
+            "kiwi-4417-secret"
+        } else {
+            "plum-9031-secret"
+        };
+        assert_eq!(
+            call("plant", secret).await,
+            Some(json!({"result": true})),
+            "the scan finds what this call planted"
+        );
+        assert_eq!(
+            call("find_planted", secret).await,
+            Some(json!({"result": false})),
+            "round {round}: a later call found an earlier call's bytes"
         );
     }
 }

@@ -225,20 +225,26 @@ pub mod __private {
     }
 
     /// A structured result: the value as structured content and as JSON text.
+    ///
+    /// Whether the value is wrapped as `{"result": …}` follows
+    /// [`output_schema`]. Only a JSON object can match an object schema, so
+    /// the type's schema is built (a cost paid on every call, since each call
+    /// runs in a fresh instance) only when the value is an object.
     pub fn structured<T: Serialize + JsonSchema>(value: &T) -> Result<ToolResult, ToolError> {
         let json = serde_json::to_value(value)
             .map_err(|e| ToolError::Failed(format!("result is not serializable: {e}")))?;
         let text = json.to_string();
-        let object = if is_object_schema(&schemars::schema_for!(T).to_value()) {
-            json
+        let unwrapped = json.is_object() && is_object_schema(&schemars::schema_for!(T).to_value());
+        let structured = if unwrapped {
+            text.clone()
         } else {
             let mut map = Map::new();
             map.insert("result".into(), json);
-            Value::Object(map)
+            Value::Object(map).to_string()
         };
         Ok(ToolResult {
             content: vec![Content::Text(text)],
-            structured_content: Some(object.to_string()),
+            structured_content: Some(structured),
             is_error: false,
         })
     }

@@ -1,6 +1,7 @@
 //! The `agentsite` command: parses the command line and calls the library.
 
 use agentsite::config::{Config, DataDir};
+use agentsite::runtime::Capacity;
 use agentsite::{Node, cli};
 use anyhow::Context as _;
 use bytesize::ByteSize;
@@ -116,7 +117,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Some(path) => Config::load(path, true)?,
         None => Config::load(&data.config_file(), false)?,
     };
-    let node = Node::open(data, config).context("cannot open the node")?;
+    // Every command so far makes a few calls and exits.
+    let node = Node::open(data, config, Capacity::OneShot).context("cannot open the node")?;
     match args.command {
         Command::Add { files } => cli::add(&node, &files).await,
         Command::Ls { json } => cli::list(&node, json),

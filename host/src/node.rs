@@ -11,7 +11,8 @@
 use crate::AgentId;
 use crate::capabilities::host::ProgressSink;
 use crate::config::{Config, DataDir, Limits};
-use crate::runtime::{CallError, ComponentError, LoadedAgent, Runtime, ToolCall};
+use crate::runtime::background::{BackgroundRuntime, RuntimeUnavailable};
+use crate::runtime::{CallError, Capacity, ComponentError, LoadedAgent, Runtime, ToolCall};
 use crate::store::{AgentRecord, BlobStore, Catalog, CompiledCache, ResolveError, StoreError};
 use crate::tool::ToolOutput;
 use std::collections::HashMap;
@@ -30,6 +31,8 @@ pub enum AddError {
     Store(#[from] StoreError),
     #[error("cannot save the compiled agent: {0}")]
     Serialize(String),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeUnavailable),
 }
 
 /// Why a call through the node failed.
@@ -49,13 +52,15 @@ pub enum NodeCallError {
     Load { agent: String, reason: String },
     #[error(transparent)]
     Call(#[from] CallError),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeUnavailable),
 }
 
 /// A node: installed agents and the runtime that calls them.
 pub struct Node {
     data: DataDir,
     config: Config,
-    runtime: Runtime,
+    runtime: BackgroundRuntime,
     blobs: BlobStore,
     compiled: CompiledCache,
     catalog: Catalog,
@@ -63,11 +68,13 @@ pub struct Node {
 }
 
 impl Node {
-    /// Opens the node whose data lives in `data`.
-    pub fn open(data: DataDir, config: Config) -> anyhow::Result<Self> {
+    /// Opens the node whose data lives in `data`, able to run `capacity`
+    /// instances at once.
+    pub fn open(data: DataDir, config: Config, capacity: Capacity) -> anyhow::Result<Self> {
         config.limits.validate()?;
-        let runtime = Runtime::new(data.kv())?;
-        let fingerprint = crate::runtime::fingerprint(runtime.engine());
+        // The runtime is built while the caller reads the store.
+        let runtime = BackgroundRuntime::start(data.kv(), capacity);
+        let fingerprint = crate::runtime::engine_fingerprint()?;
         Ok(Node {
             blobs: BlobStore::new(data.blobs()),
             compiled: CompiledCache::new(data.compiled(), fingerprint),
@@ -87,8 +94,9 @@ impl Node {
         &self.config
     }
 
-    pub fn runtime(&self) -> &Runtime {
-        &self.runtime
+    /// The node's runtime, once it is built.
+    pub fn runtime(&self) -> Result<&Runtime, RuntimeUnavailable> {
+        self.runtime.get()
     }
 
     /// Adds the component `bytes` and returns its record. Adding an agent
@@ -96,19 +104,19 @@ impl Node {
     pub async fn add(&self, bytes: &[u8]) -> Result<AgentRecord, AddError> {
         let id = AgentId::of(bytes);
         if let Some(record) = self.catalog.get(&id)?
-            && self.blobs.get(&id).is_ok()
+            && self.blobs.verify(&id).is_ok()
         {
             return Ok(record);
         }
         let limits = self.config.limits;
-        let component = self.runtime.compile(bytes)?;
-        let candidate = self.runtime.prepare(id, "new-agent", &component, &limits)?;
-        let (card, tools) = self
-            .runtime
+        let runtime = self.runtime()?;
+        let component = runtime.compile(bytes)?;
+        let candidate = runtime.prepare(id, "new-agent", &component, &limits)?;
+        let (card, tools) = runtime
             .describe(&candidate, &limits)
             .await
             .map_err(AddError::Contract)?;
-        let imports = self.runtime.imports(&component);
+        let imports = runtime.imports(&component);
         let artifact = component
             .serialize()
             .map_err(|e| AddError::Serialize(format!("{e:#}")))?;
@@ -156,11 +164,13 @@ impl Node {
             agent: record.card.name.clone(),
             reason,
         };
-        let bytes = self.blobs.get(&record.id)?;
-        let precompiled = self.compiled.verified_path(&record.id).and_then(|path| {
+        self.blobs.verify(&record.id)?;
+        let artifact = self.compiled.verified_path(&record.id);
+        let runtime = self.runtime()?;
+        let precompiled = artifact.and_then(|path| {
             // SAFETY: the artifact was written by this engine configuration
             // (the fingerprint is in its name) and its digest was just checked.
-            match unsafe { self.runtime.load_precompiled(&path) } {
+            match unsafe { runtime.load_precompiled(&path) } {
                 Ok(component) => Some(component),
                 Err(e) => {
                     tracing::warn!(agent = %record.card.name, "compiled artifact unusable ({e:#}); recompiling");
@@ -171,8 +181,8 @@ impl Node {
         let component = match precompiled {
             Some(component) => component,
             None => {
-                let component = self
-                    .runtime
+                let bytes = self.blobs.get(&record.id)?;
+                let component = runtime
                     .compile(&bytes)
                     .map_err(|e| load_error(e.to_string()))?;
                 match component.serialize() {
@@ -186,8 +196,7 @@ impl Node {
                 component
             }
         };
-        let agent = self
-            .runtime
+        let agent = runtime
             .prepare(
                 record.id,
                 &record.card.name,
@@ -248,7 +257,7 @@ impl Node {
             limits,
             progress,
         };
-        Ok(self.runtime.call(&agent, call).await?)
+        Ok(self.runtime()?.call(&agent, call).await?)
     }
 
     /// Uninstalls the agent meant by `query`; with `purge`, deletes its
@@ -262,8 +271,9 @@ impl Node {
         self.compiled.remove(&record.id)?;
         self.blobs.remove(&record.id)?;
         if purge {
-            self.runtime.kv().close(&record.id);
-            crate::store::remove_file(&self.runtime.kv().path(&record.id))?;
+            let kv = self.runtime()?.kv();
+            kv.close(&record.id);
+            crate::store::remove_file(&kv.path(&record.id))?;
         }
         Ok(record)
     }

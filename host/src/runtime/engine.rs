@@ -15,54 +15,104 @@ use std::hash::{Hash as _, Hasher as _};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 /// How often the epoch advances: the granularity of deadlines, and how often
 /// a running guest yields to the async executor.
 pub const EPOCH_TICK: Duration = Duration::from_millis(5);
 
-/// Instances the pool holds at once, across all agents.
-const POOL_INSTANCES: u32 = 1000;
+/// What a runtime is sized for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Capacity {
+    /// A command that makes a call or two and exits. Instances are allocated
+    /// on demand: setting up a pool costs more (about 200 µs) than it could
+    /// save on so few instances.
+    OneShot,
+    /// A node serving many calls: a pool holding this many instances at
+    /// once, across all agents, which makes an instance per call cost
+    /// microseconds.
+    Pooled { instances: u32 },
+}
 
-/// The engine configuration every agentsite node uses. Public so that the
-/// benchmark's bare-wasmtime baseline runs on exactly the same settings.
-pub fn engine_config(pooling: bool) -> Config {
+impl Capacity {
+    /// A node serving many clients at once.
+    pub const SERVER: Capacity = Capacity::Pooled { instances: 1000 };
+}
+
+/// Dirty linear-memory bytes per pool slot reset in place rather than
+/// released (bounds the pool's resident memory at slots in use × 1 MiB).
+const MEMORY_KEEP_RESIDENT: usize = 1 << 20;
+
+/// Table bytes per pool slot reset in place rather than released.
+const TABLE_KEEP_RESIDENT: usize = 64 << 10;
+
+/// The engine configuration every agentsite node uses, for `capacity`.
+/// Public so that the benchmark's bare-wasmtime baseline runs on exactly the
+/// same settings. Pooled and on-demand engines share one fingerprint, so an
+/// agent compiled by either runs on both.
+pub fn engine_config(capacity: Capacity) -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.epoch_interruption(true);
     config.cranelift_opt_level(wasmtime::OptLevel::Speed);
-    if pooling {
+    if let Capacity::Pooled { instances } = capacity {
         let mut pool = PoolingAllocationConfig::new();
-        pool.total_component_instances(POOL_INSTANCES);
+        pool.total_component_instances(instances);
         // A Rust component is a handful of core instances (the program and
         // the small shims that wire its imports), with one or two memories.
-        pool.total_core_instances(POOL_INSTANCES * 8);
-        pool.total_memories(POOL_INSTANCES * 2);
-        pool.total_tables(POOL_INSTANCES * 4);
-        pool.total_stacks(POOL_INSTANCES);
-        // Keep the first pages of each slot resident between calls: resetting
-        // them with a memset is cheaper than returning them to the kernel.
-        pool.linear_memory_keep_resident(0);
-        pool.table_keep_resident(0);
+        pool.total_core_instances(instances * 8);
+        pool.total_memories(instances * 2);
+        pool.total_tables(instances * 4);
+        pool.total_stacks(instances);
+        // Reusing a slot must reset it to the module's initial image. Giving
+        // pages back to the kernel (madvise) costs a page fault on every
+        // touch in the next call plus a TLB shootdown; rewriting them in
+        // place is several times cheaper. With Linux's PAGEMAP_SCAN (6.7+)
+        // wasmtime finds exactly the pages a call dirtied and rewrites up to
+        // `MEMORY_KEEP_RESIDENT` bytes of them; without it, it would have to
+        // rewrite the whole low region blindly, which costs more than it
+        // saves, so memories are then released to the kernel as before.
+        if PoolingAllocationConfig::is_pagemap_scan_available() {
+            pool.pagemap_scan(Enabled::Yes);
+            pool.linear_memory_keep_resident(MEMORY_KEEP_RESIDENT);
+        } else {
+            pool.linear_memory_keep_resident(0);
+        }
+        // Tables are small: rewriting them is always cheaper than a fault.
+        pool.table_keep_resident(TABLE_KEEP_RESIDENT);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
     config
 }
 
-/// Builds the node's engine: pooled if the machine allows it, on-demand
-/// otherwise. Returns whether pooling is in use.
-pub fn build_engine() -> anyhow::Result<(Engine, bool)> {
-    match Engine::new(&engine_config(true)) {
+/// Builds the node's engine for `capacity`, falling back to on-demand
+/// allocation where the machine refuses the pool. Returns whether pooling is
+/// in use.
+pub fn build_engine(capacity: Capacity) -> anyhow::Result<(Engine, bool)> {
+    let on_demand = || {
+        Engine::new(&engine_config(Capacity::OneShot))
+            .map_err(|e| anyhow::anyhow!("cannot create the WebAssembly engine: {e:#}"))
+    };
+    if capacity == Capacity::OneShot {
+        return Ok((on_demand()?, false));
+    }
+    match Engine::new(&engine_config(capacity)) {
         Ok(engine) => Ok((engine, true)),
         Err(error) => {
             tracing::warn!(
                 "pooling allocator unavailable ({error:#}); falling back to on-demand allocation"
             );
-            let engine = Engine::new(&engine_config(false))
-                .map_err(|e| anyhow::anyhow!("cannot create the WebAssembly engine: {e:#}"))?;
-            Ok((engine, false))
+            Ok((on_demand()?, false))
         }
     }
+}
+
+/// The fingerprint of this build's engines, without building a pool: what
+/// names compiled artifacts on disk.
+pub fn engine_fingerprint() -> anyhow::Result<String> {
+    let engine = Engine::new(&engine_config(Capacity::OneShot))
+        .map_err(|e| anyhow::anyhow!("cannot create the WebAssembly engine: {e:#}"))?;
+    Ok(fingerprint(&engine))
 }
 
 /// A short hex fingerprint of everything that makes compiled code of one
@@ -108,5 +158,16 @@ impl Drop for EpochTicker {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pooled_and_on_demand_engines_share_compiled_code() {
+        let pooled = Engine::new(&engine_config(Capacity::SERVER)).unwrap();
+        assert_eq!(fingerprint(&pooled), engine_fingerprint().unwrap());
     }
 }

@@ -7,12 +7,15 @@
 //! of every capability, instantiates, calls, and drops the store. Nothing
 //! survives from one call to the next except through a capability such as kv.
 
+pub mod background;
 pub mod bindings;
 mod engine;
 mod error;
 mod result;
 
-pub use engine::{EPOCH_TICK, build_engine, engine_config, fingerprint};
+pub use engine::{
+    Capacity, EPOCH_TICK, build_engine, engine_config, engine_fingerprint, fingerprint,
+};
 pub use error::CallError;
 
 use crate::AgentId;
@@ -99,9 +102,10 @@ pub enum ComponentError {
 }
 
 impl Runtime {
-    /// A runtime whose agents keep their kv databases in `kv_dir`.
-    pub fn new(kv_dir: std::path::PathBuf) -> anyhow::Result<Self> {
-        let (engine, pooling) = build_engine()?;
+    /// A runtime whose agents keep their kv databases in `kv_dir`, sized to
+    /// hold `capacity` instances at once.
+    pub fn new(kv_dir: std::path::PathBuf, capacity: Capacity) -> anyhow::Result<Self> {
+        let (engine, pooling) = build_engine(capacity)?;
         let mut linker = Linker::new(&engine);
         capabilities::add_to_linker(&mut linker)
             .map_err(|e| anyhow::anyhow!("cannot link host capabilities: {e:#}"))?;

@@ -26,12 +26,27 @@ impl BlobStore {
     pub fn put(&self, bytes: &[u8]) -> Result<AgentId, StoreError> {
         let id = AgentId::of(bytes);
         let path = self.path(&id);
-        if let Ok(existing) = self.get(&id) {
-            debug_assert_eq!(existing.len(), bytes.len());
+        if self.verify(&id).is_ok() {
             return Ok(id);
         }
         write_atomic(&path, bytes)?;
         Ok(id)
+    }
+
+    /// Checks that the stored bytes of `id` are present and still hash to `id`.
+    pub fn verify(&self, id: &AgentId) -> Result<(), StoreError> {
+        let path = self.path(id);
+        let actual = super::sha256_file(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => StoreError::Missing(*id),
+            _ => StoreError::io(format!("cannot read {}", path.display()), e),
+        })?;
+        if &actual != id.digest() {
+            return Err(StoreError::Corrupt {
+                id: *id,
+                actual: hex::encode(actual),
+            });
+        }
+        Ok(())
     }
 
     /// The bytes of `id`, after checking that they still hash to `id`.

@@ -40,8 +40,8 @@ impl CompiledCache {
     pub fn verified_path(&self, id: &AgentId) -> Option<PathBuf> {
         let path = self.path(id);
         let expected = std::fs::read_to_string(self.digest_path(id)).ok()?;
-        let bytes = std::fs::read(&path).ok()?;
-        if hex::encode(Sha256::digest(&bytes)) == expected.trim() {
+        let actual = super::sha256_file(&path).ok()?;
+        if hex::encode(actual) == expected.trim() {
             return Some(path);
         }
         tracing::warn!(agent = %id, "compiled artifact is damaged; recompiling");

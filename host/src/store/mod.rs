@@ -17,6 +17,21 @@ pub use compiled::CompiledCache;
 use std::io::Write as _;
 use std::path::Path;
 
+/// The sha256 of the file at `path`, read through a memory map: hashing a
+/// file this way faults in page-cache pages a batch at a time instead of
+/// copying the file into fresh heap pages.
+pub(crate) fn sha256_file(path: &Path) -> std::io::Result<[u8; 32]> {
+    use sha2::{Digest as _, Sha256};
+    let file = std::fs::File::open(path)?;
+    if file.metadata()?.len() == 0 {
+        return Ok(Sha256::digest([]).into());
+    }
+    // SAFETY: the store never modifies a file in place (every write is a
+    // rename of a new file), so the mapped bytes do not change under us.
+    let map = unsafe { memmap2::Mmap::map(&file)? };
+    Ok(Sha256::digest(&map[..]).into())
+}
+
 /// Errors of the store a caller may act on.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
