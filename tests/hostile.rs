@@ -16,7 +16,10 @@ async fn node_with(agents: &[&str], limits: Limits) -> (Arc<Node>, tempfile::Tem
     let dir = tempfile::tempdir().unwrap();
     let node = Node::open(
         DataDir::new(dir.path()),
-        Config { limits },
+        Config {
+            limits,
+            ..Config::default()
+        },
         Capacity::SERVER,
     )
     .unwrap();

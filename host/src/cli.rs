@@ -261,3 +261,69 @@ fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     writeln!(lock, "{text}")?;
     Ok(())
 }
+
+/// `agentsite serve`: MCP over streamable HTTP until Ctrl-C or SIGTERM.
+pub async fn serve(
+    node: std::sync::Arc<Node>,
+    options: crate::mcp::http::HttpOptions,
+) -> anyhow::Result<()> {
+    use crate::mcp::{Hosted, http};
+    options.check()?;
+    let listener = tokio::net::TcpListener::bind(options.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", options.listen))?;
+    let address = listener.local_addr()?;
+    let hosted = Hosted::new(node)?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let watcher = tokio::spawn(hosted.clone().watch(stop.clone()));
+    let agents = hosted.records().len();
+    let router = http::router(hosted, options, stop.clone());
+    // The address line is the one a script or test waits for.
+    eprintln!("serving {agents} agents over MCP at http://{address}/mcp (health: /health)");
+    tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            shutdown_signal().await;
+            eprintln!("stopping");
+            stop.cancel();
+        }
+    });
+    let served = http::serve(listener, router, stop.clone()).await;
+    stop.cancel();
+    let _ = watcher.await;
+    served
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => return std::future::pending().await,
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+}
+
+/// `agentsite mcp [AGENT...]`: one MCP session over stdin and stdout.
+pub async fn mcp(node: std::sync::Arc<Node>, agents: &[String]) -> anyhow::Result<()> {
+    use crate::mcp::{Hosted, Scope, stdio};
+    let scope = if agents.is_empty() {
+        Scope::All
+    } else {
+        let ids = agents
+            .iter()
+            .map(|a| node.resolve(a).map(|r| r.id))
+            .collect::<Result<Vec<_>, _>>()?;
+        Scope::Agents(ids)
+    };
+    stdio::serve(Hosted::new(node)?, scope).await
+}

@@ -11,6 +11,12 @@
 //! max_output = "1 MiB"      # size of a tool result
 //! max_concurrent_calls = 16 # calls of one agent running at once
 //! max_log = "64 KiB"        # log and stdout/stderr text kept per call
+//!
+//! [serve]
+//! listen = "127.0.0.1:7777"  # address of `agentsite serve`
+//! token = "..."              # bearer token; required off loopback
+//! allowed_hosts = []         # extra Host names, e.g. "agents.example.com"
+//! allowed_origins = []       # extra browser origins, e.g. "https://app.example.com:443"
 //! ```
 
 use anyhow::Context as _;
@@ -26,6 +32,39 @@ pub struct Config {
     /// Limits applied to every call.
     #[serde(default)]
     pub limits: Limits,
+    /// How `agentsite serve` listens.
+    #[serde(default)]
+    pub serve: ServeConfig,
+}
+
+/// How `agentsite serve` listens (command-line flags override these).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServeConfig {
+    /// Address and port of the HTTP front end.
+    pub listen: std::net::SocketAddr,
+    /// Bearer token required on MCP endpoints; required to listen beyond loopback.
+    pub token: Option<String>,
+    /// Host names clients may use besides loopback and the listen address.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins allowed besides this machine's.
+    pub allowed_origins: Vec<String>,
+}
+
+/// Where `agentsite serve` listens unless told otherwise.
+pub const DEFAULT_LISTEN: std::net::SocketAddr = std::net::SocketAddr::V4(
+    std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 7777),
+);
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            listen: DEFAULT_LISTEN,
+            token: None,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+        }
+    }
 }
 
 /// Limits applied to every tool call. A call that hits one ends with a tool

@@ -22,6 +22,7 @@ mod agent_id;
 pub mod capabilities;
 pub mod cli;
 pub mod config;
+pub mod mcp;
 mod node;
 pub mod runtime;
 pub mod store;

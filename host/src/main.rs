@@ -84,15 +84,50 @@ enum Command {
         #[arg(long)]
         purge: bool,
     },
+    /// Serve the installed agents' tools over MCP (streamable HTTP) until
+    /// interrupted: /mcp (all agents), /agents/<agent>/mcp, /health.
+    Serve {
+        /// Address and port to listen on [default: 127.0.0.1:7777, or `listen` in the config].
+        #[arg(long, value_name = "ADDR:PORT")]
+        listen: Option<std::net::SocketAddr>,
+        /// Bearer token clients must present; required to listen beyond loopback.
+        #[arg(long, env = "AGENTSITE_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Also accept requests whose Host is this name (repeatable).
+        #[arg(long = "allow-host", value_name = "HOST")]
+        allow_hosts: Vec<String>,
+        /// Also accept browser requests from this origin, e.g. https://app.example.com:443 (repeatable).
+        #[arg(long = "allow-origin", value_name = "ORIGIN")]
+        allow_origins: Vec<String>,
+    },
+    /// Serve MCP over stdin/stdout (for Claude Desktop, Claude Code and other
+    /// MCP clients that start their servers).
+    Mcp {
+        /// Serve only these agents (name, id or id prefix). One agent keeps
+        /// its tool names; otherwise tools are named <agent>.<tool>.
+        agents: Vec<String>,
+    },
+}
+
+impl Command {
+    /// Whether the command runs until stopped, serving many calls.
+    fn serves(&self) -> bool {
+        matches!(self, Command::Serve { .. } | Command::Mcp { .. })
+    }
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     init_logging(args.verbose);
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    // A serving node uses every core; a one-shot command needs one thread.
+    let runtime = if args.command.serves() {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    }
+    .enable_all()
+    .build();
+    let runtime = match runtime {
         Ok(runtime) => runtime,
         Err(e) => return fail(anyhow::anyhow!("cannot start the async runtime: {e}")),
     };
@@ -117,8 +152,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Some(path) => Config::load(path, true)?,
         None => Config::load(&data.config_file(), false)?,
     };
-    // Every command so far makes a few calls and exits.
-    let node = Node::open(data, config, Capacity::OneShot).context("cannot open the node")?;
+    let capacity = if args.command.serves() {
+        Capacity::SERVER
+    } else {
+        Capacity::OneShot
+    };
+    let node = Node::open(data, config, capacity).context("cannot open the node")?;
     match args.command {
         Command::Add { files } => cli::add(&node, &files).await,
         Command::Ls { json } => cli::list(&node, json),
@@ -142,6 +181,22 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
         Command::Inspect { agent, json } => cli::inspect(&node, &agent, json),
         Command::Rm { agent, purge } => cli::remove(&node, &agent, purge),
+        Command::Serve {
+            listen,
+            token,
+            allow_hosts,
+            allow_origins,
+        } => {
+            let serve = &node.config().serve;
+            let options = agentsite::mcp::http::HttpOptions {
+                listen: listen.unwrap_or(serve.listen),
+                token: token.or_else(|| serve.token.clone()),
+                allowed_hosts: [serve.allowed_hosts.clone(), allow_hosts].concat(),
+                allowed_origins: [serve.allowed_origins.clone(), allow_origins].concat(),
+            };
+            cli::serve(std::sync::Arc::new(node), options).await
+        }
+        Command::Mcp { agents } => cli::mcp(std::sync::Arc::new(node), &agents).await,
     }
 }
 

@@ -151,3 +151,69 @@ impl Cli {
         self.run(&["call", agent, tool, args])
     }
 }
+
+/// An `agentsite serve` process on a free loopback port, stopped on drop.
+pub struct Server {
+    child: std::process::Child,
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+}
+
+impl Server {
+    /// Starts serving the node in `data` with extra `args`, and waits (up to
+    /// 30 s) for the line announcing its address.
+    pub fn start(data: &Path, args: &[&str]) -> Server {
+        use std::io::BufRead as _;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentsite"))
+            .arg("--data-dir")
+            .arg(data)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("AGENTSITE_CONFIG")
+            .env_remove("AGENTSITE_TOKEN")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("agentsite serve starts");
+        let stderr = child.stderr.take().unwrap();
+        let (found, address) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut found = Some(found);
+            // Keep draining stderr for the life of the server.
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if let Some(rest) = line.split("at http://").nth(1)
+                    && let Some(found) = found.take()
+                {
+                    let address = rest.split('/').next().unwrap_or_default().to_owned();
+                    let _ = found.send(address);
+                }
+                eprintln!("[serve] {line}");
+            }
+        });
+        let address = match address.recv_timeout(std::time::Duration::from_secs(30)) {
+            Ok(address) => address,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("agentsite serve did not announce its address");
+            }
+        };
+        Server {
+            child,
+            base: format!("http://{address}"),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

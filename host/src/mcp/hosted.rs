@@ -1,0 +1,138 @@
+//! What every MCP endpoint of a node shares: the node, and the current set of
+//! installed agents, kept fresh while serving.
+//!
+//! Agents can be added or removed by another `agentsite` process while a node
+//! serves, so the catalog folder is watched; each change is published on a
+//! `watch` channel, from which sessions send `notifications/tools/list_changed`.
+
+use super::exposed::{Exposed, Scope};
+use crate::Node;
+use crate::store::AgentRecord;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How often the catalog folder is checked for added or removed agents.
+pub const CATALOG_POLL: Duration = Duration::from_millis(200);
+
+/// The installed agents at one moment.
+pub type Records = Arc<Vec<AgentRecord>>;
+
+pub struct Hosted {
+    node: Arc<Node>,
+    records: watch::Sender<Records>,
+}
+
+impl Hosted {
+    /// Shares `node`, reading its catalog once now.
+    pub fn new(node: Arc<Node>) -> anyhow::Result<Arc<Hosted>> {
+        let records = Arc::new(node.list()?);
+        let (records, _) = watch::channel(records);
+        Ok(Arc::new(Hosted { node, records }))
+    }
+
+    pub fn node(&self) -> &Arc<Node> {
+        &self.node
+    }
+
+    /// The installed agents now.
+    pub fn records(&self) -> Records {
+        self.records.borrow().clone()
+    }
+
+    /// A receiver that wakes on every change to the installed agents.
+    pub fn subscribe(&self) -> watch::Receiver<Records> {
+        self.records.subscribe()
+    }
+
+    /// Re-reads the catalog and publishes it if the set of agents changed.
+    pub fn refresh(&self) {
+        let records = match self.node.list() {
+            Ok(records) => records,
+            Err(e) => {
+                tracing::warn!("cannot re-read the installed agents: {e}");
+                return;
+            }
+        };
+        let ids = |records: &[AgentRecord]| -> Vec<_> { records.iter().map(|r| r.id).collect() };
+        self.records.send_if_modified(|current| {
+            if ids(current) == ids(&records) {
+                return false;
+            }
+            tracing::info!(agents = records.len(), "installed agents changed");
+            *current = Arc::new(records);
+            true
+        });
+    }
+
+    /// Watches the catalog folder until `stop` is cancelled.
+    pub async fn watch(self: Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+        let folder = self.node.data_dir().agents();
+        let mut seen = folder_listing(&folder);
+        let mut tick = tokio::time::interval(CATALOG_POLL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            let listing = folder_listing(&folder);
+            if listing != seen {
+                seen = listing;
+                self.refresh();
+            }
+        }
+    }
+}
+
+/// The names and modification times in `folder`: changes when a record is
+/// added, replaced or removed.
+fn folder_listing(
+    folder: &std::path::Path,
+) -> Vec<(std::ffi::OsString, Option<std::time::SystemTime>)> {
+    let mut listing: Vec<_> = std::fs::read_dir(folder)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| {
+                    let modified = e.metadata().and_then(|m| m.modified()).ok();
+                    (e.file_name(), modified)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    listing.sort();
+    listing
+}
+
+/// The tools of one scope, rebuilt only when the installed agents change.
+pub struct ScopedTools {
+    scope: Scope,
+    cache: Mutex<Option<(Records, Arc<Exposed>)>>,
+}
+
+impl ScopedTools {
+    pub fn new(scope: Scope) -> Self {
+        ScopedTools {
+            scope,
+            cache: Mutex::new(None),
+        }
+    }
+
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// The exposed tools for `records`.
+    pub fn get(&self, records: Records) -> Arc<Exposed> {
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((built_from, exposed)) = cache.as_ref()
+            && Arc::ptr_eq(built_from, &records)
+        {
+            return exposed.clone();
+        }
+        let exposed = Arc::new(Exposed::build(records.as_ref().clone(), &self.scope));
+        *cache = Some((records, exposed.clone()));
+        exposed
+    }
+}

@@ -1,0 +1,240 @@
+//! MCP over streamable HTTP (rmcp's `StreamableHttpService` inside axum):
+//! `/mcp` for every installed agent, `/agents/<agent>/mcp` for one, and
+//! `/health` for operators.
+//!
+//! Security follows the spec's transport section: the `Host` header must
+//! name this server (DNS rebinding), a browser `Origin` must be this machine
+//! (403 otherwise), the server binds loopback by default, and binding any
+//! other address requires a bearer token.
+
+use super::exposed::Scope;
+use super::hosted::{Hosted, ScopedTools};
+use super::server::AgentServer;
+use crate::AgentId;
+use axum::extract::{Path, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use axum::{Json, Router};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use tokio_util::sync::CancellationToken;
+
+/// Largest request body accepted, in bytes; larger ones get 413.
+pub const MAX_REQUEST_BODY: usize = 4 << 20;
+
+/// How a node serves HTTP.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    pub listen: SocketAddr,
+    /// Required as `Authorization: Bearer <token>` on MCP endpoints when set.
+    pub token: Option<String>,
+    /// Host names (or host:port) clients may use besides the loopback names
+    /// and the listen address, for example a public DNS name.
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins allowed besides this machine's own, such as
+    /// `https://app.example.com:443`.
+    pub allowed_origins: Vec<String>,
+}
+
+impl HttpOptions {
+    /// Refuses to expose the node beyond this machine without a token.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if !self.listen.ip().is_loopback() && self.token.as_deref().is_none_or(str::is_empty) {
+            anyhow::bail!(
+                "refusing to listen on {} without a bearer token: anyone who can reach it could run the hosted agents; set --token (or `token` under [serve] in the config), or listen on 127.0.0.1",
+                self.listen
+            );
+        }
+        Ok(())
+    }
+
+    fn rmcp_config(&self, stop: &CancellationToken) -> StreamableHttpServerConfig {
+        let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).into();
+        if !self.listen.ip().is_unspecified() {
+            hosts.push(self.listen.ip().to_string());
+        }
+        hosts.extend(self.allowed_hosts.iter().cloned());
+        let mut origins: Vec<String> =
+            ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"]
+                .map(String::from)
+                .into();
+        origins.extend(self.allowed_origins.iter().cloned());
+        StreamableHttpServerConfig::default()
+            .with_allowed_hosts(hosts)
+            .with_allowed_origins(origins)
+            .enforce_origin_validation()
+            .with_max_request_body_bytes(MAX_REQUEST_BODY)
+            .with_cancellation_token(stop.child_token())
+    }
+}
+
+type McpService = StreamableHttpService<AgentServer, LocalSessionManager>;
+
+/// The state of the HTTP front end.
+struct Front {
+    hosted: Arc<Hosted>,
+    options: HttpOptions,
+    stop: CancellationToken,
+    all: McpService,
+    /// One service per agent served at `/agents/<agent>/mcp`, made on first use.
+    per_agent: Mutex<HashMap<AgentId, McpService>>,
+}
+
+/// An MCP endpoint for the agents in `scope`; rmcp makes one `AgentServer`
+/// per session, all sharing the scope's tool snapshot.
+fn mcp_service(
+    hosted: &Arc<Hosted>,
+    options: &HttpOptions,
+    stop: &CancellationToken,
+    scope: Scope,
+) -> McpService {
+    let hosted = hosted.clone();
+    let tools = Arc::new(ScopedTools::new(scope));
+    StreamableHttpService::new(
+        move || Ok(AgentServer::new(hosted.clone(), tools.clone())),
+        Arc::new(LocalSessionManager::default()),
+        options.rmcp_config(stop),
+    )
+}
+
+impl Front {
+    fn agent_service(&self, id: AgentId) -> McpService {
+        let mut services = self
+            .per_agent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        services
+            .entry(id)
+            .or_insert_with(|| {
+                mcp_service(
+                    &self.hosted,
+                    &self.options,
+                    &self.stop,
+                    Scope::Agents(vec![id]),
+                )
+            })
+            .clone()
+    }
+}
+
+/// The axum router of a node's HTTP front end.
+pub fn router(hosted: Arc<Hosted>, options: HttpOptions, stop: CancellationToken) -> Router {
+    let front = Arc::new(Front {
+        all: mcp_service(&hosted, &options, &stop, Scope::All),
+        hosted,
+        options,
+        stop,
+        per_agent: Mutex::new(HashMap::new()),
+    });
+    let mcp = Router::new()
+        .route("/mcp", any(all_agents))
+        .route("/agents/{agent}/mcp", any(one_agent))
+        .route_layer(middleware::from_fn_with_state(front.clone(), require_token));
+    Router::new()
+        .route("/health", get(health))
+        .merge(mcp)
+        .with_state(front)
+}
+
+async fn all_agents(State(front): State<Arc<Front>>, request: Request) -> Response {
+    front.all.handle(request).await.into_response()
+}
+
+async fn one_agent(
+    State(front): State<Arc<Front>>,
+    Path(agent): Path<String>,
+    request: Request,
+) -> Response {
+    match front.hosted.node().resolve(&agent) {
+        Ok(record) => front
+            .agent_service(record.id)
+            .handle(request)
+            .await
+            .into_response(),
+        Err(e) => (StatusCode::NOT_FOUND, format!("{e}\n")).into_response(),
+    }
+}
+
+/// `GET /health`: whether the node serves, and what.
+async fn health(State(front): State<Arc<Front>>) -> Response {
+    let records = front.hosted.records();
+    Json(serde_json::json!({
+        "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
+        "agents": records.len(),
+        "tools": records.iter().map(|r| r.tools.len()).sum::<usize>(),
+    }))
+    .into_response()
+}
+
+/// Checks `Authorization: Bearer <token>` when the node has a token.
+async fn require_token(State(front): State<Arc<Front>>, request: Request, next: Next) -> Response {
+    let Some(expected) = front.options.token.as_deref() else {
+        return next.run(request).await;
+    };
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if presented.is_some_and(|p| constant_time_eq(p.as_bytes(), expected.as_bytes())) {
+        return next.run(request).await;
+    }
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        "a bearer token is required: Authorization: Bearer <token>\n",
+    )
+        .into_response()
+}
+
+/// Compares secrets in time that depends only on their lengths.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Serves `router` on `listener` until `stop` is cancelled.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    stop: CancellationToken,
+) -> anyhow::Result<()> {
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move { stop.cancelled_owned().await })
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_public_address_needs_a_token() {
+        let mut options = HttpOptions {
+            listen: "0.0.0.0:7777".parse().unwrap(),
+            token: None,
+            allowed_hosts: vec![],
+            allowed_origins: vec![],
+        };
+        let error = options.check().unwrap_err().to_string();
+        assert!(error.contains("without a bearer token"), "{error}");
+        options.token = Some("s3cret".into());
+        options.check().unwrap();
+        options.token = None;
+        options.listen = "127.0.0.1:7777".parse().unwrap();
+        options.check().unwrap();
+    }
+
+    #[test]
+    fn token_comparison() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+    }
+}

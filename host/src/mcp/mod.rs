@@ -1,0 +1,13 @@
+//! Serving hosted agents over MCP, with rmcp: streamable HTTP ([`http`]) and
+//! stdio ([`stdio`]). Every installed agent's tools are MCP tools; each call
+//! runs in a fresh WebAssembly instance under the node's limits.
+
+pub mod exposed;
+pub mod hosted;
+pub mod http;
+pub mod server;
+pub mod stdio;
+
+pub use exposed::Scope;
+pub use hosted::Hosted;
+pub use server::AgentServer;

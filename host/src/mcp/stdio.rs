@@ -1,0 +1,31 @@
+//! MCP over stdio: one session on this process's stdin and stdout. Stdout
+//! carries protocol messages only; logs go to stderr.
+
+use super::exposed::Scope;
+use super::hosted::{Hosted, ScopedTools};
+use super::server::AgentServer;
+use rmcp::ServiceExt as _;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Serves `scope` on stdin/stdout until the client closes the stream.
+pub async fn serve(hosted: Arc<Hosted>, scope: Scope) -> anyhow::Result<()> {
+    let stop = CancellationToken::new();
+    let watcher = tokio::spawn(hosted.clone().watch(stop.clone()));
+    let server = AgentServer::new(hosted, Arc::new(ScopedTools::new(scope)));
+    let outcome = async {
+        let running = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| anyhow::anyhow!("MCP session over stdio failed to start: {e}"))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| anyhow::anyhow!("MCP session over stdio ended abnormally: {e}"))?;
+        Ok(())
+    }
+    .await;
+    stop.cancel();
+    let _ = watcher.await;
+    outcome
+}

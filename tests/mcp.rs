@@ -1,0 +1,389 @@
+//! MCP clients against a real `agentsite serve` (streamable HTTP) and
+//! `agentsite mcp` (stdio) process, using rmcp's client.
+
+mod support;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode};
+use rmcp::service::{RunningService, ServiceError};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt as _};
+use serde_json::{Value, json};
+use support::{Cli, Server};
+
+async fn http_client(url: String) -> RunningService<RoleClient, ()> {
+    ().serve(StreamableHttpClientTransport::from_uri(url))
+        .await
+        .expect("MCP client connects and initializes")
+}
+
+fn arguments(value: Value) -> rmcp::model::JsonObject {
+    value.as_object().unwrap().clone()
+}
+
+async fn call(
+    client: &RunningService<RoleClient, ()>,
+    name: &str,
+    args: Value,
+) -> Result<CallToolResult, ServiceError> {
+    client
+        .call_tool(CallToolRequestParams::new(name.to_owned()).with_arguments(arguments(args)))
+        .await
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_lists_and_calls_every_agents_tools() {
+    let cli = Cli::new();
+    cli.add(&["calculator", "text"]);
+    let server = Server::start(cli.data(), &[]);
+    let client = http_client(server.url("/mcp")).await;
+
+    let info = client.peer_info().expect("server info");
+    assert_eq!(info.server_info.as_ref().unwrap().name, "agentsite");
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    for expected in [
+        "calculator.add",
+        "calculator.divide",
+        "text.word_count",
+        "text.sha256",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    let add = tools.iter().find(|t| t.name == "calculator.add").unwrap();
+    assert_eq!(add.input_schema["type"], "object");
+    assert!(add.output_schema.is_some());
+
+    let result = call(&client, "calculator.add", json!({"a": 2, "b": 3}))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(result.structured_content, Some(json!({"result": 5.0})));
+
+    let result = call(&client, "text.sha256", json!({"text": "abc"}))
+        .await
+        .unwrap();
+    assert!(
+        text(&result).contains("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+        "{result:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_failures_are_results_and_unknown_tools_are_protocol_errors() {
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    let server = Server::start(cli.data(), &[]);
+    let client = http_client(server.url("/mcp")).await;
+
+    let result = call(&client, "calculator.divide", json!({"a": 1, "b": 0}))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(text(&result).contains("zero"), "{result:?}");
+
+    // Arguments that break the input schema: a result with isError.
+    let result = call(&client, "calculator.add", json!({"a": "two", "b": 3}))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert!(text(&result).contains("invalid arguments"), "{result:?}");
+
+    let error = call(&client, "calculator.cube_root", json!({}))
+        .await
+        .unwrap_err();
+    match error {
+        ServiceError::McpError(error) => {
+            assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+            assert!(error.message.contains("unknown tool"), "{error:?}");
+        }
+        other => panic!("expected a JSON-RPC error, got {other:?}"),
+    }
+
+    // The server keeps serving correct calls.
+    let result = call(&client, "calculator.multiply", json!({"a": 6, "b": 7}))
+        .await
+        .unwrap();
+    assert_eq!(result.structured_content, Some(json!({"result": 42.0})));
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_agent_is_served_under_its_own_tool_names() {
+    let cli = Cli::new();
+    let ids = cli.add(&["calculator", "text"]);
+    let server = Server::start(cli.data(), &[]);
+
+    for agent in [ids[0].as_str(), "calculator"] {
+        let client = http_client(server.url(&format!("/agents/{agent}/mcp"))).await;
+        let tools = client.list_all_tools().await.unwrap();
+        let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        names.sort();
+        assert_eq!(names, ["add", "divide", "multiply", "subtract"]);
+        let result = call(&client, "subtract", json!({"a": 5, "b": 3}))
+            .await
+            .unwrap();
+        assert_eq!(result.structured_content, Some(json!({"result": 2.0})));
+        client.cancel().await.unwrap();
+    }
+
+    let response = reqwest::get(server.url("/agents/nosuchagent/mcp"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_hear_when_agents_are_added_or_removed() {
+    use std::sync::{Arc, Mutex};
+
+    /// A client that counts `tools/list_changed` notifications.
+    #[derive(Clone, Default)]
+    struct Listener(Arc<Mutex<u32>>);
+    impl rmcp::ClientHandler for Listener {
+        async fn on_tool_list_changed(
+            &self,
+            _context: rmcp::service::NotificationContext<RoleClient>,
+        ) {
+            *self.0.lock().unwrap() += 1;
+        }
+    }
+
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    let server = Server::start(cli.data(), &[]);
+    let listener = Listener::default();
+    let client = listener
+        .clone()
+        .serve(StreamableHttpClientTransport::from_uri(server.url("/mcp")))
+        .await
+        .unwrap();
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 4);
+
+    let wait_for = |count: u32| {
+        let listener = listener.clone();
+        async move {
+            for _ in 0..100 {
+                if *listener.0.lock().unwrap() >= count {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            panic!("no tools/list_changed notification #{count}");
+        }
+    };
+    cli.add(&["text"]);
+    wait_for(1).await;
+    assert!(
+        client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .iter()
+            .any(|t| t.name == "text.upper")
+    );
+
+    cli.run(&["rm", "text"]).success();
+    wait_for(2).await;
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 4);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_serves_the_same_tools() {
+    let cli = Cli::new();
+    cli.add(&["calculator", "text"]);
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentsite"));
+    command.arg("--data-dir").arg(cli.data()).arg("mcp");
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "calculator.add"));
+    let result = call(&client, "calculator.add", json!({"a": 1.5, "b": 2}))
+        .await
+        .unwrap();
+    assert_eq!(result.structured_content, Some(json!({"result": 3.5})));
+    let result = call(&client, "calculator.divide", json!({"a": 1, "b": 0}))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    client.cancel().await.unwrap();
+
+    // Naming one agent serves its tools under their own names.
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentsite"));
+    command
+        .arg("--data-dir")
+        .arg(cli.data())
+        .args(["mcp", "text"]);
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+    let result = call(&client, "upper", json!({"text": "shout"}))
+        .await
+        .unwrap();
+    assert!(text(&result).contains("SHOUT"), "{result:?}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn foreign_origins_and_hosts_are_refused() {
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    let server = Server::start(cli.data(), &[]);
+    let http = reqwest::Client::new();
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    });
+    let post = |origin: Option<&str>, host: Option<&str>| {
+        let mut request = http
+            .post(server.url("/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize);
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        if let Some(host) = host {
+            request = request.header("host", host);
+        }
+        request.send()
+    };
+    assert_eq!(
+        post(Some("http://evil.example"), None)
+            .await
+            .unwrap()
+            .status(),
+        403
+    );
+    assert!(
+        post(None, Some("evil.example"))
+            .await
+            .unwrap()
+            .status()
+            .is_client_error()
+    );
+    assert_eq!(
+        post(Some("http://localhost:6274"), None)
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(post(None, None).await.unwrap().status(), 200);
+
+    let health: Value = http
+        .get(server.url("/health"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["status"], "ok");
+    assert_eq!(health["agents"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_guards_the_mcp_endpoints() {
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    let server = Server::start(cli.data(), &["--token", "open-sesame"]);
+    let response = reqwest::Client::new()
+        .post(server.url("/mcp"))
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+
+    let transport = StreamableHttpClientTransport::with_client(
+        reqwest::Client::new(),
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
+            server.url("/mcp"),
+        )
+        .auth_header("open-sesame"),
+    );
+    let client = ().serve(transport).await.unwrap();
+    let result = call(&client, "calculator.add", json!({"a": 1, "b": 1}))
+        .await
+        .unwrap();
+    assert_eq!(result.structured_content, Some(json!({"result": 2.0})));
+    client.cancel().await.unwrap();
+
+    // Beyond loopback, a token is mandatory.
+    let run = cli.run(&["serve", "--listen", "0.0.0.0:0"]);
+    run.failure("without a bearer token");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateless_2026_07_28_requests_need_no_session() {
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    let server = Server::start(cli.data(), &[]);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let post = |method: &str, params: Value| {
+        // SEP-2243: the method, and a tool call's name, also travel as headers.
+        let name = params["name"].as_str().unwrap_or_default().to_owned();
+        reqwest::Client::new()
+            .post(server.url("/mcp"))
+            .header("mcp-name", name)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method)
+            .json(&json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}))
+            .send()
+    };
+    // The body may be JSON or one SSE event; either way it holds the response.
+    let response_of = |body: String| -> Value {
+        let json = body
+            .lines()
+            .find_map(|l| l.strip_prefix("data: ").filter(|d| d.starts_with('{')))
+            .map(str::to_owned)
+            .unwrap_or(body);
+        serde_json::from_str(&json).unwrap()
+    };
+
+    let discover = post("server/discover", json!({"_meta": meta}))
+        .await
+        .unwrap();
+    assert_eq!(discover.status(), 200);
+    let discover = response_of(discover.text().await.unwrap());
+    assert!(
+        discover["result"]["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2026-07-28")),
+        "{discover}"
+    );
+
+    let call = post(
+        "tools/call",
+        json!({"name": "calculator.add", "arguments": {"a": 2, "b": 3}, "_meta": meta}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(call.status(), 200);
+    let call = response_of(call.text().await.unwrap());
+    assert_eq!(
+        call["result"]["structuredContent"],
+        json!({"result": 5.0}),
+        "{call}"
+    );
+    assert_eq!(call["result"]["resultType"], "complete", "{call}");
+}
