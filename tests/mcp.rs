@@ -387,3 +387,66 @@ async fn stateless_2026_07_28_requests_need_no_session() {
     );
     assert_eq!(call["result"]["resultType"], "complete", "{call}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_the_specs_errors_and_serving_goes_on() {
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    let server = Server::start(cli.data(), &[]);
+    let client = http_client(server.url("/mcp")).await;
+    let http = reqwest::Client::new();
+    let post = |body: Vec<u8>| {
+        http.post(server.url("/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body)
+            .send()
+    };
+    let cases: [(&str, Vec<u8>, u16, i64); 4] = [
+        (
+            "malformed JSON",
+            br#"{"jsonrpc":"2.0","id":1,"method":"#.to_vec(),
+            400,
+            -32700,
+        ),
+        (
+            "a batch",
+            br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#.to_vec(),
+            400,
+            -32600,
+        ),
+        (
+            "wrong jsonrpc version",
+            br#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#.to_vec(),
+            400,
+            -32600,
+        ),
+        ("a 10 MB body", vec![b' '; 10 << 20], 413, -32600),
+    ];
+    for (what, body, status, code) in cases {
+        let response = post(body).await.unwrap();
+        assert_eq!(response.status().as_u16(), status, "{what}");
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(error["error"]["code"], code, "{what}: {error}");
+        assert_eq!(error["id"], Value::Null, "{what}");
+    }
+
+    // An unknown method inside a session: -32601.
+    let error = client
+        .send_request(rmcp::model::ClientRequest::CustomRequest(
+            rmcp::model::CustomRequest::new("bogus/method", None),
+        ))
+        .await
+        .unwrap_err();
+    match error {
+        ServiceError::McpError(error) => assert_eq!(error.code, ErrorCode::METHOD_NOT_FOUND),
+        other => panic!("expected method not found, got {other:?}"),
+    }
+
+    // After all that, correct calls still work.
+    let result = call(&client, "calculator.add", json!({"a": 20, "b": 22}))
+        .await
+        .unwrap();
+    assert_eq!(result.structured_content, Some(json!({"result": 42.0})));
+    client.cancel().await.unwrap();
+}

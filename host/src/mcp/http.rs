@@ -134,6 +134,7 @@ pub fn router(hosted: Arc<Hosted>, options: HttpOptions, stop: CancellationToken
     let mcp = Router::new()
         .route("/mcp", any(all_agents))
         .route("/agents/{agent}/mcp", any(one_agent))
+        .route_layer(middleware::from_fn(check_jsonrpc))
         .route_layer(middleware::from_fn_with_state(front.clone(), require_token));
     Router::new()
         .route("/health", get(health))
@@ -191,6 +192,59 @@ async fn require_token(State(front): State<Arc<Front>>, request: Request, next: 
         "a bearer token is required: Authorization: Bearer <token>\n",
     )
         .into_response()
+}
+
+/// Answers malformed POST bodies with the JSON-RPC error the spec names
+/// (HTTP 400): -32700 for text that is not JSON, -32600 for a batch (not
+/// part of MCP since 2025-06-18) or a message that is not JSON-RPC 2.0, and
+/// 413 past [`MAX_REQUEST_BODY`]. Well-formed messages go on to rmcp.
+async fn check_jsonrpc(request: Request, next: Next) -> Response {
+    if request.method() != axum::http::Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_REQUEST_BODY).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return jsonrpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                -32600,
+                format!("request body exceeds {MAX_REQUEST_BODY} bytes"),
+            );
+        }
+    };
+    let message: serde_json::Value = match serde_json::from_slice(&bytes) {
+        Ok(message) => message,
+        Err(e) => {
+            return jsonrpc_error(StatusCode::BAD_REQUEST, -32700, format!("parse error: {e}"));
+        }
+    };
+    if message.is_array() {
+        return jsonrpc_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            "invalid request: JSON-RPC batches are not supported by MCP; send one message per request".into(),
+        );
+    }
+    if message.get("jsonrpc").and_then(|v| v.as_str()) != Some("2.0") {
+        return jsonrpc_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            "invalid request: \"jsonrpc\" must be \"2.0\"".into(),
+        );
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
+}
+
+/// A JSON-RPC error response with no id (the request's could not be read).
+fn jsonrpc_error(status: StatusCode, code: i32, message: String) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": code, "message": message },
+    });
+    (status, Json(body)).into_response()
 }
 
 /// Compares secrets in time that depends only on their lengths.
