@@ -30,6 +30,22 @@ async fn call(
         .await
 }
 
+/// A raw POST to `url` with the headers a streamable HTTP client sends.
+fn mcp_post(url: String) -> reqwest::RequestBuilder {
+    reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+}
+
+/// The JSON-RPC error a request failed with; panics on any other failure.
+fn jsonrpc_error(error: ServiceError) -> rmcp::ErrorData {
+    match error {
+        ServiceError::McpError(error) => error,
+        other => panic!("expected a JSON-RPC error, got {other:?}"),
+    }
+}
+
 fn text(result: &CallToolResult) -> String {
     result
         .content
@@ -104,13 +120,9 @@ async fn tool_failures_are_results_and_unknown_tools_are_protocol_errors() {
     let error = call(&client, "calculator.cube_root", json!({}))
         .await
         .unwrap_err();
-    match error {
-        ServiceError::McpError(error) => {
-            assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
-            assert!(error.message.contains("unknown tool"), "{error:?}");
-        }
-        other => panic!("expected a JSON-RPC error, got {other:?}"),
-    }
+    let error = jsonrpc_error(error);
+    assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+    assert!(error.message.contains("unknown tool"), "{error:?}");
 
     // The server keeps serving correct calls.
     let result = call(&client, "calculator.multiply", json!({"a": 6, "b": 7}))
@@ -239,17 +251,12 @@ async fn foreign_origins_and_hosts_are_refused() {
     let cli = Cli::new();
     cli.add(&["calculator"]);
     let server = Server::start(cli.data(), &[]);
-    let http = reqwest::Client::new();
     let initialize = json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
     });
     let post = |origin: Option<&str>, host: Option<&str>| {
-        let mut request = http
-            .post(server.url("/mcp"))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .json(&initialize);
+        let mut request = mcp_post(server.url("/mcp")).json(&initialize);
         if let Some(origin) = origin {
             request = request.header("origin", origin);
         }
@@ -281,9 +288,7 @@ async fn foreign_origins_and_hosts_are_refused() {
     );
     assert_eq!(post(None, None).await.unwrap().status(), 200);
 
-    let health: Value = http
-        .get(server.url("/health"))
-        .send()
+    let health: Value = reqwest::get(server.url("/health"))
         .await
         .unwrap()
         .json()
@@ -339,11 +344,8 @@ async fn stateless_2026_07_28_requests_need_no_session() {
     let post = |method: &str, params: Value| {
         // SEP-2243: the method, and a tool call's name, also travel as headers.
         let name = params["name"].as_str().unwrap_or_default().to_owned();
-        reqwest::Client::new()
-            .post(server.url("/mcp"))
+        mcp_post(server.url("/mcp"))
             .header("mcp-name", name)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2026-07-28")
             .header("mcp-method", method)
             .json(&json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}))
@@ -394,14 +396,7 @@ async fn bad_requests_get_the_specs_errors_and_serving_goes_on() {
     cli.add(&["calculator"]);
     let server = Server::start(cli.data(), &[]);
     let client = http_client(server.url("/mcp")).await;
-    let http = reqwest::Client::new();
-    let post = |body: Vec<u8>| {
-        http.post(server.url("/mcp"))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body)
-            .send()
-    };
+    let post = |body: Vec<u8>| mcp_post(server.url("/mcp")).body(body).send();
     let cases: [(&str, Vec<u8>, u16, i64); 4] = [
         (
             "malformed JSON",
@@ -438,10 +433,7 @@ async fn bad_requests_get_the_specs_errors_and_serving_goes_on() {
         ))
         .await
         .unwrap_err();
-    match error {
-        ServiceError::McpError(error) => assert_eq!(error.code, ErrorCode::METHOD_NOT_FOUND),
-        other => panic!("expected method not found, got {other:?}"),
-    }
+    assert_eq!(jsonrpc_error(error).code, ErrorCode::METHOD_NOT_FOUND);
 
     // After all that, correct calls still work.
     let result = call(&client, "calculator.add", json!({"a": 20, "b": 22}))

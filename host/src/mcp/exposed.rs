@@ -41,15 +41,16 @@ pub struct Exposed {
 
 impl Exposed {
     /// The snapshot of `records` seen through `scope`.
-    pub fn build(records: Vec<AgentRecord>, scope: &Scope) -> Exposed {
-        let mut records: Vec<Arc<AgentRecord>> = match scope {
-            Scope::All => records.into_iter().map(Arc::new).collect(),
-            Scope::Agents(ids) => records
-                .into_iter()
-                .filter(|r| ids.contains(&r.id))
-                .map(Arc::new)
-                .collect(),
+    pub fn build(records: &[AgentRecord], scope: &Scope) -> Exposed {
+        let in_scope = |r: &&AgentRecord| match scope {
+            Scope::All => true,
+            Scope::Agents(ids) => ids.contains(&r.id),
         };
+        let mut records: Vec<Arc<AgentRecord>> = records
+            .iter()
+            .filter(in_scope)
+            .map(|r| Arc::new(r.clone()))
+            .collect();
         records.sort_by(|a, b| (&a.card.name, a.id).cmp(&(&b.card.name, b.id)));
         let bare_names = matches!(scope, Scope::Agents(ids) if ids.len() == 1);
         let prefixes = agent_prefixes(&records);
@@ -160,7 +161,7 @@ mod tests {
     #[test]
     fn all_agents_are_namespaced_and_sorted() {
         let exposed = Exposed::build(
-            vec![
+            &[
                 record("text", b"t", &["upper"]),
                 record("calculator", b"c", &["add", "divide"]),
             ],
@@ -186,7 +187,7 @@ mod tests {
     fn one_agent_keeps_its_own_tool_names() {
         let calculator = record("calculator", b"c", &["add"]);
         let scope = Scope::Agents(vec![calculator.id]);
-        let exposed = Exposed::build(vec![calculator, record("text", b"t", &["upper"])], &scope);
+        let exposed = Exposed::build(&[calculator, record("text", b"t", &["upper"])], &scope);
         assert_eq!(exposed.tools().len(), 1);
         assert!(exposed.get("add").is_some());
     }
@@ -194,7 +195,7 @@ mod tests {
     #[test]
     fn agents_sharing_a_name_get_distinct_prefixes() {
         let exposed = Exposed::build(
-            vec![
+            &[
                 record("calculator", b"one", &["add"]),
                 record("calculator", b"two", &["add"]),
             ],

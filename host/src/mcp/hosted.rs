@@ -119,10 +119,6 @@ impl ScopedTools {
         }
     }
 
-    pub fn scope(&self) -> &Scope {
-        &self.scope
-    }
-
     /// The exposed tools for `records`.
     pub fn get(&self, records: Records) -> Arc<Exposed> {
         let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
@@ -131,7 +127,7 @@ impl ScopedTools {
         {
             return exposed.clone();
         }
-        let exposed = Arc::new(Exposed::build(records.as_ref().clone(), &self.scope));
+        let exposed = Arc::new(Exposed::build(&records, &self.scope));
         *cache = Some((records, exposed.clone()));
         exposed
     }

@@ -89,12 +89,8 @@ pub fn engine_config(capacity: Capacity) -> Config {
 /// allocation where the machine refuses the pool. Returns whether pooling is
 /// in use.
 pub fn build_engine(capacity: Capacity) -> anyhow::Result<(Engine, bool)> {
-    let on_demand = || {
-        Engine::new(&engine_config(Capacity::OneShot))
-            .map_err(|e| anyhow::anyhow!("cannot create the WebAssembly engine: {e:#}"))
-    };
     if capacity == Capacity::OneShot {
-        return Ok((on_demand()?, false));
+        return Ok((on_demand_engine()?, false));
     }
     match Engine::new(&engine_config(capacity)) {
         Ok(engine) => Ok((engine, true)),
@@ -102,7 +98,7 @@ pub fn build_engine(capacity: Capacity) -> anyhow::Result<(Engine, bool)> {
             tracing::warn!(
                 "pooling allocator unavailable ({error:#}); falling back to on-demand allocation"
             );
-            Ok((on_demand()?, false))
+            Ok((on_demand_engine()?, false))
         }
     }
 }
@@ -110,9 +106,13 @@ pub fn build_engine(capacity: Capacity) -> anyhow::Result<(Engine, bool)> {
 /// The fingerprint of this build's engines, without building a pool: what
 /// names compiled artifacts on disk.
 pub fn engine_fingerprint() -> anyhow::Result<String> {
-    let engine = Engine::new(&engine_config(Capacity::OneShot))
-        .map_err(|e| anyhow::anyhow!("cannot create the WebAssembly engine: {e:#}"))?;
-    Ok(fingerprint(&engine))
+    Ok(fingerprint(&on_demand_engine()?))
+}
+
+/// An engine that allocates instances on demand.
+fn on_demand_engine() -> anyhow::Result<Engine> {
+    Engine::new(&engine_config(Capacity::OneShot))
+        .map_err(|e| anyhow::anyhow!("cannot create the WebAssembly engine: {e:#}"))
 }
 
 /// A short hex fingerprint of everything that makes compiled code of one

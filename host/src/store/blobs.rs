@@ -3,7 +3,7 @@
 use super::{StoreError, remove_if_present, write_atomic};
 use crate::AgentId;
 use sha2::{Digest, Sha256};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Component bytes by content id, one file per agent.
 #[derive(Debug, Clone)]
@@ -36,33 +36,15 @@ impl BlobStore {
     /// Checks that the stored bytes of `id` are present and still hash to `id`.
     pub fn verify(&self, id: &AgentId) -> Result<(), StoreError> {
         let path = self.path(id);
-        let actual = super::sha256_file(&path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => StoreError::Missing(*id),
-            _ => StoreError::io(format!("cannot read {}", path.display()), e),
-        })?;
-        if &actual != id.digest() {
-            return Err(StoreError::Corrupt {
-                id: *id,
-                actual: hex::encode(actual),
-            });
-        }
-        Ok(())
+        let actual = super::sha256_file(&path).map_err(|e| read_error(id, &path, e))?;
+        check_digest(id, actual)
     }
 
     /// The bytes of `id`, after checking that they still hash to `id`.
     pub fn get(&self, id: &AgentId) -> Result<Vec<u8>, StoreError> {
         let path = self.path(id);
-        let bytes = std::fs::read(&path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => StoreError::Missing(*id),
-            _ => StoreError::io(format!("cannot read {}", path.display()), e),
-        })?;
-        let actual: [u8; 32] = Sha256::digest(&bytes).into();
-        if &actual != id.digest() {
-            return Err(StoreError::Corrupt {
-                id: *id,
-                actual: hex::encode(actual),
-            });
-        }
+        let bytes = std::fs::read(&path).map_err(|e| read_error(id, &path, e))?;
+        check_digest(id, Sha256::digest(&bytes).into())?;
         Ok(bytes)
     }
 
@@ -70,6 +52,25 @@ impl BlobStore {
     pub fn remove(&self, id: &AgentId) -> Result<(), StoreError> {
         remove_if_present(&self.path(id))
     }
+}
+
+/// A blob that cannot be read: missing, or an I/O failure.
+fn read_error(id: &AgentId, path: &Path, error: std::io::Error) -> StoreError {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => StoreError::Missing(*id),
+        _ => StoreError::io(format!("cannot read {}", path.display()), error),
+    }
+}
+
+/// Whether bytes hashing to `actual` are the bytes of `id`.
+fn check_digest(id: &AgentId, actual: [u8; 32]) -> Result<(), StoreError> {
+    if &actual != id.digest() {
+        return Err(StoreError::Corrupt {
+            id: *id,
+            actual: hex::encode(actual),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
