@@ -70,7 +70,7 @@ impl Agentsite {
             tool: "add",
             arguments: ARGS,
             limits: Limits::default(),
-            progress: None,
+            caller: None,
         };
         let output = self.runtime.call(&self.agent, call).await.unwrap();
         assert!(!output.is_error);

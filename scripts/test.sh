@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine or a warm one: installs the
-# wasm32-wasip2 target if needed, builds the example agents, then runs the
-# format check, clippy and every test. CI runs this through .ci/run.
+# wasm32-wasip2 target and the test tools (the MCP conformance suite, the MCP
+# Python SDK) if needed, builds the example agents, then runs the format
+# check, clippy and every test. CI runs this through .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 . scripts/env.sh
+. scripts/tools.sh
+
+install_test_tools
 
 echo "==> building example agents (examples/target/wasm32-wasip2/release)"
 build_examples

@@ -207,7 +207,7 @@ fn files_that_are_not_agents_are_refused_and_nothing_is_stored() {
         (
             "empty.wasm",
             wat::parse_str("(component)").unwrap(),
-            "must export agentsite:agent/card",
+            "must export agentsite:agent/card, tools, resources and prompts",
         ),
         (
             "alien.wasm",

@@ -20,8 +20,8 @@ fn arguments(value: Value) -> rmcp::model::JsonObject {
     value.as_object().unwrap().clone()
 }
 
-async fn call(
-    client: &RunningService<RoleClient, ()>,
+async fn call<S: rmcp::Service<RoleClient>>(
+    client: &RunningService<RoleClient, S>,
     name: &str,
     args: Value,
 ) -> Result<CallToolResult, ServiceError> {
@@ -440,5 +440,237 @@ async fn bad_requests_get_the_specs_errors_and_serving_goes_on() {
         .await
         .unwrap();
     assert_eq!(result.structured_content, Some(json!({"result": 42.0})));
+    client.cancel().await.unwrap();
+}
+
+/// The first text of a resource read.
+fn resource_text(result: &rmcp::model::ReadResourceResult) -> String {
+    match &result.contents[0] {
+        rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        other => panic!("expected text contents, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resources_and_prompts_of_several_agents_share_one_endpoint() {
+    use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
+
+    let cli = Cli::new();
+    cli.add(&["notes", "conformance", "calculator"]);
+    cli.call(
+        "notes",
+        "put",
+        r#"{"title": "shopping list", "text": "eggs"}"#,
+    )
+    .success();
+    let server = Server::start(cli.data(), &[]);
+    let client = http_client(server.url("/mcp")).await;
+
+    // Resources keep the URIs their agents give them; notes lists its notes.
+    let uris: Vec<String> = client
+        .list_all_resources()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.uri.clone())
+        .collect();
+    assert!(
+        uris.contains(&"note://shopping%20list".to_owned()),
+        "{uris:?}"
+    );
+    assert!(uris.contains(&"test://static-text".to_owned()), "{uris:?}");
+    let templates: Vec<String> = client
+        .list_all_resource_templates()
+        .await
+        .unwrap()
+        .iter()
+        .map(|t| t.uri_template.clone())
+        .collect();
+    assert!(
+        templates.contains(&"note://{title}".to_owned()),
+        "{templates:?}"
+    );
+
+    // A read goes to the agent that lists the URI or a matching template.
+    let read = |uri: &str| client.read_resource(ReadResourceRequestParams::new(uri));
+    assert_eq!(
+        resource_text(&read("note://shopping%20list").await.unwrap()),
+        "eggs"
+    );
+    assert!(resource_text(&read("test://template/7/data").await.unwrap()).contains("\"id\":\"7\""));
+    let missing = jsonrpc_error(read("nowhere://at-all").await.unwrap_err());
+    assert_eq!(missing.code, ErrorCode::RESOURCE_NOT_FOUND);
+    // The notes agent itself says a note is gone.
+    let gone = jsonrpc_error(read("note://no-such-note").await.unwrap_err());
+    assert_eq!(gone.code, ErrorCode::RESOURCE_NOT_FOUND);
+
+    // Prompts are named like tools, `<agent>.<prompt>`.
+    let prompts: Vec<String> = client
+        .list_all_prompts()
+        .await
+        .unwrap()
+        .iter()
+        .map(|p| p.name.clone())
+        .collect();
+    assert!(
+        prompts.contains(&"notes.summarize".to_owned()),
+        "{prompts:?}"
+    );
+    assert!(
+        prompts.contains(&"conformance.test_simple_prompt".to_owned()),
+        "{prompts:?}"
+    );
+    let summary = client
+        .get_prompt(
+            GetPromptRequestParams::new("notes.summarize")
+                .with_arguments(arguments(json!({"focus": "food"}))),
+        )
+        .await
+        .unwrap();
+    let text = &summary.messages[0]
+        .content
+        .as_text()
+        .expect("a text message")
+        .text;
+    assert!(
+        text.contains("focusing on food") && text.contains("eggs"),
+        "{text}"
+    );
+    let unknown = client
+        .get_prompt(GetPromptRequestParams::new("notes.nope"))
+        .await
+        .unwrap_err();
+    assert_eq!(jsonrpc_error(unknown).code, ErrorCode::INVALID_PARAMS);
+    let missing_argument = client
+        .get_prompt(GetPromptRequestParams::new(
+            "conformance.test_prompt_with_arguments",
+        ))
+        .await
+        .unwrap_err();
+    let missing_argument = jsonrpc_error(missing_argument);
+    assert_eq!(missing_argument.code, ErrorCode::INVALID_PARAMS);
+    assert!(
+        missing_argument.message.contains("arg1"),
+        "{missing_argument:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)] // logging and resources/subscribe: legacy in 2026-07-28, current in 2025-11-25
+async fn subscribers_hear_when_an_agent_updates_a_resource_and_see_its_logs() {
+    use rmcp::model::{
+        LoggingMessageNotificationParam, ResourceUpdatedNotificationParam, SubscribeRequestParams,
+    };
+    use rmcp::service::NotificationContext;
+    use std::sync::{Arc, Mutex};
+
+    /// A client that records resource updates and log messages.
+    #[derive(Clone, Default)]
+    struct Recorder {
+        updated: Arc<Mutex<Vec<String>>>,
+        logs: Arc<Mutex<Vec<String>>>,
+    }
+    impl rmcp::ClientHandler for Recorder {
+        async fn on_resource_updated(
+            &self,
+            params: ResourceUpdatedNotificationParam,
+            _context: NotificationContext<RoleClient>,
+        ) {
+            self.updated.lock().unwrap().push(params.uri);
+        }
+        async fn on_logging_message(
+            &self,
+            params: LoggingMessageNotificationParam,
+            _context: NotificationContext<RoleClient>,
+        ) {
+            let logger = params.logger.unwrap_or_default();
+            self.logs
+                .lock()
+                .unwrap()
+                .push(format!("{logger}: {}", params.data));
+        }
+    }
+
+    let cli = Cli::new();
+    cli.add(&["notes", "conformance"]);
+    let server = Server::start(cli.data(), &[]);
+    let recorder = Recorder::default();
+    let client = recorder
+        .clone()
+        .serve(StreamableHttpClientTransport::from_uri(server.url("/mcp")))
+        .await
+        .unwrap();
+
+    client
+        .subscribe(SubscribeRequestParams::new("note://todo"))
+        .await
+        .unwrap();
+    call(&client, "notes.put", json!({"title": "other", "text": "x"}))
+        .await
+        .unwrap();
+    call(
+        &client,
+        "notes.put",
+        json!({"title": "todo", "text": "ship it"}),
+    )
+    .await
+    .unwrap();
+    for _ in 0..100 {
+        if !recorder.updated.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // Only the subscribed note is announced.
+    assert_eq!(*recorder.updated.lock().unwrap(), ["note://todo"]);
+
+    // The agent's host.log messages arrive as notifications/message before the result.
+    call(&client, "conformance.test_tool_with_logging", json!({}))
+        .await
+        .unwrap();
+    let logs = recorder.logs.lock().unwrap().clone();
+    assert_eq!(
+        logs,
+        [
+            "conformance: \"Tool execution started\"",
+            "conformance: \"Tool processing data\"",
+            "conformance: \"Tool execution completed\""
+        ]
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_and_elicitation_need_a_client_that_offers_them() {
+    let cli = Cli::new();
+    cli.add(&["conformance"]);
+    let server = Server::start(cli.data(), &[]);
+    // rmcp's default client offers neither a model nor a person to ask.
+    let client = http_client(server.url("/mcp")).await;
+
+    let sampled = call(
+        &client,
+        "conformance.test_sampling",
+        json!({"prompt": "hi"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(sampled.is_error, Some(true));
+    assert!(text(&sampled).contains("NotGranted"), "{}", text(&sampled));
+
+    let elicited = call(
+        &client,
+        "conformance.test_elicitation",
+        json!({"message": "who?"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(elicited.is_error, Some(true));
+    assert!(
+        text(&elicited).contains("does not support elicitation"),
+        "{}",
+        text(&elicited)
+    );
     client.cancel().await.unwrap();
 }

@@ -58,9 +58,172 @@ pub use bindings::agentsite::agent::types::{
     ToolResult,
 };
 
+pub use bindings::exports::agentsite::agent::prompts::{
+    Prompt, PromptArgument, PromptError, PromptMessage, PromptResult, PromptRole,
+};
+pub use bindings::exports::agentsite::agent::resources::{
+    Resource, ResourceContents, ResourceError, ResourceTemplate,
+};
+
+/// Data an agent offers for reading (MCP resources). Implement it on the
+/// agent type and write `#[agent(resources)]`.
+///
+/// ```ignore
+/// impl agentsite_sdk::Resources for Notes {
+///     fn templates() -> Vec<ResourceTemplate> {
+///         vec![ResourceTemplate::new("notes://{title}", "note")]
+///     }
+///     fn read(uri: &str) -> Result<Vec<ResourceContents>, ResourceError> {
+///         let title = uri.strip_prefix("notes://").ok_or_else(|| ResourceError::NotFound(uri.into()))?;
+///         Ok(vec![ResourceContents::text(uri, "text/markdown", load(title)?)])
+///     }
+/// }
+/// ```
+pub trait Resources {
+    /// The resources with fixed URIs.
+    fn list() -> Vec<Resource> {
+        Vec::new()
+    }
+
+    /// The URI templates the agent can read.
+    fn templates() -> Vec<ResourceTemplate> {
+        Vec::new()
+    }
+
+    /// Reads the resource at `uri`.
+    fn read(uri: &str) -> Result<Vec<ResourceContents>, ResourceError>;
+}
+
+/// Prompt templates an agent offers (MCP prompts). Implement it on the agent
+/// type and write `#[agent(prompts)]`.
+pub trait Prompts {
+    /// Every prompt the agent offers.
+    fn list() -> Vec<Prompt>;
+
+    /// Fills in the prompt `name`.
+    fn get(name: &str, arguments: &PromptArguments) -> Result<PromptResult, PromptError>;
+}
+
+/// The arguments a client passed to a prompt.
+#[derive(Debug, Clone, Default)]
+pub struct PromptArguments(Vec<(String, String)>);
+
+impl PromptArguments {
+    pub fn new(arguments: Vec<(String, String)>) -> Self {
+        PromptArguments(arguments)
+    }
+
+    /// The value of `name`, if passed.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// The value of `name`, or an `invalid-arguments` error naming it.
+    pub fn required(&self, name: &str) -> Result<&str, PromptError> {
+        self.get(name).ok_or_else(|| {
+            PromptError::InvalidArguments(format!("missing required argument {name:?}"))
+        })
+    }
+}
+
+impl Resource {
+    /// A resource at `uri` called `name`; fill in the rest with struct update syntax.
+    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        Resource {
+            uri: uri.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+        }
+    }
+}
+
+impl ResourceTemplate {
+    /// Resources whose URIs follow `uri_template`, called `name`.
+    pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
+        ResourceTemplate {
+            uri_template: uri_template.into(),
+            name: name.into(),
+            title: None,
+            description: None,
+            mime_type: None,
+        }
+    }
+}
+
+impl ResourceContents {
+    /// Text contents of `uri`.
+    pub fn text(uri: impl Into<String>, mime_type: &str, text: impl Into<String>) -> Self {
+        ResourceContents {
+            uri: uri.into(),
+            mime_type: Some(mime_type.to_owned()),
+            body: ResourceBody::Text(text.into()),
+        }
+    }
+
+    /// Binary contents of `uri`.
+    pub fn blob(uri: impl Into<String>, mime_type: &str, bytes: Vec<u8>) -> Self {
+        ResourceContents {
+            uri: uri.into(),
+            mime_type: Some(mime_type.to_owned()),
+            body: ResourceBody::Blob(bytes),
+        }
+    }
+}
+
+impl Prompt {
+    /// A prompt called `name`, described by `description`, taking `arguments`.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        arguments: Vec<PromptArgument>,
+    ) -> Self {
+        Prompt {
+            name: name.into(),
+            title: None,
+            description: Some(description.into()),
+            arguments,
+        }
+    }
+}
+
+impl PromptArgument {
+    /// An argument called `name`.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, required: bool) -> Self {
+        PromptArgument {
+            name: name.into(),
+            title: None,
+            description: Some(description.into()),
+            required,
+        }
+    }
+}
+
+impl PromptMessage {
+    /// A message from the user.
+    pub fn user(content: Content) -> Self {
+        PromptMessage {
+            role: PromptRole::User,
+            content,
+        }
+    }
+
+    /// A message from the assistant.
+    pub fn assistant(content: Content) -> Self {
+        PromptMessage {
+            role: PromptRole::Assistant,
+            content,
+        }
+    }
+}
+
 /// The node's log and progress reporting.
 pub mod host {
-    pub use crate::bindings::agentsite::agent::host::{LogLevel, log, progress};
+    pub use crate::bindings::agentsite::agent::host::{LogLevel, log, progress, resource_updated};
 
     /// Logs at info level.
     pub fn info(message: &str) {
@@ -116,6 +279,26 @@ pub mod peers {
 pub mod llm {
     pub use crate::bindings::agentsite::agent::llm::{
         ChatRequest, ChatResponse, LlmError, Message, Role, chat,
+    };
+
+    /// Asks the model one question and returns its answer.
+    pub fn ask(prompt: &str, max_tokens: u32) -> Result<ChatResponse, LlmError> {
+        chat(&ChatRequest {
+            messages: vec![Message {
+                role: Role::User,
+                content: prompt.to_owned(),
+            }],
+            model_hint: None,
+            max_tokens: Some(max_tokens),
+            temperature: None,
+        })
+    }
+}
+
+/// The person using the MCP client that called the agent (elicitation).
+pub mod user {
+    pub use crate::bindings::agentsite::agent::user::{
+        ElicitAction, ElicitError, ElicitResponse, elicit,
     };
 }
 

@@ -5,9 +5,13 @@
 //! for people go to stderr, so that `agentsite add x.wasm` can be captured.
 
 use crate::Node;
+use crate::capabilities::caller::{Caller, ElicitFailure, Elicitation, Progress};
+use crate::capabilities::guest_log::Level;
+use crate::runtime::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::tool::ToolSpec;
 use anyhow::Context as _;
 use bytesize::ByteSize;
+use serde_json::Value;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::Path;
 
@@ -83,13 +87,14 @@ pub async fn call(
     limits: crate::config::Limits,
 ) -> anyhow::Result<()> {
     let record = node.resolve(agent)?;
-    let progress: crate::capabilities::host::ProgressSink = std::sync::Arc::new(|p| {
-        let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-        let message = p.message.map(|m| format!(" {m}")).unwrap_or_default();
-        tracing::info!("progress {}{total}{message}", p.progress);
-    });
     let output = node
-        .call_record(&record, tool, arguments, limits, Some(progress))
+        .call_record(
+            &record,
+            tool,
+            arguments,
+            limits,
+            Some(std::sync::Arc::new(Terminal)),
+        )
         .await
         .with_context(|| format!("{}.{tool} failed", record.card.name))?;
     print_json(&output)?;
@@ -326,4 +331,31 @@ pub async fn mcp(node: std::sync::Arc<Node>, agents: &[String]) -> anyhow::Resul
         Scope::Agents(ids)
     };
     stdio::serve(Hosted::new(node)?, scope).await
+}
+
+/// The caller of a command-line call: progress goes to the log; there is no
+/// model to lend and nobody to ask for input mid-call.
+struct Terminal;
+
+#[async_trait::async_trait]
+impl Caller for Terminal {
+    fn progress(&self, report: Progress) {
+        let total = report.total.map(|t| format!("/{t}")).unwrap_or_default();
+        let message = report.message.map(|m| format!(" {m}")).unwrap_or_default();
+        tracing::info!("progress {}{total}{message}", report.progress);
+    }
+
+    fn log(&self, _agent: &str, _level: Level, _message: &str) {
+        // Already in the node's log, which is this terminal's stderr.
+    }
+
+    async fn sample(&self, _request: ChatRequest) -> Option<Result<ChatResponse, LlmError>> {
+        None
+    }
+
+    async fn elicit(&self, _message: String, _schema: Value) -> Result<Elicitation, ElicitFailure> {
+        Err(ElicitFailure::Unavailable(
+            "agentsite call cannot ask for input; serve the agent over MCP to a client that supports elicitation".into(),
+        ))
+    }
 }

@@ -24,6 +24,8 @@ pub mod cli;
 pub mod config;
 pub mod mcp;
 mod node;
+pub mod prompt;
+pub mod resource;
 pub mod runtime;
 pub mod store;
 pub mod tool;

@@ -9,8 +9,10 @@
 //! process) → fresh instance → result.
 
 use crate::AgentId;
-use crate::capabilities::host::ProgressSink;
+use crate::capabilities::caller::Caller;
 use crate::config::{Config, DataDir, Limits};
+use crate::prompt::{PromptOutput, PromptSpec};
+use crate::resource::{ResourceCatalog, ResourceContents};
 use crate::runtime::background::{BackgroundRuntime, RuntimeUnavailable};
 use crate::runtime::{CallError, Capacity, ComponentError, LoadedAgent, Runtime, ToolCall};
 use crate::store::{AgentRecord, BlobStore, Catalog, CompiledCache, ResolveError, StoreError};
@@ -225,10 +227,10 @@ impl Node {
         query: &str,
         tool: &str,
         arguments: &str,
-        progress: Option<ProgressSink>,
+        caller: Option<Arc<dyn Caller>>,
     ) -> Result<ToolOutput, NodeCallError> {
         let record = self.resolve(query)?;
-        self.call_record(&record, tool, arguments, self.config.limits, progress)
+        self.call_record(&record, tool, arguments, self.config.limits, caller)
             .await
     }
 
@@ -239,7 +241,7 @@ impl Node {
         tool: &str,
         arguments: &str,
         limits: Limits,
-        progress: Option<ProgressSink>,
+        caller: Option<Arc<dyn Caller>>,
     ) -> Result<ToolOutput, NodeCallError> {
         if !record.tools.iter().any(|t| t.name == tool) {
             let known: Vec<&str> = record.tools.iter().map(|t| t.name.as_str()).collect();
@@ -255,9 +257,53 @@ impl Node {
             tool,
             arguments,
             limits,
-            progress,
+            caller,
         };
         Ok(self.runtime()?.call(&agent, call).await?)
+    }
+
+    /// The resources and resource templates the agent of `record` offers now.
+    pub async fn resources(&self, record: &AgentRecord) -> Result<ResourceCatalog, NodeCallError> {
+        let agent = self.load(record)?;
+        Ok(self
+            .runtime()?
+            .resources(&agent, &self.config.limits)
+            .await?)
+    }
+
+    /// Reads the resource at `uri` from the agent of `record`.
+    pub async fn read_resource(
+        &self,
+        record: &AgentRecord,
+        uri: &str,
+        caller: Option<Arc<dyn Caller>>,
+    ) -> Result<Vec<ResourceContents>, NodeCallError> {
+        let agent = self.load(record)?;
+        Ok(self
+            .runtime()?
+            .read_resource(&agent, uri, &self.config.limits, caller)
+            .await?)
+    }
+
+    /// The prompts the agent of `record` offers now.
+    pub async fn prompts(&self, record: &AgentRecord) -> Result<Vec<PromptSpec>, NodeCallError> {
+        let agent = self.load(record)?;
+        Ok(self.runtime()?.prompts(&agent, &self.config.limits).await?)
+    }
+
+    /// Fills in the prompt `name` of the agent of `record`.
+    pub async fn get_prompt(
+        &self,
+        record: &AgentRecord,
+        name: &str,
+        arguments: &[(String, String)],
+        caller: Option<Arc<dyn Caller>>,
+    ) -> Result<PromptOutput, NodeCallError> {
+        let agent = self.load(record)?;
+        Ok(self
+            .runtime()?
+            .get_prompt(&agent, name, arguments, &self.config.limits, caller)
+            .await?)
     }
 
     /// Uninstalls the agent meant by `query`; with `purge`, deletes its

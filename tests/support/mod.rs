@@ -217,3 +217,52 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// Where the test suite's external tools are installed (by scripts/tools.sh):
+/// the MCP conformance suite and a Python environment with the `mcp` SDK.
+pub fn tools_dir() -> PathBuf {
+    std::env::var_os("AGENTSITE_TOOLS")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache/agentsite-tools"))
+        })
+        .expect("HOME or AGENTSITE_TOOLS is set")
+}
+
+/// An installed external tool, or a panic saying how to install it.
+pub fn installed_tool(relative: &str) -> PathBuf {
+    let path = tools_dir().join(relative);
+    assert!(
+        path.exists(),
+        "{} is missing: run `bash scripts/test.sh` (or `bash scripts/tools.sh`) once to install the test tools",
+        path.display()
+    );
+    path
+}
+
+/// Runs `command` to completion, killing it after `limit`; returns its output.
+pub fn run_bounded(command: &mut Command, limit: std::time::Duration) -> Output {
+    let child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+    let pid = child.id();
+    let (done, finished) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let output = child.wait_with_output();
+        let _ = done.send(());
+        output
+    });
+    if finished.recv_timeout(limit).is_err() {
+        // The child is not reaped until the waiter returns, so the pid is still its own.
+        let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        let output = waiter.join().expect("waiter thread").expect("wait");
+        panic!(
+            "{command:?} ran past {limit:?}\nstdout: {}\nstderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    waiter.join().expect("waiter thread").expect("wait")
+}

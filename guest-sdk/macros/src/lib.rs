@@ -21,7 +21,9 @@ use syn::{
 ///
 /// Options: `name = "..."` (default: the package name), `description = "..."`
 /// (default: the block's doc comment, else the package description),
-/// `tags = ["...", ...]`. Inside, every function marked `#[tool]` is a tool;
+/// `tags = ["...", ...]`, and the flags `resources` and `prompts`, which say
+/// that the type also implements `agentsite_sdk::Resources` or
+/// `agentsite_sdk::Prompts` (without them the agent offers none). Inside, every function marked `#[tool]` is a tool;
 /// `#[tool(...)]` accepts `name = "..."`, `title = "..."` and the hints
 /// `read_only`, `destructive`, `idempotent`, `open_world` (each optionally `= bool`).
 #[proc_macro_attribute]
@@ -37,6 +39,10 @@ struct AgentOptions {
     name: Option<LitStr>,
     description: Option<LitStr>,
     tags: Vec<LitStr>,
+    /// The type implements `agentsite_sdk::Resources`.
+    resources: bool,
+    /// The type implements `agentsite_sdk::Prompts`.
+    prompts: bool,
 }
 
 #[derive(Default)]
@@ -132,6 +138,9 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         arms.push(arm);
     }
 
+    let resources = generate_resources(options.resources, &self_ty);
+    let prompts = generate_prompts(options.prompts, &self_ty);
+
     Ok(quote! {
         #block
 
@@ -174,11 +183,99 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
                 }
             }
 
+            #resources
+            #prompts
+
             ::agentsite_sdk::bindings::__export_agent!(
                 __AgentsiteExports with_types_in ::agentsite_sdk::bindings
             );
         };
     })
+}
+
+/// The `resources` export: delegated to the author's `Resources` impl when
+/// the agent declares `resources`, otherwise empty.
+fn generate_resources(declared: bool, self_ty: &Type) -> TokenStream2 {
+    let body = if declared {
+        quote! {
+            fn list_resources() -> ::std::vec::Vec<resources::Resource> {
+                <#self_ty as ::agentsite_sdk::Resources>::list()
+            }
+            fn list_resource_templates() -> ::std::vec::Vec<resources::ResourceTemplate> {
+                <#self_ty as ::agentsite_sdk::Resources>::templates()
+            }
+            fn read_resource(
+                uri: ::std::string::String,
+            ) -> ::std::result::Result<
+                ::std::vec::Vec<resources::ResourceContents>,
+                resources::ResourceError,
+            > {
+                <#self_ty as ::agentsite_sdk::Resources>::read(&uri)
+            }
+        }
+    } else {
+        quote! {
+            fn list_resources() -> ::std::vec::Vec<resources::Resource> {
+                ::std::vec::Vec::new()
+            }
+            fn list_resource_templates() -> ::std::vec::Vec<resources::ResourceTemplate> {
+                ::std::vec::Vec::new()
+            }
+            fn read_resource(
+                uri: ::std::string::String,
+            ) -> ::std::result::Result<
+                ::std::vec::Vec<resources::ResourceContents>,
+                resources::ResourceError,
+            > {
+                ::std::result::Result::Err(resources::ResourceError::NotFound(uri))
+            }
+        }
+    };
+    quote! {
+        use ::agentsite_sdk::bindings::exports::agentsite::agent::resources;
+        impl resources::Guest for __AgentsiteExports {
+            #body
+        }
+    }
+}
+
+/// The `prompts` export: delegated to the author's `Prompts` impl when the
+/// agent declares `prompts`, otherwise empty.
+fn generate_prompts(declared: bool, self_ty: &Type) -> TokenStream2 {
+    let body = if declared {
+        quote! {
+            fn list_prompts() -> ::std::vec::Vec<prompts::Prompt> {
+                <#self_ty as ::agentsite_sdk::Prompts>::list()
+            }
+            fn get_prompt(
+                name: ::std::string::String,
+                arguments: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
+            ) -> ::std::result::Result<prompts::PromptResult, prompts::PromptError> {
+                <#self_ty as ::agentsite_sdk::Prompts>::get(
+                    &name,
+                    &::agentsite_sdk::PromptArguments::new(arguments),
+                )
+            }
+        }
+    } else {
+        quote! {
+            fn list_prompts() -> ::std::vec::Vec<prompts::Prompt> {
+                ::std::vec::Vec::new()
+            }
+            fn get_prompt(
+                name: ::std::string::String,
+                _arguments: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
+            ) -> ::std::result::Result<prompts::PromptResult, prompts::PromptError> {
+                ::std::result::Result::Err(prompts::PromptError::UnknownPrompt(name))
+            }
+        }
+    };
+    quote! {
+        use ::agentsite_sdk::bindings::exports::agentsite::agent::prompts;
+        impl prompts::Guest for __AgentsiteExports {
+            #body
+        }
+    }
 }
 
 fn tool_name(tool: &ToolFn) -> String {
@@ -307,8 +404,14 @@ fn parse_agent_options(attr: TokenStream2) -> syn::Result<AgentOptions> {
                     }
                 }
             }
+        } else if meta.path.is_ident("resources") {
+            options.resources = true;
+        } else if meta.path.is_ident("prompts") {
+            options.prompts = true;
         } else {
-            return Err(meta.error("expected `name`, `description` or `tags`"));
+            return Err(
+                meta.error("expected `name`, `description`, `tags`, `resources` or `prompts`")
+            );
         }
         Ok(())
     });

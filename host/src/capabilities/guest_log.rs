@@ -33,6 +33,7 @@ const STDERR_TAIL: usize = 2048;
 /// The log of one call. Cheap to clone; clones share the budget.
 #[derive(Clone)]
 pub struct GuestLog {
+    agent: Arc<str>,
     inner: Arc<Mutex<LogState>>,
 }
 
@@ -48,6 +49,7 @@ impl GuestLog {
     /// A log for a call of `agent` that may keep `budget` bytes.
     pub fn new(agent: Arc<str>, budget: u64) -> Self {
         GuestLog {
+            agent: agent.clone(),
             inner: Arc::new(Mutex::new(LogState {
                 agent,
                 remaining: usize::try_from(budget).unwrap_or(usize::MAX),
@@ -62,12 +64,20 @@ impl GuestLog {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Logs a message the guest sent through `host.log`.
-    pub fn message(&self, level: Level, text: &str) {
+    /// Logs a message the guest sent through `host.log`; false when it was
+    /// dropped over the budget.
+    pub fn message(&self, level: Level, text: &str) -> bool {
         let mut state = self.state();
-        if state.take_budget(text.len()) {
+        let kept = state.take_budget(text.len());
+        if kept {
             emit(&state.agent, level, "log", text);
         }
+        kept
+    }
+
+    /// The name of the agent whose call this is.
+    pub fn agent(&self) -> &str {
+        &self.agent
     }
 
     /// Takes bytes the guest wrote to stdout or stderr; complete lines are

@@ -1,40 +1,54 @@
-//! The `host` import: logging and progress reports.
+//! The `host` import: logging, progress reports and resource updates.
 
+use super::caller::{CallerLink, Progress};
 use super::guest_log::{GuestLog, Level};
+use crate::AgentId;
 use crate::runtime::CallState;
 use crate::runtime::bindings::agentsite::agent::host::{self, LogLevel};
-use std::sync::Arc;
+use tokio::sync::broadcast;
 use wasmtime::component::{HasSelf, Linker};
-
-/// A progress report from a running call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Progress {
-    pub progress: f64,
-    pub total: Option<f64>,
-    pub message: Option<String>,
-}
-
-/// Receives the progress reports of a call (for example to forward them as
-/// MCP progress notifications).
-pub type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 
 /// Progress reports kept per call; an agent reporting in a tight loop is
 /// throttled rather than flooding its caller.
 const MAX_PROGRESS_REPORTS: u32 = 10_000;
 
+/// Resource updates kept per call, for the same reason.
+const MAX_RESOURCE_UPDATES: u32 = 100;
+
+/// Longest resource URI an agent may announce.
+pub const MAX_URI_LEN: usize = 2048;
+
+/// An agent said one of its resources changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceUpdate {
+    pub agent: AgentId,
+    pub uri: String,
+}
+
 /// Per-call state of the `host` import.
 pub struct HostState {
     pub(crate) log: GuestLog,
-    progress: Option<ProgressSink>,
+    agent: AgentId,
+    caller: CallerLink,
+    updates: broadcast::Sender<ResourceUpdate>,
     reports: u32,
+    announced: u32,
 }
 
 impl HostState {
-    pub(crate) fn new(log: GuestLog, progress: Option<ProgressSink>) -> Self {
+    pub(crate) fn new(
+        log: GuestLog,
+        agent: AgentId,
+        caller: CallerLink,
+        updates: broadcast::Sender<ResourceUpdate>,
+    ) -> Self {
         HostState {
             log,
-            progress,
+            agent,
+            caller,
+            updates,
             reports: 0,
+            announced: 0,
         }
     }
 }
@@ -48,7 +62,11 @@ impl host::Host for HostState {
             LogLevel::Warn => Level::Warn,
             LogLevel::Error => Level::Error,
         };
-        self.log.message(level, &message);
+        if self.log.message(level, &message)
+            && let Some(caller) = &self.caller.caller
+        {
+            caller.log(self.log.agent(), level, &message);
+        }
         Ok(())
     }
 
@@ -59,14 +77,26 @@ impl host::Host for HostState {
         message: Option<String>,
     ) -> wasmtime::Result<()> {
         self.reports += 1;
-        if let Some(sink) = &self.progress
+        if let Some(caller) = &self.caller.caller
             && self.reports <= MAX_PROGRESS_REPORTS
             && progress.is_finite()
         {
-            sink(Progress {
+            caller.progress(Progress {
                 progress,
                 total: total.filter(|t| t.is_finite()),
                 message,
+            });
+        }
+        Ok(())
+    }
+
+    fn resource_updated(&mut self, uri: String) -> wasmtime::Result<()> {
+        self.announced += 1;
+        if self.announced <= MAX_RESOURCE_UPDATES && !uri.is_empty() && uri.len() <= MAX_URI_LEN {
+            // Nobody listening is fine: no client has subscribed.
+            let _ = self.updates.send(ResourceUpdate {
+                agent: self.agent,
+                uri,
             });
         }
         Ok(())

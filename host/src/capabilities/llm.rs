@@ -1,23 +1,65 @@
-//! The `llm` import: a language model for the agent. Part of the contract
-//! already; until a model can be granted every call answers "not granted".
+//! The `llm` import: a language model for the agent.
+//!
+//! When the call serves an MCP client that lends its model (MCP sampling),
+//! the request goes to that client, whose user approves it. Otherwise the
+//! node has no model to grant yet and the answer is "not granted".
 
+use super::caller::CallerLink;
 use crate::runtime::CallState;
 use crate::runtime::bindings::agentsite::agent::llm::{self, ChatRequest, ChatResponse, LlmError};
 use wasmtime::component::{HasSelf, Linker};
 
+/// Messages and characters a request may carry, so that a guest cannot make
+/// the host build an unbounded request.
+const MAX_MESSAGES: usize = 1000;
+const MAX_REQUEST_CHARS: usize = 1 << 20;
+
 /// Per-call state of the `llm` import.
-#[derive(Default)]
-pub struct LlmState;
+pub struct LlmState {
+    caller: CallerLink,
+}
+
+impl LlmState {
+    pub(crate) fn new(caller: CallerLink) -> Self {
+        LlmState { caller }
+    }
+}
 
 impl llm::Host for LlmState {
     async fn chat(
         &mut self,
-        _request: ChatRequest,
+        request: ChatRequest,
     ) -> wasmtime::Result<Result<ChatResponse, LlmError>> {
-        Ok(Err(LlmError::NotGranted(
-            "this node has not granted a language model to this agent".into(),
-        )))
+        if request.messages.is_empty() {
+            return Ok(Err(LlmError::InvalidRequest(
+                "a chat request needs at least one message".into(),
+            )));
+        }
+        let chars: usize = request.messages.iter().map(|m| m.content.len()).sum();
+        if request.messages.len() > MAX_MESSAGES || chars > MAX_REQUEST_CHARS {
+            return Ok(Err(LlmError::InvalidRequest(format!(
+                "a chat request may carry at most {MAX_MESSAGES} messages and {MAX_REQUEST_CHARS} bytes of text"
+            ))));
+        }
+        let Some(caller) = &self.caller.caller else {
+            return Ok(Err(not_granted()));
+        };
+        let answer = self.caller.until_deadline(caller.sample(request)).await;
+        Ok(match answer {
+            Some(Some(result)) => result,
+            Some(None) => Err(not_granted()),
+            None => Err(LlmError::Unavailable(
+                "the model did not answer before the call's deadline".into(),
+            )),
+        })
     }
+}
+
+fn not_granted() -> LlmError {
+    LlmError::NotGranted(
+        "no language model: this node grants none and the calling client does not offer sampling"
+            .into(),
+    )
 }
 
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {

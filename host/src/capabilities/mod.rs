@@ -7,14 +7,17 @@
 //!
 //! Until operators can grant capabilities (a later stage), the defaults are:
 //! clocks and randomness work; the filesystem, environment, sockets and
-//! outgoing HTTP see nothing; `kv` is a per-agent store; `peers` and `llm`
-//! answer "not granted".
+//! outgoing HTTP see nothing; `kv` is a per-agent store; `peers` answers "not
+//! granted"; `llm` and `user` reach the calling MCP client when it offers
+//! sampling and elicitation, and answer "not granted" otherwise.
 
+pub mod caller;
 pub mod guest_log;
 pub mod host;
 pub mod kv;
 pub mod llm;
 pub mod peers;
+pub mod user;
 pub mod wasi;
 
 use crate::runtime::CallState;
@@ -27,5 +30,6 @@ pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<
     kv::add_to_linker(linker)?;
     peers::add_to_linker(linker)?;
     llm::add_to_linker(linker)?;
+    user::add_to_linker(linker)?;
     Ok(())
 }

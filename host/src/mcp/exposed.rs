@@ -32,9 +32,30 @@ pub struct ExposedTool {
     pub descriptor: Tool,
 }
 
-/// All tools a server exposes at one moment, in a stable order.
+/// An agent in a server's scope, with the prefix of its exposed names.
+#[derive(Debug)]
+pub struct ExposedAgent {
+    pub record: Arc<AgentRecord>,
+    /// Empty when names are bare (a server for one agent).
+    pub prefix: String,
+}
+
+impl ExposedAgent {
+    /// The name a client sees for the agent's tool or prompt `name`.
+    pub fn exposed_name(&self, name: &str) -> String {
+        if self.prefix.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{}.{name}", self.prefix)
+        }
+    }
+}
+
+/// All tools a server exposes at one moment, in a stable order, and the
+/// agents they come from.
 #[derive(Debug, Default)]
 pub struct Exposed {
+    agents: Vec<ExposedAgent>,
     tools: Vec<ExposedTool>,
     by_name: HashMap<String, usize>,
 }
@@ -57,12 +78,12 @@ impl Exposed {
 
         let mut exposed = Exposed::default();
         for (record, prefix) in records.iter().zip(prefixes) {
+            let agent = ExposedAgent {
+                record: record.clone(),
+                prefix: if bare_names { String::new() } else { prefix },
+            };
             for spec in &record.tools {
-                let name = if bare_names {
-                    spec.name.clone()
-                } else {
-                    format!("{prefix}.{}", spec.name)
-                };
+                let name = agent.exposed_name(&spec.name);
                 if let Err(e) = crate::tool::validate_tool_name(&name) {
                     tracing::warn!(agent = %record.card.name, "tool not exposed: {e}");
                     continue;
@@ -81,8 +102,27 @@ impl Exposed {
                     descriptor,
                 });
             }
+            exposed.agents.push(agent);
         }
         exposed
+    }
+
+    /// The agents in scope, in the order of their tools.
+    pub fn agents(&self) -> &[ExposedAgent] {
+        &self.agents
+    }
+
+    /// The agent and inner name meant by an exposed prompt name.
+    pub fn split_name<'a>(&self, name: &'a str) -> Option<(&ExposedAgent, &'a str)> {
+        match self.agents.as_slice() {
+            [only] if only.prefix.is_empty() => Some((only, name)),
+            agents => {
+                // Prefixes never contain '.', so the first one ends the prefix.
+                let (prefix, inner) = name.split_once('.')?;
+                let agent = agents.iter().find(|a| a.prefix == prefix)?;
+                Some((agent, inner))
+            }
+        }
     }
 
     pub fn get(&self, name: &str) -> Option<&ExposedTool> {
@@ -215,5 +255,31 @@ mod tests {
             );
             crate::tool::validate_tool_name(name).unwrap();
         }
+    }
+
+    #[test]
+    fn prompt_names_split_into_agent_and_inner_name() {
+        let exposed = Exposed::build(
+            &[
+                record("notes", b"n", &["put"]),
+                record("text", b"t", &["upper"]),
+            ],
+            &Scope::All,
+        );
+        let (agent, inner) = exposed.split_name("notes.summarize").unwrap();
+        assert_eq!(
+            (agent.record.card.name.as_str(), inner),
+            ("notes", "summarize")
+        );
+        assert!(exposed.split_name("summarize").is_none());
+        assert!(exposed.split_name("other.summarize").is_none());
+
+        let notes = record("notes", b"n", &["put"]);
+        let one = Exposed::build(std::slice::from_ref(&notes), &Scope::Agents(vec![notes.id]));
+        let (agent, inner) = one.split_name("summarize").unwrap();
+        assert_eq!(
+            (agent.exposed_name("x").as_str(), inner),
+            ("x", "summarize")
+        );
     }
 }

@@ -198,7 +198,17 @@ async fn require_token(State(front): State<Arc<Front>>, request: Request, next: 
 /// (HTTP 400): -32700 for text that is not JSON, -32600 for a batch (not
 /// part of MCP since 2025-06-18) or a message that is not JSON-RPC 2.0, and
 /// 413 past [`MAX_REQUEST_BODY`]. Well-formed messages go on to rmcp.
+/// A session ended by DELETE is answered 200, as the official SDKs do.
 async fn check_jsonrpc(request: Request, next: Next) -> Response {
+    if request.method() == axum::http::Method::DELETE {
+        // rmcp acknowledges a session's end with 202; the official SDKs
+        // answer 200 and the Python client warns on anything else.
+        let mut response = next.run(request).await;
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::OK;
+        }
+        return response;
+    }
     if request.method() != axum::http::Method::POST {
         return next.run(request).await;
     }

@@ -1,22 +1,33 @@
-//! The MCP server of a node: an rmcp `ServerHandler` whose tools are the
-//! tools of the installed agents, each call run in a fresh wasm instance.
+//! The MCP server of a node: an rmcp `ServerHandler` whose tools, resources
+//! and prompts are those of the installed agents, each request run in a fresh
+//! wasm instance.
 
-use super::exposed::Exposed;
+// Logging and resources/subscribe are deprecated by SEP-2577 for protocol
+// 2026-07-28 but are part of 2025-11-25, which most clients speak.
+#![allow(deprecated)]
+
+use super::client::{ClientCall, Session};
+use super::exposed::{Exposed, ExposedAgent};
 use super::hosted::{Hosted, ScopedTools};
 use crate::NodeCallError;
-use crate::capabilities::host::{Progress, ProgressSink};
+use crate::capabilities::caller::Caller;
+use crate::resource::{ResourceCatalog, ResourceSpec, ResourceTemplateSpec};
 use crate::runtime::CallError;
 use crate::tool::ToolOutput;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ResultType,
-    ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ResourceContents, ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscribeRequestParams, Tool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
-use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde::de::DeserializeOwned;
 use std::sync::Arc;
 
-/// Tools per `tools/list` page.
+/// Items per page of `tools/list`, `resources/list`, `prompts/list`, ...
 pub const PAGE_SIZE: usize = 100;
 
 /// One MCP session's view of the node (rmcp makes one per session).
@@ -24,11 +35,16 @@ pub const PAGE_SIZE: usize = 100;
 pub struct AgentServer {
     hosted: Arc<Hosted>,
     tools: Arc<ScopedTools>,
+    session: Arc<Session>,
 }
 
 impl AgentServer {
     pub fn new(hosted: Arc<Hosted>, tools: Arc<ScopedTools>) -> Self {
-        AgentServer { hosted, tools }
+        AgentServer {
+            hosted,
+            tools,
+            session: Arc::new(Session::default()),
+        }
     }
 
     fn exposed(&self) -> Arc<Exposed> {
@@ -55,16 +71,13 @@ impl AgentServer {
             None => "{}".to_owned(),
         };
         let node = self.hosted.node();
-        let progress = context
-            .meta
-            .get_progress_token()
-            .map(|token| ProgressForwarder::start(context.peer.clone(), token));
+        let client = ClientCall::start(&context, self.session.clone());
         let call = node.call_record(
             &tool.record,
             &tool.tool,
             &arguments,
             node.config().limits,
-            progress.as_ref().map(ProgressForwarder::sink),
+            Some(client.caller()),
         );
         // A cancelled request drops the call, which stops the guest at its
         // next epoch check and frees its instance.
@@ -75,20 +88,50 @@ impl AgentServer {
                 return Err(McpError::internal_error("request cancelled", None));
             }
         };
-        if let Some(progress) = progress {
-            progress.finish().await;
-        }
+        client.finish().await;
         match outcome {
             Ok(output) => call_tool_result(output),
             Err(NodeCallError::Call(error)) => Ok(tool_failure(&error)),
             Err(NodeCallError::UnknownTool { .. }) | Err(NodeCallError::Resolve(_)) => Err(
                 McpError::invalid_params(format!("unknown tool: {}", request.name), None),
             ),
-            Err(error) => {
-                tracing::error!(tool = %request.name, "{error}");
-                Err(McpError::internal_error(error.to_string(), None))
+            Err(error) => Err(protocol_error(error)),
+        }
+    }
+
+    /// What each agent in scope offers to read now. An agent that fails to
+    /// answer is left out (and logged) rather than failing the whole list.
+    async fn catalogs<'a>(&self, exposed: &'a Exposed) -> Vec<(&'a ExposedAgent, ResourceCatalog)> {
+        let node = self.hosted.node();
+        let mut catalogs = Vec::with_capacity(exposed.agents().len());
+        for agent in exposed.agents() {
+            match node.resources(&agent.record).await {
+                Ok(catalog) => catalogs.push((agent, catalog)),
+                Err(e) => {
+                    tracing::warn!(agent = %agent.record.card.name, "resources not listed: {e}")
+                }
             }
         }
+        catalogs
+    }
+
+    /// Runs a resource read or prompt request with this session as caller,
+    /// cancelled with the request.
+    async fn with_client<T, F>(
+        &self,
+        context: &RequestContext<RoleServer>,
+        work: impl FnOnce(Arc<dyn Caller>) -> F,
+    ) -> Result<T, McpError>
+    where
+        F: Future<Output = Result<T, NodeCallError>>,
+    {
+        let client = ClientCall::start(context, self.session.clone());
+        let outcome = tokio::select! {
+            outcome = work(client.caller()) => outcome,
+            _ = context.ct.cancelled() => return Err(McpError::internal_error("request cancelled", None)),
+        };
+        client.finish().await;
+        outcome.map_err(protocol_error)
     }
 }
 
@@ -96,6 +139,12 @@ impl ServerHandler for AgentServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
+                .enable_logging()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_resources()
+                .enable_resources_list_changed()
+                .enable_resources_subscribe()
                 .enable_tools()
                 .enable_tool_list_changed()
                 .build(),
@@ -108,8 +157,8 @@ impl ServerHandler for AgentServer {
                 ),
         )
         .with_instructions(
-            "Tools of the agents hosted on this node. Each call runs in a fresh, \
-             isolated WebAssembly instance with a deadline and a memory cap.",
+            "Tools, resources and prompts of the agents hosted on this node. Each request \
+             runs in a fresh, isolated WebAssembly instance with a deadline and a memory cap.",
         )
     }
 
@@ -119,20 +168,9 @@ impl ServerHandler for AgentServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let exposed = self.exposed();
-        let start = match request.and_then(|r| r.cursor) {
-            None => 0,
-            Some(cursor) => parse_cursor(&cursor, exposed.tools().len())?,
-        };
-        let end = (start + PAGE_SIZE).min(exposed.tools().len());
-        let mut result = ListToolsResult::with_all_items(
-            exposed.tools()[start..end]
-                .iter()
-                .map(|t| t.descriptor.clone())
-                .collect(),
-        );
-        if end < exposed.tools().len() {
-            result.next_cursor = Some(end.to_string());
-        }
+        let (tools, next_cursor) = page(exposed.tools(), request, |t| Ok(t.descriptor.clone()))?;
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.next_cursor = next_cursor;
         Ok(result)
     }
 
@@ -148,14 +186,206 @@ impl ServerHandler for AgentServer {
         self.run(request, context).await.map(CallToolResponse::from)
     }
 
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let exposed = self.exposed();
+        let resources: Vec<ResourceSpec> = self
+            .catalogs(&exposed)
+            .await
+            .into_iter()
+            .flat_map(|(_, catalog)| catalog.resources)
+            .collect();
+        let (resources, next_cursor) = page(&resources, request, mcp)?;
+        let mut result = ListResourcesResult::with_all_items(resources);
+        result.next_cursor = next_cursor;
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let exposed = self.exposed();
+        let templates: Vec<ResourceTemplateSpec> = self
+            .catalogs(&exposed)
+            .await
+            .into_iter()
+            .flat_map(|(_, catalog)| catalog.templates)
+            .collect();
+        let (templates, next_cursor) = page(&templates, request, mcp)?;
+        let mut result = ListResourceTemplatesResult::with_all_items(templates);
+        result.next_cursor = next_cursor;
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let exposed = self.exposed();
+        let uri = request.uri.as_str();
+        // One agent answers for itself; among several, the one that lists
+        // the URI or a template matching it.
+        let owner = match exposed.agents() {
+            [only] => Some(only),
+            _ => self
+                .catalogs(&exposed)
+                .await
+                .into_iter()
+                .find(|(_, catalog)| catalog.offers(uri))
+                .map(|(agent, _)| agent),
+        };
+        let Some(owner) = owner else {
+            return Err(not_found(uri));
+        };
+        let node = self.hosted.node();
+        let contents = self
+            .with_client(&context, |caller| {
+                node.read_resource(&owner.record, uri, Some(caller))
+            })
+            .await?;
+        let contents = contents
+            .iter()
+            .map(mcp::<ResourceContents>)
+            .collect::<Result<_, _>>()?;
+        Ok(ReadResourceResult::new(contents).into())
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.session.subscribe(request.uri.to_string());
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.session.unsubscribe(request.uri.as_str());
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let exposed = self.exposed();
+        let node = self.hosted.node();
+        let mut prompts = Vec::new();
+        for agent in exposed.agents() {
+            match node.prompts(&agent.record).await {
+                Ok(specs) => prompts.extend(specs.into_iter().map(|mut spec| {
+                    spec.name = agent.exposed_name(&spec.name);
+                    spec
+                })),
+                Err(e) => {
+                    tracing::warn!(agent = %agent.record.card.name, "prompts not listed: {e}")
+                }
+            }
+        }
+        let (prompts, next_cursor) = page(&prompts, request, mcp)?;
+        let mut result = ListPromptsResult::with_all_items(prompts);
+        result.next_cursor = next_cursor;
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let exposed = self.exposed();
+        let unknown =
+            || McpError::invalid_params(format!("unknown prompt: {}", request.name), None);
+        let (agent, name) = exposed.split_name(&request.name).ok_or_else(unknown)?;
+        let mut arguments = Vec::new();
+        for (key, value) in request.arguments.iter().flatten() {
+            let Some(value) = value.as_str() else {
+                return Err(McpError::invalid_params(
+                    format!("prompt argument {key:?} must be a string"),
+                    None,
+                ));
+            };
+            arguments.push((key.clone(), value.to_owned()));
+        }
+        let node = self.hosted.node();
+        let output = self
+            .with_client(&context, |caller| {
+                node.get_prompt(&agent.record, name, &arguments, Some(caller))
+            })
+            .await?;
+        let messages = output
+            .messages
+            .iter()
+            .map(mcp::<PromptMessage>)
+            .collect::<Result<_, _>>()?;
+        let mut result = GetPromptResult::new(messages);
+        result.description = output.description;
+        Ok(result.into())
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.session.set_log_level(request.level);
+        Ok(())
+    }
+
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        // Tell this client whenever the installed agents change, for as long
-        // as its session lives.
+        // For as long as this session lives: tell the client when the
+        // installed agents change, and when a subscribed resource does.
         let mut changes = self.hosted.subscribe();
-        let peer = context.peer;
+        let mut updates = match self.hosted.node().runtime() {
+            Ok(runtime) => runtime.resource_updates(),
+            Err(_) => return,
+        };
+        let (peer, session, tools) = (context.peer, self.session.clone(), self.tools.clone());
+        let hosted = self.hosted.clone();
         tokio::spawn(async move {
-            while changes.changed().await.is_ok() {
-                if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
+            loop {
+                let sent = tokio::select! {
+                    changed = changes.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                        let notified = peer.notify_tool_list_changed().await;
+                        let _ = peer.notify_prompt_list_changed().await;
+                        let _ = peer.notify_resource_list_changed().await;
+                        notified
+                    }
+                    update = updates.recv() => match update {
+                        Ok(update) => {
+                            let in_scope = tools
+                                .get(hosted.records())
+                                .agents()
+                                .iter()
+                                .any(|a| a.record.id == update.agent);
+                            if in_scope && session.is_subscribed(&update.uri) {
+                                peer.notify_resource_updated(
+                                    rmcp::model::ResourceUpdatedNotificationParam::new(update.uri),
+                                )
+                                .await
+                            } else {
+                                Ok(())
+                            }
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Ok(()),
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    },
+                };
+                if sent.is_err() || peer.is_transport_closed() {
                     return;
                 }
             }
@@ -163,23 +393,66 @@ impl ServerHandler for AgentServer {
     }
 }
 
-/// A `tools/list` cursor is the index of the page's first tool.
-fn parse_cursor(cursor: &str, len: usize) -> Result<usize, McpError> {
-    match cursor.parse::<usize>() {
-        Ok(start) if start <= len => Ok(start),
-        _ => Err(McpError::invalid_params(
-            format!("invalid cursor {cursor:?}: pass back a nextCursor from tools/list"),
-            None,
-        )),
+/// One page of `items` from the request's cursor (the index of the page's
+/// first item, handed out as `nextCursor`), each converted for the response.
+fn page<T, U>(
+    items: &[T],
+    request: Option<PaginatedRequestParams>,
+    convert: impl Fn(&T) -> Result<U, McpError>,
+) -> Result<(Vec<U>, Option<String>), McpError> {
+    let start = match request.and_then(|r| r.cursor) {
+        None => 0,
+        Some(cursor) => match cursor.parse::<usize>() {
+            Ok(start) if start <= items.len() => start,
+            _ => {
+                return Err(McpError::invalid_params(
+                    format!("invalid cursor {cursor:?}: pass back a nextCursor from the last page"),
+                    None,
+                ));
+            }
+        },
+    };
+    let end = (start + PAGE_SIZE).min(items.len());
+    let next = (end < items.len()).then(|| end.to_string());
+    let page = items[start..end]
+        .iter()
+        .map(convert)
+        .collect::<Result<_, _>>()?;
+    Ok((page, next))
+}
+
+/// The rmcp type of one of the host's MCP-shaped values (checked when the
+/// guest returned it, so this is a typed re-read).
+fn mcp<T: DeserializeOwned>(value: &impl serde::Serialize) -> Result<T, McpError> {
+    serde_json::to_value(value)
+        .and_then(serde_json::from_value)
+        .map_err(|e| McpError::internal_error(format!("result: {e}"), None))
+}
+
+fn not_found(uri: &str) -> McpError {
+    McpError::resource_not_found(
+        format!("no resource at {uri}"),
+        Some(serde_json::json!({ "uri": uri })),
+    )
+}
+
+/// The JSON-RPC error for a resource or prompt request that failed.
+fn protocol_error(error: NodeCallError) -> McpError {
+    match error {
+        NodeCallError::Call(CallError::ResourceNotFound(uri)) => not_found(&uri),
+        NodeCallError::Call(
+            error @ (CallError::UnknownPrompt { .. } | CallError::InvalidArguments(_)),
+        ) => McpError::invalid_params(error.to_string(), None),
+        error => {
+            tracing::warn!("{error}");
+            McpError::internal_error(error.to_string(), None)
+        }
     }
 }
 
 /// The MCP result of a tool's output: it is MCP-shaped already.
 fn call_tool_result(output: ToolOutput) -> Result<CallToolResult, McpError> {
-    let value = serde_json::to_value(output)
-        .map_err(|e| McpError::internal_error(format!("result: {e}"), None))?;
-    let mut result: CallToolResult = serde_json::from_value(value)
-        .map_err(|e| McpError::internal_error(format!("result: {e}"), None))?;
+    let mut result: CallToolResult = mcp(&output)?;
     // Required from 2026-07-28 on; rmcp drops it for older protocol versions.
     result.result_type = Some(ResultType::COMPLETE);
     Ok(result)
@@ -189,40 +462,4 @@ fn call_tool_result(output: ToolOutput) -> Result<CallToolResult, McpError> {
 /// so that the model sees why (as the spec asks for tool errors).
 fn tool_failure(error: &CallError) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(error.to_string())])
-}
-
-/// Forwards a call's progress reports to the client as
-/// `notifications/progress`, in order, and finishes before the result is sent.
-struct ProgressForwarder {
-    sender: tokio::sync::mpsc::UnboundedSender<Progress>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl ProgressForwarder {
-    fn start(peer: Peer<RoleServer>, token: rmcp::model::ProgressToken) -> Self {
-        let (sender, mut reports) = tokio::sync::mpsc::unbounded_channel::<Progress>();
-        let task = tokio::spawn(async move {
-            while let Some(report) = reports.recv().await {
-                let mut param = ProgressNotificationParam::new(token.clone(), report.progress);
-                param.total = report.total;
-                param.message = report.message;
-                if peer.notify_progress(param).await.is_err() {
-                    return;
-                }
-            }
-        });
-        ProgressForwarder { sender, task }
-    }
-
-    fn sink(&self) -> ProgressSink {
-        let sender = self.sender.clone();
-        Arc::new(move |report| {
-            let _ = sender.send(report);
-        })
-    }
-
-    async fn finish(self) {
-        drop(self.sender);
-        let _ = self.task.await;
-    }
 }

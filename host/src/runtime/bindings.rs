@@ -3,7 +3,7 @@
 //! WASI is linked separately (from `wasmtime-wasi` and `wasmtime-wasi-http`),
 //! so only the agentsite interfaces are generated here. Imports are
 //! `trappable` so that a host function can end a misbehaving call; `peers`
-//! and `llm` are `async` because they will wait on the network.
+//! `llm` and `user` are `async` because they wait on the network or a client.
 
 wasmtime::component::bindgen!({
     path: "../wit",
@@ -11,6 +11,7 @@ wasmtime::component::bindgen!({
     imports: {
         "agentsite:agent/peers": async | trappable,
         "agentsite:agent/llm": async | trappable,
+        "agentsite:agent/user": async | trappable,
         default: trappable,
     },
     exports: { default: async },

@@ -10,6 +10,12 @@ pub enum CallError {
     /// The agent has no tool of this name.
     #[error("{agent} has no tool named {tool:?}")]
     UnknownTool { agent: String, tool: String },
+    /// The agent has no prompt of this name.
+    #[error("{agent} has no prompt named {prompt:?}")]
+    UnknownPrompt { agent: String, prompt: String },
+    /// The agent offers no resource at this URI.
+    #[error("no resource at {0}")]
+    ResourceNotFound(String),
     /// The arguments are not JSON or do not fit the tool's input schema.
     #[error("invalid arguments: {0}")]
     InvalidArguments(String),

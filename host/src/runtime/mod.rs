@@ -20,16 +20,25 @@ pub use error::CallError;
 
 use crate::AgentId;
 use crate::capabilities::{
-    self, guest_log::GuestLog, host::HostState, host::ProgressSink, kv::KvState, kv::KvStores,
-    llm::LlmState, peers::PeersState, wasi::DenyAllHttp,
+    self,
+    caller::{Caller, CallerLink},
+    guest_log::GuestLog,
+    host::{HostState, ResourceUpdate},
+    kv::{KvState, KvStores},
+    llm::LlmState,
+    peers::PeersState,
+    user::UserState,
+    wasi::DenyAllHttp,
 };
 use crate::config::Limits;
+use crate::prompt::{PromptOutput, PromptSpec};
+use crate::resource::{ResourceCatalog, ResourceContents};
 use crate::tool::{AgentCard, ToolOutput, ToolSpec};
 use bindings::{AgentCore, AgentCorePre};
 use engine::EpochTicker;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast};
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
@@ -44,6 +53,7 @@ pub struct CallState {
     pub(crate) kv: KvState,
     pub(crate) peers: PeersState,
     pub(crate) llm: LlmState,
+    pub(crate) user: UserState,
 }
 
 mod limits;
@@ -74,7 +84,9 @@ pub struct ToolCall<'a> {
     /// The arguments, a JSON object as text.
     pub arguments: &'a str,
     pub limits: Limits,
-    pub progress: Option<ProgressSink>,
+    /// The client the call serves, if any: where progress, log messages,
+    /// sampling and elicitation requests go.
+    pub caller: Option<Arc<dyn Caller>>,
 }
 
 /// The wasmtime engine, linker and deadline clock of a node.
@@ -83,6 +95,7 @@ pub struct Runtime {
     linker: Linker<CallState>,
     pooling: bool,
     kv: Arc<KvStores>,
+    updates: broadcast::Sender<ResourceUpdate>,
     _ticker: EpochTicker,
 }
 
@@ -115,6 +128,7 @@ impl Runtime {
             linker,
             pooling,
             kv: Arc::new(KvStores::new(kv_dir)),
+            updates: broadcast::channel(256).0,
             _ticker: ticker,
         })
     }
@@ -126,6 +140,11 @@ impl Runtime {
     /// Whether instances come from the pooling allocator.
     pub fn pooling(&self) -> bool {
         self.pooling
+    }
+
+    /// Announcements of agents whose resources changed (`host.resource-updated`).
+    pub fn resource_updates(&self) -> broadcast::Receiver<ResourceUpdate> {
+        self.updates.subscribe()
     }
 
     /// The key-value databases of this node's agents.
@@ -178,7 +197,7 @@ impl Runtime {
             .map_err(|e| ComponentError::WrongWorld(one_line(&e)))?;
         let pre = AgentCorePre::new(pre).map_err(|e| {
             ComponentError::WrongWorld(format!(
-                "it must export agentsite:agent/card and agentsite:agent/tools ({})",
+                "it must export agentsite:agent/card, tools, resources and prompts ({})",
                 one_line(&e)
             ))
         })?;
@@ -233,14 +252,7 @@ impl Runtime {
         agent: &LoadedAgent,
         request: ToolCall<'_>,
     ) -> Result<ToolOutput, CallError> {
-        let deadline = Instant::now() + request.limits.deadline;
-        let _slot = tokio::time::timeout_at(deadline.into(), agent.slots.clone().acquire_owned())
-            .await
-            .map_err(|_| CallError::Busy(agent.max_slots))?
-            .map_err(|_| CallError::Host("agent slots closed".into()))?;
-
-        // Time spent waiting for a slot counts against the call's deadline.
-        let mut call = self.start(agent, &request.limits, request.progress, deadline);
+        let (_slot, mut call) = self.enter(agent, &request.limits, request.caller).await?;
         let outcome = async {
             let instance = instantiate(&agent.pre, &mut call.store).await?;
             instance
@@ -255,24 +267,129 @@ impl Runtime {
         }
     }
 
+    /// The resources and resource templates `agent` offers now.
+    pub async fn resources(
+        &self,
+        agent: &LoadedAgent,
+        limits: &Limits,
+    ) -> Result<ResourceCatalog, CallError> {
+        let (_slot, mut call) = self.enter(agent, limits, None).await?;
+        let outcome = async {
+            let instance = instantiate(&agent.pre, &mut call.store).await?;
+            let exports = instance.agentsite_agent_resources();
+            let resources = exports.call_list_resources(&mut call.store).await?;
+            let templates = exports
+                .call_list_resource_templates(&mut call.store)
+                .await?;
+            Ok::<_, wasmtime::Error>((resources, templates))
+        }
+        .await;
+        let (resources, templates) = call.finish(outcome)?;
+        result::resource_catalog(resources, templates, limits)
+    }
+
+    /// Reads the resource at `uri` in a fresh instance of `agent`.
+    pub async fn read_resource(
+        &self,
+        agent: &LoadedAgent,
+        uri: &str,
+        limits: &Limits,
+        caller: Option<Arc<dyn Caller>>,
+    ) -> Result<Vec<ResourceContents>, CallError> {
+        let (_slot, mut call) = self.enter(agent, limits, caller).await?;
+        let outcome = async {
+            let instance = instantiate(&agent.pre, &mut call.store).await?;
+            instance
+                .agentsite_agent_resources()
+                .call_read_resource(&mut call.store, uri)
+                .await
+        }
+        .await;
+        match call.finish(outcome)? {
+            Ok(contents) => result::resource_contents(contents, limits),
+            Err(error) => Err(result::resource_error(error)),
+        }
+    }
+
+    /// The prompts `agent` offers now.
+    pub async fn prompts(
+        &self,
+        agent: &LoadedAgent,
+        limits: &Limits,
+    ) -> Result<Vec<PromptSpec>, CallError> {
+        let (_slot, mut call) = self.enter(agent, limits, None).await?;
+        let outcome = async {
+            let instance = instantiate(&agent.pre, &mut call.store).await?;
+            instance
+                .agentsite_agent_prompts()
+                .call_list_prompts(&mut call.store)
+                .await
+        }
+        .await;
+        let prompts = call.finish(outcome)?;
+        result::prompts(prompts, limits)
+    }
+
+    /// Fills in the prompt `name` of `agent` with `arguments`.
+    pub async fn get_prompt(
+        &self,
+        agent: &LoadedAgent,
+        name: &str,
+        arguments: &[(String, String)],
+        limits: &Limits,
+        caller: Option<Arc<dyn Caller>>,
+    ) -> Result<PromptOutput, CallError> {
+        let (_slot, mut call) = self.enter(agent, limits, caller).await?;
+        let outcome = async {
+            let instance = instantiate(&agent.pre, &mut call.store).await?;
+            instance
+                .agentsite_agent_prompts()
+                .call_get_prompt(&mut call.store, name, arguments)
+                .await
+        }
+        .await;
+        match call.finish(outcome)? {
+            Ok(output) => result::prompt_output(output, limits),
+            Err(error) => Err(result::prompt_error(error, &agent.name)),
+        }
+    }
+
+    /// Takes one of the agent's call slots and starts a call. Time spent
+    /// waiting for a slot counts against the call's deadline.
+    async fn enter(
+        &self,
+        agent: &LoadedAgent,
+        limits: &Limits,
+        caller: Option<Arc<dyn Caller>>,
+    ) -> Result<(OwnedSemaphorePermit, RunningCall), CallError> {
+        let deadline = Instant::now() + limits.deadline;
+        let slot = tokio::time::timeout_at(deadline.into(), agent.slots.clone().acquire_owned())
+            .await
+            .map_err(|_| CallError::Busy(agent.max_slots))?
+            .map_err(|_| CallError::Host("agent slots closed".into()))?;
+        Ok((slot, self.start(agent, limits, caller, deadline)))
+    }
+
     fn start(
         &self,
         agent: &LoadedAgent,
         limits: &Limits,
-        progress: Option<ProgressSink>,
+        caller: Option<Arc<dyn Caller>>,
         deadline: Instant,
     ) -> RunningCall {
         let log = GuestLog::new(agent.name.clone(), limits.max_log.as_u64());
+        let caller = CallerLink::new(caller, deadline);
         let state = CallState {
             wasi: capabilities::wasi::context(&log),
             http: capabilities::wasi::new_http_context(),
             http_hooks: DenyAllHttp,
             table: ResourceTable::new(),
             limiter: limits::CallLimiter::new(limits.memory),
-            host: HostState::new(log.clone(), progress),
+            host: HostState::new(log.clone(), agent.id, caller.clone(), self.updates.clone()),
             kv: KvState::new(self.kv.clone(), agent.id),
             peers: PeersState,
-            llm: LlmState,
+            llm: LlmState::new(caller.clone()),
+            user: UserState::new(caller),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);

@@ -1,11 +1,20 @@
 //! What a guest returns, checked and converted into host types.
 //!
-//! The guest is untrusted: its card, tool list and results are validated
+//! The guest is untrusted: its card, tool list, resources, prompts and
+//! results are validated
 //! here (names, JSON, schemas, sizes) before anything reaches a client.
 
 use super::CallError;
+use super::bindings::exports::agentsite::agent::{
+    prompts as wit_prompts, resources as wit_resources,
+};
 use super::bindings::types;
+use crate::capabilities::host::MAX_URI_LEN;
 use crate::config::Limits;
+use crate::prompt::{PromptArgumentSpec, PromptMessage, PromptOutput, PromptRole, PromptSpec};
+use crate::resource::{
+    self, ResourceCatalog, ResourceContents, ResourceInfo, ResourceSpec, ResourceTemplateSpec,
+};
 use crate::tool::{
     self, AgentCard, Content, EmbeddedResource, ResourceBody, ToolAnnotations, ToolOutput, ToolSpec,
 };
@@ -88,28 +97,60 @@ pub(super) fn describe(
     Ok((card, specs))
 }
 
+/// Raw bytes of a content block, for the output budget.
+fn content_size(content: &types::Content) -> usize {
+    match content {
+        types::Content::Text(text) => text.len(),
+        types::Content::Image(media) | types::Content::Audio(media) => {
+            media.data.len() + media.mime_type.len()
+        }
+        types::Content::Resource(resource) => resource.uri.len() + body_size(&resource.body),
+    }
+}
+
+fn body_size(body: &types::ResourceBody) -> usize {
+    match body {
+        types::ResourceBody::Text(text) => text.len(),
+        types::ResourceBody::Blob(blob) => blob.len(),
+    }
+}
+
+fn body(body: types::ResourceBody) -> ResourceBody {
+    match body {
+        types::ResourceBody::Text(text) => ResourceBody::Text { text },
+        types::ResourceBody::Blob(blob) => ResourceBody::Blob {
+            blob: tool::base64(&blob),
+        },
+    }
+}
+
+fn content(content: types::Content) -> Content {
+    match content {
+        types::Content::Text(text) => Content::Text { text },
+        types::Content::Image(media) => Content::Image {
+            data: tool::base64(&media.data),
+            mime_type: media.mime_type,
+        },
+        types::Content::Audio(media) => Content::Audio {
+            data: tool::base64(&media.data),
+            mime_type: media.mime_type,
+        },
+        types::Content::Resource(resource) => Content::Resource {
+            resource: EmbeddedResource {
+                uri: resource.uri,
+                mime_type: resource.mime_type,
+                body: body(resource.body),
+            },
+        },
+    }
+}
+
 /// Validates and converts a tool result.
 pub(super) fn tool_output(
     result: types::ToolResult,
     limits: &Limits,
 ) -> Result<ToolOutput, CallError> {
-    let size: usize = result
-        .content
-        .iter()
-        .map(|c| match c {
-            types::Content::Text(text) => text.len(),
-            types::Content::Image(media) | types::Content::Audio(media) => {
-                media.data.len() + media.mime_type.len()
-            }
-            types::Content::Resource(resource) => {
-                resource.uri.len()
-                    + match &resource.body {
-                        types::ResourceBody::Text(text) => text.len(),
-                        types::ResourceBody::Blob(blob) => blob.len(),
-                    }
-            }
-        })
-        .sum::<usize>()
+    let size: usize = result.content.iter().map(content_size).sum::<usize>()
         + result.structured_content.as_ref().map_or(0, String::len);
     check_size(size, limits)?;
 
@@ -127,38 +168,208 @@ pub(super) fn tool_output(
             Some(value)
         }
     };
-    let content = result
-        .content
-        .into_iter()
-        .map(|c| match c {
-            types::Content::Text(text) => Content::Text { text },
-            types::Content::Image(media) => Content::Image {
-                data: tool::base64(&media.data),
-                mime_type: media.mime_type,
-            },
-            types::Content::Audio(media) => Content::Audio {
-                data: tool::base64(&media.data),
-                mime_type: media.mime_type,
-            },
-            types::Content::Resource(resource) => Content::Resource {
-                resource: EmbeddedResource {
-                    uri: resource.uri,
-                    mime_type: resource.mime_type,
-                    body: match resource.body {
-                        types::ResourceBody::Text(text) => ResourceBody::Text { text },
-                        types::ResourceBody::Blob(blob) => ResourceBody::Blob {
-                            blob: tool::base64(&blob),
-                        },
-                    },
-                },
-            },
-        })
-        .collect();
     Ok(ToolOutput {
-        content,
+        content: result.content.into_iter().map(content).collect(),
         structured_content,
         is_error: result.is_error,
     })
+}
+
+fn check_uri(uri: &str) -> Result<(), CallError> {
+    if uri.is_empty() || uri.len() > MAX_URI_LEN || uri.chars().any(char::is_control) {
+        return Err(CallError::MalformedResult(format!(
+            "resource URI {uri:?} is empty, longer than {MAX_URI_LEN} bytes or has control characters"
+        )));
+    }
+    Ok(())
+}
+
+fn check_name(what: &str, name: &str) -> Result<(), CallError> {
+    if name.is_empty() || name.len() > 256 {
+        return Err(CallError::MalformedResult(format!(
+            "{what} name {name:?} must be 1 to 256 bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// Validates and converts the resources and templates an agent lists.
+pub(super) fn resource_catalog(
+    resources: Vec<wit_resources::Resource>,
+    templates: Vec<wit_resources::ResourceTemplate>,
+    limits: &Limits,
+) -> Result<ResourceCatalog, CallError> {
+    let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    let size: usize =
+        resources
+            .iter()
+            .map(|r| r.uri.len() + r.name.len() + text(&r.title) + text(&r.description))
+            .chain(templates.iter().map(|t| {
+                t.uri_template.len() + t.name.len() + text(&t.title) + text(&t.description)
+            }))
+            .sum();
+    check_size(size, limits)?;
+    let mut catalog = ResourceCatalog::default();
+    for r in resources {
+        check_uri(&r.uri)?;
+        check_name("resource", &r.name)?;
+        if catalog.resources.iter().any(|known| known.uri == r.uri) {
+            return Err(CallError::MalformedResult(format!(
+                "two resources have the URI {:?}",
+                r.uri
+            )));
+        }
+        catalog.resources.push(ResourceSpec {
+            uri: r.uri,
+            info: ResourceInfo {
+                name: r.name,
+                title: r.title,
+                description: r.description,
+                mime_type: r.mime_type,
+            },
+        });
+    }
+    for t in templates {
+        check_uri(&t.uri_template)?;
+        check_name("resource template", &t.name)?;
+        resource::validate_template(&t.uri_template).map_err(CallError::MalformedResult)?;
+        catalog.templates.push(ResourceTemplateSpec {
+            uri_template: t.uri_template,
+            info: ResourceInfo {
+                name: t.name,
+                title: t.title,
+                description: t.description,
+                mime_type: t.mime_type,
+            },
+        });
+    }
+    Ok(catalog)
+}
+
+/// Validates and converts what a resource read returned.
+pub(super) fn resource_contents(
+    contents: Vec<wit_resources::ResourceContents>,
+    limits: &Limits,
+) -> Result<Vec<ResourceContents>, CallError> {
+    let size: usize = contents
+        .iter()
+        .map(|c| c.uri.len() + body_size(&c.body))
+        .sum();
+    check_size(size, limits)?;
+    contents
+        .into_iter()
+        .map(|c| {
+            check_uri(&c.uri)?;
+            Ok(ResourceContents {
+                uri: c.uri,
+                mime_type: c.mime_type,
+                body: body(c.body),
+            })
+        })
+        .collect()
+}
+
+/// Converts a resource error the guest returned.
+pub(super) fn resource_error(error: wit_resources::ResourceError) -> CallError {
+    match error {
+        wit_resources::ResourceError::NotFound(uri) => CallError::ResourceNotFound(uri),
+        wit_resources::ResourceError::Failed(reason) => CallError::Failed(reason),
+    }
+}
+
+/// Validates and converts the prompts an agent lists.
+pub(super) fn prompts(
+    prompts: Vec<wit_prompts::Prompt>,
+    limits: &Limits,
+) -> Result<Vec<PromptSpec>, CallError> {
+    let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    let size: usize = prompts
+        .iter()
+        .map(|p| {
+            p.name.len()
+                + text(&p.title)
+                + text(&p.description)
+                + p.arguments
+                    .iter()
+                    .map(|a| a.name.len() + text(&a.title) + text(&a.description))
+                    .sum::<usize>()
+        })
+        .sum();
+    check_size(size, limits)?;
+    let mut specs: Vec<PromptSpec> = Vec::with_capacity(prompts.len());
+    for p in prompts {
+        tool::validate_tool_name(&p.name)
+            .map_err(|e| CallError::MalformedResult(e.0.replace("tool name", "prompt name")))?;
+        if specs.iter().any(|s| s.name == p.name) {
+            return Err(CallError::MalformedResult(format!(
+                "two prompts are named {:?}",
+                p.name
+            )));
+        }
+        let mut arguments: Vec<PromptArgumentSpec> = Vec::with_capacity(p.arguments.len());
+        for a in p.arguments {
+            check_name("prompt argument", &a.name)?;
+            if arguments.iter().any(|known| known.name == a.name) {
+                return Err(CallError::MalformedResult(format!(
+                    "prompt {:?} has two arguments named {:?}",
+                    p.name, a.name
+                )));
+            }
+            arguments.push(PromptArgumentSpec {
+                name: a.name,
+                title: a.title,
+                description: a.description,
+                required: a.required,
+            });
+        }
+        specs.push(PromptSpec {
+            name: p.name,
+            title: p.title,
+            description: p.description,
+            arguments,
+        });
+    }
+    Ok(specs)
+}
+
+/// Validates and converts a filled-in prompt.
+pub(super) fn prompt_output(
+    result: wit_prompts::PromptResult,
+    limits: &Limits,
+) -> Result<PromptOutput, CallError> {
+    let size: usize = result
+        .messages
+        .iter()
+        .map(|m| content_size(&m.content))
+        .sum::<usize>()
+        + result.description.as_ref().map_or(0, String::len);
+    check_size(size, limits)?;
+    Ok(PromptOutput {
+        description: result.description,
+        messages: result
+            .messages
+            .into_iter()
+            .map(|m| PromptMessage {
+                role: match m.role {
+                    wit_prompts::PromptRole::User => PromptRole::User,
+                    wit_prompts::PromptRole::Assistant => PromptRole::Assistant,
+                },
+                content: content(m.content),
+            })
+            .collect(),
+    })
+}
+
+/// Converts a prompt error the guest returned.
+pub(super) fn prompt_error(error: wit_prompts::PromptError, agent: &str) -> CallError {
+    match error {
+        wit_prompts::PromptError::UnknownPrompt(prompt) => CallError::UnknownPrompt {
+            agent: agent.to_owned(),
+            prompt,
+        },
+        wit_prompts::PromptError::InvalidArguments(reason) => CallError::InvalidArguments(reason),
+        wit_prompts::PromptError::Failed(reason) => CallError::Failed(reason),
+    }
 }
 
 /// Converts a tool error the guest returned.

@@ -1,0 +1,88 @@
+//! The client a call serves, as the guest's imports reach it.
+//!
+//! A call made for an MCP client can report progress, send log messages,
+//! borrow the client's language model (MCP sampling) and ask the person at
+//! the client for input (MCP elicitation). The runtime knows none of MCP: it
+//! hands these to a [`Caller`], which the MCP server implements per request.
+//! Calls from the command line or from other agents have no caller, or one
+//! that only reports progress.
+
+use super::guest_log::Level;
+use crate::runtime::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A progress report from a running call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    pub progress: f64,
+    pub total: Option<f64>,
+    pub message: Option<String>,
+}
+
+/// What the person did with an elicitation request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElicitAction {
+    Accept,
+    Decline,
+    Cancel,
+}
+
+/// The person's answer to an elicitation request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Elicitation {
+    pub action: ElicitAction,
+    /// With `Accept`: the submitted values, a JSON object.
+    pub content: Option<Value>,
+}
+
+/// Why an elicitation request got no answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ElicitFailure {
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    InvalidRequest(String),
+}
+
+/// Where a call's progress, log messages, sampling and elicitation requests go.
+#[async_trait::async_trait]
+pub trait Caller: Send + Sync {
+    /// A progress report of the call.
+    fn progress(&self, report: Progress);
+
+    /// A message the agent logged (already within its log budget).
+    fn log(&self, agent: &str, level: Level, message: &str);
+
+    /// Completes `request` with the caller's language model, or `None` when
+    /// the caller lends no model.
+    async fn sample(&self, request: ChatRequest) -> Option<Result<ChatResponse, LlmError>>;
+
+    /// Asks the person at the caller to fill in a form described by `schema`.
+    async fn elicit(&self, message: String, schema: Value) -> Result<Elicitation, ElicitFailure>;
+}
+
+/// A call's link to its caller, shared by the imports that use it.
+#[derive(Clone)]
+pub struct CallerLink {
+    pub(crate) caller: Option<Arc<dyn Caller>>,
+    /// Waiting on the caller counts toward the call's deadline.
+    pub(crate) deadline: Instant,
+}
+
+impl CallerLink {
+    pub(crate) fn new(caller: Option<Arc<dyn Caller>>, deadline: Instant) -> Self {
+        CallerLink { caller, deadline }
+    }
+
+    /// Waits for `future` until the call's deadline.
+    pub(crate) async fn until_deadline<T>(
+        &self,
+        future: impl std::future::Future<Output = T>,
+    ) -> Option<T> {
+        tokio::time::timeout_at(self.deadline.into(), future)
+            .await
+            .ok()
+    }
+}

