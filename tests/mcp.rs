@@ -397,7 +397,7 @@ async fn bad_requests_get_the_specs_errors_and_serving_goes_on() {
     let server = Server::start(cli.data(), &[]);
     let client = http_client(server.url("/mcp")).await;
     let post = |body: Vec<u8>| mcp_post(server.url("/mcp")).body(body).send();
-    let cases: [(&str, Vec<u8>, u16, i64); 4] = [
+    let cases: [(&str, Vec<u8>, u16, i64); 7] = [
         (
             "malformed JSON",
             br#"{"jsonrpc":"2.0","id":1,"method":"#.to_vec(),
@@ -416,6 +416,14 @@ async fn bad_requests_get_the_specs_errors_and_serving_goes_on() {
             400,
             -32600,
         ),
+        (
+            "a jsonrpc that is not a string",
+            br#"{"jsonrpc":2,"id":1,"method":"ping"}"#.to_vec(),
+            400,
+            -32600,
+        ),
+        ("JSON that is not an object", b"42".to_vec(), 400, -32600),
+        ("a batch that is not even JSON", b"[{".to_vec(), 400, -32700),
         ("a 10 MB body", vec![b' '; 10 << 20], 413, -32600),
     ];
     for (what, body, status, code) in cases {

@@ -79,29 +79,29 @@ impl Session {
 enum Notice {
     Progress(Progress),
     Log(LoggingMessageNotificationParam),
-    /// The request is over: everything before this has been queued.
-    Done,
 }
 
+/// The queue of a request's notifications and the task sending them.
+type Queue = (mpsc::UnboundedSender<Notice>, tokio::task::JoinHandle<()>);
+
 /// The caller of one request. Notifications go through one ordered queue
-/// that [`ClientCall::finish`] drains before the response is sent.
+/// that [`ClientCall::finish`] drains before the response is sent; the queue
+/// and its task are made on the first notification, so that the many calls
+/// that send none cost no extra task (and no cross-thread wake-up).
 pub struct ClientCall {
     caller: Arc<McpCaller>,
-    task: tokio::task::JoinHandle<()>,
 }
 
 impl ClientCall {
     pub fn start(context: &RequestContext<RoleServer>, session: Arc<Session>) -> Self {
-        let (notices, queue) = mpsc::unbounded_channel::<Notice>();
         let token = context.meta.get_progress_token();
-        let task = tokio::spawn(forward(context.peer.clone(), token.clone(), queue));
         let caller = Arc::new(McpCaller {
             peer: context.peer.clone(),
             session,
-            notices,
-            reports_progress: token.is_some(),
+            token,
+            queue: Mutex::new(None),
         });
-        ClientCall { caller, task }
+        ClientCall { caller }
     }
 
     pub fn caller(&self) -> Arc<dyn Caller> {
@@ -110,8 +110,12 @@ impl ClientCall {
 
     /// Sends every queued notification, so that they arrive before the response.
     pub async fn finish(self) {
-        let _ = self.caller.notices.send(Notice::Done);
-        let _ = self.task.await;
+        let queue = self.caller.queue().take();
+        if let Some((notices, task)) = queue {
+            // The task ends once the queue is empty and this, its only sender, is gone.
+            drop(notices);
+            let _ = task.await;
+        }
     }
 }
 
@@ -123,7 +127,6 @@ async fn forward(
 ) {
     while let Some(notice) = queue.recv().await {
         let sent = match notice {
-            Notice::Done => return,
             Notice::Progress(report) => {
                 let Some(token) = &token else { continue };
                 let mut param = ProgressNotificationParam::new(token.clone(), report.progress);
@@ -142,8 +145,9 @@ async fn forward(
 struct McpCaller {
     peer: Peer<RoleServer>,
     session: Arc<Session>,
-    notices: mpsc::UnboundedSender<Notice>,
-    reports_progress: bool,
+    /// Where progress goes, if the client asked for progress.
+    token: Option<ProgressToken>,
+    queue: Mutex<Option<Queue>>,
 }
 
 impl McpCaller {
@@ -152,13 +156,28 @@ impl McpCaller {
             .peer_info()
             .is_some_and(|info| offers(&info.capabilities))
     }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, Option<Queue>> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `notice`, starting the queue's task on first use.
+    fn notify(&self, notice: Notice) {
+        let mut queue = self.queue();
+        let (notices, _) = queue.get_or_insert_with(|| {
+            let (notices, receiver) = mpsc::unbounded_channel();
+            let task = tokio::spawn(forward(self.peer.clone(), self.token.clone(), receiver));
+            (notices, task)
+        });
+        let _ = notices.send(notice);
+    }
 }
 
 #[async_trait::async_trait]
 impl Caller for McpCaller {
     fn progress(&self, report: Progress) {
-        if self.reports_progress {
-            let _ = self.notices.send(Notice::Progress(report));
+        if self.token.is_some() {
+            self.notify(Notice::Progress(report));
         }
     }
 
@@ -168,7 +187,7 @@ impl Caller for McpCaller {
             let param =
                 LoggingMessageNotificationParam::new(level, Value::String(message.to_owned()))
                     .with_logger(agent);
-            let _ = self.notices.send(Notice::Log(param));
+            self.notify(Notice::Log(param));
         }
     }
 

@@ -69,6 +69,10 @@ impl HttpOptions {
             .with_allowed_origins(origins)
             .enforce_origin_validation()
             .with_max_request_body_bytes(MAX_REQUEST_BODY)
+            // A stateless (2026-07-28) request whose handler sends nothing
+            // before its result is answered with plain JSON, not a one-event
+            // SSE stream; one that reports progress or logs still streams.
+            .with_json_response(true)
             .with_cancellation_token(stop.child_token())
     }
 }
@@ -151,7 +155,8 @@ async fn one_agent(
     Path(agent): Path<String>,
     request: Request,
 ) -> Response {
-    match front.hosted.node().resolve(&agent) {
+    // Resolved in the watched snapshot of the catalog: no disk access per request.
+    match crate::store::resolve_in(&front.hosted.records(), &agent) {
         Ok(record) => front
             .agent_service(record.id)
             .handle(request)
@@ -223,28 +228,56 @@ async fn check_jsonrpc(request: Request, next: Next) -> Response {
             );
         }
     };
-    let message: serde_json::Value = match serde_json::from_slice(&bytes) {
-        Ok(message) => message,
-        Err(e) => {
-            return jsonrpc_error(StatusCode::BAD_REQUEST, -32700, format!("parse error: {e}"));
-        }
-    };
-    if message.is_array() {
-        return jsonrpc_error(
-            StatusCode::BAD_REQUEST,
-            -32600,
-            "invalid request: JSON-RPC batches are not supported by MCP; send one message per request".into(),
-        );
-    }
-    if message.get("jsonrpc").and_then(|v| v.as_str()) != Some("2.0") {
-        return jsonrpc_error(
-            StatusCode::BAD_REQUEST,
-            -32600,
-            "invalid request: \"jsonrpc\" must be \"2.0\"".into(),
-        );
+    if let Some(refusal) = refusal(&bytes) {
+        return refusal;
     }
     next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
         .await
+}
+
+/// The part of a JSON-RPC message checked here. Reading only this, with the
+/// rest skipped, validates the whole text without building a tree of it: rmcp
+/// parses the message again anyway.
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    jsonrpc: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// The answer refusing a body that is not one JSON-RPC 2.0 message, if it is not.
+fn refusal(bytes: &[u8]) -> Option<Response> {
+    let invalid = |reason: &str| {
+        jsonrpc_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            format!("invalid request: {reason}"),
+        )
+    };
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        // Still a parse error if the batch is not even JSON.
+        if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+            return Some(parse_error(&e));
+        }
+        return Some(invalid(
+            "JSON-RPC batches are not supported by MCP; send one message per request",
+        ));
+    }
+    match serde_json::from_slice::<Envelope>(bytes) {
+        Ok(envelope) if envelope.jsonrpc.as_deref() == Some("2.0") => None,
+        Ok(_) => Some(invalid("\"jsonrpc\" must be \"2.0\"")),
+        Err(e) if e.is_data() => Some(invalid(&format!(
+            "a message is a JSON object whose \"jsonrpc\" is \"2.0\" ({e})"
+        ))),
+        Err(e) => Some(parse_error(&e)),
+    }
+}
+
+fn parse_error(error: &serde_json::Error) -> Response {
+    jsonrpc_error(
+        StatusCode::BAD_REQUEST,
+        -32700,
+        format!("parse error: {error}"),
+    )
 }
 
 /// A JSON-RPC error response with no id (the request's could not be read).
@@ -268,6 +301,15 @@ pub async fn serve(
     router: Router,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
+    use axum::serve::ListenerExt as _;
+    // Responses go out in several writes (headers, SSE event, end of
+    // stream); without TCP_NODELAY, Nagle's algorithm and the client's
+    // delayed ACK can hold the last one back for 40 ms.
+    let listener = listener.tap_io(|stream| {
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY: {e}");
+        }
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(async move { stop.cancelled_owned().await })
         .await?;

@@ -127,35 +127,49 @@ impl Catalog {
                 .get(&id)?
                 .ok_or_else(|| ResolveError::NotFound(query.to_owned()));
         }
-        let records = self.list()?;
-        let by_name: Vec<&AgentRecord> = records.iter().filter(|r| r.card.name == query).collect();
-        let matches = if by_name.is_empty() {
-            let prefix = query.strip_prefix("sha256:").unwrap_or(query);
-            let is_prefix = prefix.len() >= MIN_PREFIX
-                && prefix
-                    .bytes()
-                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-            if !is_prefix {
-                return Err(ResolveError::NotFound(query.to_owned()));
-            }
-            records
-                .iter()
-                .filter(|r| r.id.hex().starts_with(prefix))
-                .collect()
-        } else {
-            by_name
-        };
-        match matches.as_slice() {
-            [] => Err(ResolveError::NotFound(query.to_owned())),
-            [one] => Ok((*one).clone()),
-            many => Err(ResolveError::Ambiguous {
-                query: query.to_owned(),
-                candidates: many
-                    .iter()
-                    .map(|r| format!("{} {}", r.card.name, r.id.short()))
-                    .collect(),
-            }),
+        resolve_in(&self.list()?, query).cloned()
+    }
+}
+
+/// The agent among `records` meant by `query`: a full id, a card name or a
+/// unique id prefix of at least [`MIN_PREFIX`] hex digits.
+pub fn resolve_in<'a>(
+    records: &'a [AgentRecord],
+    query: &str,
+) -> Result<&'a AgentRecord, ResolveError> {
+    if let Ok(id) = query.parse::<AgentId>() {
+        return records
+            .iter()
+            .find(|r| r.id == id)
+            .ok_or_else(|| ResolveError::NotFound(query.to_owned()));
+    }
+    let by_name: Vec<&AgentRecord> = records.iter().filter(|r| r.card.name == query).collect();
+    let matches = if by_name.is_empty() {
+        let prefix = query.strip_prefix("sha256:").unwrap_or(query);
+        let is_prefix = prefix.len() >= MIN_PREFIX
+            && prefix
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if !is_prefix {
+            return Err(ResolveError::NotFound(query.to_owned()));
         }
+        records
+            .iter()
+            .filter(|r| r.id.hex().starts_with(prefix))
+            .collect()
+    } else {
+        by_name
+    };
+    match matches.as_slice() {
+        [] => Err(ResolveError::NotFound(query.to_owned())),
+        [one] => Ok(*one),
+        many => Err(ResolveError::Ambiguous {
+            query: query.to_owned(),
+            candidates: many
+                .iter()
+                .map(|r| format!("{} {}", r.card.name, r.id.short()))
+                .collect(),
+        }),
     }
 }
 

@@ -11,7 +11,7 @@ mod catalog;
 mod compiled;
 
 pub use blobs::BlobStore;
-pub use catalog::{AgentRecord, Catalog, ResolveError};
+pub use catalog::{AgentRecord, Catalog, ResolveError, resolve_in};
 pub use compiled::CompiledCache;
 
 use std::io::Write as _;
