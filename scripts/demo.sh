@@ -39,4 +39,30 @@ run call hostile-trap crash '{"value": 10}'
 run call hostile-snoop read_file '{"path": "/etc/passwd"}'
 run call hostile-snoop env '{"name": "HOME"}'
 run call calculator multiply '{"a": 6, "b": 7}'
+
+printf '\n\033[1m--- the same agents over MCP (streamable HTTP, as any MCP client sees them) ---\033[0m\n'
+log=$(mktemp)
+# The binary itself, not the shell function, so that $! is the server's pid.
+"$CARGO_TARGET_DIR/release/agentsite" --data-dir "$data" serve --listen 127.0.0.1:0 2>"$log" &
+server=$!
+trap 'kill $server 2>/dev/null || true; rm -rf "$data" "$log"' EXIT
+for _ in $(seq 100); do grep -q 'at http://' "$log" && break; sleep 0.1; done
+url=$(grep -o 'http://[0-9.:]*/mcp' "$log" | head -1)
+printf '%s\n' "$(grep 'serving' "$log")"
+# One stateless MCP request (protocol 2026-07-28): no session needed.
+mcp() {
+    local method=$1 params=$2 name=${3:-}
+    printf '\n\033[1m$ MCP %s %s\033[0m\n' "$method" "$name"
+    curl -s "$url" -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
+        -H 'mcp-protocol-version: 2026-07-28' -H "mcp-method: $method" -H "mcp-name: $name" \
+        -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"$method\",\"params\":$params}"
+    echo
+}
+meta='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"demo","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}'
+mcp tools/call "{\"name\":\"calculator.add\",\"arguments\":{\"a\":2,\"b\":3},$meta}" calculator.add
+mcp tools/call "{\"name\":\"calculator.divide\",\"arguments\":{\"a\":1,\"b\":0},$meta}" calculator.divide
+mcp resources/read "{\"uri\":\"note://demo\",$meta}" note://demo
+kill $server && wait $server 2>/dev/null || true
+
 printf '\ndone: every call above ran in a fresh WebAssembly instance.\n'
+printf 'serve them to Claude Code with: claude mcp add agentsite -- agentsite mcp\n'

@@ -633,10 +633,18 @@ async fn subscribers_hear_when_an_agent_updates_a_resource_and_see_its_logs() {
     // Only the subscribed note is announced.
     assert_eq!(*recorder.updated.lock().unwrap(), ["note://todo"]);
 
-    // The agent's host.log messages arrive as notifications/message before the result.
+    // The agent's host.log messages arrive as notifications/message, in
+    // order. In a session rmcp sends them on the standalone GET stream, so
+    // they may land just after the result.
     call(&client, "conformance.test_tool_with_logging", json!({}))
         .await
         .unwrap();
+    for _ in 0..100 {
+        if recorder.logs.lock().unwrap().len() >= 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let logs = recorder.logs.lock().unwrap().clone();
     assert_eq!(
         logs,

@@ -85,7 +85,10 @@ enum Notice {
 type Queue = (mpsc::UnboundedSender<Notice>, tokio::task::JoinHandle<()>);
 
 /// The caller of one request. Notifications go through one ordered queue
-/// that [`ClientCall::finish`] drains before the response is sent; the queue
+/// that [`ClientCall::finish`] drains before the response is sent (rmcp
+/// puts progress on the request's own stream, and other notifications of a
+/// session on its standalone stream, so only progress is ordered with the
+/// response on the wire); the queue
 /// and its task are made on the first notification, so that the many calls
 /// that send none cost no extra task (and no cross-thread wake-up).
 pub struct ClientCall {
@@ -108,7 +111,7 @@ impl ClientCall {
         self.caller.clone()
     }
 
-    /// Sends every queued notification, so that they arrive before the response.
+    /// Hands every queued notification to rmcp before the response.
     pub async fn finish(self) {
         let queue = self.caller.queue().take();
         if let Some((notices, task)) = queue {
