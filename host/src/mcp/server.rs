@@ -36,14 +36,21 @@ pub struct AgentServer {
     hosted: Arc<Hosted>,
     tools: Arc<ScopedTools>,
     session: Arc<Session>,
+    /// Cancelled when rmcp drops the session's last handler clone, which
+    /// ends the session's notification task.
+    _alive: Arc<tokio_util::sync::DropGuard>,
+    ended: tokio_util::sync::CancellationToken,
 }
 
 impl AgentServer {
     pub fn new(hosted: Arc<Hosted>, tools: Arc<ScopedTools>) -> Self {
+        let ended = tokio_util::sync::CancellationToken::new();
         AgentServer {
             hosted,
             tools,
             session: Arc::new(Session::default()),
+            _alive: Arc::new(ended.clone().drop_guard()),
+            ended,
         }
     }
 
@@ -353,9 +360,14 @@ impl ServerHandler for AgentServer {
         };
         let (peer, session, tools) = (context.peer, self.session.clone(), self.tools.clone());
         let hosted = self.hosted.clone();
+        let ended = self.ended.clone();
         tokio::spawn(async move {
             loop {
                 let sent = tokio::select! {
+                    _ = ended.cancelled() => {
+                        tracing::debug!("session ended; its notification task stops");
+                        return;
+                    }
                     changed = changes.changed() => {
                         if changed.is_err() {
                             return;
