@@ -16,21 +16,17 @@
 //! use (`cargo install oha`, a few minutes). Results are printed as a
 //! Markdown table for BENCHMARKS.md.
 
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
+use support::{Cli, Server, tools_dir};
 
 const REQUESTS_AT_1: &str = "20000";
 const SECONDS_AT_32: &str = "10s";
-
-fn tools_dir() -> PathBuf {
-    std::env::var_os("AGENTSITE_TOOLS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(&std::env::var("HOME").unwrap()).join(".cache/agentsite-tools")
-        })
-}
 
 /// The `oha` binary, installed on first use.
 fn oha() -> PathBuf {
@@ -51,66 +47,6 @@ fn oha() -> PathBuf {
         assert!(status.success(), "cargo install oha failed");
     }
     bin
-}
-
-/// `agentsite serve` on a free loopback port with calculator installed.
-struct Server {
-    child: std::process::Child,
-    base: String,
-    _data: tempfile::TempDir,
-}
-
-impl Server {
-    fn start() -> Server {
-        use std::io::BufRead as _;
-        let data = tempfile::tempdir().unwrap();
-        let agentsite = env!("CARGO_BIN_EXE_agentsite");
-        let calculator = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../examples/target/wasm32-wasip2/release/calculator.wasm");
-        let added = Command::new(agentsite)
-            .arg("--data-dir")
-            .arg(data.path())
-            .arg("add")
-            .arg(&calculator)
-            .output()
-            .unwrap();
-        assert!(
-            added.status.success(),
-            "adding {}: {}; build the examples first",
-            calculator.display(),
-            String::from_utf8_lossy(&added.stderr)
-        );
-        let mut child = Command::new(agentsite)
-            .arg("--data-dir")
-            .arg(data.path())
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-        let mut lines = stderr.lines().map_while(Result::ok);
-        let address = lines
-            .find_map(|l| {
-                l.split("at http://")
-                    .nth(1)
-                    .map(|r| r.split('/').next().unwrap().to_owned())
-            })
-            .expect("serve announces its address");
-        // Keep draining stderr so that the server never blocks on it.
-        std::thread::spawn(move || lines.for_each(drop));
-        Server {
-            child,
-            base: format!("http://{address}"),
-            _data: data,
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// One way of calling the tool: URL, headers and body.
@@ -288,7 +224,9 @@ fn micros(d: Duration) -> String {
 fn main() {
     // `cargo bench` passes `--bench`; nothing else to parse.
     let oha = oha();
-    let server = Server::start();
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    let server = Server::start(cli.data(), &[]);
     let targets = [
         stateless(
             "stateless (2026-07-28), /agents/calculator/mcp",

@@ -352,7 +352,32 @@ pub mod __private {
     pub use serde;
     pub use serde_json;
 
-    use crate::{Content, ToolError, ToolResult};
+    use crate::{
+        Content, Prompt, PromptArguments, PromptError, PromptResult, Prompts, ResourceContents,
+        ResourceError, Resources, ToolError, ToolResult,
+    };
+
+    /// The resources of an agent that declares none.
+    pub struct NoResources;
+
+    impl Resources for NoResources {
+        fn read(uri: &str) -> Result<Vec<ResourceContents>, ResourceError> {
+            Err(ResourceError::NotFound(uri.to_owned()))
+        }
+    }
+
+    /// The prompts of an agent that declares none.
+    pub struct NoPrompts;
+
+    impl Prompts for NoPrompts {
+        fn list() -> Vec<Prompt> {
+            Vec::new()
+        }
+
+        fn get(name: &str, _arguments: &PromptArguments) -> Result<PromptResult, PromptError> {
+            Err(PromptError::UnknownPrompt(name.to_owned()))
+        }
+    }
     use schemars::JsonSchema;
     use serde::Serialize;
     use serde::de::DeserializeOwned;

@@ -66,6 +66,20 @@ impl ResourceCatalog {
     }
 }
 
+/// Longest resource URI or URI template an agent may hand over.
+pub const MAX_URI_LEN: usize = 2048;
+
+/// Checks a URI (or URI template) an agent hands over: not empty, at most
+/// [`MAX_URI_LEN`] bytes, no control characters.
+pub fn check_uri(uri: &str) -> Result<(), String> {
+    if uri.is_empty() || uri.len() > MAX_URI_LEN || uri.chars().any(char::is_control) {
+        return Err(format!(
+            "resource URI {uri:?} is empty, longer than {MAX_URI_LEN} bytes or has control characters"
+        ));
+    }
+    Ok(())
+}
+
 /// Whether `uri` matches the RFC 6570 level 1 template `template`, where each
 /// `{name}` stands for one non-empty segment without `/`, `?` or `#`.
 pub fn template_matches(template: &str, uri: &str) -> bool {

@@ -194,86 +194,55 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
 }
 
 /// The `resources` export: delegated to the author's `Resources` impl when
-/// the agent declares `resources`, otherwise empty.
+/// the agent declares `resources`, otherwise to the SDK's empty one.
 fn generate_resources(declared: bool, self_ty: &Type) -> TokenStream2 {
-    let body = if declared {
-        quote! {
-            fn list_resources() -> ::std::vec::Vec<resources::Resource> {
-                <#self_ty as ::agentsite_sdk::Resources>::list()
-            }
-            fn list_resource_templates() -> ::std::vec::Vec<resources::ResourceTemplate> {
-                <#self_ty as ::agentsite_sdk::Resources>::templates()
-            }
-            fn read_resource(
-                uri: ::std::string::String,
-            ) -> ::std::result::Result<
-                ::std::vec::Vec<resources::ResourceContents>,
-                resources::ResourceError,
-            > {
-                <#self_ty as ::agentsite_sdk::Resources>::read(&uri)
-            }
-        }
-    } else {
-        quote! {
-            fn list_resources() -> ::std::vec::Vec<resources::Resource> {
-                ::std::vec::Vec::new()
-            }
-            fn list_resource_templates() -> ::std::vec::Vec<resources::ResourceTemplate> {
-                ::std::vec::Vec::new()
-            }
-            fn read_resource(
-                uri: ::std::string::String,
-            ) -> ::std::result::Result<
-                ::std::vec::Vec<resources::ResourceContents>,
-                resources::ResourceError,
-            > {
-                ::std::result::Result::Err(resources::ResourceError::NotFound(uri))
-            }
-        }
+    let source = match declared {
+        true => quote!(#self_ty),
+        false => quote!(::agentsite_sdk::__private::NoResources),
     };
     quote! {
         use ::agentsite_sdk::bindings::exports::agentsite::agent::resources;
         impl resources::Guest for __AgentsiteExports {
-            #body
+            fn list_resources() -> ::std::vec::Vec<resources::Resource> {
+                <#source as ::agentsite_sdk::Resources>::list()
+            }
+            fn list_resource_templates() -> ::std::vec::Vec<resources::ResourceTemplate> {
+                <#source as ::agentsite_sdk::Resources>::templates()
+            }
+            fn read_resource(
+                uri: ::std::string::String,
+            ) -> ::std::result::Result<
+                ::std::vec::Vec<resources::ResourceContents>,
+                resources::ResourceError,
+            > {
+                <#source as ::agentsite_sdk::Resources>::read(&uri)
+            }
         }
     }
 }
 
 /// The `prompts` export: delegated to the author's `Prompts` impl when the
-/// agent declares `prompts`, otherwise empty.
+/// agent declares `prompts`, otherwise to the SDK's empty one.
 fn generate_prompts(declared: bool, self_ty: &Type) -> TokenStream2 {
-    let body = if declared {
-        quote! {
+    let source = match declared {
+        true => quote!(#self_ty),
+        false => quote!(::agentsite_sdk::__private::NoPrompts),
+    };
+    quote! {
+        use ::agentsite_sdk::bindings::exports::agentsite::agent::prompts;
+        impl prompts::Guest for __AgentsiteExports {
             fn list_prompts() -> ::std::vec::Vec<prompts::Prompt> {
-                <#self_ty as ::agentsite_sdk::Prompts>::list()
+                <#source as ::agentsite_sdk::Prompts>::list()
             }
             fn get_prompt(
                 name: ::std::string::String,
                 arguments: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
             ) -> ::std::result::Result<prompts::PromptResult, prompts::PromptError> {
-                <#self_ty as ::agentsite_sdk::Prompts>::get(
+                <#source as ::agentsite_sdk::Prompts>::get(
                     &name,
                     &::agentsite_sdk::PromptArguments::new(arguments),
                 )
             }
-        }
-    } else {
-        quote! {
-            fn list_prompts() -> ::std::vec::Vec<prompts::Prompt> {
-                ::std::vec::Vec::new()
-            }
-            fn get_prompt(
-                name: ::std::string::String,
-                _arguments: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
-            ) -> ::std::result::Result<prompts::PromptResult, prompts::PromptError> {
-                ::std::result::Result::Err(prompts::PromptError::UnknownPrompt(name))
-            }
-        }
-    };
-    quote! {
-        use ::agentsite_sdk::bindings::exports::agentsite::agent::prompts;
-        impl prompts::Guest for __AgentsiteExports {
-            #body
         }
     }
 }

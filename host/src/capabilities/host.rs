@@ -15,9 +15,6 @@ const MAX_PROGRESS_REPORTS: u32 = 10_000;
 /// Resource updates kept per call, for the same reason.
 const MAX_RESOURCE_UPDATES: u32 = 100;
 
-/// Longest resource URI an agent may announce.
-pub const MAX_URI_LEN: usize = 2048;
-
 /// An agent said one of its resources changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceUpdate {
@@ -92,7 +89,7 @@ impl host::Host for HostState {
 
     fn resource_updated(&mut self, uri: String) -> wasmtime::Result<()> {
         self.announced += 1;
-        if self.announced <= MAX_RESOURCE_UPDATES && !uri.is_empty() && uri.len() <= MAX_URI_LEN {
+        if self.announced <= MAX_RESOURCE_UPDATES && crate::resource::check_uri(&uri).is_ok() {
             // Nobody listening is fine: no client has subscribed.
             let _ = self.updates.send(ResourceUpdate {
                 agent: self.agent,

@@ -78,24 +78,12 @@ impl AgentServer {
             None => "{}".to_owned(),
         };
         let node = self.hosted.node();
-        let client = ClientCall::start(&context, self.session.clone());
-        let call = node.call_record(
-            &tool.record,
-            &tool.tool,
-            &arguments,
-            node.config().limits,
-            Some(client.caller()),
-        );
-        // A cancelled request drops the call, which stops the guest at its
-        // next epoch check and frees its instance.
-        let outcome = tokio::select! {
-            outcome = call => outcome,
-            _ = context.ct.cancelled() => {
-                tracing::info!(tool = %request.name, "call cancelled by the client");
-                return Err(McpError::internal_error("request cancelled", None));
-            }
-        };
-        client.finish().await;
+        let outcome = self
+            .with_client(&context, |caller| {
+                let limits = node.config().limits;
+                node.call_record(&tool.record, &tool.tool, &arguments, limits, Some(caller))
+            })
+            .await?;
         match outcome {
             Ok(output) => call_tool_result(output),
             Err(NodeCallError::Call(error)) => Ok(tool_failure(&error)),
@@ -122,23 +110,27 @@ impl AgentServer {
         catalogs
     }
 
-    /// Runs a resource read or prompt request with this session as caller,
-    /// cancelled with the request.
+    /// Runs a request's work in the node with this session as its caller.
+    /// A cancelled request drops the work, which stops the guest at its next
+    /// epoch check and frees its instance; that is the only error here.
     async fn with_client<T, F>(
         &self,
         context: &RequestContext<RoleServer>,
         work: impl FnOnce(Arc<dyn Caller>) -> F,
     ) -> Result<T, McpError>
     where
-        F: Future<Output = Result<T, NodeCallError>>,
+        F: Future<Output = T>,
     {
         let client = ClientCall::start(context, self.session.clone());
         let outcome = tokio::select! {
             outcome = work(client.caller()) => outcome,
-            _ = context.ct.cancelled() => return Err(McpError::internal_error("request cancelled", None)),
+            _ = context.ct.cancelled() => {
+                tracing::info!("request cancelled by the client");
+                return Err(McpError::internal_error("request cancelled", None));
+            }
         };
         client.finish().await;
-        outcome.map_err(protocol_error)
+        Ok(outcome)
     }
 }
 
@@ -255,7 +247,8 @@ impl ServerHandler for AgentServer {
             .with_client(&context, |caller| {
                 node.read_resource(&owner.record, uri, Some(caller))
             })
-            .await?;
+            .await?
+            .map_err(protocol_error)?;
         let contents = contents
             .iter()
             .map(mcp::<ResourceContents>)
@@ -330,7 +323,8 @@ impl ServerHandler for AgentServer {
             .with_client(&context, |caller| {
                 node.get_prompt(&agent.record, name, &arguments, Some(caller))
             })
-            .await?;
+            .await?
+            .map_err(protocol_error)?;
         let messages = output
             .messages
             .iter()

@@ -9,7 +9,6 @@ use super::bindings::exports::agentsite::agent::{
     prompts as wit_prompts, resources as wit_resources,
 };
 use super::bindings::types;
-use crate::capabilities::host::MAX_URI_LEN;
 use crate::config::Limits;
 use crate::prompt::{PromptArgumentSpec, PromptMessage, PromptOutput, PromptRole, PromptSpec};
 use crate::resource::{
@@ -176,12 +175,7 @@ pub(super) fn tool_output(
 }
 
 fn check_uri(uri: &str) -> Result<(), CallError> {
-    if uri.is_empty() || uri.len() > MAX_URI_LEN || uri.chars().any(char::is_control) {
-        return Err(CallError::MalformedResult(format!(
-            "resource URI {uri:?} is empty, longer than {MAX_URI_LEN} bytes or has control characters"
-        )));
-    }
-    Ok(())
+    resource::check_uri(uri).map_err(CallError::MalformedResult)
 }
 
 fn check_name(what: &str, name: &str) -> Result<(), CallError> {
