@@ -17,6 +17,14 @@
 //! token = "..."              # bearer token; required off loopback
 //! allowed_hosts = []         # extra Host names, e.g. "agents.example.com"
 //! allowed_origins = []       # extra browser origins, e.g. "https://app.example.com:443"
+//!
+//! [p2p]
+//! enabled = true             # join the network of nodes when serving
+//! listen = ["/ip4/0.0.0.0/tcp/4077", "/ip4/0.0.0.0/udp/4077/quic-v1"]
+//! bootstrap = []             # e.g. "/ip4/203.0.113.7/tcp/4077/p2p/12D3Koo..."
+//! mdns = false               # find peers on the LAN
+//! public = []                # agents published at start, e.g. "calculator"
+//! seed_fetched = true        # offer fetched agents to other nodes too
 //! ```
 
 use anyhow::Context as _;
@@ -35,6 +43,46 @@ pub struct Config {
     /// How `agentsite serve` listens.
     #[serde(default)]
     pub serve: ServeConfig,
+    /// How `agentsite serve` joins the network of nodes.
+    #[serde(default)]
+    pub p2p: P2pConfig,
+}
+
+/// How a serving node joins the network (command-line flags override these).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct P2pConfig {
+    /// Whether `agentsite serve` joins the network at all.
+    pub enabled: bool,
+    /// libp2p addresses to listen on.
+    pub listen: Vec<String>,
+    /// Peers to join through, such as `/ip4/203.0.113.7/tcp/4077/p2p/12D3Koo...`.
+    pub bootstrap: Vec<String>,
+    /// Also find peers on the local network by mDNS.
+    pub mdns: bool,
+    /// Agents (name or id) published whenever the node starts.
+    pub public: Vec<String>,
+    /// Offer agents fetched from the network to other nodes in turn.
+    pub seed_fetched: bool,
+}
+
+/// Where a node listens for other nodes unless told otherwise.
+pub const DEFAULT_P2P_PORT: u16 = 4077;
+
+impl Default for P2pConfig {
+    fn default() -> Self {
+        P2pConfig {
+            enabled: true,
+            listen: vec![
+                format!("/ip4/0.0.0.0/tcp/{DEFAULT_P2P_PORT}"),
+                format!("/ip4/0.0.0.0/udp/{DEFAULT_P2P_PORT}/quic-v1"),
+            ],
+            bootstrap: Vec::new(),
+            mdns: false,
+            public: Vec::new(),
+            seed_fetched: true,
+        }
+    }
 }
 
 /// How `agentsite serve` listens (command-line flags override these).
@@ -188,6 +236,21 @@ impl DataDir {
     /// Key-value databases, one per agent.
     pub fn kv(&self) -> PathBuf {
         self.root.join("kv")
+    }
+
+    /// The node's ed25519 key: its peer id and publisher identity.
+    pub fn identity(&self) -> PathBuf {
+        self.root.join("identity.key")
+    }
+
+    /// Signed manifests of the agents this node offers the network.
+    pub fn published(&self) -> PathBuf {
+        self.root.join("published")
+    }
+
+    /// Written by a running `agentsite serve`: where its control API is.
+    pub fn node_file(&self) -> PathBuf {
+        self.root.join("node.json")
     }
 
     /// The default config file.

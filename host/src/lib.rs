@@ -22,13 +22,16 @@ mod agent_id;
 pub mod capabilities;
 pub mod cli;
 pub mod config;
+pub mod hub;
 pub mod mcp;
+pub mod net;
 mod node;
 pub mod prompt;
 pub mod resource;
 pub mod runtime;
 pub mod store;
 pub mod tool;
+pub mod web;
 
 pub use agent_id::{AgentId, ParseAgentIdError};
 pub use node::{AddError, Node, NodeCallError};

@@ -67,6 +67,10 @@ enum Command {
         /// Memory limit for this call, such as 16MiB.
         #[arg(long)]
         memory: Option<ByteSize>,
+        /// Call the agent on a node of the network that hosts it (the agent
+        /// is an id, or a name found by searching), through the running node.
+        #[arg(long, conflicts_with = "memory")]
+        remote: bool,
     },
     /// Show an agent's card, tools, the imports it asks for and its size.
     Inspect {
@@ -99,6 +103,57 @@ enum Command {
         /// Also accept browser requests from this origin, e.g. https://app.example.com:443 (repeatable).
         #[arg(long = "allow-origin", value_name = "ORIGIN")]
         allow_origins: Vec<String>,
+        /// Listen for other nodes on this libp2p address, e.g.
+        /// /ip4/0.0.0.0/tcp/4077 (repeatable) [default: `listen` under [p2p] in the config].
+        #[arg(long = "p2p-listen", value_name = "MULTIADDR")]
+        p2p_listen: Vec<String>,
+        /// Join the network through this peer, e.g.
+        /// /ip4/203.0.113.7/tcp/4077/p2p/12D3Koo... (repeatable; adds to the config's).
+        #[arg(long, value_name = "MULTIADDR")]
+        bootstrap: Vec<String>,
+        /// Do not join the network; serve MCP only.
+        #[arg(long, conflicts_with_all = ["p2p_listen", "bootstrap"])]
+        no_p2p: bool,
+        /// Also find peers on the local network by mDNS.
+        #[arg(long)]
+        mdns: bool,
+    },
+    /// Print this node's peer id and the addresses other nodes reach it at.
+    Id {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the peers the running node is connected to.
+    Peers {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Offer an installed agent to the network: a signed manifest in the
+    /// DHT, this node as its provider and under each keyword, and a gossip
+    /// announcement. Needs the running node (`agentsite serve`).
+    Publish {
+        /// Agent name, id, or unique id prefix.
+        agent: String,
+    },
+    /// Find agents on the network by keyword (name, tag, tool).
+    Search {
+        /// Words that must all match.
+        #[arg(required = true)]
+        words: Vec<String>,
+        /// Show at most this many agents.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Download an agent by id from the nodes that host it, verify every
+    /// chunk and the whole, and install it.
+    Fetch {
+        /// The agent's id, sha256:<64 hex digits>.
+        id: String,
     },
     /// Serve MCP over stdin/stdout (for Claude Desktop, Claude Code and other
     /// MCP clients that start their servers).
@@ -157,7 +212,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     } else {
         Capacity::OneShot
     };
-    let node = Node::open(data, config, capacity).context("cannot open the node")?;
+    let node = Node::open(data.clone(), config, capacity).context("cannot open the node")?;
     match args.command {
         Command::Add { files } => cli::add(&node, &files).await,
         Command::Ls { json } => cli::list(&node, json),
@@ -167,7 +222,16 @@ async fn run(args: Args) -> anyhow::Result<()> {
             tool,
             arguments,
             deadline,
+            memory: _,
+            remote: true,
+        } => cli::call_remote(&data, &agent, &tool, &arguments, deadline).await,
+        Command::Call {
+            agent,
+            tool,
+            arguments,
+            deadline,
             memory,
+            remote: false,
         } => {
             let mut limits = node.config().limits;
             if let Some(deadline) = deadline {
@@ -186,7 +250,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
             token,
             allow_hosts,
             allow_origins,
+            p2p_listen,
+            bootstrap,
+            no_p2p,
+            mdns,
         } => {
+            let p2p = p2p_options(node.config(), p2p_listen, bootstrap, no_p2p, mdns)?;
             let serve = &node.config().serve;
             let options = agentsite::mcp::http::HttpOptions {
                 listen: listen.unwrap_or(serve.listen),
@@ -194,10 +263,54 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 allowed_hosts: [serve.allowed_hosts.clone(), allow_hosts].concat(),
                 allowed_origins: [serve.allowed_origins.clone(), allow_origins].concat(),
             };
-            cli::serve(std::sync::Arc::new(node), options).await
+            cli::serve(std::sync::Arc::new(node), options, p2p).await
         }
+        Command::Id { json } => cli::id(&data, json).await,
+        Command::Peers { json } => cli::peers(&data, json).await,
+        Command::Publish { agent } => cli::publish(&data, &agent).await,
+        Command::Search { words, limit, json } => cli::search(&data, &words, limit, json).await,
+        Command::Fetch { id } => cli::fetch(&data, &id).await,
         Command::Mcp { agents } => cli::mcp(std::sync::Arc::new(node), &agents).await,
     }
+}
+
+/// The network settings of `serve`: the config's, overridden by flags.
+fn p2p_options(
+    config: &Config,
+    listen: Vec<String>,
+    bootstrap: Vec<String>,
+    no_p2p: bool,
+    mdns: bool,
+) -> anyhow::Result<Option<cli::P2pOptions>> {
+    let p2p = &config.p2p;
+    if no_p2p || !p2p.enabled {
+        return Ok(None);
+    }
+    let parse = |text: &String| {
+        text.parse::<agentsite::net::Multiaddr>().map_err(|e| {
+            anyhow::anyhow!(
+                "{text:?} is not a libp2p address ({e}), such as /ip4/127.0.0.1/tcp/4077"
+            )
+        })
+    };
+    let listen = if listen.is_empty() {
+        p2p.listen.clone()
+    } else {
+        listen
+    };
+    let bootstrap = [p2p.bootstrap.clone(), bootstrap].concat();
+    Ok(Some(cli::P2pOptions {
+        net: agentsite::net::NetConfig {
+            listen: listen.iter().map(parse).collect::<Result<_, _>>()?,
+            bootstrap: bootstrap.iter().map(parse).collect::<Result<_, _>>()?,
+            mdns: mdns || p2p.mdns,
+            transports: agentsite::net::Transports::Network,
+        },
+        hub: agentsite::hub::HubOptions {
+            public: p2p.public.clone(),
+            seed_fetched: p2p.seed_fetched,
+        },
+    }))
 }
 
 fn init_logging(verbose: u8) {
@@ -207,8 +320,16 @@ fn init_logging(verbose: u8) {
         2 => "debug",
         _ => "trace",
     };
+    // Kademlia warns whenever its periodic bootstrap finds no peers (the
+    // normal state of a network's first node), gossipsub whenever a node
+    // that fetched an agent announces it again: neither is news to a person.
+    let quiet = if verbose < 2 {
+        ",libp2p_kad=error,libp2p_gossipsub=error"
+    } else {
+        ""
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTSITE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{default}{quiet}")));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -96,6 +96,11 @@ impl Node {
         &self.config
     }
 
+    /// The stored component bytes.
+    pub fn blobs(&self) -> &BlobStore {
+        &self.blobs
+    }
+
     /// The node's runtime, once it is built.
     pub fn runtime(&self) -> Result<&Runtime, RuntimeUnavailable> {
         self.runtime.get()

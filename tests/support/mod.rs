@@ -157,17 +157,27 @@ pub struct Server {
     child: std::process::Child,
     /// `http://127.0.0.1:PORT`
     pub base: String,
+    /// The node's first libp2p address (`.../p2p/<peer id>`), when it joined
+    /// the network.
+    pub p2p: Option<String>,
 }
 
 impl Server {
     /// Starts serving the node in `data` with extra `args`, and waits (up to
-    /// 30 s) for the line announcing its address.
+    /// 30 s) for the line announcing its address. Unless `args` give a
+    /// `--p2p-listen` address, the node stays off the network.
     pub fn start(data: &Path, args: &[&str]) -> Server {
         use std::io::BufRead as _;
+        let offline: &[&str] = if args.contains(&"--p2p-listen") {
+            &[]
+        } else {
+            &["--no-p2p"]
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_agentsite"))
             .arg("--data-dir")
             .arg(data)
             .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(offline)
             .args(args)
             .env_remove("AGENTSITE_CONFIG")
             .env_remove("AGENTSITE_TOKEN")
@@ -177,24 +187,34 @@ impl Server {
             .expect("agentsite serve starts");
         let stderr = child.stderr.take().unwrap();
         let (found, address) = std::sync::mpsc::channel();
+        let name = data
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         std::thread::spawn(move || {
             let mut found = Some(found);
+            let mut p2p = None;
             // Keep draining stderr for the life of the server.
             for line in std::io::BufReader::new(stderr)
                 .lines()
                 .map_while(Result::ok)
             {
+                if let Some(rest) = line.split(" listening on ").nth(1)
+                    && line.starts_with("peer id ")
+                {
+                    p2p = rest.split_whitespace().next().map(str::to_owned);
+                }
                 if let Some(rest) = line.split("at http://").nth(1)
                     && let Some(found) = found.take()
                 {
                     let address = rest.split('/').next().unwrap_or_default().to_owned();
-                    let _ = found.send(address);
+                    let _ = found.send((address, p2p.clone()));
                 }
-                eprintln!("[serve] {line}");
+                eprintln!("[serve {name}] {line}");
             }
         });
-        let address = match address.recv_timeout(std::time::Duration::from_secs(30)) {
-            Ok(address) => address,
+        let (address, p2p) = match address.recv_timeout(std::time::Duration::from_secs(30)) {
+            Ok(found) => found,
             Err(_) => {
                 let _ = child.kill();
                 panic!("agentsite serve did not announce its address");
@@ -203,11 +223,20 @@ impl Server {
         Server {
             child,
             base: format!("http://{address}"),
+            p2p,
         }
     }
 
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+}
+
+impl Server {
+    /// Stops the server now (as Ctrl-C would not: no clean shutdown).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 

@@ -61,6 +61,12 @@ pub trait Caller: Send + Sync {
 
     /// Asks the person at the caller to fill in a form described by `schema`.
     async fn elicit(&self, message: String, schema: Value) -> Result<Elicitation, ElicitFailure>;
+
+    /// How many agent-to-agent hops led to this call: 0 for a call from a
+    /// person or an MCP client, n + 1 for a call made by an agent at hop n.
+    fn depth(&self) -> u32 {
+        0
+    }
 }
 
 /// A call's link to its caller, shared by the imports that use it.
@@ -74,6 +80,11 @@ pub struct CallerLink {
 impl CallerLink {
     pub(crate) fn new(caller: Option<Arc<dyn Caller>>, deadline: Instant) -> Self {
         CallerLink { caller, deadline }
+    }
+
+    /// The hop count of the call (see [`Caller::depth`]).
+    pub(crate) fn depth(&self) -> u32 {
+        self.caller.as_ref().map_or(0, |c| c.depth())
     }
 
     /// Waits for `future` until the call's deadline.

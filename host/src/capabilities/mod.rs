@@ -7,8 +7,9 @@
 //!
 //! Until operators can grant capabilities (a later stage), the defaults are:
 //! clocks and randomness work; the filesystem, environment, sockets and
-//! outgoing HTTP see nothing; `kv` is a per-agent store; `peers` answers "not
-//! granted"; `llm` and `user` reach the calling MCP client when it offers
+//! outgoing HTTP see nothing; `kv` is a per-agent store; `peers` reaches
+//! other agents when the node is on a network (hop-limited, within the
+//! caller's deadline) and answers "not granted" otherwise; `llm` and `user` reach the calling MCP client when it offers
 //! sampling and elicitation, and answer "not granted" otherwise.
 
 pub mod caller;

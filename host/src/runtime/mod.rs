@@ -26,7 +26,7 @@ use crate::capabilities::{
     host::{HostState, ResourceUpdate},
     kv::{KvState, KvStores},
     llm::LlmState,
-    peers::PeersState,
+    peers::{PeerNetwork, PeersState},
     user::UserState,
     wasi::DenyAllHttp,
 };
@@ -96,6 +96,7 @@ pub struct Runtime {
     pooling: bool,
     kv: Arc<KvStores>,
     updates: broadcast::Sender<ResourceUpdate>,
+    peers: std::sync::OnceLock<Arc<dyn PeerNetwork>>,
     _ticker: EpochTicker,
 }
 
@@ -129,6 +130,7 @@ impl Runtime {
             pooling,
             kv: Arc::new(KvStores::new(kv_dir)),
             updates: broadcast::channel(256).0,
+            peers: std::sync::OnceLock::new(),
             _ticker: ticker,
         })
     }
@@ -145,6 +147,12 @@ impl Runtime {
     /// Announcements of agents whose resources changed (`host.resource-updated`).
     pub fn resource_updates(&self) -> broadcast::Receiver<ResourceUpdate> {
         self.updates.subscribe()
+    }
+
+    /// Gives agents the network (the `peers` import). Set once, when the
+    /// node joins a network; returns false if one was already set.
+    pub fn set_peers(&self, network: Arc<dyn PeerNetwork>) -> bool {
+        self.peers.set(network).is_ok()
     }
 
     /// The key-value databases of this node's agents.
@@ -387,7 +395,7 @@ impl Runtime {
             limiter: limits::CallLimiter::new(limits.memory),
             host: HostState::new(log.clone(), agent.id, caller.clone(), self.updates.clone()),
             kv: KvState::new(self.kv.clone(), agent.id),
-            peers: PeersState,
+            peers: PeersState::new(self.peers.get().cloned(), caller.clone()),
             llm: LlmState::new(caller.clone()),
             user: UserState::new(caller),
         };

@@ -48,6 +48,22 @@ impl BlobStore {
         Ok(bytes)
     }
 
+    /// Bytes `range` of the blob of `id`, read without checking the whole
+    /// (the caller checks the range against a manifest).
+    pub fn read_range(
+        &self,
+        id: &AgentId,
+        range: std::ops::Range<usize>,
+    ) -> Result<Vec<u8>, StoreError> {
+        use std::os::unix::fs::FileExt as _;
+        let path = self.path(id);
+        let file = std::fs::File::open(&path).map_err(|e| read_error(id, &path, e))?;
+        let mut bytes = vec![0u8; range.len()];
+        file.read_exact_at(&mut bytes, range.start as u64)
+            .map_err(|e| read_error(id, &path, e))?;
+        Ok(bytes)
+    }
+
     /// Removes the bytes of `id`.
     pub fn remove(&self, id: &AgentId) -> Result<(), StoreError> {
         remove_if_present(&self.path(id))

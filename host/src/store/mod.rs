@@ -9,6 +9,7 @@
 mod blobs;
 mod catalog;
 mod compiled;
+pub mod manifest;
 
 pub use blobs::BlobStore;
 pub use catalog::{AgentRecord, Catalog, ResolveError, resolve_in};

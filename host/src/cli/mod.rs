@@ -4,6 +4,10 @@
 //! Output meant for programs (ids, results, `--json`) goes to stdout; notes
 //! for people go to stderr, so that `agentsite add x.wasm` can be captured.
 
+mod network;
+
+pub use network::{call_remote, fetch, id, peers, publish, search};
+
 use crate::Node;
 use crate::capabilities::caller::{Caller, ElicitFailure, Elicitation, Progress};
 use crate::capabilities::guest_log::Level;
@@ -228,7 +232,7 @@ fn schema_type(schema: &serde_json::Value) -> String {
     }
 }
 
-fn print_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) {
+pub(crate) fn print_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) {
     let mut widths = header.map(str::len);
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -255,7 +259,7 @@ fn print_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) {
 }
 
 /// JSON on stdout: indented for a person at a terminal, one line for a pipe.
-fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+pub(crate) fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let text = if stdout.is_terminal() {
         serde_json::to_string_pretty(value)?
@@ -267,22 +271,66 @@ fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `agentsite serve`: MCP over streamable HTTP until Ctrl-C or SIGTERM.
+/// How `agentsite serve` joins the network, when it does.
+pub struct P2pOptions {
+    pub net: crate::net::NetConfig,
+    pub hub: crate::hub::HubOptions,
+}
+
+/// `agentsite serve`: MCP over streamable HTTP (and, with `p2p`, the node on
+/// the network with its control API) until Ctrl-C or SIGTERM.
 pub async fn serve(
     node: std::sync::Arc<Node>,
     options: crate::mcp::http::HttpOptions,
+    p2p: Option<P2pOptions>,
 ) -> anyhow::Result<()> {
     use crate::mcp::{Hosted, http};
+    use crate::web::control;
     options.check()?;
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
         .with_context(|| format!("cannot listen on {}", options.listen))?;
     let address = listener.local_addr()?;
-    let hosted = Hosted::new(node)?;
+    let hosted = Hosted::new(node.clone())?;
     let stop = tokio_util::sync::CancellationToken::new();
     let watcher = tokio::spawn(hosted.clone().watch(stop.clone()));
     let agents = hosted.records().len();
-    let router = http::router(hosted, options, stop.clone());
+    let mut router = http::router(hosted, options, stop.clone());
+    let mut _node_files = None;
+    let mut hub = None;
+    if let Some(p2p) = p2p {
+        let keypair = crate::net::identity::load_or_create(&node.data_dir().identity())?;
+        let joined = crate::hub::Hub::start(node.clone(), keypair, p2p.net, p2p.hub)
+            .await
+            .context("cannot join the network")?;
+        let addresses: Vec<String> = joined
+            .network()
+            .addresses()
+            .await?
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let api_host = if address.ip().is_unspecified() {
+            std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), address.port())
+        } else {
+            address
+        };
+        let file = control::NodeFile {
+            api: format!("http://{api_host}"),
+            peer_id: joined.peer_id().to_string(),
+            addresses: addresses.clone(),
+            pid: std::process::id(),
+        };
+        let (files, token) = control::Published::write(node.data_dir(), &file)?;
+        _node_files = Some(files);
+        router = router.merge(crate::web::api::router(joined.clone(), token));
+        eprintln!(
+            "peer id {} listening on {}",
+            joined.peer_id(),
+            addresses.join(" ")
+        );
+        hub = Some(joined);
+    }
     // The address line is the one a script or test waits for.
     eprintln!("serving {agents} agents over MCP at http://{address}/mcp (health: /health)");
     tokio::spawn({
@@ -296,6 +344,9 @@ pub async fn serve(
     let served = http::serve(listener, router, stop.clone()).await;
     stop.cancel();
     let _ = watcher.await;
+    if let Some(hub) = hub {
+        hub.network().shutdown().await;
+    }
     served
 }
 

@@ -1,0 +1,542 @@
+//! AgentHub: the node's view of the network of agents. Publishes this node's
+//! agents, searches for others (its own index first, then the DHT), fetches
+//! them by id and verifies them, and calls tools where agents live.
+//!
+//! The hub is the one place that joins the node (store, runtime) and the
+//! network ([`crate::net`]): the network layer knows nothing of agents
+//! beyond manifests and bytes, and the node knows nothing of peers.
+
+mod index;
+mod library;
+
+pub use index::Known;
+
+use crate::capabilities::peers::{Discovered, Hop, PeerFailure, PeerNetwork};
+use crate::net::fetch::{self, DownloadReport, FetchRequest, FetchResponse};
+use crate::net::rpc::{self, CallRequest, code};
+use crate::net::{Keypair, NetConfig, NetError, Network, PeerId, PublishReport, dht};
+use crate::store::manifest::{Manifest, SignedManifest, normalize_keyword};
+use crate::store::{AgentRecord, StoreError};
+use crate::tool::{AgentCard, ToolOutput, ToolSpec};
+use crate::{AgentId, Node};
+use index::Index;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
+use std::time::Duration;
+
+/// Words of one search sent to the DHT at most.
+const MAX_SEARCH_WORDS: usize = 8;
+/// Hosts asked for their matches per keyword.
+const HOSTS_ASKED_PER_WORD: usize = 8;
+/// How long one host may take to answer a search or manifest request.
+const ASK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// State shared by the hub and the library it offers the network.
+pub(crate) struct Shared {
+    node: Arc<Node>,
+    /// Agents this node serves to others, with the manifests it serves.
+    offered: RwLock<HashMap<AgentId, SignedManifest>>,
+    index: Mutex<Index>,
+}
+
+impl Shared {
+    fn offered(&self, id: &AgentId) -> Option<SignedManifest> {
+        self.offered
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
+    }
+
+    fn offers(&self) -> Vec<SignedManifest> {
+        self.offered
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    fn offer(&self, manifest: SignedManifest) {
+        self.offered
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(manifest.id(), manifest);
+    }
+
+    fn index(&self) -> std::sync::MutexGuard<'_, Index> {
+        self.index.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn remember(&self, manifest: SignedManifest, host: PeerId) {
+        self.index().insert(manifest, host);
+    }
+}
+
+/// An agent found by a search.
+#[derive(Debug, Clone, Serialize)]
+pub struct Found {
+    pub id: AgentId,
+    pub card: AgentCard,
+    pub tools: Vec<ToolSpec>,
+    /// Nodes known to host it.
+    pub providers: usize,
+    /// Who signed its manifest (a peer id).
+    pub publisher: String,
+    pub size: u64,
+    /// The imports it asks a host for.
+    pub capabilities: Vec<String>,
+}
+
+impl Found {
+    fn from_known(known: &Known) -> Found {
+        let manifest = known.manifest.manifest();
+        Found {
+            id: manifest.id,
+            card: manifest.card.clone(),
+            tools: manifest.tools.clone(),
+            providers: known.hosts.len(),
+            publisher: known.manifest.publisher_id().to_string(),
+            size: manifest.size,
+            capabilities: manifest.capabilities.clone(),
+        }
+    }
+}
+
+/// What a fetch did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Fetched {
+    pub record: AgentRecord,
+    /// False when the agent was already installed and nothing moved.
+    pub downloaded: bool,
+    /// Providers that sent chunks that were kept.
+    pub providers_used: usize,
+    /// Providers caught sending corrupt chunks (now blocked).
+    pub liars: Vec<String>,
+}
+
+/// Why a hub operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    #[error(transparent)]
+    Resolve(#[from] crate::store::ResolveError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Net(#[from] NetError),
+    #[error("no node on the network offers {0}")]
+    NoProvider(AgentId),
+    #[error(transparent)]
+    Fetch(#[from] fetch::FetchError),
+    #[error("the fetched agent was refused: {0}")]
+    Add(#[from] crate::AddError),
+    #[error("cannot sign the manifest: {0}")]
+    Sign(#[from] crate::store::manifest::ManifestError),
+    #[error("{0}")]
+    Remote(#[from] rpc::RpcError),
+}
+
+/// Options of the hub beyond the network's own.
+#[derive(Debug, Clone)]
+pub struct HubOptions {
+    /// Agents (name or id) published when the hub starts.
+    pub public: Vec<String>,
+    /// Offer fetched agents to other nodes too.
+    pub seed_fetched: bool,
+}
+
+/// The node on the network.
+pub struct Hub {
+    shared: Arc<Shared>,
+    network: Network,
+    keypair: Keypair,
+    published_dir: PathBuf,
+    seed_fetched: bool,
+}
+
+impl Hub {
+    /// Joins the network with `keypair`, gives agents the `peers` import,
+    /// and publishes again what this node published before (and the agents
+    /// `options` marks public).
+    pub async fn start(
+        node: Arc<Node>,
+        keypair: Keypair,
+        config: NetConfig,
+        options: HubOptions,
+    ) -> anyhow::Result<Arc<Hub>> {
+        let shared = Arc::new(Shared {
+            node: node.clone(),
+            offered: RwLock::new(HashMap::new()),
+            index: Mutex::new(Index::default()),
+        });
+        let library = Arc::new(library::NodeLibrary(shared.clone()));
+        let network = Network::start(keypair.clone(), config, library).await?;
+        let hub = Arc::new(Hub {
+            shared,
+            network,
+            keypair,
+            published_dir: node.data_dir().published(),
+            seed_fetched: options.seed_fetched,
+        });
+        node.runtime()?
+            .set_peers(Arc::new(HubLink(Arc::downgrade(&hub))));
+        for manifest in hub.load_published() {
+            hub.shared.offer(manifest);
+        }
+        for agent in &options.public {
+            let record = node.resolve(agent)?;
+            if hub.shared.offered(&record.id).is_none() {
+                hub.sign_and_offer(&record)?;
+            }
+        }
+        // Announce in the background: with bootstrap peers still connecting,
+        // waiting here would only delay the node's start.
+        let announcer = hub.clone();
+        tokio::spawn(async move {
+            for manifest in announcer.shared.offers() {
+                if let Err(e) = announcer.network.publish(manifest).await {
+                    tracing::warn!("cannot announce a published agent: {e}");
+                }
+            }
+        });
+        Ok(hub)
+    }
+
+    pub fn network(&self) -> &Network {
+        &self.network
+    }
+
+    pub fn peer_id(&self) -> PeerId {
+        self.network.peer_id()
+    }
+
+    /// Publishes the installed agent meant by `query`: signs its manifest,
+    /// offers it, and announces it on the network.
+    pub async fn publish(&self, query: &str) -> Result<(SignedManifest, PublishReport), HubError> {
+        let record = self.shared.node.resolve(query)?;
+        let signed = self.sign_and_offer(&record)?;
+        let report = self.network.publish(signed.clone()).await?;
+        Ok((signed, report))
+    }
+
+    fn sign_and_offer(&self, record: &AgentRecord) -> Result<SignedManifest, HubError> {
+        let bytes = self.shared.node.blobs().get(&record.id)?;
+        let manifest = Manifest::describe(record, &bytes, &self.keypair.public());
+        let signed = SignedManifest::sign(manifest, &self.keypair)?;
+        self.save_published(&signed)?;
+        self.shared.offer(signed.clone());
+        Ok(signed)
+    }
+
+    fn save_published(&self, signed: &SignedManifest) -> Result<(), StoreError> {
+        let path = self.published_dir.join(signed.id().hex());
+        crate::store::write_atomic(&path, signed.encoded())
+    }
+
+    /// Manifests this node offered before it last stopped, still backed by
+    /// an installed agent.
+    fn load_published(&self) -> Vec<SignedManifest> {
+        let Ok(entries) = std::fs::read_dir(&self.published_dir) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                let bytes = std::fs::read(entry.path()).ok()?;
+                match SignedManifest::decode(&bytes) {
+                    Ok(manifest) if self.shared.node.blobs().verify(&manifest.id()).is_ok() => {
+                        Some(manifest)
+                    }
+                    Ok(_) => None,
+                    Err(e) => {
+                        tracing::warn!("ignoring {}: {e}", entry.path().display());
+                        None
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Agents matching `query` (words): this node's index, completed by a DHT
+    /// provider lookup per word and the matches those hosts return.
+    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<Found>, HubError> {
+        let mut words: Vec<String> = query
+            .split_whitespace()
+            .map(normalize_keyword)
+            .filter(|w| !w.is_empty())
+            .collect();
+        words.dedup();
+        words.truncate(MAX_SEARCH_WORDS);
+        if words.is_empty() {
+            return Ok(Vec::new());
+        }
+        let lookups = words.iter().map(|word| self.search_network(word));
+        futures::future::join_all(lookups).await;
+        let index = self.shared.index();
+        Ok(index
+            .search(&words)
+            .into_iter()
+            .take(limit)
+            .map(|(_, known)| Found::from_known(known))
+            .collect())
+    }
+
+    /// Finds the hosts of `word` and asks each for its matching manifests,
+    /// which go into the index.
+    async fn search_network(&self, word: &str) {
+        let lookup = match self
+            .network
+            .providers(dht::keyword_key(word), HOSTS_ASKED_PER_WORD)
+            .await
+        {
+            Ok(lookup) => lookup,
+            Err(e) => {
+                tracing::debug!("keyword lookup for {word:?} failed: {e}");
+                return;
+            }
+        };
+        let me = self.peer_id();
+        let asks = lookup
+            .providers
+            .into_iter()
+            .filter(|host| *host != me)
+            .take(HOSTS_ASKED_PER_WORD)
+            .map(|host| async move {
+                let request = FetchRequest::Matching {
+                    keyword: word.to_owned(),
+                };
+                let answer =
+                    tokio::time::timeout(ASK_TIMEOUT, self.network.request(host, request)).await;
+                (host, answer)
+            });
+        for (host, answer) in futures::future::join_all(asks).await {
+            let Ok(Ok(FetchResponse::Matching(manifests))) = answer else {
+                continue;
+            };
+            for bytes in manifests {
+                match SignedManifest::decode(&bytes) {
+                    Ok(manifest) if manifest.manifest().keywords().iter().any(|k| k == word) => {
+                        self.shared.remember(manifest, host)
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        self.network
+                            .penalise(host, &format!("answered a search with a bad manifest: {e}"));
+                        self.shared.index().forget_host(&host);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The signed manifest of `id`: from the index, else from the DHT.
+    async fn manifest(&self, id: AgentId) -> Result<SignedManifest, HubError> {
+        if let Some(known) = self.shared.index().get(&id) {
+            return Ok(known.manifest.clone());
+        }
+        Ok(self.network.manifest(id).await?)
+    }
+
+    /// Hosts of `id` other than this node, from the DHT and the index.
+    async fn providers(&self, id: AgentId, want: usize) -> Result<Vec<PeerId>, HubError> {
+        let me = self.peer_id();
+        let mut providers: Vec<PeerId> = self
+            .network
+            .providers(dht::agent_key(&id), want)
+            .await?
+            .providers;
+        if let Some(known) = self.shared.index().get(&id) {
+            providers.extend(known.hosts.iter().copied());
+        }
+        providers.sort();
+        providers.dedup();
+        providers.retain(|p| *p != me);
+        Ok(providers)
+    }
+
+    /// Fetches the agent `id` from the network: manifest, hosts, chunks in
+    /// parallel (each checked), the whole checked against the id, then
+    /// installed (compiled and validated) like `agentsite add`.
+    pub async fn fetch(
+        &self,
+        id: AgentId,
+        progress: &(dyn Fn(FetchProgress) + Send + Sync),
+    ) -> Result<Fetched, HubError> {
+        let node = &self.shared.node;
+        if let Ok(record) = node.resolve(&id.to_string())
+            && node.blobs().verify(&id).is_ok()
+        {
+            return Ok(Fetched {
+                record,
+                downloaded: false,
+                providers_used: 0,
+                liars: Vec::new(),
+            });
+        }
+        let manifest = self.manifest(id).await?;
+        let providers = self.providers(id, 8).await?;
+        if providers.is_empty() {
+            return Err(HubError::NoProvider(id));
+        }
+        let size = manifest.manifest().size;
+        progress(FetchProgress::Started {
+            size,
+            providers: providers.len(),
+        });
+        let on_bytes = |done: u64| progress(FetchProgress::Bytes { done, size });
+        let (bytes, report) =
+            fetch::download(&self.network, &manifest, &providers, &on_bytes).await?;
+        let DownloadReport { chunks_from, liars } = report;
+        for liar in &liars {
+            self.shared.index().forget_host(liar);
+        }
+        progress(FetchProgress::Verified);
+        let record = node.add(&bytes).await?;
+        if self.seed_fetched {
+            self.shared.offer(manifest.clone());
+            let _ = self.save_published(&manifest);
+            let network = self.network.clone();
+            tokio::spawn(async move {
+                if let Err(e) = network.publish(manifest).await {
+                    tracing::warn!("cannot announce a fetched agent: {e}");
+                }
+            });
+        }
+        Ok(Fetched {
+            record,
+            downloaded: true,
+            providers_used: chunks_from.len(),
+            liars: liars.iter().map(ToString::to_string).collect(),
+        })
+    }
+
+    /// Calls `tool` of the agent `id` on a node that hosts it, trying hosts
+    /// in turn until one answers.
+    pub async fn call_remote(
+        &self,
+        id: AgentId,
+        tool: &str,
+        arguments: serde_json::Value,
+        hop: Hop,
+    ) -> Result<ToolOutput, HubError> {
+        let providers = self.providers(id, 3).await?;
+        if providers.is_empty() {
+            return Err(HubError::NoProvider(id));
+        }
+        let mut last_error = HubError::NoProvider(id);
+        for provider in providers {
+            let request = CallRequest {
+                agent: id,
+                tool: tool.to_owned(),
+                arguments: arguments.clone(),
+                depth: hop.depth,
+                deadline: hop.remaining(),
+            };
+            let answer = self
+                .network
+                .rpc(provider, request.to_json(), hop.remaining())
+                .await;
+            match answer.map(rpc::parse_response) {
+                Ok(Ok(output)) => return Ok(output),
+                // That host no longer offers it: try the next.
+                Ok(Err(error)) if error.code == code::NOT_FOUND => last_error = error.into(),
+                Ok(Err(error)) => return Err(error.into()),
+                Err(error) => {
+                    tracing::debug!(%provider, "remote call failed: {error}");
+                    last_error = error.into();
+                }
+            }
+        }
+        Err(last_error)
+    }
+}
+
+/// Progress of a fetch, for a progress bar.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum FetchProgress {
+    Started { size: u64, providers: usize },
+    Bytes { done: u64, size: u64 },
+    Verified,
+}
+
+/// The hub as agents reach it through `peers`; weak, so that the runtime
+/// holding it does not keep the hub alive.
+struct HubLink(Weak<Hub>);
+
+impl HubLink {
+    fn hub(&self) -> Result<Arc<Hub>, PeerFailure> {
+        self.0
+            .upgrade()
+            .ok_or_else(|| PeerFailure::Unavailable("the node is leaving the network".into()))
+    }
+}
+
+#[async_trait::async_trait]
+impl PeerNetwork for HubLink {
+    async fn discover(&self, query: &str, limit: u32) -> Result<Vec<Discovered>, PeerFailure> {
+        let hub = self.hub()?;
+        let found = hub
+            .search(query, limit as usize)
+            .await
+            .map_err(|e| PeerFailure::Unavailable(e.to_string()))?;
+        Ok(found
+            .into_iter()
+            .map(|f| Discovered {
+                id: f.id,
+                card: f.card,
+                tools: f.tools,
+                providers: f.providers as u32,
+            })
+            .collect())
+    }
+
+    async fn call(
+        &self,
+        agent: AgentId,
+        tool: &str,
+        arguments: &str,
+        hop: Hop,
+    ) -> Result<ToolOutput, PeerFailure> {
+        let hub = self.hub()?;
+        let node = &hub.shared.node;
+        // Installed here: call it here, under this node's limits.
+        if let Ok(record) = node.resolve(&agent.to_string()) {
+            let mut limits = node.config().limits;
+            limits.deadline = limits.deadline.min(hop.remaining());
+            let caller = Arc::new(library::ChainCaller { depth: hop.depth });
+            return match node
+                .call_record(&record, tool, arguments, limits, Some(caller))
+                .await
+            {
+                Ok(output) => Ok(output),
+                Err(crate::NodeCallError::UnknownTool { tool, .. }) => {
+                    Err(PeerFailure::UnknownTool(tool))
+                }
+                Err(crate::NodeCallError::Call(crate::runtime::CallError::InvalidArguments(m))) => {
+                    Err(PeerFailure::InvalidArguments(m))
+                }
+                Err(e) => Err(PeerFailure::Failed(e.to_string())),
+            };
+        }
+        let arguments: serde_json::Value = serde_json::from_str(arguments)
+            .map_err(|e| PeerFailure::InvalidArguments(format!("arguments are not JSON: {e}")))?;
+        match hub.call_remote(agent, tool, arguments, hop).await {
+            Ok(output) => Ok(output),
+            Err(HubError::NoProvider(id)) => {
+                Err(PeerFailure::NotFound(format!("no node offers {id}")))
+            }
+            Err(HubError::Remote(error)) => Err(match error.code {
+                code::INVALID_PARAMS => PeerFailure::InvalidArguments(error.message),
+                code::DEPTH_EXCEEDED => PeerFailure::DepthExceeded(error.message),
+                code::DEADLINE_EXCEEDED => PeerFailure::DeadlineExceeded(error.message),
+                code::NOT_FOUND => PeerFailure::NotFound(error.message),
+                _ => PeerFailure::Unavailable(error.message),
+            }),
+            Err(e) => Err(PeerFailure::Unavailable(e.to_string())),
+        }
+    }
+}

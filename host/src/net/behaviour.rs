@@ -1,0 +1,93 @@
+//! The protocols a node speaks, composed into one libp2p behaviour, and the
+//! transports it speaks them over.
+//!
+//! Kademlia (records, providers), gossipsub (announcements), identify (who a
+//! peer is and where it listens), two request-response protocols (chunk
+//! fetch and JSON-RPC calls), an optional mDNS for a LAN, and a block list for
+//! peers caught lying.
+
+use super::{NetConfig, Transports, dht, fetch, gossip, rpc};
+use libp2p::swarm::behaviour::toggle::Toggle;
+use libp2p::{
+    Swarm, SwarmBuilder, allow_block_list, gossipsub, identify, identity::Keypair, kad, mdns,
+    noise, swarm::NetworkBehaviour, tcp, yamux,
+};
+use std::time::Duration;
+
+/// Sent to peers in identify: lets people tell agentsite nodes from others.
+pub(super) const PROTOCOL_VERSION: &str = "/agentsite/1.0.0";
+
+#[derive(NetworkBehaviour)]
+pub(super) struct Behaviour {
+    pub blocked: allow_block_list::Behaviour<allow_block_list::BlockedPeers>,
+    pub kad: kad::Behaviour<kad::store::MemoryStore>,
+    pub gossip: gossipsub::Behaviour,
+    pub identify: identify::Behaviour,
+    pub fetch: fetch::Behaviour,
+    pub rpc: rpc::Behaviour,
+    pub mdns: Toggle<mdns::tokio::Behaviour>,
+}
+
+impl Behaviour {
+    fn new(keypair: &Keypair, config: &NetConfig) -> anyhow::Result<Self> {
+        let peer_id = keypair.public().to_peer_id();
+        let mdns = if config.mdns {
+            Some(mdns::tokio::Behaviour::new(
+                mdns::Config::default(),
+                peer_id,
+            )?)
+        } else {
+            None
+        };
+        Ok(Behaviour {
+            blocked: Default::default(),
+            kad: dht::behaviour(peer_id),
+            gossip: gossip::behaviour(keypair)?,
+            identify: identify::Behaviour::new(
+                identify::Config::new(PROTOCOL_VERSION.into(), keypair.public())
+                    .with_agent_version(format!("agentsite/{}", env!("CARGO_PKG_VERSION")))
+                    .with_push_listen_addr_updates(true),
+            ),
+            fetch: fetch::behaviour(),
+            rpc: rpc::behaviour(),
+            mdns: mdns.into(),
+        })
+    }
+}
+
+/// A swarm for `keypair` over the transports `config` asks for.
+pub(super) fn swarm(keypair: Keypair, config: &NetConfig) -> anyhow::Result<Swarm<Behaviour>> {
+    let behaviour = |key: &Keypair| Behaviour::new(key, config);
+    // Connections stay open while idle so that routing tables and gossip
+    // meshes survive quiet periods.
+    let swarm_config =
+        |c: libp2p::swarm::Config| c.with_idle_connection_timeout(Duration::from_secs(300));
+    let swarm = match config.transports {
+        Transports::Network => SwarmBuilder::with_existing_identity(keypair)
+            .with_tokio()
+            .with_tcp(
+                tcp::Config::default().nodelay(true),
+                noise::Config::new,
+                yamux::Config::default,
+            )?
+            .with_quic()
+            .with_behaviour(|key| behaviour(key).map_err(Into::into))?
+            .with_swarm_config(swarm_config)
+            .build(),
+        Transports::Memory => SwarmBuilder::with_existing_identity(keypair)
+            .with_tokio()
+            .with_other_transport(|key| {
+                use libp2p::Transport as _;
+                let noise = noise::Config::new(key)
+                    .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)?;
+                Ok(libp2p::core::transport::MemoryTransport::default()
+                    .upgrade(libp2p::core::upgrade::Version::V1)
+                    .authenticate(noise)
+                    .multiplex(yamux::Config::default()))
+            })?
+            .with_behaviour(|key| behaviour(key).map_err(Into::into))?
+            .with_swarm_config(swarm_config)
+            .build(),
+    };
+    Ok(swarm)
+}

@@ -1,0 +1,695 @@
+//! The one task that owns the swarm: turns commands from [`Network`] handles
+//! into swarm calls, and swarm events into answers, stored records and
+//! announcements.
+//!
+//! [`Network`]: super::Network
+
+use super::behaviour::{Behaviour, BehaviourEvent};
+use super::fetch::{FetchRequest, FetchResponse};
+use super::{Library, NetConfig, NetError, PeerInfo, ProviderLookup, PublishReport, dht, gossip};
+use crate::AgentId;
+use crate::store::manifest::SignedManifest;
+use futures::StreamExt as _;
+use libp2p::kad::{self, QueryId, QueryResult, RecordKey};
+use libp2p::multiaddr::Protocol;
+use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
+use libp2p::swarm::{SwarmEvent, dial_opts::DialOpts};
+use libp2p::{Multiaddr, PeerId, Swarm, gossipsub, identify, mdns};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+type Reply<T> = oneshot::Sender<T>;
+
+pub(super) enum Command {
+    Addresses {
+        reply: Reply<Vec<Multiaddr>>,
+    },
+    Peers {
+        reply: Reply<Vec<PeerInfo>>,
+    },
+    Dial {
+        address: Multiaddr,
+        reply: Reply<Result<(), NetError>>,
+    },
+    Publish {
+        manifest: Box<SignedManifest>,
+        reply: Reply<PublishReport>,
+    },
+    Providers {
+        key: RecordKey,
+        want: usize,
+        reply: Reply<Result<ProviderLookup, NetError>>,
+    },
+    Manifest {
+        id: AgentId,
+        reply: Reply<Result<SignedManifest, NetError>>,
+    },
+    Fetch {
+        peer: PeerId,
+        request: FetchRequest,
+        reply: Reply<Result<FetchResponse, NetError>>,
+    },
+    Rpc {
+        peer: PeerId,
+        message: Value,
+        reply: Reply<Result<Value, NetError>>,
+    },
+    Penalise {
+        peer: PeerId,
+        reason: String,
+    },
+    Shutdown {
+        reply: Reply<()>,
+    },
+}
+
+/// An answer the library computed off the event loop, to send back.
+enum Answer {
+    Fetch(ResponseChannel<FetchResponse>, FetchResponse),
+    Rpc(ResponseChannel<Value>, Value),
+}
+
+/// A DHT query someone waits for.
+enum Pending {
+    Providers {
+        want: usize,
+        found: HashSet<PeerId>,
+        reply: Reply<Result<ProviderLookup, NetError>>,
+    },
+    Manifest {
+        id: AgentId,
+        reply: Reply<Result<SignedManifest, NetError>>,
+    },
+    /// One of the queries of a publication (see `publications`).
+    Publish(u64),
+}
+
+/// A publication waiting for its record and provider queries.
+struct Publication {
+    remaining: usize,
+    report: PublishReport,
+    reply: Reply<PublishReport>,
+}
+
+/// What is known of a connected peer.
+#[derive(Default)]
+struct Peer {
+    addresses: HashSet<Multiaddr>,
+    agent_version: Option<String>,
+    agentsite: bool,
+}
+
+pub(super) struct EventLoop {
+    swarm: Swarm<Behaviour>,
+    library: Arc<dyn Library>,
+    commands: mpsc::Receiver<Command>,
+    answers: mpsc::UnboundedSender<Answer>,
+    answered: mpsc::UnboundedReceiver<Answer>,
+    queries: HashMap<QueryId, Pending>,
+    publications: HashMap<u64, Publication>,
+    next_publication: u64,
+    fetches: HashMap<OutboundRequestId, Reply<Result<FetchResponse, NetError>>>,
+    rpcs: HashMap<OutboundRequestId, Reply<Result<Value, NetError>>>,
+    peers: HashMap<PeerId, Peer>,
+    listen_addresses: Vec<Multiaddr>,
+    bootstrapped: bool,
+}
+
+impl EventLoop {
+    /// Listens, dials the bootstrap peers, and spawns the loop once every
+    /// listener has an address.
+    pub(super) async fn start(
+        mut swarm: Swarm<Behaviour>,
+        config: NetConfig,
+        library: Arc<dyn Library>,
+        commands: mpsc::Receiver<Command>,
+    ) -> anyhow::Result<()> {
+        for address in &config.listen {
+            swarm
+                .listen_on(address.clone())
+                .map_err(|e| anyhow::anyhow!("cannot listen on {address}: {e}"))?;
+        }
+        let (answers, answered) = mpsc::unbounded_channel();
+        let mut event_loop = EventLoop {
+            swarm,
+            library,
+            commands,
+            answers,
+            answered,
+            queries: HashMap::new(),
+            publications: HashMap::new(),
+            next_publication: 0,
+            fetches: HashMap::new(),
+            rpcs: HashMap::new(),
+            peers: HashMap::new(),
+            listen_addresses: Vec::new(),
+            bootstrapped: false,
+        };
+        event_loop.wait_for_listeners(config.listen.len()).await?;
+        for address in &config.bootstrap {
+            event_loop.join_through(address.clone())?;
+        }
+        tokio::spawn(event_loop.run());
+        Ok(())
+    }
+
+    async fn wait_for_listeners(&mut self, listeners: usize) -> anyhow::Result<()> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let mut ready = HashSet::new();
+        while ready.len() < listeners {
+            let event = tokio::time::timeout_at(deadline, self.swarm.select_next_some())
+                .await
+                .map_err(|_| anyhow::anyhow!("the network listeners did not start within 10 s"))?;
+            match &event {
+                SwarmEvent::NewListenAddr { listener_id, .. } => {
+                    ready.insert(*listener_id);
+                }
+                SwarmEvent::ListenerError { error, .. } => {
+                    anyhow::bail!("cannot listen: {error}");
+                }
+                SwarmEvent::ListenerClosed {
+                    reason: Err(error), ..
+                } => {
+                    anyhow::bail!("cannot listen: {error}");
+                }
+                _ => {}
+            }
+            self.on_swarm_event(event);
+        }
+        Ok(())
+    }
+
+    /// Adds a bootstrap address and dials it.
+    fn join_through(&mut self, address: Multiaddr) -> anyhow::Result<()> {
+        if let Some(Protocol::P2p(peer)) = address.iter().last() {
+            let mut bare = address.clone();
+            bare.pop();
+            self.swarm.behaviour_mut().kad.add_address(&peer, bare);
+        }
+        self.swarm
+            .dial(address.clone())
+            .map_err(|e| anyhow::anyhow!("cannot dial bootstrap peer {address}: {e}"))
+    }
+
+    async fn run(mut self) {
+        loop {
+            tokio::select! {
+                event = self.swarm.select_next_some() => self.on_swarm_event(event),
+                command = self.commands.recv() => match command {
+                    Some(Command::Shutdown { reply }) => {
+                        let _ = reply.send(());
+                        break;
+                    }
+                    Some(command) => self.on_command(command),
+                    None => break,
+                },
+                Some(answer) = self.answered.recv() => self.send_answer(answer),
+            }
+        }
+        tracing::debug!("network task stopped");
+    }
+
+    fn on_command(&mut self, command: Command) {
+        match command {
+            Command::Addresses { reply } => {
+                let me = self.swarm.local_peer_id().to_owned();
+                let addresses = self
+                    .listen_addresses
+                    .iter()
+                    .map(|a| a.clone().with(Protocol::P2p(me)))
+                    .collect();
+                let _ = reply.send(addresses);
+            }
+            Command::Peers { reply } => {
+                let mut peers: Vec<PeerInfo> = self
+                    .peers
+                    .iter()
+                    .map(|(id, peer)| PeerInfo {
+                        peer_id: id.to_string(),
+                        addresses: peer.addresses.iter().map(|a| a.to_string()).collect(),
+                        agent_version: peer.agent_version.clone(),
+                        agentsite: peer.agentsite,
+                    })
+                    .collect();
+                peers.sort_by(|a, b| a.peer_id.cmp(&b.peer_id));
+                let _ = reply.send(peers);
+            }
+            Command::Dial { address, reply } => {
+                let result = self
+                    .join_through(address)
+                    .map_err(|e| NetError::Dht(e.to_string()));
+                let _ = reply.send(result);
+            }
+            Command::Publish { manifest, reply } => self.publish(*manifest, reply),
+            Command::Providers { key, want, reply } => {
+                let id = self.swarm.behaviour_mut().kad.get_providers(key);
+                self.queries.insert(
+                    id,
+                    Pending::Providers {
+                        want: want.max(1),
+                        found: HashSet::new(),
+                        reply,
+                    },
+                );
+            }
+            Command::Manifest { id, reply } => {
+                let query = self
+                    .swarm
+                    .behaviour_mut()
+                    .kad
+                    .get_record(dht::agent_key(&id));
+                self.queries.insert(query, Pending::Manifest { id, reply });
+            }
+            Command::Fetch {
+                peer,
+                request,
+                reply,
+            } => {
+                let id = self
+                    .swarm
+                    .behaviour_mut()
+                    .fetch
+                    .send_request(&peer, request);
+                self.fetches.insert(id, reply);
+            }
+            Command::Rpc {
+                peer,
+                message,
+                reply,
+            } => {
+                let id = self.swarm.behaviour_mut().rpc.send_request(&peer, message);
+                self.rpcs.insert(id, reply);
+            }
+            Command::Penalise { peer, reason } => self.block(peer, &reason),
+            Command::Shutdown { .. } => unreachable!("handled by run"),
+        }
+    }
+
+    fn publish(&mut self, manifest: SignedManifest, reply: Reply<PublishReport>) {
+        let number = self.next_publication;
+        self.next_publication += 1;
+        let mut publication = Publication {
+            remaining: 0,
+            report: PublishReport::default(),
+            reply,
+        };
+        let kad = &mut self.swarm.behaviour_mut().kad;
+        let record = kad::Record::new(dht::agent_key(&manifest.id()), manifest.encoded().to_vec());
+        match kad.put_record(record, kad::Quorum::One) {
+            Ok(query) => {
+                self.queries.insert(query, Pending::Publish(number));
+                publication.remaining += 1;
+            }
+            Err(e) => tracing::warn!("cannot store the manifest record locally: {e}"),
+        }
+        let keywords = manifest.manifest().keywords();
+        let keys = std::iter::once(dht::agent_key(&manifest.id()))
+            .chain(keywords.iter().map(|k| dht::keyword_key(k)));
+        for key in keys {
+            match kad.start_providing(key) {
+                Ok(query) => {
+                    self.queries.insert(query, Pending::Publish(number));
+                    publication.remaining += 1;
+                    publication.report.provider_keys += 1;
+                }
+                Err(e) => tracing::warn!("cannot provide a key: {e}"),
+            }
+        }
+        let gossip = &mut self.swarm.behaviour_mut().gossip;
+        publication.report.gossip_peers = gossip.mesh_peers(&gossip::topic().hash()).count();
+        match gossip.publish(gossip::topic(), manifest.encoded().to_vec()) {
+            Ok(_) => {}
+            Err(gossipsub::PublishError::Duplicate) => {}
+            Err(gossipsub::PublishError::NoPeersSubscribedToTopic) => {
+                publication.report.gossip_peers = 0;
+            }
+            Err(e) => tracing::warn!("cannot announce {}: {e}", manifest.id()),
+        }
+        self.library
+            .announced(manifest, *self.swarm.local_peer_id());
+        if publication.remaining == 0 {
+            let _ = publication.reply.send(publication.report);
+        } else {
+            self.publications.insert(number, publication);
+        }
+    }
+
+    fn publication_step(&mut self, number: u64, step: impl FnOnce(&mut PublishReport)) {
+        let Some(publication) = self.publications.get_mut(&number) else {
+            return;
+        };
+        step(&mut publication.report);
+        publication.remaining -= 1;
+        if publication.remaining == 0
+            && let Some(publication) = self.publications.remove(&number)
+        {
+            let _ = publication.reply.send(publication.report);
+        }
+    }
+
+    fn send_answer(&mut self, answer: Answer) {
+        let behaviour = self.swarm.behaviour_mut();
+        // A failure here means the requester went away; nothing to do.
+        match answer {
+            Answer::Fetch(channel, response) => {
+                let _ = behaviour.fetch.send_response(channel, response);
+            }
+            Answer::Rpc(channel, response) => {
+                let _ = behaviour.rpc.send_response(channel, response);
+            }
+        }
+    }
+
+    fn block(&mut self, peer: PeerId, reason: &str) {
+        tracing::warn!(%peer, "blocking peer: {reason}");
+        let behaviour = self.swarm.behaviour_mut();
+        behaviour.blocked.block_peer(peer);
+        behaviour.kad.remove_peer(&peer);
+        self.peers.remove(&peer);
+    }
+
+    fn on_swarm_event(&mut self, event: SwarmEvent<BehaviourEvent>) {
+        match event {
+            SwarmEvent::NewListenAddr { address, .. } => {
+                tracing::info!("listening on {address}");
+                // Confirms the address to kad (so records we provide carry
+                // it) and to identify.
+                self.swarm.add_external_address(address.clone());
+                self.listen_addresses.push(address);
+            }
+            SwarmEvent::ExpiredListenAddr { address, .. } => {
+                self.swarm.remove_external_address(&address);
+                self.listen_addresses.retain(|a| *a != address);
+            }
+            SwarmEvent::ConnectionEstablished {
+                peer_id, endpoint, ..
+            } => {
+                let peer = self.peers.entry(peer_id).or_default();
+                if endpoint.is_dialer() {
+                    peer.addresses.insert(endpoint.get_remote_address().clone());
+                }
+            }
+            SwarmEvent::ConnectionClosed {
+                peer_id,
+                num_established: 0,
+                ..
+            } => {
+                self.peers.remove(&peer_id);
+            }
+            SwarmEvent::Behaviour(event) => self.on_behaviour_event(event),
+            _ => {}
+        }
+    }
+
+    fn on_behaviour_event(&mut self, event: BehaviourEvent) {
+        match event {
+            BehaviourEvent::Kad(event) => self.on_kad_event(event),
+            BehaviourEvent::Gossip(event) => self.on_gossip_event(event),
+            BehaviourEvent::Identify(identify::Event::Received { peer_id, info, .. }) => {
+                let agentsite = info.protocols.contains(&dht::PROTOCOL);
+                if agentsite {
+                    for address in &info.listen_addrs {
+                        self.swarm
+                            .behaviour_mut()
+                            .kad
+                            .add_address(&peer_id, address.clone());
+                    }
+                    if !self.bootstrapped {
+                        self.bootstrapped = true;
+                        let _ = self.swarm.behaviour_mut().kad.bootstrap();
+                    }
+                }
+                let peer = self.peers.entry(peer_id).or_default();
+                peer.agentsite = agentsite;
+                peer.agent_version = Some(info.agent_version);
+                peer.addresses.extend(info.listen_addrs);
+            }
+            BehaviourEvent::Identify(_) => {}
+            BehaviourEvent::Fetch(event) => self.on_fetch_event(event),
+            BehaviourEvent::Rpc(event) => self.on_rpc_event(event),
+            BehaviourEvent::Mdns(mdns::Event::Discovered(found)) => {
+                for (peer, address) in found {
+                    self.swarm
+                        .behaviour_mut()
+                        .kad
+                        .add_address(&peer, address.clone());
+                    let _ = self
+                        .swarm
+                        .dial(DialOpts::peer_id(peer).addresses(vec![address]).build());
+                }
+            }
+            BehaviourEvent::Mdns(_) => {}
+            BehaviourEvent::Blocked(never) => match never {},
+        }
+    }
+
+    fn on_kad_event(&mut self, event: kad::Event) {
+        match event {
+            kad::Event::OutboundQueryProgressed {
+                id,
+                result,
+                stats,
+                step,
+            } => self.on_query_progress(id, result, stats, step.last),
+            kad::Event::InboundRequest { request } => match request {
+                kad::InboundRequest::PutRecord {
+                    source,
+                    record: Some(record),
+                    ..
+                } => match dht::check_record(&record) {
+                    Ok(_) => {
+                        if let Err(e) = kad::store::RecordStore::put(
+                            self.swarm.behaviour_mut().kad.store_mut(),
+                            record,
+                        ) {
+                            tracing::debug!("record not stored: {e}");
+                        }
+                    }
+                    Err(e) => self.block(source, &format!("sent an invalid DHT record: {e}")),
+                },
+                kad::InboundRequest::AddProvider {
+                    record: Some(record),
+                } => {
+                    // kad has checked that the provider is the sender; we
+                    // keep only keys of our own kinds.
+                    let key = record.key.as_ref();
+                    if key.starts_with(b"/agentsite/agent/")
+                        || key.starts_with(b"/agentsite/keyword/")
+                    {
+                        let store = self.swarm.behaviour_mut().kad.store_mut();
+                        if let Err(e) = kad::store::RecordStore::add_provider(store, record) {
+                            tracing::debug!("provider record not stored: {e}");
+                        }
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+
+    fn on_query_progress(
+        &mut self,
+        id: QueryId,
+        result: QueryResult,
+        stats: kad::QueryStats,
+        last: bool,
+    ) {
+        let Some(pending) = self.queries.remove(&id) else {
+            return;
+        };
+        match (pending, result) {
+            (
+                Pending::Providers {
+                    want,
+                    mut found,
+                    reply,
+                },
+                QueryResult::GetProviders(outcome),
+            ) => {
+                if let Ok(kad::GetProvidersOk::FoundProviders { providers, .. }) = outcome {
+                    // Dial new providers now, while the query still knows
+                    // their addresses.
+                    for provider in &providers {
+                        if !self.swarm.is_connected(provider)
+                            && provider != self.swarm.local_peer_id()
+                        {
+                            let _ = self.swarm.dial(DialOpts::peer_id(*provider).build());
+                        }
+                    }
+                    found.extend(providers);
+                }
+                // Responses come one by one, empty ones included: answer
+                // once enough hosts are known or the lookup is over.
+                if found.len() >= want || last {
+                    if !last && let Some(mut query) = self.swarm.behaviour_mut().kad.query_mut(&id)
+                    {
+                        query.finish();
+                    }
+                    let _ = reply.send(Ok(ProviderLookup {
+                        providers: found.into_iter().collect(),
+                        requests: stats.num_requests(),
+                    }));
+                } else {
+                    self.queries
+                        .insert(id, Pending::Providers { want, found, reply });
+                }
+            }
+            (Pending::Manifest { id: agent, reply }, QueryResult::GetRecord(outcome)) => {
+                match outcome {
+                    Ok(kad::GetRecordOk::FoundRecord(found)) => {
+                        match dht::check_record(&found.record) {
+                            Ok(manifest) if manifest.id() == agent => {
+                                if let Some(mut query) =
+                                    self.swarm.behaviour_mut().kad.query_mut(&id)
+                                {
+                                    query.finish();
+                                }
+                                let _ = reply.send(Ok(manifest));
+                                return;
+                            }
+                            outcome => {
+                                if let Some(peer) = found.peer {
+                                    let reason = match outcome {
+                                        Err(e) => e.to_string(),
+                                        Ok(_) => "returned another agent's manifest".into(),
+                                    };
+                                    self.block(peer, &format!("returned a bad record: {reason}"));
+                                }
+                            }
+                        }
+                        if last {
+                            let _ = reply.send(Err(NetError::NotFound(agent)));
+                        } else {
+                            self.queries
+                                .insert(id, Pending::Manifest { id: agent, reply });
+                        }
+                    }
+                    _ if !last => {
+                        self.queries
+                            .insert(id, Pending::Manifest { id: agent, reply });
+                    }
+                    _ => {
+                        let _ = reply.send(Err(NetError::NotFound(agent)));
+                    }
+                }
+            }
+            (Pending::Publish(number), QueryResult::PutRecord(outcome)) => {
+                let replicas = match outcome {
+                    Ok(_) => 1,
+                    Err(kad::PutRecordError::QuorumFailed { success, .. })
+                    | Err(kad::PutRecordError::Timeout { success, .. }) => success.len(),
+                };
+                self.publication_step(number, |r| r.record_replicas = replicas);
+            }
+            (Pending::Publish(number), QueryResult::StartProviding(outcome)) => {
+                let confirmed = outcome.is_ok();
+                self.publication_step(number, |r| {
+                    if !confirmed {
+                        r.provider_keys_unconfirmed += 1
+                    }
+                });
+            }
+            (pending, _) => {
+                if !last {
+                    self.queries.insert(id, pending);
+                }
+            }
+        }
+    }
+
+    fn on_gossip_event(&mut self, event: gossipsub::Event) {
+        let gossipsub::Event::Message {
+            propagation_source,
+            message_id,
+            message,
+        } = event
+        else {
+            return;
+        };
+        let verdict = SignedManifest::decode(&message.data);
+        let acceptance = if verdict.is_ok() {
+            gossipsub::MessageAcceptance::Accept
+        } else {
+            gossipsub::MessageAcceptance::Reject
+        };
+        self.swarm
+            .behaviour_mut()
+            .gossip
+            .report_message_validation_result(&message_id, &propagation_source, acceptance);
+        match verdict {
+            Ok(manifest) => {
+                let host = message.source.unwrap_or(propagation_source);
+                self.library.announced(manifest, host);
+            }
+            Err(e) => tracing::warn!(peer = %propagation_source, "rejected an announcement: {e}"),
+        }
+    }
+
+    fn on_fetch_event(&mut self, event: request_response::Event<FetchRequest, FetchResponse>) {
+        let Some((peer, request, channel)) = settle(&mut self.fetches, event) else {
+            return;
+        };
+        let library = self.library.clone();
+        let answers = self.answers.clone();
+        // The library may read the disk: keep that off the event loop.
+        tokio::task::spawn_blocking(move || {
+            let response = library.answer(peer, request);
+            let _ = answers.send(Answer::Fetch(channel, response));
+        });
+    }
+
+    fn on_rpc_event(&mut self, event: request_response::Event<Value, Value>) {
+        let Some((peer, request, channel)) = settle(&mut self.rpcs, event) else {
+            return;
+        };
+        let library = self.library.clone();
+        let answers = self.answers.clone();
+        tokio::spawn(async move {
+            let response = library.rpc(peer, request).await;
+            let _ = answers.send(Answer::Rpc(channel, response));
+        });
+    }
+}
+
+/// Hands a response or failure of a request-response protocol to whoever
+/// waits for it in `waiting`; returns an inbound request for the caller to
+/// answer.
+fn settle<Request, Response>(
+    waiting: &mut HashMap<OutboundRequestId, Reply<Result<Response, NetError>>>,
+    event: request_response::Event<Request, Response>,
+) -> Option<(PeerId, Request, ResponseChannel<Response>)> {
+    match event {
+        request_response::Event::Message { peer, message, .. } => match message {
+            request_response::Message::Request {
+                request, channel, ..
+            } => return Some((peer, request, channel)),
+            request_response::Message::Response {
+                request_id,
+                response,
+            } => {
+                if let Some(reply) = waiting.remove(&request_id) {
+                    let _ = reply.send(Ok(response));
+                }
+            }
+        },
+        request_response::Event::OutboundFailure {
+            peer,
+            request_id,
+            error,
+            ..
+        } => {
+            if let Some(reply) = waiting.remove(&request_id) {
+                let _ = reply.send(Err(NetError::Request {
+                    peer,
+                    reason: error.to_string(),
+                }));
+            }
+        }
+        _ => {}
+    }
+    None
+}

@@ -1,0 +1,239 @@
+//! The network: nodes publish, find, fetch and call agents over libp2p, with
+//! no central server.
+//!
+//! One task owns the libp2p swarm and runs its event loop ([`event_loop`]);
+//! the rest of the host talks to it only through a [`Network`] handle, whose
+//! methods send typed commands and await their answers. What the node offers
+//! others (manifests, chunks, search matches, tool calls) comes from a
+//! [`Library`] the host supplies. One file per protocol: [`dht`], [`gossip`],
+//! [`fetch`], [`rpc`].
+
+mod behaviour;
+pub mod dht;
+mod event_loop;
+pub mod fetch;
+pub mod gossip;
+pub mod identity;
+pub mod rpc;
+
+use crate::AgentId;
+use crate::store::manifest::SignedManifest;
+use fetch::{FetchRequest, FetchResponse};
+pub use libp2p::{Multiaddr, PeerId, identity::Keypair};
+use serde::Serialize;
+use serde_json::Value;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+/// Which transports a node uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transports {
+    /// TCP (noise, yamux) and QUIC: real nodes.
+    Network,
+    /// In-process memory channels (`/memory/<n>` addresses): simulations and tests.
+    Memory,
+}
+
+/// How a node joins the network.
+#[derive(Debug, Clone)]
+pub struct NetConfig {
+    /// Addresses to listen on, such as `/ip4/0.0.0.0/tcp/4077`.
+    pub listen: Vec<Multiaddr>,
+    /// Peers to join through; with none, the node is the first of its network.
+    /// An address may end in `/p2p/<peer id>`.
+    pub bootstrap: Vec<Multiaddr>,
+    /// Also find peers on the local network by mDNS.
+    pub mdns: bool,
+    pub transports: Transports,
+}
+
+/// What this node offers other nodes. Implemented by the host over its store
+/// and runtime.
+#[async_trait::async_trait]
+pub trait Library: Send + Sync + 'static {
+    /// Answers a request for a manifest, a chunk or keyword matches. Runs on
+    /// a blocking thread: it may read the disk.
+    fn answer(&self, from: PeerId, request: FetchRequest) -> FetchResponse;
+    /// Answers a JSON-RPC message from another node.
+    async fn rpc(&self, from: PeerId, message: Value) -> Value;
+    /// A valid announcement arrived: `host` says it hosts the agent.
+    fn announced(&self, manifest: SignedManifest, host: PeerId);
+}
+
+/// Why a network operation failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum NetError {
+    #[error("the network task has stopped")]
+    Stopped,
+    #[error("no agent {0} was found on the network")]
+    NotFound(AgentId),
+    #[error("request to {peer} failed: {reason}")]
+    Request { peer: PeerId, reason: String },
+    #[error("{0}")]
+    Dht(String),
+}
+
+/// A connected peer.
+#[derive(Debug, Clone, Serialize)]
+pub struct PeerInfo {
+    pub peer_id: String,
+    pub addresses: Vec<String>,
+    /// What the peer calls itself (identify's agent version), once known.
+    pub agent_version: Option<String>,
+    /// Whether it speaks agentsite's DHT.
+    pub agentsite: bool,
+}
+
+/// What publishing an agent did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PublishReport {
+    /// Peers that stored the manifest record.
+    pub record_replicas: usize,
+    /// Keys (the id and each keyword) this node is now a provider for.
+    pub provider_keys: usize,
+    /// Keys whose provider announcement reached no peer.
+    pub provider_keys_unconfirmed: usize,
+    /// Peers the gossip announcement went to directly.
+    pub gossip_peers: usize,
+}
+
+/// The hosts found for a key.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderLookup {
+    pub providers: Vec<PeerId>,
+    /// Requests the lookup sent (a measure of its cost in hops).
+    pub requests: u32,
+}
+
+/// A handle on the running network task. Cheap to clone; the task stops when
+/// the last handle is dropped or [`Network::shutdown`] is called.
+#[derive(Clone)]
+pub struct Network {
+    commands: mpsc::Sender<event_loop::Command>,
+    peer_id: PeerId,
+}
+
+impl Network {
+    /// Starts a node with `keypair`, listening where `config` says, and
+    /// returns once every listener has an address.
+    pub async fn start(
+        keypair: Keypair,
+        config: NetConfig,
+        library: std::sync::Arc<dyn Library>,
+    ) -> anyhow::Result<Network> {
+        let peer_id = keypair.public().to_peer_id();
+        let swarm = behaviour::swarm(keypair, &config)?;
+        let (commands, receiver) = mpsc::channel(1024);
+        event_loop::EventLoop::start(swarm, config, library, receiver).await?;
+        Ok(Network { commands, peer_id })
+    }
+
+    pub fn peer_id(&self) -> PeerId {
+        self.peer_id
+    }
+
+    async fn ask<T>(
+        &self,
+        command: impl FnOnce(oneshot::Sender<T>) -> event_loop::Command,
+    ) -> Result<T, NetError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(command(reply))
+            .await
+            .map_err(|_| NetError::Stopped)?;
+        answer.await.map_err(|_| NetError::Stopped)
+    }
+
+    /// The addresses this node listens on, each ending in `/p2p/<peer id>`.
+    pub async fn addresses(&self) -> Result<Vec<Multiaddr>, NetError> {
+        self.ask(|reply| event_loop::Command::Addresses { reply })
+            .await
+    }
+
+    /// The peers this node is connected to.
+    pub async fn peers(&self) -> Result<Vec<PeerInfo>, NetError> {
+        self.ask(|reply| event_loop::Command::Peers { reply }).await
+    }
+
+    /// Dials `address` (which may end in `/p2p/<peer id>`).
+    pub async fn dial(&self, address: Multiaddr) -> Result<(), NetError> {
+        self.ask(|reply| event_loop::Command::Dial { address, reply })
+            .await?
+    }
+
+    /// Publishes `manifest`: the record under its id, this node as a
+    /// provider of the id and of each keyword, and a gossip announcement.
+    pub async fn publish(&self, manifest: SignedManifest) -> Result<PublishReport, NetError> {
+        self.ask(|reply| event_loop::Command::Publish {
+            manifest: Box::new(manifest),
+            reply,
+        })
+        .await
+    }
+
+    /// Finds hosts of `key`, stopping once `want` are known (or the lookup
+    /// has asked every close peer).
+    pub async fn providers(
+        &self,
+        key: libp2p::kad::RecordKey,
+        want: usize,
+    ) -> Result<ProviderLookup, NetError> {
+        self.ask(|reply| event_loop::Command::Providers { key, want, reply })
+            .await?
+    }
+
+    /// The signed manifest of `id`, from the DHT; checked before it is returned.
+    pub async fn manifest(&self, id: AgentId) -> Result<SignedManifest, NetError> {
+        self.ask(|reply| event_loop::Command::Manifest { id, reply })
+            .await?
+    }
+
+    /// Sends a fetch-protocol request to `peer`.
+    pub async fn request(
+        &self,
+        peer: PeerId,
+        request: FetchRequest,
+    ) -> Result<FetchResponse, NetError> {
+        self.ask(|reply| event_loop::Command::Fetch {
+            peer,
+            request,
+            reply,
+        })
+        .await?
+    }
+
+    /// Sends a JSON-RPC message to `peer` and waits up to `timeout` for the answer.
+    pub async fn rpc(
+        &self,
+        peer: PeerId,
+        message: Value,
+        timeout: Duration,
+    ) -> Result<Value, NetError> {
+        let answer = self.ask(|reply| event_loop::Command::Rpc {
+            peer,
+            message,
+            reply,
+        });
+        tokio::time::timeout(timeout, answer)
+            .await
+            .map_err(|_| NetError::Request {
+                peer,
+                reason: format!("no answer within {}", humantime::format_duration(timeout)),
+            })??
+    }
+
+    /// Blocks `peer`: it sent data that fails verification.
+    pub fn penalise(&self, peer: PeerId, reason: &str) {
+        let _ = self.commands.try_send(event_loop::Command::Penalise {
+            peer,
+            reason: reason.to_owned(),
+        });
+    }
+
+    /// Stops the network task and waits until it has.
+    pub async fn shutdown(&self) {
+        let _ = self
+            .ask(|reply| event_loop::Command::Shutdown { reply })
+            .await;
+    }
+}

@@ -1,0 +1,211 @@
+//! Remote tool calls: MCP `tools/call` as JSON-RPC 2.0 over a libp2p
+//! request-response protocol.
+//!
+//! The request names the agent by id and carries the caller's hop count and
+//! remaining time in `_meta`, so that the called node can refuse chains that
+//! are too deep and stop work nobody waits for. The called node applies its
+//! own limits and policy; the caller cannot raise them.
+
+use crate::AgentId;
+use crate::tool::ToolOutput;
+use libp2p::{StreamProtocol, request_response};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+pub(super) const PROTOCOL: StreamProtocol = StreamProtocol::new("/agentsite/rpc/1.0.0");
+
+/// The longest a remote call may take, whatever the caller asks for.
+pub const MAX_REMOTE_DEADLINE: Duration = Duration::from_secs(120);
+
+pub(super) type Behaviour = request_response::json::Behaviour<Value, Value>;
+
+pub(super) fn behaviour() -> Behaviour {
+    let config = request_response::Config::default()
+        .with_request_timeout(MAX_REMOTE_DEADLINE + Duration::from_secs(5))
+        .with_max_concurrent_streams(256);
+    request_response::json::Behaviour::with_codec(
+        request_response::json::codec::Codec::default()
+            .set_request_size_maximum(4 * 1024 * 1024)
+            .set_response_size_maximum(8 * 1024 * 1024),
+        [(PROTOCOL, request_response::ProtocolSupport::Full)],
+        config,
+    )
+}
+
+/// A tool call for an agent hosted on another node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallRequest {
+    pub agent: AgentId,
+    pub tool: String,
+    /// A JSON object.
+    pub arguments: Value,
+    /// How many agent-to-agent hops led here (0 for a call from a person).
+    pub depth: u32,
+    /// Time the caller still waits for an answer.
+    pub deadline: Duration,
+}
+
+/// JSON-RPC error codes used between nodes (MCP's, plus two of ours).
+pub mod code {
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL: i64 = -32603;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// The agent is not hosted here.
+    pub const NOT_FOUND: i64 = -32004;
+    /// The chain of calls is too deep.
+    pub const DEPTH_EXCEEDED: i64 = -32005;
+    /// The call ran out of time.
+    pub const DEADLINE_EXCEEDED: i64 = -32006;
+}
+
+/// Why a remote call did not return a tool result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+}
+
+impl CallRequest {
+    /// The JSON-RPC message.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": self.tool,
+                "arguments": self.arguments,
+                "_meta": {
+                    "agentsite/agent": self.agent,
+                    "agentsite/depth": self.depth,
+                    "agentsite/deadlineMs": self.deadline.as_millis() as u64,
+                },
+            },
+        })
+    }
+
+    /// Reads a JSON-RPC message from another node.
+    pub fn from_json(message: &Value) -> Result<CallRequest, RpcError> {
+        let invalid = |message: &str| RpcError {
+            code: code::INVALID_PARAMS,
+            message: message.to_owned(),
+        };
+        if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return Err(invalid("not a JSON-RPC 2.0 request"));
+        }
+        if message.get("method").and_then(Value::as_str) != Some("tools/call") {
+            return Err(RpcError {
+                code: code::METHOD_NOT_FOUND,
+                message: "only tools/call is served between nodes".into(),
+            });
+        }
+        let params = message
+            .get("params")
+            .ok_or_else(|| invalid("tools/call without params"))?;
+        let meta = params
+            .get("_meta")
+            .ok_or_else(|| invalid("tools/call without _meta naming the agent"))?;
+        let agent = meta
+            .get("agentsite/agent")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("_meta lacks agentsite/agent"))?
+            .parse()
+            .map_err(|e: crate::ParseAgentIdError| invalid(&e.to_string()))?;
+        let tool = params
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("tools/call without a tool name"))?
+            .to_owned();
+        let arguments = params.get("arguments").cloned().unwrap_or(json!({}));
+        if !arguments.is_object() {
+            return Err(invalid("arguments must be a JSON object"));
+        }
+        let depth = meta
+            .get("agentsite/depth")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+            .min(u64::from(u32::MAX)) as u32;
+        let deadline = meta
+            .get("agentsite/deadlineMs")
+            .and_then(Value::as_u64)
+            .map(Duration::from_millis)
+            .unwrap_or(MAX_REMOTE_DEADLINE)
+            .min(MAX_REMOTE_DEADLINE);
+        Ok(CallRequest {
+            agent,
+            tool,
+            arguments,
+            depth,
+            deadline,
+        })
+    }
+}
+
+/// The JSON-RPC answer carrying `outcome`.
+pub fn response(outcome: Result<ToolOutput, RpcError>) -> Value {
+    match outcome {
+        Ok(output) => json!({"jsonrpc": "2.0", "id": 1, "result": output}),
+        Err(error) => json!({
+            "jsonrpc": "2.0",
+            "id": 1,
+            "error": {"code": error.code, "message": error.message},
+        }),
+    }
+}
+
+/// Reads another node's answer.
+pub fn parse_response(message: Value) -> Result<ToolOutput, RpcError> {
+    if let Some(error) = message.get("error") {
+        return Err(RpcError {
+            code: error
+                .get("code")
+                .and_then(Value::as_i64)
+                .unwrap_or(code::INTERNAL),
+            message: error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("remote error without a message")
+                .chars()
+                .take(1000)
+                .collect(),
+        });
+    }
+    let result = message.get("result").cloned().ok_or_else(|| RpcError {
+        code: code::INTERNAL,
+        message: "the remote node answered neither a result nor an error".into(),
+    })?;
+    serde_json::from_value(result).map_err(|e| RpcError {
+        code: code::INTERNAL,
+        message: format!("the remote node's result is not a CallToolResult: {e}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_request_round_trips() {
+        let request = CallRequest {
+            agent: AgentId::of(b"x"),
+            tool: "add".into(),
+            arguments: json!({"a": 1}),
+            depth: 2,
+            deadline: Duration::from_millis(1500),
+        };
+        assert_eq!(CallRequest::from_json(&request.to_json()), Ok(request));
+    }
+
+    #[test]
+    fn malformed_requests_get_json_rpc_errors() {
+        let error = CallRequest::from_json(&json!({"jsonrpc": "2.0", "method": "tools/list"}));
+        assert_eq!(error.unwrap_err().code, code::METHOD_NOT_FOUND);
+        let error = CallRequest::from_json(&json!({"jsonrpc": "2.0", "method": "tools/call",
+            "params": {"name": "add", "arguments": [1], "_meta": {"agentsite/agent": AgentId::of(b"x")}}}));
+        assert_eq!(error.unwrap_err().code, code::INVALID_PARAMS);
+        let deadline = CallRequest::from_json(&json!({"jsonrpc": "2.0", "method": "tools/call",
+            "params": {"name": "add", "_meta": {"agentsite/agent": AgentId::of(b"x"), "agentsite/deadlineMs": u64::MAX}}}));
+        assert_eq!(deadline.unwrap().deadline, MAX_REMOTE_DEADLINE);
+    }
+}

@@ -1,0 +1,251 @@
+//! The control API of a running node, under `/api/`: what `agentsite publish`,
+//! `fetch`, `search`, `peers`, `id` and `call --remote` ask of the node that
+//! serves their data directory. Every request carries the node's control
+//! token (see [`super::control`]).
+//!
+//! Answers are JSON; errors are `{"error": "<one line>"}` with a 4xx or 5xx
+//! status. A fetch answers with one JSON object per line (progress events,
+//! then `done` or `error`), so the command line can draw a progress bar.
+
+use crate::AgentId;
+use crate::capabilities::peers::Hop;
+use crate::hub::{FetchProgress, Hub, HubError};
+use axum::extract::{Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Api {
+    hub: Arc<Hub>,
+    token: String,
+}
+
+/// The `/api` routes for `hub`, guarded by `token`.
+pub fn router(hub: Arc<Hub>, token: String) -> Router {
+    let api = Arc::new(Api { hub, token });
+    Router::new()
+        .route("/api/node", get(node))
+        .route("/api/peers", get(peers))
+        .route("/api/publish", post(publish))
+        .route("/api/search", get(search))
+        .route("/api/fetch", post(fetch))
+        .route("/api/call", post(call))
+        .route_layer(middleware::from_fn_with_state(
+            api.clone(),
+            require_control_token,
+        ))
+        .with_state(api)
+}
+
+async fn require_control_token(
+    State(api): State<Arc<Api>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let valid = presented.is_some_and(|p| {
+        p.len() == api.token.len()
+            && p.bytes()
+                .zip(api.token.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0
+    });
+    if valid {
+        next.run(request).await
+    } else {
+        failure(
+            StatusCode::UNAUTHORIZED,
+            "the control API needs the token in <data-dir>/control.token",
+        )
+    }
+}
+
+fn failure(status: StatusCode, message: impl std::fmt::Display) -> Response {
+    let message = message.to_string().replace('\n', " ");
+    (status, Json(json!({ "error": message }))).into_response()
+}
+
+fn hub_failure(error: HubError) -> Response {
+    let status = match &error {
+        HubError::Resolve(_) | HubError::NoProvider(_) => StatusCode::NOT_FOUND,
+        HubError::Net(crate::net::NetError::NotFound(_)) => StatusCode::NOT_FOUND,
+        HubError::Remote(e) if e.code == crate::net::rpc::code::INVALID_PARAMS => {
+            StatusCode::BAD_REQUEST
+        }
+        HubError::Add(_) | HubError::Fetch(_) => StatusCode::BAD_GATEWAY,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    failure(status, error)
+}
+
+async fn node(State(api): State<Arc<Api>>) -> Response {
+    match api.hub.network().addresses().await {
+        Ok(addresses) => Json(json!({
+            "peer_id": api.hub.peer_id().to_string(),
+            "addresses": addresses.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        }))
+        .into_response(),
+        Err(e) => failure(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+async fn peers(State(api): State<Arc<Api>>) -> Response {
+    match api.hub.network().peers().await {
+        Ok(peers) => Json(peers).into_response(),
+        Err(e) => failure(StatusCode::SERVICE_UNAVAILABLE, e),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PublishRequest {
+    agent: String,
+}
+
+async fn publish(State(api): State<Arc<Api>>, Json(request): Json<PublishRequest>) -> Response {
+    match api.hub.publish(&request.agent).await {
+        Ok((manifest, report)) => Json(json!({
+            "id": manifest.id(),
+            "name": manifest.manifest().card.name,
+            "keywords": manifest.manifest().keywords(),
+            "report": report,
+        }))
+        .into_response(),
+        Err(e) => hub_failure(e),
+    }
+}
+
+#[derive(Deserialize)]
+struct SearchQuery {
+    q: String,
+    #[serde(default = "default_limit")]
+    limit: usize,
+}
+
+fn default_limit() -> usize {
+    20
+}
+
+async fn search(State(api): State<Arc<Api>>, Query(query): Query<SearchQuery>) -> Response {
+    match api.hub.search(&query.q, query.limit.clamp(1, 200)).await {
+        Ok(found) => Json(found).into_response(),
+        Err(e) => hub_failure(e),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FetchRequest {
+    id: String,
+}
+
+async fn fetch(State(api): State<Arc<Api>>, Json(request): Json<FetchRequest>) -> Response {
+    let id: AgentId = match request.id.parse() {
+        Ok(id) => id,
+        Err(e) => return failure(StatusCode::BAD_REQUEST, e),
+    };
+    let (lines, body) = tokio::sync::mpsc::unbounded_channel::<Value>();
+    tokio::spawn(async move {
+        let progress_lines = lines.clone();
+        let progress = move |event: FetchProgress| {
+            let _ = progress_lines.send(serde_json::to_value(event).unwrap_or_default());
+        };
+        let last = match api.hub.fetch(id, &progress).await {
+            Ok(fetched) => json!({"event": "done", "fetched": fetched}),
+            Err(e) => json!({"event": "error", "error": e.to_string().replace('\n', " ")}),
+        };
+        let _ = lines.send(last);
+    });
+    let stream = ndjson_lines(body);
+    Response::builder()
+        .header(header::CONTENT_TYPE, "application/x-ndjson")
+        .body(axum::body::Body::from_stream(stream))
+        .unwrap_or_else(|e| failure(StatusCode::INTERNAL_SERVER_ERROR, e))
+}
+
+/// One JSON value per line, as they come.
+fn ndjson_lines(
+    values: tokio::sync::mpsc::UnboundedReceiver<Value>,
+) -> impl futures::Stream<Item = Result<String, std::convert::Infallible>> {
+    futures::stream::unfold(values, |mut values| async move {
+        let value = values.recv().await?;
+        Some((Ok(format!("{value}\n")), values))
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallRequest {
+    /// An agent id, or a name found by searching the network.
+    agent: String,
+    tool: String,
+    #[serde(default)]
+    arguments: Option<Value>,
+    /// How long to wait, in milliseconds.
+    #[serde(default)]
+    deadline_ms: Option<u64>,
+}
+
+async fn call(State(api): State<Arc<Api>>, Json(request): Json<CallRequest>) -> Response {
+    let arguments = request.arguments.unwrap_or_else(|| json!({}));
+    if !arguments.is_object() {
+        return failure(StatusCode::BAD_REQUEST, "arguments must be a JSON object");
+    }
+    let id = match request.agent.parse::<AgentId>() {
+        Ok(id) => id,
+        Err(_) => match find_by_name(&api.hub, &request.agent).await {
+            Ok(id) => id,
+            Err(response) => return response,
+        },
+    };
+    let deadline = request
+        .deadline_ms
+        .map(Duration::from_millis)
+        .unwrap_or(Duration::from_secs(30))
+        .min(crate::net::rpc::MAX_REMOTE_DEADLINE);
+    let hop = Hop {
+        depth: 0,
+        deadline: Instant::now() + deadline,
+    };
+    match api.hub.call_remote(id, &request.tool, arguments, hop).await {
+        Ok(output) => Json(json!({"agent": id, "output": output})).into_response(),
+        Err(e) => hub_failure(e),
+    }
+}
+
+/// The id of the agent called `name` on the network; refuses a name that
+/// several different agents carry.
+async fn find_by_name(hub: &Hub, name: &str) -> Result<AgentId, Response> {
+    let found = hub.search(name, 50).await.map_err(hub_failure)?;
+    let named: Vec<_> = found.iter().filter(|f| f.card.name == name).collect();
+    match named.as_slice() {
+        [one] => Ok(one.id),
+        [] => Err(failure(
+            StatusCode::NOT_FOUND,
+            format!(
+                "no agent named {name:?} was found on the network; try `agentsite search {name}`"
+            ),
+        )),
+        many => Err(failure(
+            StatusCode::CONFLICT,
+            format!(
+                "{} agents on the network are named {name:?}; call one by id: {}",
+                many.len(),
+                many.iter()
+                    .map(|f| f.id.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
+}

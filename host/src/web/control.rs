@@ -1,0 +1,96 @@
+//! How command-line invocations find and authenticate to the running node of
+//! their data directory.
+//!
+//! `agentsite serve` writes `<data-dir>/node.json` (where its API listens,
+//! its peer id and addresses) and a fresh random token in
+//! `<data-dir>/control.token`, readable only by its owner. Whoever can read
+//! the token can drive the node, exactly as whoever can write the data
+//! directory can change its agents. Both files go when the node stops.
+
+use crate::config::DataDir;
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// What a running node says about itself in `node.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeFile {
+    /// Base URL of the control API, such as `http://127.0.0.1:7777`.
+    pub api: String,
+    pub peer_id: String,
+    /// libp2p addresses, each ending in `/p2p/<peer id>`.
+    pub addresses: Vec<String>,
+    pub pid: u32,
+}
+
+/// The files of a running node; removed on drop.
+pub struct Published {
+    node_file: PathBuf,
+    token_file: PathBuf,
+}
+
+fn token_file(data: &DataDir) -> PathBuf {
+    data.root().join("control.token")
+}
+
+impl Published {
+    /// Writes `node` and a new control token; returns the token.
+    pub fn write(data: &DataDir, node: &NodeFile) -> anyhow::Result<(Published, String)> {
+        let token = new_token()?;
+        let token_file = token_file(data);
+        write_private(&token_file, token.as_bytes())?;
+        let node_file = data.node_file();
+        write_private(&node_file, &serde_json::to_vec_pretty(node)?)?;
+        Ok((
+            Published {
+                node_file,
+                token_file,
+            },
+            token,
+        ))
+    }
+}
+
+impl Drop for Published {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.node_file);
+        let _ = std::fs::remove_file(&self.token_file);
+    }
+}
+
+/// The running node of `data`, if its files are there.
+pub fn find(data: &DataDir) -> anyhow::Result<Option<(NodeFile, String)>> {
+    let node = match std::fs::read(data.node_file()) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).context("cannot read node.json"),
+    };
+    let node: NodeFile = serde_json::from_slice(&node).context("node.json is damaged")?;
+    let token = std::fs::read_to_string(token_file(data))
+        .context("cannot read the node's control token")?;
+    Ok(Some((node, token.trim().to_owned())))
+}
+
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        file.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    file.write_all(bytes)?;
+    file.persist(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// 32 random bytes from the OS, as hex.
+fn new_token() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness for a token: {e}"))?;
+    Ok(hex::encode(bytes))
+}

@@ -1,0 +1,5 @@
+//! The node's HTTP surface beyond MCP: the control API that the command line
+//! uses to drive a running node.
+
+pub mod api;
+pub mod control;

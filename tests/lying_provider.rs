@@ -1,0 +1,196 @@
+//! A provider that lies: it claims to host an agent and serves corrupted
+//! chunks. The fetch completes from an honest provider, the liar is caught
+//! and blocked, and its bytes never reach the store. In-process nodes on the
+//! memory transport, driven through the library.
+
+mod support;
+
+use agentsite::config::{Config, DataDir};
+use agentsite::hub::{Hub, HubOptions};
+use agentsite::net::fetch::{FetchRequest, FetchResponse};
+use agentsite::net::{Keypair, Library, Multiaddr, NetConfig, Network, PeerId, Transports};
+use agentsite::runtime::Capacity;
+use agentsite::store::manifest::SignedManifest;
+use agentsite::{AgentId, Node};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Serves the real manifest and chunks with every byte flipped.
+struct Liar {
+    manifest: Mutex<Option<SignedManifest>>,
+}
+
+#[async_trait::async_trait]
+impl Library for Liar {
+    fn answer(&self, _from: PeerId, request: FetchRequest) -> FetchResponse {
+        let manifest = self.manifest.lock().unwrap().clone();
+        match (request, manifest) {
+            (FetchRequest::Chunk { index, .. }, Some(signed)) => {
+                let length = signed.manifest().chunk_range(index as usize).len();
+                FetchResponse::Chunk(vec![0xA5; length])
+            }
+            (FetchRequest::Manifest { .. }, Some(signed)) => {
+                FetchResponse::Manifest(signed.encoded().to_vec())
+            }
+            _ => FetchResponse::NotFound,
+        }
+    }
+
+    async fn rpc(&self, _from: PeerId, _message: serde_json::Value) -> serde_json::Value {
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "no"}})
+    }
+
+    fn announced(&self, _manifest: SignedManifest, _host: PeerId) {}
+}
+
+fn memory(bootstrap: &[Multiaddr]) -> NetConfig {
+    NetConfig {
+        listen: vec!["/memory/0".parse().unwrap()],
+        bootstrap: bootstrap.to_vec(),
+        mdns: false,
+        transports: Transports::Memory,
+    }
+}
+
+async fn node_with_hub(dir: &std::path::Path, bootstrap: &[Multiaddr]) -> (Arc<Node>, Arc<Hub>) {
+    let node =
+        Arc::new(Node::open(DataDir::new(dir), Config::default(), Capacity::OneShot).unwrap());
+    let options = HubOptions {
+        public: Vec::new(),
+        seed_fetched: false,
+    };
+    let hub = Hub::start(
+        node.clone(),
+        Keypair::generate_ed25519(),
+        memory(bootstrap),
+        options,
+    )
+    .await
+    .unwrap();
+    (node, hub)
+}
+
+/// The calculator, grown past several chunks by a custom section (which
+/// changes its id but not what it does).
+fn padded_calculator() -> Vec<u8> {
+    let mut bytes = std::fs::read(support::wasm("calculator")).unwrap();
+    let name = b"padding";
+    let payload: Vec<u8> = (0..1_500_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let mut section = leb128(name.len() as u64);
+    section.extend_from_slice(name);
+    section.extend_from_slice(&payload);
+    bytes.push(0); // custom section id
+    bytes.extend(leb128(section.len() as u64));
+    bytes.extend(section);
+    bytes
+}
+
+fn leb128(mut value: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            return out;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// Files in the blob store of the node in `dir`.
+fn stored_blobs(dir: &std::path::Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(DataDir::new(dir).blobs()) else {
+        return Vec::new();
+    };
+    entries
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lying_provider_is_caught_and_its_bytes_never_stored() {
+    let honest_dir = tempfile::tempdir().unwrap();
+    let fetcher_dir = tempfile::tempdir().unwrap();
+    let victim_dir = tempfile::tempdir().unwrap();
+
+    // The honest publisher.
+    let (honest_node, honest) = node_with_hub(honest_dir.path(), &[]).await;
+    let bytes = padded_calculator();
+    let id = AgentId::of(&bytes);
+    honest_node.add(&bytes).await.unwrap();
+    let (manifest, _) = honest.publish(&id.to_string()).await.unwrap();
+    assert!(manifest.manifest().chunk_count() >= 6);
+    let entry = honest.network().addresses().await.unwrap();
+
+    // The liar copies the signed manifest from the DHT and says it hosts
+    // the agent too.
+    let liar_library = Arc::new(Liar {
+        manifest: Mutex::new(None),
+    });
+    let liar = Network::start(
+        Keypair::generate_ed25519(),
+        memory(&entry),
+        liar_library.clone(),
+    )
+    .await
+    .unwrap();
+    let copied = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let Ok(manifest) = liar.manifest(id).await {
+                return manifest;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("the liar finds the manifest");
+    *liar_library.manifest.lock().unwrap() = Some(copied.clone());
+    liar.publish(copied).await.unwrap();
+
+    // The fetcher sees both providers, is fed corrupt chunks by one, and
+    // still ends with the agent, verified.
+    let (fetcher_node, fetcher) = node_with_hub(fetcher_dir.path(), &entry).await;
+    let fetched = tokio::time::timeout(Duration::from_secs(60), fetcher.fetch(id, &|_| {}))
+        .await
+        .expect("the fetch ends")
+        .expect("the fetch succeeds from the honest provider");
+    assert!(fetched.downloaded);
+    assert_eq!(fetched.record.id, id);
+    assert_eq!(fetched.liars, vec![liar.peer_id().to_string()]);
+    assert_eq!(
+        fetched.providers_used, 1,
+        "only the honest provider's chunks are kept"
+    );
+    fetcher_node.blobs().verify(&id).unwrap();
+    assert_eq!(stored_blobs(fetcher_dir.path()), vec![id.hex()]);
+    let sum = fetcher_node
+        .call("calculator", "add", r#"{"a": 40, "b": 2}"#, None)
+        .await
+        .unwrap();
+    assert_eq!(sum.structured_content.unwrap()["result"], 42.0);
+
+    // The liar is blocked: the fetcher drops its connection and refuses it.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let peers = fetcher.network().peers().await.unwrap();
+    assert!(
+        peers
+            .iter()
+            .all(|p| p.peer_id != liar.peer_id().to_string()),
+        "the liar is still connected: {peers:?}"
+    );
+
+    // With the honest provider gone, a new node can only reach the liar:
+    // the fetch fails with a clear reason and stores nothing.
+    honest.network().shutdown().await;
+    let liar_address = liar.addresses().await.unwrap();
+    let (_victim_node, victim) = node_with_hub(victim_dir.path(), &liar_address).await;
+    let error = tokio::time::timeout(Duration::from_secs(60), victim.fetch(id, &|_| {}))
+        .await
+        .expect("the fetch ends")
+        .expect_err("nobody honest is left");
+    let message = error.to_string();
+    assert!(message.contains("corrupt chunks"), "{message}");
+    assert!(stored_blobs(victim_dir.path()).is_empty());
+    liar.shutdown().await;
+}

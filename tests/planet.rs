@@ -1,0 +1,174 @@
+//! The network of nodes, tested with real `agentsite serve` processes on
+//! loopback: publish, search, fetch, remote calls and delegation between
+//! agents on different nodes.
+
+mod support;
+
+use rmcp::ServiceExt as _;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use support::{Cli, Server};
+
+/// Retries `attempt` until it gives a value or `limit` passes: the network
+/// converges (DHT records replicate, gossip spreads) in its own time.
+fn eventually<T>(limit: Duration, what: &str, mut attempt: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(value) = attempt() {
+            return value;
+        }
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// Starts a node on the network, joining through `bootstrap` if given.
+fn join(cli: &Cli, bootstrap: Option<&Server>) -> Server {
+    let mut args = vec!["--p2p-listen", "/ip4/127.0.0.1/tcp/0"];
+    let address;
+    if let Some(peer) = bootstrap {
+        address = peer.p2p.clone().expect("the bootstrap node has an address");
+        args.extend(["--bootstrap", address.as_str()]);
+    }
+    let server = Server::start(cli.data(), &args);
+    assert!(server.p2p.is_some(), "the node printed no libp2p address");
+    server
+}
+
+/// Calls `tool` over MCP at `url`; returns the structured result.
+async fn mcp_call(url: String, tool: &str, arguments: Value) -> Value {
+    let client =
+        ().serve(StreamableHttpClientTransport::from_uri(url))
+            .await
+            .expect("MCP client connects");
+    let params = CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(arguments.as_object().cloned().unwrap_or_default());
+    let result = client.call_tool(params).await.expect("tools/call answers");
+    client.cancel().await.ok();
+    assert_ne!(result.is_error, Some(true), "{tool} failed: {result:?}");
+    result.structured_content.expect("a structured result")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn five_nodes_in_a_chain_publish_find_fetch_and_call() {
+    let [a, b, c, d, e] = [(); 5].map(|_| Cli::new());
+    let calculator = a.add(&["calculator"]).remove(0);
+    c.add(&["text"]);
+    d.add(&["accountant"]);
+
+    // Each node knows only the one before it.
+    let mut node_a = join(&a, None);
+    let node_b = join(&b, Some(&node_a));
+    let node_c = join(&c, Some(&node_b));
+    let node_d = join(&d, Some(&node_c));
+    let node_e = join(&e, Some(&node_d));
+
+    // `id` reports the running node's identity and addresses.
+    let id = e.run(&["id", "--json"]).json();
+    assert_eq!(id["running"], true);
+    assert!(
+        node_e
+            .p2p
+            .as_deref()
+            .unwrap()
+            .ends_with(id["peer_id"].as_str().unwrap())
+    );
+    let peers = b.run(&["peers", "--json"]).json();
+    assert!(
+        peers.as_array().unwrap().len() >= 2,
+        "B sees A and C: {peers}"
+    );
+
+    // A publishes; C publishes too.
+    assert_eq!(
+        a.run(&["publish", "calculator"]).success().trim(),
+        calculator
+    );
+    c.run(&["publish", "text"]).success();
+
+    // E, four hops from A, finds the calculator by keyword...
+    let found = eventually(Duration::from_secs(30), "E finds the calculator", || {
+        let found = e.run(&["search", "arithmetic", "--json"]).json();
+        found
+            .as_array()?
+            .iter()
+            .find(|f| f["id"] == calculator.as_str())
+            .cloned()
+    });
+    assert_eq!(found["card"]["name"], "calculator");
+    assert!(found["providers"].as_u64().unwrap() >= 1);
+    let tools: Vec<&str> = found["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"add"), "{tools:?}");
+    // ...and the table a person reads names it too.
+    let table = e.run(&["search", "math"]).success();
+    assert!(
+        table.contains("calculator") && table.contains(&calculator),
+        "{table}"
+    );
+
+    // E fetches it by id, verified, and calls its own copy.
+    let fetched = e.run(&["fetch", &calculator]);
+    assert_eq!(fetched.success().trim(), calculator);
+    assert!(
+        fetched.stderr().contains("verified"),
+        "{}",
+        fetched.stderr()
+    );
+    let sum = e.call("calculator", "add", r#"{"a": 20, "b": 22}"#).json();
+    assert_eq!(sum["structuredContent"]["result"], 42.0);
+
+    // A leaves; E's copy still answers.
+    node_a.kill();
+    let product = e
+        .call("calculator", "multiply", r#"{"a": 6, "b": 7}"#)
+        .json();
+    assert_eq!(product["structuredContent"]["result"], 42.0);
+
+    // B calls a tool of the text agent, which only C hosts.
+    let upper = b
+        .run(&["call", "text", "upper", r#"{"text": "planet"}"#, "--remote"])
+        .json();
+    assert_eq!(upper["content"][0]["text"], "PLANET", "{upper}");
+    assert!(
+        b.run(&["ls", "--json"])
+            .json()
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    // D's accountant does no arithmetic itself: it discovers a calculator
+    // and calls it on another node (E now hosts the only live copy).
+    let total = mcp_call(
+        node_d.url("/mcp"),
+        "accountant.total",
+        json!({"amounts": [1.5, 2.5, 38]}),
+    )
+    .await;
+    assert_eq!(total["total"], 42.0, "{total}");
+    assert_eq!(total["calculator"], calculator.as_str());
+    assert_eq!(total["calls"], 3);
+
+    drop((node_b, node_c, node_d, node_e));
+}
+
+#[test]
+fn network_commands_need_a_running_node() {
+    let cli = Cli::new();
+    let run = cli.run(&["search", "math"]);
+    run.failure("no node is running");
+    let run = cli.run(&["fetch", "sha256:zz"]);
+    run.failure("is not an agent id");
+    // The identity exists before the node ever runs, and stays.
+    let first = cli.run(&["id"]).success();
+    let second = cli.run(&["id"]).success();
+    assert_eq!(first, second);
+    assert!(first.starts_with("12D3Koo"), "{first}");
+}
