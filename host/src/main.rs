@@ -207,13 +207,33 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Some(path) => Config::load(path, true)?,
         None => Config::load(&data.config_file(), false)?,
     };
-    let capacity = if args.command.serves() {
+    // The network commands ask the running node: this process needs no
+    // runtime of its own.
+    let command = match args.command {
+        Command::Id { json } => return cli::id(&data, json).await,
+        Command::Peers { json } => return cli::peers(&data, json).await,
+        Command::Publish { agent } => return cli::publish(&data, &agent).await,
+        Command::Search { words, limit, json } => {
+            return cli::search(&data, &words, limit, json).await;
+        }
+        Command::Fetch { id } => return cli::fetch(&data, &id).await,
+        Command::Call {
+            agent,
+            tool,
+            arguments,
+            deadline,
+            remote: true,
+            ..
+        } => return cli::call_remote(&data, &agent, &tool, &arguments, deadline).await,
+        local => local,
+    };
+    let capacity = if command.serves() {
         Capacity::SERVER
     } else {
         Capacity::OneShot
     };
-    let node = Node::open(data.clone(), config, capacity).context("cannot open the node")?;
-    match args.command {
+    let node = Node::open(data, config, capacity).context("cannot open the node")?;
+    match command {
         Command::Add { files } => cli::add(&node, &files).await,
         Command::Ls { json } => cli::list(&node, json),
         Command::Tools { agent, json } => cli::tools(&node, &agent, json),
@@ -222,16 +242,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
             tool,
             arguments,
             deadline,
-            memory: _,
-            remote: true,
-        } => cli::call_remote(&data, &agent, &tool, &arguments, deadline).await,
-        Command::Call {
-            agent,
-            tool,
-            arguments,
-            deadline,
             memory,
-            remote: false,
+            ..
         } => {
             let mut limits = node.config().limits;
             if let Some(deadline) = deadline {
@@ -265,11 +277,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
             };
             cli::serve(std::sync::Arc::new(node), options, p2p).await
         }
-        Command::Id { json } => cli::id(&data, json).await,
-        Command::Peers { json } => cli::peers(&data, json).await,
-        Command::Publish { agent } => cli::publish(&data, &agent).await,
-        Command::Search { words, limit, json } => cli::search(&data, &words, limit, json).await,
-        Command::Fetch { id } => cli::fetch(&data, &id).await,
+        Command::Id { .. }
+        | Command::Peers { .. }
+        | Command::Publish { .. }
+        | Command::Search { .. }
+        | Command::Fetch { .. } => unreachable!("network commands returned above"),
         Command::Mcp { agents } => cli::mcp(std::sync::Arc::new(node), &agents).await,
     }
 }

@@ -163,7 +163,7 @@ pub fn remove(node: &Node, agent: &str, purge: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn tool_names(tools: &[ToolSpec]) -> String {
+pub(crate) fn tool_names(tools: &[ToolSpec]) -> String {
     tools
         .iter()
         .map(|t| t.name.as_str())
@@ -321,7 +321,7 @@ pub async fn serve(
             addresses: addresses.clone(),
             pid: std::process::id(),
         };
-        let (files, token) = control::Published::write(node.data_dir(), &file)?;
+        let (files, token) = control::NodeFiles::write(node.data_dir(), &file)?;
         _node_files = Some(files);
         router = router.merge(crate::web::api::router(joined.clone(), token));
         eprintln!(

@@ -3,9 +3,13 @@
 //! control API, because the node that serves is the one on the network.
 
 use crate::config::DataDir;
+use crate::hub::{FetchProgress, Found};
+use crate::net::PeerInfo;
+use crate::web::api::{CallAnswer, FetchLine, FetchOutcome, NodeAnswer, PublishAnswer};
 use crate::web::control::{self, NodeFile};
 use anyhow::Context as _;
 use bytesize::ByteSize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::io::IsTerminal as _;
 use std::time::Duration;
@@ -53,13 +57,17 @@ impl NodeClient {
         anyhow::bail!("{message} (HTTP {})", status.as_u16())
     }
 
-    async fn get(&self, path: &str, query: &[(&str, &str)]) -> anyhow::Result<Value> {
+    async fn get<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(&str, &str)],
+    ) -> anyhow::Result<T> {
         let url = format!("{}{path}", self.node.api);
-        Ok(self
-            .send(self.http.get(url).query(query))
-            .await?
+        let response = self.send(self.http.get(url).query(query)).await?;
+        response
             .json()
-            .await?)
+            .await
+            .context("the node's answer is not what this command expects")
     }
 
     async fn post(&self, path: &str, body: Value) -> anyhow::Result<reqwest::Response> {
@@ -72,20 +80,8 @@ impl NodeClient {
 pub async fn id(data: &DataDir, json: bool) -> anyhow::Result<()> {
     let (peer_id, addresses, running) = match NodeClient::connect(data) {
         Ok(client) => {
-            let node = client.get("/api/node", &[]).await?;
-            let addresses = node["addresses"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|v| v.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default();
-            (
-                node["peer_id"].as_str().unwrap_or_default().to_owned(),
-                addresses,
-                true,
-            )
+            let node: NodeAnswer = client.get("/api/node", &[]).await?;
+            (node.peer_id, node.addresses, true)
         }
         Err(_) => {
             let keypair = crate::net::identity::load_or_create(&data.identity())?;
@@ -111,27 +107,21 @@ pub async fn id(data: &DataDir, json: bool) -> anyhow::Result<()> {
 
 /// `agentsite peers`
 pub async fn peers(data: &DataDir, json: bool) -> anyhow::Result<()> {
-    let peers = NodeClient::connect(data)?.get("/api/peers", &[]).await?;
+    let peers: Vec<PeerInfo> = NodeClient::connect(data)?.get("/api/peers", &[]).await?;
     if json {
         return super::print_json(&peers);
     }
-    let peers = peers.as_array().cloned().unwrap_or_default();
     if peers.is_empty() {
         eprintln!("no connected peers");
         return Ok(());
     }
     let rows: Vec<[String; 3]> = peers
-        .iter()
+        .into_iter()
         .map(|p| {
             [
-                p["peer_id"].as_str().unwrap_or_default().to_owned(),
-                p["agent_version"].as_str().unwrap_or("?").to_owned(),
-                p["addresses"]
-                    .as_array()
-                    .and_then(|a| a.first())
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
+                p.peer_id,
+                p.agent_version.unwrap_or_else(|| "?".into()),
+                p.addresses.into_iter().next().unwrap_or_default(),
             ]
         })
         .collect();
@@ -141,28 +131,21 @@ pub async fn peers(data: &DataDir, json: bool) -> anyhow::Result<()> {
 
 /// `agentsite publish AGENT`
 pub async fn publish(data: &DataDir, agent: &str) -> anyhow::Result<()> {
-    let answer: Value = NodeClient::connect(data)?
+    let answer: PublishAnswer = NodeClient::connect(data)?
         .post("/api/publish", json!({ "agent": agent }))
         .await
         .with_context(|| format!("cannot publish {agent}"))?
         .json()
         .await?;
-    println!("{}", answer["id"].as_str().unwrap_or_default());
-    let report = &answer["report"];
+    println!("{}", answer.id);
+    let report = &answer.report;
     eprintln!(
         "published {}: manifest stored on {} peers, provider of {} keys ({}), announced to {} peers",
-        answer["name"].as_str().unwrap_or_default(),
-        report["record_replicas"],
-        report["provider_keys"],
-        answer["keywords"]
-            .as_array()
-            .map(|k| k
-                .iter()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(", "))
-            .unwrap_or_default(),
-        report["gossip_peers"],
+        answer.name,
+        report.record_replicas,
+        report.provider_keys,
+        answer.keywords.join(", "),
+        report.gossip_peers,
     );
     Ok(())
 }
@@ -176,38 +159,25 @@ pub async fn search(
 ) -> anyhow::Result<()> {
     let query = words.join(" ");
     let limit = limit.to_string();
-    let found = NodeClient::connect(data)?
+    let found: Vec<Found> = NodeClient::connect(data)?
         .get("/api/search", &[("q", &query), ("limit", &limit)])
         .await?;
     if json {
         return super::print_json(&found);
     }
-    let found = found.as_array().cloned().unwrap_or_default();
     if found.is_empty() {
         eprintln!("no agent on the network matches {query:?}");
         return Ok(());
     }
     let rows: Vec<[String; 5]> = found
-        .iter()
+        .into_iter()
         .map(|f| {
-            let tools = f["tools"]
-                .as_array()
-                .map(|t| {
-                    t.iter()
-                        .filter_map(|t| t["name"].as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                })
-                .unwrap_or_default();
             [
-                f["card"]["name"].as_str().unwrap_or_default().to_owned(),
-                f["card"]["description"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned(),
-                tools,
-                f["providers"].to_string(),
-                f["id"].as_str().unwrap_or_default().to_owned(),
+                f.card.name,
+                f.card.description,
+                super::tool_names(&f.tools),
+                f.providers.to_string(),
+                f.id.to_string(),
             ]
         })
         .collect();
@@ -240,20 +210,16 @@ pub async fn fetch(data: &DataDir, id: &str) -> anyhow::Result<()> {
         pending.extend_from_slice(&bytes);
         while let Some(end) = pending.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = pending.drain(..=end).collect();
-            let event: Value =
+            let line: FetchLine =
                 serde_json::from_slice(&line).context("the node sent a bad progress line")?;
-            match event["event"].as_str() {
-                Some("started") => {
-                    if let Some(bar) = &bar {
-                        bar.set_length(event["size"].as_u64().unwrap_or(0));
-                    }
+            match (line, &bar) {
+                (FetchLine::Progress(FetchProgress::Started { size, .. }), Some(bar)) => {
+                    bar.set_length(size)
                 }
-                Some("bytes") => {
-                    if let Some(bar) = &bar {
-                        bar.set_position(event["done"].as_u64().unwrap_or(0));
-                    }
+                (FetchLine::Progress(FetchProgress::Bytes { done, .. }), Some(bar)) => {
+                    bar.set_position(done)
                 }
-                Some("done") | Some("error") => outcome = Some(event),
+                (FetchLine::Outcome(last), _) => outcome = Some(last),
                 _ => {}
             }
         }
@@ -261,26 +227,22 @@ pub async fn fetch(data: &DataDir, id: &str) -> anyhow::Result<()> {
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
-    let outcome = outcome.context("the node stopped answering before the fetch ended")?;
-    if let Some(error) = outcome["error"].as_str() {
-        anyhow::bail!("cannot fetch {id}: {error}");
-    }
-    let fetched = &outcome["fetched"];
-    let record = &fetched["record"];
-    println!("{}", record["id"].as_str().unwrap_or_default());
-    if fetched["downloaded"] == json!(false) {
-        eprintln!(
-            "{} is already installed",
-            record["card"]["name"].as_str().unwrap_or_default()
-        );
+    let fetched = match outcome.context("the node stopped answering before the fetch ended")? {
+        FetchOutcome::Done { fetched } => fetched,
+        FetchOutcome::Error { error } => anyhow::bail!("cannot fetch {id}: {error}"),
+    };
+    let record = &fetched.record;
+    println!("{}", record.id);
+    if !fetched.downloaded {
+        eprintln!("{} is already installed", record.card.name);
     } else {
-        let liars = fetched["liars"].as_array().map_or(0, Vec::len);
+        let liars = fetched.liars.len();
         eprintln!(
             "fetched {} {} ({}) from {} providers, verified{}",
-            record["card"]["name"].as_str().unwrap_or_default(),
-            record["card"]["version"].as_str().unwrap_or_default(),
-            ByteSize(record["size"].as_u64().unwrap_or(0)),
-            fetched["providers_used"],
+            record.card.name,
+            record.card.version,
+            ByteSize(record.size),
+            fetched.providers_used,
             if liars > 0 {
                 format!("; {liars} providers sent corrupt chunks and were blocked")
             } else {
@@ -305,19 +267,18 @@ pub async fn call_remote(
     if let Some(deadline) = deadline {
         request["deadline_ms"] = json!(deadline.as_millis() as u64);
     }
-    let answer: Value = NodeClient::connect(data)?
+    let answer: CallAnswer = NodeClient::connect(data)?
         .post("/api/call", request)
         .await
         .with_context(|| format!("{agent}.{tool} failed"))?
         .json()
         .await?;
-    let output = &answer["output"];
-    super::print_json(output)?;
-    if output["isError"] == json!(true) {
-        let text = output["content"][0]["text"].as_str().unwrap_or("(no text)");
+    let output = answer.output;
+    super::print_json(&output)?;
+    if output.is_error {
         anyhow::bail!(
             "{agent}.{tool} reported an error: {}",
-            text.lines().next().unwrap_or("")
+            output.text().lines().next().unwrap_or("(no text)")
         );
     }
     Ok(())

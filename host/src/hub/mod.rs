@@ -76,7 +76,7 @@ impl Shared {
 }
 
 /// An agent found by a search.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Found {
     pub id: AgentId,
     pub card: AgentCard,
@@ -106,7 +106,7 @@ impl Found {
 }
 
 /// What a fetch did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Fetched {
     pub record: AgentRecord,
     /// False when the agent was already installed and nothing moved.
@@ -267,7 +267,9 @@ impl Hub {
             .map(normalize_keyword)
             .filter(|w| !w.is_empty())
             .collect();
-        words.dedup();
+        // The same word twice would be looked up twice.
+        let mut seen = std::collections::HashSet::new();
+        words.retain(|word| seen.insert(word.clone()));
         words.truncate(MAX_SEARCH_WORDS);
         if words.is_empty() {
             return Ok(Vec::new());
@@ -455,7 +457,7 @@ impl Hub {
 }
 
 /// Progress of a fetch, for a progress bar.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum FetchProgress {
     Started { size: u64, providers: usize },

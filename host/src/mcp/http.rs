@@ -183,12 +183,7 @@ async fn require_token(State(front): State<Arc<Front>>, request: Request, next: 
     let Some(expected) = front.options.token.as_deref() else {
         return next.run(request).await;
     };
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if presented.is_some_and(|p| constant_time_eq(p.as_bytes(), expected.as_bytes())) {
+    if bearer_matches(&request, expected) {
         return next.run(request).await;
     }
     (
@@ -288,6 +283,17 @@ fn jsonrpc_error(status: StatusCode, code: i32, message: String) -> Response {
         "error": { "code": code, "message": message },
     });
     (status, Json(body)).into_response()
+}
+
+/// Whether `request` carries `Authorization: Bearer <expected>`, compared in
+/// constant time.
+pub(crate) fn bearer_matches(request: &Request, expected: &str) -> bool {
+    request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|presented| constant_time_eq(presented.as_bytes(), expected.as_bytes()))
 }
 
 /// Compares secrets in time that depends only on their lengths.

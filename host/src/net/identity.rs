@@ -31,29 +31,21 @@ pub fn load_or_create(path: &Path) -> anyhow::Result<Keypair> {
 }
 
 fn create(path: &Path) -> anyhow::Result<Keypair> {
-    use std::io::Write as _;
+    use crate::store::{Existing, StoreError, write_private};
     let keypair = Keypair::generate_ed25519();
     let encoded = keypair
         .to_protobuf_encoding()
         .map_err(|e| anyhow::anyhow!("cannot encode the node key: {e}"))?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut file = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot write in {}", dir.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        file.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    file.write_all(&encoded)?;
-    file.as_file().sync_all()?;
     // Two processes starting at once: the first key written wins and the
     // other process reads it.
-    match file.persist_noclobber(path) {
-        Ok(_) => Ok(keypair),
-        Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => load_or_create(path),
-        Err(e) => Err(e.error).with_context(|| format!("cannot save node key {}", path.display())),
+    match write_private(path, &encoded, Existing::Keep) {
+        Ok(()) => Ok(keypair),
+        Err(StoreError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::AlreadyExists =>
+        {
+            load_or_create(path)
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot save node key {}", path.display())),
     }
 }
 

@@ -74,7 +74,7 @@ pub enum NetError {
 }
 
 /// A connected peer.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct PeerInfo {
     pub peer_id: String,
     pub addresses: Vec<String>,
@@ -85,7 +85,7 @@ pub struct PeerInfo {
 }
 
 /// What publishing an agent did.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct PublishReport {
     /// Peers that stored the manifest record.
     pub record_replicas: usize,

@@ -63,6 +63,33 @@ impl StoreError {
 
 /// Writes `bytes` to `path` atomically and durably.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    write_file(path, bytes, false, Existing::Replace)
+}
+
+/// What writing a file does when `path` already exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Existing {
+    Replace,
+    /// Leave it; the write fails with [`std::io::ErrorKind::AlreadyExists`].
+    Keep,
+}
+
+/// Writes `bytes` to `path` like [`write_atomic`], readable by the owner
+/// only (keys and tokens).
+pub(crate) fn write_private(
+    path: &Path,
+    bytes: &[u8],
+    existing: Existing,
+) -> Result<(), StoreError> {
+    write_file(path, bytes, true, existing)
+}
+
+fn write_file(
+    path: &Path,
+    bytes: &[u8],
+    private: bool,
+    existing: Existing,
+) -> Result<(), StoreError> {
     let dir = path.parent().ok_or_else(|| {
         StoreError::io(
             "store path has no parent",
@@ -75,10 +102,23 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> 
         .prefix(".tmp-")
         .tempfile_in(dir)
         .map_err(|e| StoreError::io(format!("cannot create a file in {}", dir.display()), e))?;
+    #[cfg(unix)]
+    if private {
+        use std::os::unix::fs::PermissionsExt as _;
+        file.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| StoreError::io(format!("cannot protect {}", path.display()), e))?;
+    }
+    #[cfg(not(unix))]
+    let _ = private;
     file.write_all(bytes)
         .and_then(|()| file.as_file().sync_all())
         .map_err(|e| StoreError::io(format!("cannot write {}", path.display()), e))?;
-    file.persist(path)
+    let persisted = match existing {
+        Existing::Replace => file.persist(path),
+        Existing::Keep => file.persist_noclobber(path),
+    };
+    persisted
         .map_err(|e| StoreError::io(format!("cannot rename into {}", path.display()), e.error))?;
     sync_dir(dir)
 }

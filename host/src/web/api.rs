@@ -9,17 +9,61 @@
 
 use crate::AgentId;
 use crate::capabilities::peers::Hop;
-use crate::hub::{FetchProgress, Hub, HubError};
+use crate::hub::{FetchProgress, Fetched, Hub, HubError};
+use crate::net::PublishReport;
+use crate::tool::ToolOutput;
 use axum::extract::{Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// `GET /api/node`
+#[derive(Debug, Serialize, Deserialize)]
+pub struct NodeAnswer {
+    pub peer_id: String,
+    /// libp2p addresses, each ending in `/p2p/<peer id>`.
+    pub addresses: Vec<String>,
+}
+
+/// `POST /api/publish`
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PublishAnswer {
+    pub id: AgentId,
+    pub name: String,
+    /// The keywords the agent is now found by.
+    pub keywords: Vec<String>,
+    pub report: PublishReport,
+}
+
+/// One line of `POST /api/fetch`: progress, then the outcome.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum FetchLine {
+    Progress(FetchProgress),
+    Outcome(FetchOutcome),
+}
+
+/// The last line of a fetch.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum FetchOutcome {
+    Done { fetched: Box<Fetched> },
+    Error { error: String },
+}
+
+/// `POST /api/call`
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CallAnswer {
+    /// The id of the agent that was called.
+    pub agent: AgentId,
+    pub output: ToolOutput,
+}
 
 struct Api {
     hub: Arc<Hub>,
@@ -48,18 +92,7 @@ async fn require_control_token(
     request: Request,
     next: Next,
 ) -> Response {
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    let valid = presented.is_some_and(|p| {
-        p.len() == api.token.len()
-            && p.bytes()
-                .zip(api.token.bytes())
-                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-                == 0
-    });
+    let valid = crate::mcp::http::bearer_matches(&request, &api.token);
     if valid {
         next.run(request).await
     } else {
@@ -90,10 +123,10 @@ fn hub_failure(error: HubError) -> Response {
 
 async fn node(State(api): State<Arc<Api>>) -> Response {
     match api.hub.network().addresses().await {
-        Ok(addresses) => Json(json!({
-            "peer_id": api.hub.peer_id().to_string(),
-            "addresses": addresses.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        }))
+        Ok(addresses) => Json(NodeAnswer {
+            peer_id: api.hub.peer_id().to_string(),
+            addresses: addresses.iter().map(ToString::to_string).collect(),
+        })
         .into_response(),
         Err(e) => failure(StatusCode::SERVICE_UNAVAILABLE, e),
     }
@@ -114,12 +147,12 @@ struct PublishRequest {
 
 async fn publish(State(api): State<Arc<Api>>, Json(request): Json<PublishRequest>) -> Response {
     match api.hub.publish(&request.agent).await {
-        Ok((manifest, report)) => Json(json!({
-            "id": manifest.id(),
-            "name": manifest.manifest().card.name,
-            "keywords": manifest.manifest().keywords(),
-            "report": report,
-        }))
+        Ok((manifest, report)) => Json(PublishAnswer {
+            id: manifest.id(),
+            name: manifest.manifest().card.name.clone(),
+            keywords: manifest.manifest().keywords(),
+            report,
+        })
         .into_response(),
         Err(e) => hub_failure(e),
     }
@@ -154,17 +187,21 @@ async fn fetch(State(api): State<Arc<Api>>, Json(request): Json<FetchRequest>) -
         Ok(id) => id,
         Err(e) => return failure(StatusCode::BAD_REQUEST, e),
     };
-    let (lines, body) = tokio::sync::mpsc::unbounded_channel::<Value>();
+    let (lines, body) = tokio::sync::mpsc::unbounded_channel::<FetchLine>();
     tokio::spawn(async move {
         let progress_lines = lines.clone();
         let progress = move |event: FetchProgress| {
-            let _ = progress_lines.send(serde_json::to_value(event).unwrap_or_default());
+            let _ = progress_lines.send(FetchLine::Progress(event));
         };
-        let last = match api.hub.fetch(id, &progress).await {
-            Ok(fetched) => json!({"event": "done", "fetched": fetched}),
-            Err(e) => json!({"event": "error", "error": e.to_string().replace('\n', " ")}),
+        let outcome = match api.hub.fetch(id, &progress).await {
+            Ok(fetched) => FetchOutcome::Done {
+                fetched: Box::new(fetched),
+            },
+            Err(e) => FetchOutcome::Error {
+                error: e.to_string().replace('\n', " "),
+            },
         };
-        let _ = lines.send(last);
+        let _ = lines.send(FetchLine::Outcome(outcome));
     });
     let stream = ndjson_lines(body);
     Response::builder()
@@ -175,11 +212,11 @@ async fn fetch(State(api): State<Arc<Api>>, Json(request): Json<FetchRequest>) -
 
 /// One JSON value per line, as they come.
 fn ndjson_lines(
-    values: tokio::sync::mpsc::UnboundedReceiver<Value>,
-) -> impl futures::Stream<Item = Result<String, std::convert::Infallible>> {
-    futures::stream::unfold(values, |mut values| async move {
-        let value = values.recv().await?;
-        Some((Ok(format!("{value}\n")), values))
+    lines: tokio::sync::mpsc::UnboundedReceiver<FetchLine>,
+) -> impl futures::Stream<Item = Result<String, serde_json::Error>> {
+    futures::stream::unfold(lines, |mut lines| async move {
+        let line = lines.recv().await?;
+        Some((serde_json::to_string(&line).map(|text| text + "\n"), lines))
     })
 }
 
@@ -218,7 +255,7 @@ async fn call(State(api): State<Arc<Api>>, Json(request): Json<CallRequest>) -> 
         deadline: Instant::now() + deadline,
     };
     match api.hub.call_remote(id, &request.tool, arguments, hop).await {
-        Ok(output) => Json(json!({"agent": id, "output": output})).into_response(),
+        Ok(output) => Json(CallAnswer { agent: id, output }).into_response(),
         Err(e) => hub_failure(e),
     }
 }

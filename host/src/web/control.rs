@@ -8,6 +8,7 @@
 //! directory can change its agents. Both files go when the node stops.
 
 use crate::config::DataDir;
+use crate::store::{Existing, write_private};
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -24,7 +25,7 @@ pub struct NodeFile {
 }
 
 /// The files of a running node; removed on drop.
-pub struct Published {
+pub struct NodeFiles {
     node_file: PathBuf,
     token_file: PathBuf,
 }
@@ -33,16 +34,20 @@ fn token_file(data: &DataDir) -> PathBuf {
     data.root().join("control.token")
 }
 
-impl Published {
+impl NodeFiles {
     /// Writes `node` and a new control token; returns the token.
-    pub fn write(data: &DataDir, node: &NodeFile) -> anyhow::Result<(Published, String)> {
+    pub fn write(data: &DataDir, node: &NodeFile) -> anyhow::Result<(NodeFiles, String)> {
         let token = new_token()?;
         let token_file = token_file(data);
-        write_private(&token_file, token.as_bytes())?;
+        write_private(&token_file, token.as_bytes(), Existing::Replace)?;
         let node_file = data.node_file();
-        write_private(&node_file, &serde_json::to_vec_pretty(node)?)?;
+        write_private(
+            &node_file,
+            &serde_json::to_vec_pretty(node)?,
+            Existing::Replace,
+        )?;
         Ok((
-            Published {
+            NodeFiles {
                 node_file,
                 token_file,
             },
@@ -51,7 +56,7 @@ impl Published {
     }
 }
 
-impl Drop for Published {
+impl Drop for NodeFiles {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.node_file);
         let _ = std::fs::remove_file(&self.token_file);
@@ -69,23 +74,6 @@ pub fn find(data: &DataDir) -> anyhow::Result<Option<(NodeFile, String)>> {
     let token = std::fs::read_to_string(token_file(data))
         .context("cannot read the node's control token")?;
     Ok(Some((node, token.trim().to_owned())))
-}
-
-fn write_private(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    let dir = path.parent().unwrap_or(std::path::Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut file = tempfile::NamedTempFile::new_in(dir)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        file.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    file.write_all(bytes)?;
-    file.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
 }
 
 /// 32 random bytes from the OS, as hex.
