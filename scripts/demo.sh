@@ -43,7 +43,9 @@ run call calculator multiply '{"a": 6, "b": 7}'
 printf '\n\033[1m--- the same agents over MCP (streamable HTTP, as any MCP client sees them) ---\033[0m\n'
 log=$(mktemp)
 # The binary itself, not the shell function, so that $! is the server's pid.
-"$CARGO_TARGET_DIR/release/agentsite" --data-dir "$data" serve --listen 127.0.0.1:0 2>"$log" &
+# It also joins the agent network, on loopback only.
+"$CARGO_TARGET_DIR/release/agentsite" --data-dir "$data" serve --listen 127.0.0.1:0 \
+    --p2p-listen /ip4/127.0.0.1/tcp/0 2>"$log" &
 server=$!
 trap 'kill $server 2>/dev/null || true; rm -rf "$data" "$log"' EXIT
 for _ in $(seq 100); do grep -q 'at http://' "$log" && break; sleep 0.1; done
@@ -62,7 +64,29 @@ meta='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelc
 mcp tools/call "{\"name\":\"calculator.add\",\"arguments\":{\"a\":2,\"b\":3},$meta}" calculator.add
 mcp tools/call "{\"name\":\"calculator.divide\",\"arguments\":{\"a\":1,\"b\":0},$meta}" calculator.divide
 mcp resources/read "{\"uri\":\"note://demo\",$meta}" note://demo
-kill $server && wait $server 2>/dev/null || true
+
+printf '\n\033[1m--- a second node joins through the first: it finds, fetches and calls agents by hash ---\033[0m\n'
+peer=$(grep -o 'listening on /ip4/[^ ]*' "$log" | head -1 | cut -d' ' -f3)
+echo "first node: $peer"
+run publish calculator
+run publish text
+data2=$(mktemp -d)
+log2=$(mktemp)
+"$CARGO_TARGET_DIR/release/agentsite" --data-dir "$data2" serve --listen 127.0.0.1:0 \
+    --p2p-listen /ip4/127.0.0.1/tcp/0 --bootstrap "$peer" 2>"$log2" &
+server2=$!
+trap 'kill $server $server2 2>/dev/null || true; rm -rf "$data" "$data2" "$log" "$log2"' EXIT
+for _ in $(seq 100); do grep -q 'at http://' "$log2" && break; sleep 0.1; done
+second() { step "$@"; "$CARGO_TARGET_DIR/release/agentsite" --data-dir "$data2" "$@" || true; }
+sleep 1
+second peers
+second search arithmetic
+# Adding again changes nothing and prints the content id.
+id=$(agentsite add "$wasm/calculator.wasm" 2>/dev/null)
+second fetch "$id"
+second call calculator multiply '{"a": 6, "b": 7}'
+second call text upper '{"text": "called where it lives"}' --remote
+kill $server $server2 2>/dev/null; wait $server $server2 2>/dev/null || true
 
 printf '\ndone: every call above ran in a fresh WebAssembly instance.\n'
 printf 'serve them to Claude Code with: claude mcp add agentsite -- agentsite mcp\n'

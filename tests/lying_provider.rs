@@ -8,7 +8,7 @@ mod support;
 use agentsite::config::{Config, DataDir};
 use agentsite::hub::{Hub, HubOptions};
 use agentsite::net::fetch::{FetchRequest, FetchResponse};
-use agentsite::net::{Keypair, Library, Multiaddr, NetConfig, Network, PeerId, Transports};
+use agentsite::net::{Keypair, Library, Multiaddr, NetConfig, Network, PeerId};
 use agentsite::runtime::Capacity;
 use agentsite::store::manifest::SignedManifest;
 use agentsite::{AgentId, Node};
@@ -44,12 +44,7 @@ impl Library for Liar {
 }
 
 fn memory(bootstrap: &[Multiaddr]) -> NetConfig {
-    NetConfig {
-        listen: vec!["/memory/0".parse().unwrap()],
-        bootstrap: bootstrap.to_vec(),
-        mdns: false,
-        transports: Transports::Memory,
-    }
+    support::testnet::memory_config(bootstrap.to_vec())
 }
 
 async fn node_with_hub(dir: &std::path::Path, bootstrap: &[Multiaddr]) -> (Arc<Node>, Arc<Hub>) {
@@ -70,34 +65,6 @@ async fn node_with_hub(dir: &std::path::Path, bootstrap: &[Multiaddr]) -> (Arc<N
     (node, hub)
 }
 
-/// The calculator, grown past several chunks by a custom section (which
-/// changes its id but not what it does).
-fn padded_calculator() -> Vec<u8> {
-    let mut bytes = std::fs::read(support::wasm("calculator")).unwrap();
-    let name = b"padding";
-    let payload: Vec<u8> = (0..1_500_000u32).map(|i| (i * 7 % 251) as u8).collect();
-    let mut section = leb128(name.len() as u64);
-    section.extend_from_slice(name);
-    section.extend_from_slice(&payload);
-    bytes.push(0); // custom section id
-    bytes.extend(leb128(section.len() as u64));
-    bytes.extend(section);
-    bytes
-}
-
-fn leb128(mut value: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let byte = (value & 0x7f) as u8;
-        value >>= 7;
-        if value == 0 {
-            out.push(byte);
-            return out;
-        }
-        out.push(byte | 0x80);
-    }
-}
-
 /// Files in the blob store of the node in `dir`.
 fn stored_blobs(dir: &std::path::Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(DataDir::new(dir).blobs()) else {
@@ -116,7 +83,7 @@ async fn a_lying_provider_is_caught_and_its_bytes_never_stored() {
 
     // The honest publisher.
     let (honest_node, honest) = node_with_hub(honest_dir.path(), &[]).await;
-    let bytes = padded_calculator();
+    let bytes = support::padded_agent("calculator", 1_500_000);
     let id = AgentId::of(&bytes);
     honest_node.add(&bytes).await.unwrap();
     let (manifest, _) = honest.publish(&id.to_string()).await.unwrap();

@@ -20,6 +20,12 @@ impl AgentId {
         AgentId(Sha256::digest(bytes).into())
     }
 
+    /// The id whose sha256 digest is `digest` (for hashes computed
+    /// incrementally).
+    pub fn from_digest(digest: [u8; 32]) -> Self {
+        AgentId(digest)
+    }
+
     /// The 64 lowercase hex digits, without the `sha256:` prefix.
     pub fn hex(&self) -> String {
         hex::encode(self.0)

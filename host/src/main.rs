@@ -317,6 +317,7 @@ fn p2p_options(
             bootstrap: bootstrap.iter().map(parse).collect::<Result<_, _>>()?,
             mdns: mdns || p2p.mdns,
             transports: agentsite::net::Transports::Network,
+            idle_timeout: agentsite::net::IDLE_TIMEOUT,
         },
         hub: agentsite::hub::HubOptions {
             public: p2p.public.clone(),

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod testnet;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -39,6 +41,36 @@ pub fn wasm(name: &str) -> PathBuf {
     let path = examples().join(format!("{name}.wasm"));
     assert!(path.exists(), "{} was not built", path.display());
     path
+}
+
+/// The example agent `name`, grown to `size` bytes by a custom section
+/// (which changes its id but not what it does): a large agent for fetches
+/// that span many chunks.
+pub fn padded_agent(name: &str, size: usize) -> Vec<u8> {
+    let mut bytes = std::fs::read(wasm(name)).unwrap();
+    let label = b"padding";
+    // Section id, then its size and name as LEB128; 16 bytes cover both.
+    let payload = size.saturating_sub(bytes.len() + label.len() + 16);
+    let mut section = leb128(label.len() as u64);
+    section.extend_from_slice(label);
+    section.extend((0..payload as u32).map(|i| (i * 7 % 251) as u8));
+    bytes.push(0); // custom section id
+    bytes.extend(leb128(section.len() as u64));
+    bytes.extend(section);
+    bytes
+}
+
+fn leb128(mut value: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            return out;
+        }
+        out.push(byte | 0x80);
+    }
 }
 
 /// A fresh node data directory, driven through the real binary.

@@ -12,7 +12,6 @@ use libp2p::{
     Swarm, SwarmBuilder, allow_block_list, gossipsub, identify, identity::Keypair, kad, mdns,
     noise, swarm::NetworkBehaviour, tcp, yamux,
 };
-use std::time::Duration;
 
 /// Sent to peers in identify: lets people tell agentsite nodes from others.
 pub(super) const PROTOCOL_VERSION: &str = "/agentsite/1.0.0";
@@ -58,10 +57,8 @@ impl Behaviour {
 /// A swarm for `keypair` over the transports `config` asks for.
 pub(super) fn swarm(keypair: Keypair, config: &NetConfig) -> anyhow::Result<Swarm<Behaviour>> {
     let behaviour = |key: &Keypair| Behaviour::new(key, config);
-    // Connections stay open while idle so that routing tables and gossip
-    // meshes survive quiet periods.
-    let swarm_config =
-        |c: libp2p::swarm::Config| c.with_idle_connection_timeout(Duration::from_secs(300));
+    let idle_timeout = config.idle_timeout;
+    let swarm_config = |c: libp2p::swarm::Config| c.with_idle_connection_timeout(idle_timeout);
     let swarm = match config.transports {
         Transports::Network => SwarmBuilder::with_existing_identity(keypair)
             .with_tokio()

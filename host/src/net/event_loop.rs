@@ -34,6 +34,9 @@ pub(super) enum Command {
         address: Multiaddr,
         reply: Reply<Result<(), NetError>>,
     },
+    RoutingTableSize {
+        reply: Reply<usize>,
+    },
     Publish {
         manifest: Box<SignedManifest>,
         reply: Reply<PublishReport>,
@@ -242,6 +245,10 @@ impl EventLoop {
                     .join_through(address)
                     .map_err(|e| NetError::Dht(e.to_string()));
                 let _ = reply.send(result);
+            }
+            Command::RoutingTableSize { reply } => {
+                let kad = &mut self.swarm.behaviour_mut().kad;
+                let _ = reply.send(kad.kbuckets().map(|bucket| bucket.num_entries()).sum());
             }
             Command::Publish { manifest, reply } => self.publish(*manifest, reply),
             Command::Providers { key, want, reply } => {

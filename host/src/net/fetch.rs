@@ -14,13 +14,14 @@ use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
 use libp2p::{PeerId, StreamProtocol, request_response};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 pub(super) const PROTOCOL: StreamProtocol = StreamProtocol::new("/agentsite/fetch/1.0.0");
 
 /// Chunks asked of one provider at a time.
-const IN_FLIGHT_PER_PROVIDER: usize = 8;
+const IN_FLIGHT_PER_PROVIDER: usize = 16;
 /// Failures (not lies) after which a provider is left out of a download.
 const MAX_FAILURES_PER_PROVIDER: u32 = 3;
 /// The most manifests one node returns for a keyword.
@@ -128,6 +129,7 @@ pub async fn download(
     let mut done = 0u64;
     let mut requests = FuturesUnordered::new();
     let mut next_provider = 0usize;
+    let mut whole = InOrderHash::new(manifest.chunk_count());
 
     loop {
         // Hand waiting chunks to the providers with room, in turn.
@@ -168,6 +170,7 @@ pub async fn download(
         match answer {
             Ok(FetchResponse::Chunk(chunk)) if manifest.chunk_matches(index, &chunk) => {
                 bytes[manifest.chunk_range(index)].copy_from_slice(&chunk);
+                whole.arrived(index, &bytes, |i| manifest.chunk_range(i));
                 *report.chunks_from.entry(provider).or_default() += 1;
                 done += chunk.len() as u64;
                 progress(done);
@@ -210,8 +213,47 @@ pub async fn download(
             });
         }
     }
-    if AgentId::of(&bytes) != id {
+    if whole.finish() != id {
         return Err(FetchError::WrongWhole(id));
     }
     Ok((bytes, report))
+}
+
+/// The sha256 of the whole agent, computed while chunks arrive (in any
+/// order) rather than in one pass at the end: the hashing overlaps the wait
+/// for the next chunks.
+struct InOrderHash {
+    hasher: Sha256,
+    arrived: Vec<bool>,
+    /// The first chunk not yet hashed.
+    next: usize,
+}
+
+impl InOrderHash {
+    fn new(chunks: usize) -> Self {
+        InOrderHash {
+            hasher: Sha256::new(),
+            arrived: vec![false; chunks],
+            next: 0,
+        }
+    }
+
+    /// Chunk `index` is in `bytes`: hashes every chunk now in sequence.
+    fn arrived(
+        &mut self,
+        index: usize,
+        bytes: &[u8],
+        range: impl Fn(usize) -> std::ops::Range<usize>,
+    ) {
+        self.arrived[index] = true;
+        while self.arrived.get(self.next) == Some(&true) {
+            self.hasher.update(&bytes[range(self.next)]);
+            self.next += 1;
+        }
+    }
+
+    fn finish(self) -> AgentId {
+        debug_assert_eq!(self.next, self.arrived.len(), "every chunk arrived");
+        AgentId::from_digest(self.hasher.finalize().into())
+    }
 }

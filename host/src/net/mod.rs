@@ -45,7 +45,14 @@ pub struct NetConfig {
     /// Also find peers on the local network by mDNS.
     pub mdns: bool,
     pub transports: Transports,
+    /// How long a connection with nothing to do stays open. Gossip keeps
+    /// its mesh connections open regardless.
+    pub idle_timeout: Duration,
 }
+
+/// Connections stay open this long while idle by default, so that routing
+/// tables stay reachable and lookups rarely wait for a new connection.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// What this node offers other nodes. Implemented by the host over its store
 /// and runtime.
@@ -159,6 +166,12 @@ impl Network {
     pub async fn dial(&self, address: Multiaddr) -> Result<(), NetError> {
         self.ask(|reply| event_loop::Command::Dial { address, reply })
             .await?
+    }
+
+    /// How many peers this node's Kademlia routing table holds.
+    pub async fn routing_table_size(&self) -> Result<usize, NetError> {
+        self.ask(|reply| event_loop::Command::RoutingTableSize { reply })
+            .await
     }
 
     /// Publishes `manifest`: the record under its id, this node as a

@@ -1,0 +1,520 @@
+//! The network's speed: how lookups scale with the number of nodes, how fast
+//! an announcement reaches everyone, how fast an agent moves between two
+//! processes, and how long a fresh node takes from a search to a first call.
+//!
+//! ```sh
+//! cargo bench -p agentsite --bench planet              # everything
+//! cargo bench -p agentsite --bench planet -- lookup    # or: gossip, fetch, e2e
+//! ```
+//!
+//! * `lookup`: networks of 16, 64, 256 and 1024 in-process nodes (memory
+//!   transport, with noise and yamux as on TCP). Agents are published at
+//!   random nodes; random other nodes look them up by keyword, one lookup at
+//!   a time. Latency, Kademlia requests per lookup and success rate per size;
+//!   the curve is drawn to `benches/plots/provider-lookup.svg`.
+//! * `gossip`: in the largest (1024-node) network, announcements from random nodes;
+//!   the time until each node has checked and taken in each one.
+//! * `fetch`: a 16 MiB agent published by an `agentsite serve` process,
+//!   downloaded by this process over loopback TCP in verified chunks.
+//! * `e2e`: a 50-node network; a fresh node searches for an agent, fetches
+//!   its 1 MiB component, verifies, compiles and calls it.
+//!
+//! Figures are printed as Markdown for BENCHMARKS.md. Needs the example
+//! agents (`cd examples && cargo build --release --target wasm32-wasip2`).
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use agentsite::config::{Config, DataDir};
+use agentsite::hub::{Hub, HubOptions};
+use agentsite::net::{Keypair, NetConfig, Network, PeerId, Transports, dht, fetch};
+use agentsite::runtime::Capacity;
+use agentsite::{AgentId, Node};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::testnet::{SplitMix, Testnet, memory_config};
+
+const LOOKUP_SIZES: [usize; 4] = [16, 64, 256, 1024];
+const LOOKUPS: usize = 2000;
+const AGENTS_PER_NETWORK: usize = 16;
+const ANNOUNCEMENTS: usize = 20;
+const FETCH_BYTES: usize = 16 * 1024 * 1024;
+const FETCH_ROUNDS: usize = 10;
+const E2E_NETWORK: usize = 50;
+const E2E_ROUNDS: usize = 20;
+
+fn main() {
+    let chosen: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let wants = |name: &str| chosen.is_empty() || chosen.iter().any(|c| c == name);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        if wants("lookup") || wants("gossip") {
+            lookups_and_gossip(wants("lookup"), wants("gossip")).await;
+        }
+        if wants("fetch") {
+            fetch_between_processes().await;
+        }
+        if wants("e2e") {
+            search_to_first_call().await;
+        }
+    });
+}
+
+/// Percentile `p` (0..=100) of sorted `values`.
+fn percentile<T: Copy>(sorted: &[T], p: f64) -> T {
+    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+struct LookupRow {
+    nodes: usize,
+    p50: Duration,
+    p90: Duration,
+    p99: Duration,
+    requests_mean: f64,
+    requests_p99: u32,
+    success: f64,
+    routing_median: usize,
+    build: Duration,
+}
+
+async fn lookups_and_gossip(lookup: bool, gossip: bool) {
+    // PLANET_SIZES=16,64 picks other network sizes (the largest also
+    // carries the gossip measurement).
+    let all: Vec<usize> = match std::env::var("PLANET_SIZES") {
+        Ok(list) => list
+            .split(',')
+            .map(|n| n.trim().parse().expect("PLANET_SIZES lists numbers"))
+            .collect(),
+        Err(_) => LOOKUP_SIZES.to_vec(),
+    };
+    let largest = *all.iter().max().expect("at least one size");
+    let sizes: Vec<usize> = if lookup { all } else { vec![largest] };
+    let mut rows = Vec::new();
+    for &nodes in &sizes {
+        let started = Instant::now();
+        let net = Testnet::start(nodes, nodes as u64).await;
+        let build = started.elapsed();
+        eprintln!(
+            "{nodes} nodes up in {build:.1?}; routing tables {:?} (min, median, max)",
+            net.routing
+        );
+        if lookup {
+            rows.push(measure_lookups(&net, build).await);
+            print_lookup_rows(&rows);
+            // Redrawn after each size, so a run cut short still leaves a plot.
+            draw_lookup_plot(&rows);
+        }
+        if gossip && nodes == largest {
+            measure_gossip(&net).await;
+        }
+        net.shutdown().await;
+    }
+}
+
+async fn measure_lookups(net: &Testnet, build: Duration) -> LookupRow {
+    let nodes = net.nodes.len();
+    let mut random = SplitMix(0xA6E7 + nodes as u64);
+    let mut agents = Vec::new();
+    for i in 0..AGENTS_PER_NETWORK {
+        let publisher = random.below(nodes);
+        let word = format!("skill{i}");
+        let manifest = net.nodes[publisher].make_agent(&format!("bench-{i}"), &[&word], 4096);
+        net.nodes[publisher]
+            .network
+            .publish(manifest)
+            .await
+            .expect("publish");
+        agents.push((publisher, word));
+    }
+    // A few lookups per node first, as a running node would have done:
+    // these open the connections lookups use, and are not counted.
+    for _ in 0..nodes.min(256) {
+        let (_, word) = &agents[random.below(agents.len())];
+        let seeker = &net.nodes[random.below(nodes)];
+        let _ = seeker.network.providers(dht::keyword_key(word), 1).await;
+    }
+    let mut latencies = Vec::with_capacity(LOOKUPS);
+    let mut requests = Vec::with_capacity(LOOKUPS);
+    let mut found = 0usize;
+    for _ in 0..LOOKUPS {
+        let (publisher, word) = &agents[random.below(agents.len())];
+        let mut seeker = random.below(nodes);
+        if seeker == *publisher {
+            seeker = (seeker + 1) % nodes;
+        }
+        let expected = net.nodes[*publisher].network.peer_id();
+        let started = Instant::now();
+        let answer = tokio::time::timeout(
+            Duration::from_secs(10),
+            net.nodes[seeker]
+                .network
+                .providers(dht::keyword_key(word), 1),
+        )
+        .await;
+        let elapsed = started.elapsed();
+        latencies.push(elapsed);
+        if let Ok(Ok(lookup)) = answer {
+            requests.push(lookup.requests);
+            if lookup.providers.contains(&expected) {
+                found += 1;
+            }
+        }
+    }
+    latencies.sort_unstable();
+    requests.sort_unstable();
+    LookupRow {
+        nodes,
+        p50: percentile(&latencies, 50.0),
+        p90: percentile(&latencies, 90.0),
+        p99: percentile(&latencies, 99.0),
+        requests_mean: requests.iter().map(|&r| f64::from(r)).sum::<f64>()
+            / requests.len().max(1) as f64,
+        requests_p99: if requests.is_empty() {
+            0
+        } else {
+            percentile(&requests, 99.0)
+        },
+        success: found as f64 / LOOKUPS as f64 * 100.0,
+        routing_median: net.routing.1,
+        build,
+    }
+}
+
+fn print_lookup_rows(rows: &[LookupRow]) {
+    println!(
+        "\n| nodes | p50 | p90 | p99 | requests (mean) | requests (p99) | success | routing table (median) | network built in |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for row in rows {
+        println!(
+            "| {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.1} | {} | {:.2}% | {} | {:.0} s |",
+            row.nodes,
+            ms(row.p50),
+            ms(row.p90),
+            ms(row.p99),
+            row.requests_mean,
+            row.requests_p99,
+            row.success,
+            row.routing_median,
+            row.build.as_secs_f64()
+        );
+    }
+}
+
+/// Lookup latency and requests against network size, on a log₂ axis: a
+/// straight line is O(log n).
+fn draw_lookup_plot(rows: &[LookupRow]) {
+    use plotters::prelude::*;
+    let path = support::repo().join("benches/plots/provider-lookup.svg");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let root = SVGBackend::new(&path, (900, 420)).into_drawing_area();
+    root.fill(&WHITE).unwrap();
+    let (left, right) = root.split_horizontally(450);
+    let x_range = 3.5f64..10.5f64;
+    let log2 = |n: usize| (n as f64).log2();
+
+    let top_ms = rows.iter().map(|r| ms(r.p90)).fold(0.0, f64::max) * 1.2;
+    let mut chart = ChartBuilder::on(&left)
+        .caption("Provider lookup latency", ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(48)
+        .build_cartesian_2d(x_range.clone(), 0f64..top_ms.max(0.5))
+        .unwrap();
+    chart
+        .configure_mesh()
+        .x_desc("nodes (log₂ scale)")
+        .y_desc("ms")
+        .x_label_formatter(&|x| format!("{}", 2f64.powf(*x).round()))
+        .draw()
+        .unwrap();
+    for (label, pick, color) in [
+        (
+            "p50",
+            (|r: &LookupRow| r.p50) as fn(&LookupRow) -> Duration,
+            BLUE,
+        ),
+        ("p90", |r: &LookupRow| r.p90, RED),
+    ] {
+        let points: Vec<(f64, f64)> = rows.iter().map(|r| (log2(r.nodes), ms(pick(r)))).collect();
+        chart
+            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+            .unwrap()
+            .label(label)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .unwrap();
+    }
+    chart
+        .configure_series_labels()
+        .border_style(BLACK)
+        .draw()
+        .unwrap();
+
+    let top_requests = rows.iter().map(|r| r.requests_mean).fold(0.0, f64::max) * 1.3;
+    let mut chart = ChartBuilder::on(&right)
+        .caption("Kademlia requests per lookup", ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(48)
+        .build_cartesian_2d(x_range, 0f64..top_requests.max(1.0))
+        .unwrap();
+    chart
+        .configure_mesh()
+        .x_desc("nodes (log₂ scale)")
+        .y_desc("requests (mean)")
+        .x_label_formatter(&|x| format!("{}", 2f64.powf(*x).round()))
+        .draw()
+        .unwrap();
+    let points: Vec<(f64, f64)> = rows
+        .iter()
+        .map(|r| (log2(r.nodes), r.requests_mean))
+        .collect();
+    chart
+        .draw_series(LineSeries::new(points.clone(), GREEN.stroke_width(2)))
+        .unwrap();
+    chart
+        .draw_series(points.iter().map(|&p| Circle::new(p, 3, GREEN.filled())))
+        .unwrap();
+    root.present().unwrap();
+    eprintln!("plot written to {}", path.display());
+}
+
+async fn measure_gossip(net: &Testnet) {
+    let nodes = net.nodes.len();
+    let mut random = SplitMix(0x6055);
+    let mut deliveries = Vec::new();
+    let mut full_reach = Vec::new();
+    let mut reached_all = 0;
+    for i in 0..ANNOUNCEMENTS {
+        let publisher = &net.nodes[random.below(nodes)];
+        let manifest = publisher.make_agent(&format!("news-{i}"), &["news"], 4096);
+        let id = manifest.id();
+        let sent = Instant::now();
+        // Publishing also stores DHT records; the announcement is sent
+        // first, within the same command.
+        let network = publisher.network.clone();
+        tokio::spawn(async move { network.publish(manifest).await });
+        let deadline = sent + Duration::from_secs(5);
+        while Instant::now() < deadline && !net.nodes.iter().all(|n| n.shelf.heard(&id).is_some()) {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let heard: Vec<Duration> = net
+            .nodes
+            .iter()
+            .filter_map(|n| n.shelf.heard(&id))
+            .map(|at| at.saturating_duration_since(sent))
+            .collect();
+        if heard.len() == nodes {
+            reached_all += 1;
+            full_reach.push(heard.iter().copied().max().unwrap());
+        }
+        deliveries.extend(heard);
+        // Let the mesh forget this message's traffic before the next.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    deliveries.sort_unstable();
+    full_reach.sort_unstable();
+    println!(
+        "\n| nodes | announcements | reached every node | per-node delivery p50 | p99 | max | time to reach all: p50 | max |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    println!(
+        "| {nodes} | {ANNOUNCEMENTS} | {reached_all} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms |",
+        ms(percentile(&deliveries, 50.0)),
+        ms(percentile(&deliveries, 99.0)),
+        ms(*deliveries.last().unwrap()),
+        full_reach
+            .first()
+            .map_or(f64::NAN, |_| ms(percentile(&full_reach, 50.0))),
+        full_reach.last().map_or(f64::NAN, |d| ms(*d)),
+    );
+}
+
+/// A node on loopback TCP joining through `bootstrap`.
+fn tcp_config(bootstrap: Vec<agentsite::net::Multiaddr>) -> NetConfig {
+    NetConfig {
+        listen: vec!["/ip4/127.0.0.1/tcp/0".parse().unwrap()],
+        bootstrap,
+        mdns: false,
+        transports: Transports::Network,
+        idle_timeout: agentsite::net::IDLE_TIMEOUT,
+    }
+}
+
+async fn fetch_between_processes() {
+    let provider = support::Cli::new();
+    let bytes = support::padded_agent("calculator", FETCH_BYTES);
+    let file = provider.data().join("big.wasm");
+    std::fs::write(&file, &bytes).unwrap();
+    let id = provider
+        .run(&["add", file.to_str().unwrap()])
+        .success()
+        .trim()
+        .to_owned();
+    let server = support::Server::start(provider.data(), &["--p2p-listen", "/ip4/127.0.0.1/tcp/0"]);
+    provider.run(&["publish", &id]).success();
+    let address: agentsite::net::Multiaddr = server.p2p.clone().unwrap().parse().unwrap();
+    let peer: PeerId = match address.iter().last() {
+        Some(libp2p::multiaddr::Protocol::P2p(peer)) => peer,
+        _ => panic!("{address} does not end in a peer id"),
+    };
+
+    let library = Arc::new(support::testnet::Shelf::default());
+    let network = Network::start(
+        Keypair::generate_ed25519(),
+        tcp_config(vec![address]),
+        library,
+    )
+    .await
+    .unwrap();
+    let id: AgentId = id.parse().unwrap();
+    let manifest = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let Ok(manifest) = network.manifest(id).await {
+                return manifest;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the manifest is found");
+    let mut times = Vec::new();
+    for round in 0..=FETCH_ROUNDS {
+        let started = Instant::now();
+        let (fetched, _) = fetch::download(&network, &manifest, &[peer], &|_| {})
+            .await
+            .expect("the download succeeds");
+        let elapsed = started.elapsed();
+        assert_eq!(AgentId::of(&fetched), id);
+        // The first round warms both sides' page cache and allocator.
+        if round > 0 {
+            times.push(elapsed);
+        }
+    }
+    times.sort_unstable();
+    let mib = FETCH_BYTES as f64 / (1024.0 * 1024.0);
+    let rate = |d: Duration| mib / d.as_secs_f64();
+    println!("\n| agent | rounds | time p50 | min | max | throughput at p50 | best |");
+    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| {mib:.0} MiB, {} chunks | {FETCH_ROUNDS} | {:.1} ms | {:.1} ms | {:.1} ms | **{:.0} MiB/s** | {:.0} MiB/s |",
+        manifest.manifest().chunk_count(),
+        ms(percentile(&times, 50.0)),
+        ms(times[0]),
+        ms(*times.last().unwrap()),
+        rate(percentile(&times, 50.0)),
+        rate(times[0]),
+    );
+    network.shutdown().await;
+    drop(server);
+}
+
+async fn search_to_first_call() {
+    let net = Testnet::start(E2E_NETWORK - 1, 50).await;
+    // The publisher: a full node hosting a 1 MiB calculator.
+    let publisher_dir = tempfile::tempdir().unwrap();
+    let publisher_node = Arc::new(
+        Node::open(
+            DataDir::new(publisher_dir.path()),
+            Config::default(),
+            Capacity::OneShot,
+        )
+        .unwrap(),
+    );
+    let bytes = support::padded_agent("calculator", 1024 * 1024);
+    let record = publisher_node.add(&bytes).await.unwrap();
+    let options = HubOptions {
+        public: Vec::new(),
+        seed_fetched: false,
+    };
+    let publisher = Hub::start(
+        publisher_node,
+        Keypair::generate_ed25519(),
+        memory_config(net.nodes[0].addresses.clone()),
+        options.clone(),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    publisher.publish(&record.id.to_string()).await.unwrap();
+
+    let mut random = SplitMix(0xE2E);
+    let mut totals = Vec::new();
+    let mut steps: [Vec<Duration>; 3] = Default::default();
+    for _ in 0..E2E_ROUNDS {
+        let dir = tempfile::tempdir().unwrap();
+        let node = Arc::new(
+            Node::open(
+                DataDir::new(dir.path()),
+                Config::default(),
+                Capacity::OneShot,
+            )
+            .unwrap(),
+        );
+        let through = random.below(net.nodes.len());
+        let hub = Hub::start(
+            node.clone(),
+            Keypair::generate_ed25519(),
+            memory_config(net.nodes[through].addresses.clone()),
+            options.clone(),
+        )
+        .await
+        .unwrap();
+        // Joined: its first bootstrap is done.
+        while hub.network().routing_table_size().await.unwrap() < 10 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+
+        let started = Instant::now();
+        let found = hub.search("arithmetic", 5).await.unwrap();
+        let id = found.first().expect("the search finds the calculator").id;
+        let searched = started.elapsed();
+        let fetched = hub.fetch(id, &|_| {}).await.unwrap();
+        assert!(fetched.downloaded);
+        let installed = started.elapsed();
+        let sum = node
+            .call(&id.to_string(), "add", r#"{"a": 40, "b": 2}"#, None)
+            .await
+            .unwrap();
+        let total = started.elapsed();
+        assert_eq!(sum.structured_content.unwrap()["result"], 42.0);
+        steps[0].push(searched);
+        steps[1].push(installed - searched);
+        steps[2].push(total - installed);
+        totals.push(total);
+        hub.network().shutdown().await;
+    }
+    totals.sort_unstable();
+    for step in &mut steps {
+        step.sort_unstable();
+    }
+    println!(
+        "\n| network | rounds | search | fetch 1 MiB + verify + store + compile | first call | total p50 | total p90 | total max |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    println!(
+        "| {E2E_NETWORK} nodes | {E2E_ROUNDS} | {:.1} ms | {:.1} ms | {:.2} ms | **{:.1} ms** | {:.1} ms | {:.1} ms |",
+        ms(percentile(&steps[0], 50.0)),
+        ms(percentile(&steps[1], 50.0)),
+        ms(percentile(&steps[2], 50.0)),
+        ms(percentile(&totals, 50.0)),
+        ms(percentile(&totals, 90.0)),
+        ms(*totals.last().unwrap()),
+    );
+    publisher.network().shutdown().await;
+    net.shutdown().await;
+}

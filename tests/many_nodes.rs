@@ -1,0 +1,96 @@
+//! Two hundred nodes in one process (memory transport, full libp2p stack):
+//! agents published at scattered nodes are found by every node, by keyword
+//! through the DHT, by id with a verified manifest, and by announcement.
+
+mod support;
+
+use agentsite::AgentId;
+use agentsite::net::dht;
+use futures::StreamExt as _;
+use std::time::Duration;
+use support::testnet::Testnet;
+
+const NODES: usize = 200;
+const PUBLISHERS: usize = 8;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_node_finds_every_published_agent() {
+    let net = tokio::time::timeout(Duration::from_secs(180), Testnet::start(NODES, 7))
+        .await
+        .expect("the network settles");
+    let (smallest, median, _) = net.routing;
+    assert!(smallest > 0, "a node has an empty routing table");
+    eprintln!("routing tables: {:?} (min, median, max)", net.routing);
+    assert!(
+        median >= 20,
+        "routing tables stayed small: {:?}",
+        net.routing
+    );
+
+    // Publishers spread over the network, each with its own skill word.
+    let mut published = Vec::new();
+    for i in 0..PUBLISHERS {
+        let publisher = i * NODES / PUBLISHERS;
+        let node = &net.nodes[publisher];
+        let skill = format!("skill{i}");
+        let manifest = node.make_agent(&format!("sim-agent-{i}"), &["planet", &skill], 4096);
+        let report = node.network.publish(manifest.clone()).await.unwrap();
+        assert_eq!(report.provider_keys_unconfirmed, 0, "{report:?}");
+        published.push((publisher, skill, manifest.id()));
+    }
+
+    // Every node looks every agent up by its skill word and by its id.
+    let lookups = net.nodes.iter().enumerate().flat_map(|(seeker, node)| {
+        let nodes = &net.nodes;
+        published
+            .iter()
+            .map(move |(publisher, skill, id)| async move {
+                let publisher_id = nodes[*publisher].network.peer_id();
+                let by_word = node
+                    .network
+                    .providers(dht::keyword_key(skill), 1)
+                    .await
+                    .map(|found| found.providers.contains(&publisher_id) || seeker == *publisher);
+                let by_id = node.network.manifest(*id).await.map(|m| m.id() == *id);
+                match (by_word, by_id) {
+                    (Ok(true), Ok(true)) => None,
+                    miss => Some(format!("node {seeker} looking for {id}: {miss:?}")),
+                }
+            })
+    });
+    let misses: Vec<String> = tokio::time::timeout(
+        Duration::from_secs(300),
+        futures::stream::iter(lookups)
+            .buffer_unordered(64)
+            .filter_map(|miss| async move { miss })
+            .collect(),
+    )
+    .await
+    .expect("the lookups end");
+    assert!(
+        misses.is_empty(),
+        "{} of {} lookups missed, first: {:?}",
+        misses.len(),
+        NODES * PUBLISHERS,
+        misses.first()
+    );
+
+    // The gossip announcements reached every node too.
+    let ids: Vec<AgentId> = published.iter().map(|(_, _, id)| *id).collect();
+    let everyone_heard = || {
+        net.nodes
+            .iter()
+            .all(|node| ids.iter().all(|id| node.shelf.heard(id).is_some()))
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !everyone_heard() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let deaf = net
+        .nodes
+        .iter()
+        .filter(|node| ids.iter().any(|id| node.shelf.heard(id).is_none()))
+        .count();
+    assert_eq!(deaf, 0, "{deaf} nodes missed an announcement");
+    net.shutdown().await;
+}

@@ -1,0 +1,225 @@
+//! A whole agentsite network in one process: many nodes on libp2p's memory
+//! transport (noise and yamux included, as on TCP), for the planet-scale
+//! test and the network benchmarks.
+//!
+//! Each node runs the real network stack ([`Network`]) over a [`Shelf`]: a
+//! library that offers signed manifests and notes when each announcement
+//! reached it. Nodes join one after another, each through a few random
+//! earlier nodes; each fills its routing table with its own Kademlia
+//! bootstrap (a lookup of its own id and of a random id per bucket), and the
+//! nodes it meets learn of it in turn.
+
+use agentsite::AgentId;
+use agentsite::net::fetch::{FetchRequest, FetchResponse};
+use agentsite::net::{Keypair, Library, Multiaddr, NetConfig, Network, PeerId, Transports};
+use agentsite::store::AgentRecord;
+use agentsite::store::manifest::{Manifest, SignedManifest};
+use agentsite::tool::AgentCard;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Bootstrap peers per joining node.
+const JOIN_THROUGH: usize = 3;
+/// Idle connections close sooner than on a real node (300 s): a real node
+/// can afford a connection to each peer it met, but a thousand nodes in one
+/// process cannot afford all of theirs (each costs about 100 KiB of
+/// buffers). Gossip keeps its mesh connections open regardless; lookups
+/// open the connections they need, as on a node that has been quiet.
+const SIM_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time the last joiners get to finish their Kademlia bootstrap.
+const SETTLE: Duration = Duration::from_secs(2);
+
+/// What a simulated node offers, and when announcements reached it.
+#[derive(Default)]
+pub struct Shelf {
+    offered: Mutex<HashMap<AgentId, SignedManifest>>,
+    heard: Mutex<HashMap<AgentId, Instant>>,
+}
+
+impl Shelf {
+    pub fn offer(&self, manifest: SignedManifest) {
+        self.offered.lock().unwrap().insert(manifest.id(), manifest);
+    }
+
+    /// When the first announcement of `id` reached this node.
+    pub fn heard(&self, id: &AgentId) -> Option<Instant> {
+        self.heard.lock().unwrap().get(id).copied()
+    }
+}
+
+#[async_trait::async_trait]
+impl Library for Shelf {
+    fn answer(&self, _from: PeerId, request: FetchRequest) -> FetchResponse {
+        let offered = self.offered.lock().unwrap();
+        match request {
+            FetchRequest::Manifest { id } => match offered.get(&id) {
+                Some(manifest) => FetchResponse::Manifest(manifest.encoded().to_vec()),
+                None => FetchResponse::NotFound,
+            },
+            FetchRequest::Matching { keyword } => FetchResponse::Matching(
+                offered
+                    .values()
+                    .filter(|m| m.manifest().keywords().contains(&keyword))
+                    .map(|m| serde_bytes::ByteBuf::from(m.encoded().to_vec()))
+                    .collect(),
+            ),
+            // Simulated agents are manifests without bytes.
+            FetchRequest::Chunk { .. } => FetchResponse::NotFound,
+        }
+    }
+
+    async fn rpc(&self, _from: PeerId, message: serde_json::Value) -> serde_json::Value {
+        serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": message.get("id").cloned().unwrap_or(serde_json::Value::Null),
+            "error": {"code": -32601, "message": "a simulated node runs no agents"},
+        })
+    }
+
+    fn announced(&self, manifest: SignedManifest, _host: PeerId) {
+        self.heard
+            .lock()
+            .unwrap()
+            .entry(manifest.id())
+            .or_insert_with(Instant::now);
+    }
+}
+
+pub struct SimNode {
+    pub network: Network,
+    pub shelf: Arc<Shelf>,
+    pub keypair: Keypair,
+    pub addresses: Vec<Multiaddr>,
+}
+
+impl SimNode {
+    /// Signs a manifest for an agent of `size` made-up bytes, named `name`
+    /// and tagged `tags`, as published by this node, and offers it.
+    pub fn make_agent(&self, name: &str, tags: &[&str], size: usize) -> SignedManifest {
+        let bytes: Vec<u8> = name.bytes().cycle().take(size.max(1)).collect();
+        let record = AgentRecord {
+            id: AgentId::of(&bytes),
+            card: AgentCard {
+                name: name.to_owned(),
+                version: "1.0.0".into(),
+                description: format!("{name}, a simulated agent"),
+                tags: tags.iter().map(|t| t.to_string()).collect(),
+                homepage: None,
+            },
+            tools: Vec::new(),
+            imports: Vec::new(),
+            size: bytes.len() as u64,
+            added_at: 0,
+        };
+        let manifest = Manifest::describe(&record, &bytes, &self.keypair.public());
+        let signed = SignedManifest::sign(manifest, &self.keypair).expect("the manifest signs");
+        self.shelf.offer(signed.clone());
+        signed
+    }
+}
+
+/// Listening on a fresh in-memory address, joining through `bootstrap`.
+pub fn memory_config(bootstrap: Vec<Multiaddr>) -> NetConfig {
+    NetConfig {
+        listen: vec!["/memory/0".parse().unwrap()],
+        bootstrap,
+        mdns: false,
+        transports: Transports::Memory,
+        idle_timeout: agentsite::net::IDLE_TIMEOUT,
+    }
+}
+
+pub struct Testnet {
+    pub nodes: Vec<SimNode>,
+    /// Routing-table sizes once the network settled (min, median, max).
+    pub routing: (usize, usize, usize),
+}
+
+impl Testnet {
+    /// Starts `size` nodes and lets the network settle. `seed` picks who
+    /// joins through whom, so that runs are repeatable.
+    pub async fn start(size: usize, seed: u64) -> Testnet {
+        let mut random = SplitMix(seed);
+        let started = Instant::now();
+        let mut nodes: Vec<SimNode> = Vec::with_capacity(size);
+        for _ in 0..size {
+            let bootstrap = (0..JOIN_THROUGH.min(nodes.len()))
+                .map(|_| {
+                    let through = &nodes[random.below(nodes.len())];
+                    through.addresses[0].clone()
+                })
+                .collect();
+            nodes.push(Self::join(bootstrap).await);
+        }
+        let joined = started.elapsed();
+        let routing = Self::settle(&nodes).await;
+        eprintln!(
+            "testnet: {size} nodes joined in {joined:.1?}, settled in {:.1?}",
+            started.elapsed() - joined
+        );
+        Testnet { nodes, routing }
+    }
+
+    /// Starts one more node that joins through the node at `through`.
+    pub async fn join_one(&self, through: usize) -> SimNode {
+        Self::join(self.nodes[through].addresses.clone()).await
+    }
+
+    async fn join(bootstrap: Vec<Multiaddr>) -> SimNode {
+        let keypair = Keypair::generate_ed25519();
+        let shelf = Arc::new(Shelf::default());
+        let config = NetConfig {
+            idle_timeout: SIM_IDLE_TIMEOUT,
+            ..memory_config(bootstrap)
+        };
+        let network = Network::start(keypair.clone(), config, shelf.clone())
+            .await
+            .expect("a simulated node starts");
+        let addresses = network.addresses().await.expect("the node answers");
+        SimNode {
+            network,
+            shelf,
+            keypair,
+            addresses,
+        }
+    }
+
+    /// Waits for the joining nodes' own Kademlia bootstraps to quieten,
+    /// then returns the routing-table sizes.
+    async fn settle(nodes: &[SimNode]) -> (usize, usize, usize) {
+        tokio::time::sleep(SETTLE).await;
+        let mut sizes =
+            futures::future::join_all(nodes.iter().map(|node| node.network.routing_table_size()))
+                .await
+                .into_iter()
+                .map(|size| size.unwrap_or(0))
+                .collect::<Vec<usize>>();
+        sizes.sort_unstable();
+        match sizes.as_slice() {
+            [] => (0, 0, 0),
+            all => (all[0], all[all.len() / 2], all[all.len() - 1]),
+        }
+    }
+
+    pub async fn shutdown(self) {
+        futures::future::join_all(self.nodes.iter().map(|n| n.network.shutdown())).await;
+    }
+}
+
+/// A small, seeded generator: enough to pick bootstrap peers repeatably.
+pub struct SplitMix(pub u64);
+
+impl SplitMix {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, bound: usize) -> usize {
+        (self.next() % bound as u64) as usize
+    }
+}
