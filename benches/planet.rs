@@ -25,14 +25,11 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use agentsite::config::{Config, DataDir};
-use agentsite::hub::{Hub, HubOptions};
+use agentsite::AgentId;
 use agentsite::net::{Keypair, NetConfig, Network, PeerId, Transports, dht, fetch};
-use agentsite::runtime::Capacity;
-use agentsite::{AgentId, Node};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::testnet::{SplitMix, Testnet, memory_config};
+use support::testnet::{SplitMix, Testnet, manifest_from_dht, node_with_hub};
 
 const LOOKUP_SIZES: [usize; 4] = [16, 64, 256, 1024];
 const LOOKUPS: usize = 2000;
@@ -382,16 +379,7 @@ async fn fetch_between_processes() {
     .await
     .unwrap();
     let id: AgentId = id.parse().unwrap();
-    let manifest = tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            if let Ok(manifest) = network.manifest(id).await {
-                return manifest;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await
-    .expect("the manifest is found");
+    let manifest = manifest_from_dht(&network, id).await;
     let mut times = Vec::new();
     for round in 0..=FETCH_ROUNDS {
         let started = Instant::now();
@@ -427,28 +415,10 @@ async fn search_to_first_call() {
     let net = Testnet::start(E2E_NETWORK - 1, 50).await;
     // The publisher: a full node hosting a 1 MiB calculator.
     let publisher_dir = tempfile::tempdir().unwrap();
-    let publisher_node = Arc::new(
-        Node::open(
-            DataDir::new(publisher_dir.path()),
-            Config::default(),
-            Capacity::OneShot,
-        )
-        .unwrap(),
-    );
+    let (publisher_node, publisher) =
+        node_with_hub(publisher_dir.path(), &net.nodes[0].addresses).await;
     let bytes = support::padded_agent("calculator", 1024 * 1024);
     let record = publisher_node.add(&bytes).await.unwrap();
-    let options = HubOptions {
-        public: Vec::new(),
-        seed_fetched: false,
-    };
-    let publisher = Hub::start(
-        publisher_node,
-        Keypair::generate_ed25519(),
-        memory_config(net.nodes[0].addresses.clone()),
-        options.clone(),
-    )
-    .await
-    .unwrap();
     tokio::time::sleep(Duration::from_secs(1)).await;
     publisher.publish(&record.id.to_string()).await.unwrap();
 
@@ -457,23 +427,8 @@ async fn search_to_first_call() {
     let mut steps: [Vec<Duration>; 3] = Default::default();
     for _ in 0..E2E_ROUNDS {
         let dir = tempfile::tempdir().unwrap();
-        let node = Arc::new(
-            Node::open(
-                DataDir::new(dir.path()),
-                Config::default(),
-                Capacity::OneShot,
-            )
-            .unwrap(),
-        );
         let through = random.below(net.nodes.len());
-        let hub = Hub::start(
-            node.clone(),
-            Keypair::generate_ed25519(),
-            memory_config(net.nodes[through].addresses.clone()),
-            options.clone(),
-        )
-        .await
-        .unwrap();
+        let (node, hub) = node_with_hub(dir.path(), &net.nodes[through].addresses).await;
         // Joined: its first bootstrap is done.
         while hub.network().routing_table_size().await.unwrap() < 10 {
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -5,15 +5,14 @@
 
 mod support;
 
-use agentsite::config::{Config, DataDir};
-use agentsite::hub::{Hub, HubOptions};
+use agentsite::AgentId;
+use agentsite::config::DataDir;
 use agentsite::net::fetch::{FetchRequest, FetchResponse};
-use agentsite::net::{Keypair, Library, Multiaddr, NetConfig, Network, PeerId};
-use agentsite::runtime::Capacity;
+use agentsite::net::{Keypair, Library, Network, PeerId};
 use agentsite::store::manifest::SignedManifest;
-use agentsite::{AgentId, Node};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use support::testnet::{manifest_from_dht, memory_config, node_with_hub};
 
 /// Serves the real manifest and chunks with every byte flipped.
 struct Liar {
@@ -41,28 +40,6 @@ impl Library for Liar {
     }
 
     fn announced(&self, _manifest: SignedManifest, _host: PeerId) {}
-}
-
-fn memory(bootstrap: &[Multiaddr]) -> NetConfig {
-    support::testnet::memory_config(bootstrap.to_vec())
-}
-
-async fn node_with_hub(dir: &std::path::Path, bootstrap: &[Multiaddr]) -> (Arc<Node>, Arc<Hub>) {
-    let node =
-        Arc::new(Node::open(DataDir::new(dir), Config::default(), Capacity::OneShot).unwrap());
-    let options = HubOptions {
-        public: Vec::new(),
-        seed_fetched: false,
-    };
-    let hub = Hub::start(
-        node.clone(),
-        Keypair::generate_ed25519(),
-        memory(bootstrap),
-        options,
-    )
-    .await
-    .unwrap();
-    (node, hub)
 }
 
 /// Files in the blob store of the node in `dir`.
@@ -97,21 +74,12 @@ async fn a_lying_provider_is_caught_and_its_bytes_never_stored() {
     });
     let liar = Network::start(
         Keypair::generate_ed25519(),
-        memory(&entry),
+        memory_config(entry.clone()),
         liar_library.clone(),
     )
     .await
     .unwrap();
-    let copied = tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            if let Ok(manifest) = liar.manifest(id).await {
-                return manifest;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    })
-    .await
-    .expect("the liar finds the manifest");
+    let copied = manifest_from_dht(&liar, id).await;
     *liar_library.manifest.lock().unwrap() = Some(copied.clone());
     liar.publish(copied).await.unwrap();
 

@@ -9,23 +9,28 @@
 //! bootstrap (a lookup of its own id and of a random id per bucket), and the
 //! nodes it meets learn of it in turn.
 
-use agentsite::AgentId;
+use agentsite::config::{Config, DataDir};
+use agentsite::hub::{Hub, HubOptions};
 use agentsite::net::fetch::{FetchRequest, FetchResponse};
 use agentsite::net::{Keypair, Library, Multiaddr, NetConfig, Network, PeerId, Transports};
+use agentsite::runtime::Capacity;
 use agentsite::store::AgentRecord;
 use agentsite::store::manifest::{Manifest, SignedManifest};
 use agentsite::tool::AgentCard;
+use agentsite::{AgentId, Node};
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Bootstrap peers per joining node.
 const JOIN_THROUGH: usize = 3;
 /// Idle connections close sooner than on a real node (300 s): a real node
-/// can afford a connection to each peer it met, but a thousand nodes in one
-/// process cannot afford all of theirs (each costs about 100 KiB of
-/// buffers). Gossip keeps its mesh connections open regardless; lookups
-/// open the connections they need, as on a node that has been quiet.
+/// can afford a connection to each peer it met, but hundreds of nodes in one
+/// process cannot afford all of theirs (at 256 nodes this cut the process's
+/// memory by about a quarter; see BENCHMARKS.md for what still grows).
+/// Gossip keeps its mesh connections open regardless; lookups open the
+/// connections they need, as on a node that has been quiet.
 const SIM_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time the last joiners get to finish their Kademlia bootstrap.
 const SETTLE: Duration = Duration::from_secs(2);
@@ -128,6 +133,40 @@ pub fn memory_config(bootstrap: Vec<Multiaddr>) -> NetConfig {
         transports: Transports::Memory,
         idle_timeout: agentsite::net::IDLE_TIMEOUT,
     }
+}
+
+/// A full node (store, runtime, hub) with its data in `dir`, on the memory
+/// transport, joining through `bootstrap`.
+pub async fn node_with_hub(dir: &Path, bootstrap: &[Multiaddr]) -> (Arc<Node>, Arc<Hub>) {
+    let node =
+        Arc::new(Node::open(DataDir::new(dir), Config::default(), Capacity::OneShot).unwrap());
+    let options = HubOptions {
+        public: Vec::new(),
+        seed_fetched: false,
+    };
+    let hub = Hub::start(
+        node.clone(),
+        Keypair::generate_ed25519(),
+        memory_config(bootstrap.to_vec()),
+        options,
+    )
+    .await
+    .unwrap();
+    (node, hub)
+}
+
+/// The signed manifest of `id`, once the DHT holds it (within 20 s).
+pub async fn manifest_from_dht(network: &Network, id: AgentId) -> SignedManifest {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let Ok(manifest) = network.manifest(id).await {
+                return manifest;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the manifest reaches the DHT")
 }
 
 pub struct Testnet {

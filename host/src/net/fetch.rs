@@ -9,7 +9,7 @@
 
 use super::Network;
 use crate::AgentId;
-use crate::store::manifest::SignedManifest;
+use crate::store::manifest::{Manifest, SignedManifest};
 use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
 use libp2p::{PeerId, StreamProtocol, request_response};
@@ -170,7 +170,7 @@ pub async fn download(
         match answer {
             Ok(FetchResponse::Chunk(chunk)) if manifest.chunk_matches(index, &chunk) => {
                 bytes[manifest.chunk_range(index)].copy_from_slice(&chunk);
-                whole.arrived(index, &bytes, |i| manifest.chunk_range(i));
+                whole.arrived(index, &bytes, manifest);
                 *report.chunks_from.entry(provider).or_default() += 1;
                 done += chunk.len() as u64;
                 progress(done);
@@ -239,15 +239,10 @@ impl InOrderHash {
     }
 
     /// Chunk `index` is in `bytes`: hashes every chunk now in sequence.
-    fn arrived(
-        &mut self,
-        index: usize,
-        bytes: &[u8],
-        range: impl Fn(usize) -> std::ops::Range<usize>,
-    ) {
+    fn arrived(&mut self, index: usize, bytes: &[u8], manifest: &Manifest) {
         self.arrived[index] = true;
         while self.arrived.get(self.next) == Some(&true) {
-            self.hasher.update(&bytes[range(self.next)]);
+            self.hasher.update(&bytes[manifest.chunk_range(self.next)]);
             self.next += 1;
         }
     }
