@@ -74,16 +74,39 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-struct LookupRow {
-    nodes: usize,
+/// Latency percentiles of one kind of lookup.
+#[derive(Clone, Copy)]
+struct Spread {
     p50: Duration,
     p90: Duration,
     p99: Duration,
+}
+
+impl Spread {
+    fn of(mut latencies: Vec<Duration>) -> Spread {
+        latencies.sort_unstable();
+        Spread {
+            p50: percentile(&latencies, 50.0),
+            p90: percentile(&latencies, 90.0),
+            p99: percentile(&latencies, 99.0),
+        }
+    }
+}
+
+struct LookupRow {
+    nodes: usize,
+    /// First lookups: the seeker opens the connections it needs.
+    cold: Spread,
+    /// The same lookups again at once, over the connections now open.
+    warm: Spread,
     requests_mean: f64,
     requests_p99: u32,
+    /// Lookups (first and repeated) that found the publisher, in percent.
     success: f64,
     routing_median: usize,
     build: Duration,
+    /// The process's resident memory once the network was built.
+    memory_mb: u64,
 }
 
 async fn lookups_and_gossip(lookup: bool, gossip: bool) {
@@ -101,14 +124,17 @@ async fn lookups_and_gossip(lookup: bool, gossip: bool) {
     let mut rows = Vec::new();
     for &nodes in &sizes {
         let started = Instant::now();
-        let net = Testnet::start(nodes, nodes as u64).await;
+        let mut net = Testnet::start(nodes, nodes as u64).await;
+        let quiet = net.quiet().await;
         let build = started.elapsed();
+        let memory_mb = support::testnet::resident_mb();
         eprintln!(
-            "{nodes} nodes up in {build:.1?}; routing tables {:?} (min, median, max)",
+            "{nodes} nodes up in {build:.1?} (quiet after {quiet:.1?}), {memory_mb} MB resident; \
+             routing tables {:?} (min, median, max)",
             net.routing
         );
         if lookup {
-            rows.push(measure_lookups(&net, build).await);
+            rows.push(measure_lookups(&net, build, memory_mb).await);
             print_lookup_rows(&rows);
             // Redrawn after each size, so a run cut short still leaves a plot.
             draw_lookup_plot(&rows);
@@ -120,7 +146,7 @@ async fn lookups_and_gossip(lookup: bool, gossip: bool) {
     }
 }
 
-async fn measure_lookups(net: &Testnet, build: Duration) -> LookupRow {
+async fn measure_lookups(net: &Testnet, build: Duration, memory_mb: u64) -> LookupRow {
     let nodes = net.nodes.len();
     let mut random = SplitMix(0xA6E7 + nodes as u64);
     let mut agents = Vec::new();
@@ -135,14 +161,8 @@ async fn measure_lookups(net: &Testnet, build: Duration) -> LookupRow {
             .expect("publish");
         agents.push((publisher, word));
     }
-    // A few lookups per node first, as a running node would have done:
-    // these open the connections lookups use, and are not counted.
-    for _ in 0..nodes.min(256) {
-        let (_, word) = &agents[random.below(agents.len())];
-        let seeker = &net.nodes[random.below(nodes)];
-        let _ = seeker.network.providers(dht::keyword_key(word), 1).await;
-    }
-    let mut latencies = Vec::with_capacity(LOOKUPS);
+    let mut cold = Vec::with_capacity(LOOKUPS);
+    let mut warm = Vec::with_capacity(LOOKUPS);
     let mut requests = Vec::with_capacity(LOOKUPS);
     let mut found = 0usize;
     for _ in 0..LOOKUPS {
@@ -152,30 +172,31 @@ async fn measure_lookups(net: &Testnet, build: Duration) -> LookupRow {
             seeker = (seeker + 1) % nodes;
         }
         let expected = net.nodes[*publisher].network.peer_id();
-        let started = Instant::now();
-        let answer = tokio::time::timeout(
-            Duration::from_secs(10),
-            net.nodes[seeker]
-                .network
-                .providers(dht::keyword_key(word), 1),
-        )
-        .await;
-        let elapsed = started.elapsed();
-        latencies.push(elapsed);
-        if let Ok(Ok(lookup)) = answer {
-            requests.push(lookup.requests);
-            if lookup.providers.contains(&expected) {
-                found += 1;
+        for (first, latencies) in [(true, &mut cold), (false, &mut warm)] {
+            let started = Instant::now();
+            let answer = tokio::time::timeout(
+                Duration::from_secs(10),
+                net.nodes[seeker]
+                    .network
+                    .providers(dht::keyword_key(word), 1),
+            )
+            .await;
+            latencies.push(started.elapsed());
+            if let Ok(Ok(lookup)) = answer {
+                if lookup.providers.contains(&expected) {
+                    found += 1;
+                }
+                if first {
+                    requests.push(lookup.requests);
+                }
             }
         }
     }
-    latencies.sort_unstable();
     requests.sort_unstable();
     LookupRow {
         nodes,
-        p50: percentile(&latencies, 50.0),
-        p90: percentile(&latencies, 90.0),
-        p99: percentile(&latencies, 99.0),
+        cold: Spread::of(cold),
+        warm: Spread::of(warm),
         requests_mean: requests.iter().map(|&r| f64::from(r)).sum::<f64>()
             / requests.len().max(1) as f64,
         requests_p99: if requests.is_empty() {
@@ -183,29 +204,34 @@ async fn measure_lookups(net: &Testnet, build: Duration) -> LookupRow {
         } else {
             percentile(&requests, 99.0)
         },
-        success: found as f64 / LOOKUPS as f64 * 100.0,
+        success: found as f64 / (2 * LOOKUPS) as f64 * 100.0,
         routing_median: net.routing.1,
         build,
+        memory_mb,
     }
 }
 
 fn print_lookup_rows(rows: &[LookupRow]) {
     println!(
-        "\n| nodes | p50 | p90 | p99 | requests (mean) | requests (p99) | success | routing table (median) | network built in |"
+        "\n| nodes | first lookup p50 | p90 | p99 | repeated p50 | p90 | p99 | requests (mean) | requests (p99) | success | routing table (median) | network built in | resident memory |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for row in rows {
         println!(
-            "| {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.1} | {} | {:.2}% | {} | {:.0} s |",
+            "| {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {:.1} | {} | {:.2}% | {} | {:.0} s | {} MB |",
             row.nodes,
-            ms(row.p50),
-            ms(row.p90),
-            ms(row.p99),
+            ms(row.cold.p50),
+            ms(row.cold.p90),
+            ms(row.cold.p99),
+            ms(row.warm.p50),
+            ms(row.warm.p90),
+            ms(row.warm.p99),
             row.requests_mean,
             row.requests_p99,
             row.success,
             row.routing_median,
-            row.build.as_secs_f64()
+            row.build.as_secs_f64(),
+            row.memory_mb
         );
     }
 }
@@ -222,7 +248,7 @@ fn draw_lookup_plot(rows: &[LookupRow]) {
     let x_range = 3.5f64..10.5f64;
     let log2 = |n: usize| (n as f64).log2();
 
-    let top_ms = rows.iter().map(|r| ms(r.p90)).fold(0.0, f64::max) * 1.2;
+    let top_ms = rows.iter().map(|r| ms(r.cold.p90)).fold(0.0, f64::max) * 1.2;
     let mut chart = ChartBuilder::on(&left)
         .caption("Provider lookup latency", ("sans-serif", 18))
         .margin(12)
@@ -239,11 +265,12 @@ fn draw_lookup_plot(rows: &[LookupRow]) {
         .unwrap();
     for (label, pick, color) in [
         (
-            "p50",
-            (|r: &LookupRow| r.p50) as fn(&LookupRow) -> Duration,
+            "first lookup p50",
+            (|r: &LookupRow| r.cold.p50) as fn(&LookupRow) -> Duration,
             BLUE,
         ),
-        ("p90", |r: &LookupRow| r.p90, RED),
+        ("first lookup p90", |r: &LookupRow| r.cold.p90, RED),
+        ("repeated p50", |r: &LookupRow| r.warm.p50, MAGENTA),
     ] {
         let points: Vec<(f64, f64)> = rows.iter().map(|r| (log2(r.nodes), ms(pick(r)))).collect();
         chart
@@ -349,6 +376,7 @@ fn tcp_config(bootstrap: Vec<agentsite::net::Multiaddr>) -> NetConfig {
         mdns: false,
         transports: Transports::Network,
         idle_timeout: agentsite::net::IDLE_TIMEOUT,
+        table_refresh: Some(agentsite::net::TABLE_REFRESH),
     }
 }
 
@@ -412,7 +440,8 @@ async fn fetch_between_processes() {
 }
 
 async fn search_to_first_call() {
-    let net = Testnet::start(E2E_NETWORK - 1, 50).await;
+    let mut net = Testnet::start(E2E_NETWORK - 1, 50).await;
+    net.quiet().await;
     // The publisher: a full node hosting a 1 MiB calculator.
     let publisher_dir = tempfile::tempdir().unwrap();
     let (publisher_node, publisher) =

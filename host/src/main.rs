@@ -318,6 +318,7 @@ fn p2p_options(
             mdns: mdns || p2p.mdns,
             transports: agentsite::net::Transports::Network,
             idle_timeout: agentsite::net::IDLE_TIMEOUT,
+            table_refresh: Some(agentsite::net::TABLE_REFRESH),
         },
         hub: agentsite::hub::HubOptions {
             public: p2p.public.clone(),

@@ -25,15 +25,26 @@ use std::time::{Duration, Instant};
 
 /// Bootstrap peers per joining node.
 const JOIN_THROUGH: usize = 3;
-/// Idle connections close sooner than on a real node (300 s): a real node
-/// can afford a connection to each peer it met, but hundreds of nodes in one
-/// process cannot afford all of theirs (at 256 nodes this cut the process's
-/// memory by about a quarter; see BENCHMARKS.md for what still grows).
-/// Gossip keeps its mesh connections open regardless; lookups open the
-/// connections they need, as on a node that has been quiet.
+/// Idle connections close sooner than on a real node (300 s). A real node
+/// keeps a connection to each peer it spoke with in the last five minutes,
+/// about 100 KB each; a thousand nodes in one process cannot (joining, each
+/// node's bootstrap meets a few hundred peers). Gossip keeps its mesh
+/// connections open regardless; lookups open the connections they need, as
+/// on a node that has been quiet.
 const SIM_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Time the last joiners get to finish their Kademlia bootstrap.
+// Nodes refresh their routing tables only while joining: on a real machine
+// a node's five-minutely refresh (a few hundred requests) costs nothing, but
+// a thousand nodes sharing two cores, each refreshing on its own, would keep
+// both cores busy with little else (the 1024-node network took 20 minutes
+// to build with it on and had not finished).
+
+/// Time the last joiners get to start their Kademlia bootstrap.
 const SETTLE: Duration = Duration::from_secs(2);
+/// The network counts as quiet once the process uses less CPU than this
+/// per second (gossip heartbeats and idle connections closing go on)...
+const QUIET: Duration = Duration::from_millis(250);
+/// ... or after this long regardless.
+const QUIET_AT_MOST: Duration = Duration::from_secs(900);
 
 /// What a simulated node offers, and when announcements reached it.
 #[derive(Default)]
@@ -132,6 +143,7 @@ pub fn memory_config(bootstrap: Vec<Multiaddr>) -> NetConfig {
         mdns: false,
         transports: Transports::Memory,
         idle_timeout: agentsite::net::IDLE_TIMEOUT,
+        table_refresh: Some(agentsite::net::TABLE_REFRESH),
     }
 }
 
@@ -173,12 +185,18 @@ pub struct Testnet {
     pub nodes: Vec<SimNode>,
     /// Routing-table sizes once the network settled (min, median, max).
     pub routing: (usize, usize, usize),
+    idle_timeout: Duration,
 }
 
 impl Testnet {
     /// Starts `size` nodes and lets the network settle. `seed` picks who
     /// joins through whom, so that runs are repeatable.
     pub async fn start(size: usize, seed: u64) -> Testnet {
+        Self::start_with(size, seed, SIM_IDLE_TIMEOUT).await
+    }
+
+    /// [`Testnet::start`], with connections closing after `idle_timeout`.
+    pub async fn start_with(size: usize, seed: u64, idle_timeout: Duration) -> Testnet {
         let mut random = SplitMix(seed);
         let started = Instant::now();
         let mut nodes: Vec<SimNode> = Vec::with_capacity(size);
@@ -189,7 +207,15 @@ impl Testnet {
                     through.addresses[0].clone()
                 })
                 .collect();
-            nodes.push(Self::join(bootstrap).await);
+            nodes.push(Self::join(bootstrap, idle_timeout).await);
+            if nodes.len().is_multiple_of(128) && nodes.len() < size {
+                eprintln!(
+                    "testnet: {} of {size} nodes joined in {:.1?} (resident memory {} MB)",
+                    nodes.len(),
+                    started.elapsed(),
+                    resident_mb()
+                );
+            }
         }
         let joined = started.elapsed();
         let routing = Self::settle(&nodes).await;
@@ -197,19 +223,24 @@ impl Testnet {
             "testnet: {size} nodes joined in {joined:.1?}, settled in {:.1?}",
             started.elapsed() - joined
         );
-        Testnet { nodes, routing }
+        Testnet {
+            nodes,
+            routing,
+            idle_timeout,
+        }
     }
 
     /// Starts one more node that joins through the node at `through`.
     pub async fn join_one(&self, through: usize) -> SimNode {
-        Self::join(self.nodes[through].addresses.clone()).await
+        Self::join(self.nodes[through].addresses.clone(), self.idle_timeout).await
     }
 
-    async fn join(bootstrap: Vec<Multiaddr>) -> SimNode {
+    async fn join(bootstrap: Vec<Multiaddr>, idle_timeout: Duration) -> SimNode {
         let keypair = Keypair::generate_ed25519();
         let shelf = Arc::new(Shelf::default());
         let config = NetConfig {
-            idle_timeout: SIM_IDLE_TIMEOUT,
+            idle_timeout,
+            table_refresh: None,
             ..memory_config(bootstrap)
         };
         let network = Network::start(keypair.clone(), config, shelf.clone())
@@ -224,10 +255,32 @@ impl Testnet {
         }
     }
 
-    /// Waits for the joining nodes' own Kademlia bootstraps to quieten,
-    /// then returns the routing-table sizes.
+    /// Gives the last joiners time to start their Kademlia bootstrap, then
+    /// returns the routing-table sizes.
     async fn settle(nodes: &[SimNode]) -> (usize, usize, usize) {
         tokio::time::sleep(SETTLE).await;
+        Self::routing_tables(nodes).await
+    }
+
+    /// Waits until the joins' Kademlia bootstraps have finished, for
+    /// measurements: they run on well after the last node has joined, and
+    /// anything measured meanwhile would measure a busy CPU (in a real
+    /// network each node has its own). Done when the whole process is nearly
+    /// idle; returns how long that took.
+    pub async fn quiet(&mut self) -> Duration {
+        let started = Instant::now();
+        while let Some(before) = cpu_time() {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let busy = cpu_time().unwrap_or_default().saturating_sub(before);
+            if busy < QUIET || started.elapsed() > QUIET_AT_MOST {
+                break;
+            }
+        }
+        self.routing = Self::routing_tables(&self.nodes).await;
+        started.elapsed()
+    }
+
+    async fn routing_tables(nodes: &[SimNode]) -> (usize, usize, usize) {
         let mut sizes =
             futures::future::join_all(nodes.iter().map(|node| node.network.routing_table_size()))
                 .await
@@ -241,9 +294,40 @@ impl Testnet {
         }
     }
 
+    /// How many peers each node is connected to.
+    pub async fn connected_peers(&self) -> Vec<usize> {
+        futures::future::join_all(self.nodes.iter().map(|node| node.network.peers()))
+            .await
+            .into_iter()
+            .map(|peers| peers.map_or(0, |p| p.len()))
+            .collect()
+    }
+
     pub async fn shutdown(self) {
         futures::future::join_all(self.nodes.iter().map(|n| n.network.shutdown())).await;
     }
+}
+
+/// This process's resident memory, in MB (0 where /proc is missing).
+pub fn resident_mb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0, |kb| kb / 1024)
+}
+
+/// The CPU time (user and system) this process has used so far, where
+/// /proc tells it.
+fn cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name (in parentheses, which may hold
+    // spaces) start at the third; utime and stime are the 14th and 15th, in
+    // clock ticks of 1/100 s.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }
 
 /// A small, seeded generator: enough to pick bootstrap peers repeatably.

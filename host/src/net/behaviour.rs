@@ -6,6 +6,7 @@
 //! fetch and JSON-RPC calls), an optional mDNS for a LAN, and a block list for
 //! peers caught lying.
 
+use super::keep_alive::OwnKeepAlive;
 use super::{NetConfig, Transports, dht, fetch, gossip, rpc};
 use libp2p::swarm::behaviour::toggle::Toggle;
 use libp2p::{
@@ -20,7 +21,8 @@ pub(super) const PROTOCOL_VERSION: &str = "/agentsite/1.0.0";
 pub(super) struct Behaviour {
     pub blocked: allow_block_list::Behaviour<allow_block_list::BlockedPeers>,
     pub kad: kad::Behaviour<kad::store::MemoryStore>,
-    pub gossip: gossipsub::Behaviour,
+    /// Only mesh connections stay open for gossip's sake (see [`OwnKeepAlive`]).
+    pub gossip: OwnKeepAlive<gossipsub::Behaviour>,
     pub identify: identify::Behaviour,
     pub fetch: fetch::Behaviour,
     pub rpc: rpc::Behaviour,
@@ -40,8 +42,8 @@ impl Behaviour {
         };
         Ok(Behaviour {
             blocked: Default::default(),
-            kad: dht::behaviour(peer_id),
-            gossip: gossip::behaviour(keypair)?,
+            kad: dht::behaviour(peer_id, config.table_refresh),
+            gossip: OwnKeepAlive(gossip::behaviour(keypair)?),
             identify: identify::Behaviour::new(
                 identify::Config::new(PROTOCOL_VERSION.into(), keypair.public())
                     .with_agent_version(format!("agentsite/{}", env!("CARGO_PKG_VERSION")))

@@ -29,7 +29,10 @@ pub fn keyword_key(keyword: &str) -> RecordKey {
     RecordKey::new(&[b"/agentsite/keyword/".as_slice(), &digest[..]].concat())
 }
 
-pub(super) fn behaviour(peer_id: PeerId) -> kad::Behaviour<MemoryStore> {
+pub(super) fn behaviour(
+    peer_id: PeerId,
+    table_refresh: Option<Duration>,
+) -> kad::Behaviour<MemoryStore> {
     let mut config = kad::Config::new(PROTOCOL);
     config
         // Inbound records and provider announcements come to us as events
@@ -38,7 +41,7 @@ pub(super) fn behaviour(peer_id: PeerId) -> kad::Behaviour<MemoryStore> {
         // Manifests of agents with many tools exceed the 16 KiB default.
         .set_max_packet_size(128 * 1024)
         .set_query_timeout(Duration::from_secs(30))
-        .set_periodic_bootstrap_interval(Some(Duration::from_secs(120)));
+        .set_periodic_bootstrap_interval(table_refresh);
     let store = MemoryStore::with_config(
         peer_id,
         MemoryStoreConfig {

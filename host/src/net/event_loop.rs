@@ -6,14 +6,19 @@
 
 use super::behaviour::{Behaviour, BehaviourEvent};
 use super::fetch::{FetchRequest, FetchResponse};
-use super::{Library, NetConfig, NetError, PeerInfo, ProviderLookup, PublishReport, dht, gossip};
+use super::{
+    Library, NetConfig, NetError, PeerInfo, ProviderLookup, PublishReport, dht, gossip, mesh,
+};
 use crate::AgentId;
 use crate::store::manifest::SignedManifest;
 use futures::StreamExt as _;
 use libp2p::kad::{self, QueryId, QueryResult, RecordKey};
 use libp2p::multiaddr::Protocol;
 use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
-use libp2p::swarm::{SwarmEvent, dial_opts::DialOpts};
+use libp2p::swarm::{
+    SwarmEvent,
+    dial_opts::{DialOpts, PeerCondition},
+};
 use libp2p::{Multiaddr, PeerId, Swarm, gossipsub, identify, mdns};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -198,9 +203,12 @@ impl EventLoop {
     }
 
     async fn run(mut self) {
+        let mut mesh_check = tokio::time::interval(mesh::CHECK_EVERY);
+        mesh_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 event = self.swarm.select_next_some() => self.on_swarm_event(event),
+                _ = mesh_check.tick() => self.supply_gossip_mesh(),
                 command = self.commands.recv() => match command {
                     Some(Command::Shutdown { reply }) => {
                         let _ = reply.send(());
@@ -213,6 +221,41 @@ impl EventLoop {
             }
         }
         tracing::debug!("network task stopped");
+    }
+
+    /// Dials routing-table peers when gossip has too few to build its mesh
+    /// from (see [`mesh`]).
+    fn supply_gossip_mesh(&mut self) {
+        let behaviour = self.swarm.behaviour_mut();
+        let in_mesh = behaviour
+            .gossip
+            .0
+            .mesh_peers(&gossip::topic().hash())
+            .count();
+        if in_mesh >= gossip::MESH_N_LOW {
+            return;
+        }
+        let connected: HashSet<PeerId> = behaviour.gossip.0.all_peers().map(|(p, _)| *p).collect();
+        let known: Vec<PeerId> = behaviour
+            .kad
+            .kbuckets()
+            .flat_map(|bucket| {
+                bucket
+                    .iter()
+                    .map(|entry| *entry.node.key.preimage())
+                    .collect::<Vec<_>>()
+            })
+            .filter(|peer| !connected.contains(peer))
+            .collect();
+        let start = getrandom::u64().unwrap_or(0) as usize;
+        for peer in mesh::peers_to_dial(in_mesh, &known, start) {
+            let dial = DialOpts::peer_id(peer)
+                .condition(PeerCondition::DisconnectedAndNotDialing)
+                .build();
+            if let Err(e) = self.swarm.dial(dial) {
+                tracing::debug!(%peer, "cannot dial a gossip candidate: {e}");
+            }
+        }
     }
 
     fn on_command(&mut self, command: Command) {
@@ -303,6 +346,18 @@ impl EventLoop {
             report: PublishReport::default(),
             reply,
         };
+        // The announcement goes first: it reaches every node at once, while
+        // the DHT records take a few round trips.
+        let gossip = &mut self.swarm.behaviour_mut().gossip.0;
+        publication.report.gossip_peers = gossip.mesh_peers(&gossip::topic().hash()).count();
+        match gossip.publish(gossip::topic(), manifest.encoded().to_vec()) {
+            Ok(_) => {}
+            Err(gossipsub::PublishError::Duplicate) => {}
+            Err(gossipsub::PublishError::NoPeersSubscribedToTopic) => {
+                publication.report.gossip_peers = 0;
+            }
+            Err(e) => tracing::warn!("cannot announce {}: {e}", manifest.id()),
+        }
         let kad = &mut self.swarm.behaviour_mut().kad;
         let record = kad::Record::new(dht::agent_key(&manifest.id()), manifest.encoded().to_vec());
         match kad.put_record(record, kad::Quorum::One) {
@@ -324,16 +379,6 @@ impl EventLoop {
                 }
                 Err(e) => tracing::warn!("cannot provide a key: {e}"),
             }
-        }
-        let gossip = &mut self.swarm.behaviour_mut().gossip;
-        publication.report.gossip_peers = gossip.mesh_peers(&gossip::topic().hash()).count();
-        match gossip.publish(gossip::topic(), manifest.encoded().to_vec()) {
-            Ok(_) => {}
-            Err(gossipsub::PublishError::Duplicate) => {}
-            Err(gossipsub::PublishError::NoPeersSubscribedToTopic) => {
-                publication.report.gossip_peers = 0;
-            }
-            Err(e) => tracing::warn!("cannot announce {}: {e}", manifest.id()),
         }
         self.library
             .announced(manifest, *self.swarm.local_peer_id());
@@ -626,6 +671,7 @@ impl EventLoop {
         self.swarm
             .behaviour_mut()
             .gossip
+            .0
             .report_message_validation_result(&message_id, &propagation_source, acceptance);
         match verdict {
             Ok(manifest) => {

@@ -16,8 +16,18 @@ pub fn topic() -> IdentTopic {
     IdentTopic::new("/agentsite/announce/1")
 }
 
+/// Peers each node forwards announcements to (its mesh): gossipsub's
+/// defaults, spelled out because connections outside the mesh close when
+/// idle, so a node holds at most [`MESH_N_HIGH`] connections for gossip.
+pub const MESH_N: usize = 6;
+pub const MESH_N_LOW: usize = 5;
+pub const MESH_N_HIGH: usize = 12;
+
 pub(super) fn behaviour(keypair: &Keypair) -> anyhow::Result<gossipsub::Behaviour> {
     let config = gossipsub::ConfigBuilder::default()
+        .mesh_n(MESH_N)
+        .mesh_n_low(MESH_N_LOW)
+        .mesh_n_high(MESH_N_HIGH)
         .heartbeat_interval(Duration::from_millis(500))
         .validation_mode(gossipsub::ValidationMode::Strict)
         // Hold messages until the node has checked them.

@@ -14,6 +14,8 @@ mod event_loop;
 pub mod fetch;
 pub mod gossip;
 pub mod identity;
+mod keep_alive;
+mod mesh;
 pub mod rpc;
 
 use crate::AgentId;
@@ -48,11 +50,20 @@ pub struct NetConfig {
     /// How long a connection with nothing to do stays open. Gossip keeps
     /// its mesh connections open regardless.
     pub idle_timeout: Duration,
+    /// How often the node refreshes its routing table (a Kademlia bootstrap:
+    /// a lookup of its own id and of a random id in each farther bucket).
+    /// With `None` it does so only while its table is small, as when joining.
+    pub table_refresh: Option<Duration>,
 }
 
 /// Connections stay open this long while idle by default, so that routing
 /// tables stay reachable and lookups rarely wait for a new connection.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How often a node refreshes its routing table by default (libp2p's own
+/// default): a refresh costs a few hundred requests, which is nothing every
+/// five minutes.
+pub const TABLE_REFRESH: Duration = Duration::from_secs(5 * 60);
 
 /// What this node offers other nodes. Implemented by the host over its store
 /// and runtime.

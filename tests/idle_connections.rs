@@ -1,0 +1,77 @@
+//! Connections a node no longer uses close. Joining and looking things up,
+//! a node meets much of the network; once idle it keeps open only the
+//! connections gossip forwards announcements over (its mesh), however many
+//! peers it has met. Before this, gossipsub's streams kept every connection
+//! open for good, and in-process networks of a few hundred nodes ran out of
+//! memory.
+
+mod support;
+
+use agentsite::net::{dht, gossip};
+use std::time::{Duration, Instant};
+use support::testnet::Testnet;
+
+const NODES: usize = 24;
+const IDLE_TIMEOUT: Duration = Duration::from_secs(1);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_close_but_the_gossip_mesh_stays() {
+    let net = tokio::time::timeout(
+        Duration::from_secs(60),
+        Testnet::start_with(NODES, 3, IDLE_TIMEOUT),
+    )
+    .await
+    .expect("the network starts");
+
+    // Each node looks something up: more connections.
+    for node in &net.nodes {
+        node.network
+            .providers(dht::keyword_key("nothing-here"), 1)
+            .await
+            .unwrap();
+    }
+    let busiest = net.connected_peers().await.into_iter().max().unwrap();
+    assert!(
+        busiest > gossip::MESH_N_HIGH,
+        "no node met more peers than a gossip mesh holds ({busiest}): the test proves nothing"
+    );
+
+    // Once idle, every node is down to its mesh.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let connected = loop {
+        let connected = net.connected_peers().await;
+        if connected.iter().all(|&n| n <= gossip::MESH_N_HIGH) {
+            break connected;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "idle connections stay open: peers per node {connected:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert!(
+        connected.iter().all(|&n| n >= 1),
+        "a node lost all its connections: {connected:?}"
+    );
+
+    // And the mesh still carries announcements to every node.
+    let manifest = net.nodes[5].make_agent("late-news", &["news"], 1024);
+    net.nodes[5]
+        .network
+        .publish(manifest.clone())
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !net
+        .nodes
+        .iter()
+        .all(|n| n.shelf.heard(&manifest.id()).is_some())
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the announcement did not reach every node over the mesh"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    net.shutdown().await;
+}
