@@ -370,14 +370,11 @@ async fn measure_gossip(net: &Testnet) {
 
 /// A node on loopback TCP joining through `bootstrap`.
 fn tcp_config(bootstrap: Vec<agentsite::net::Multiaddr>) -> NetConfig {
-    NetConfig {
-        listen: vec!["/ip4/127.0.0.1/tcp/0".parse().unwrap()],
+    NetConfig::new(
+        vec!["/ip4/127.0.0.1/tcp/0".parse().unwrap()],
         bootstrap,
-        mdns: false,
-        transports: Transports::Network,
-        idle_timeout: agentsite::net::IDLE_TIMEOUT,
-        table_refresh: Some(agentsite::net::TABLE_REFRESH),
-    }
+        Transports::Network,
+    )
 }
 
 async fn fetch_between_processes() {

@@ -313,12 +313,12 @@ fn p2p_options(
     let bootstrap = [p2p.bootstrap.clone(), bootstrap].concat();
     Ok(Some(cli::P2pOptions {
         net: agentsite::net::NetConfig {
-            listen: listen.iter().map(parse).collect::<Result<_, _>>()?,
-            bootstrap: bootstrap.iter().map(parse).collect::<Result<_, _>>()?,
             mdns: mdns || p2p.mdns,
-            transports: agentsite::net::Transports::Network,
-            idle_timeout: agentsite::net::IDLE_TIMEOUT,
-            table_refresh: Some(agentsite::net::TABLE_REFRESH),
+            ..agentsite::net::NetConfig::new(
+                listen.iter().map(parse).collect::<Result<_, _>>()?,
+                bootstrap.iter().map(parse).collect::<Result<_, _>>()?,
+                agentsite::net::Transports::Network,
+            )
         },
         hub: agentsite::hub::HubOptions {
             public: p2p.public.clone(),

@@ -32,12 +32,6 @@ const JOIN_THROUGH: usize = 3;
 /// connections open regardless; lookups open the connections they need, as
 /// on a node that has been quiet.
 const SIM_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
-// Nodes refresh their routing tables only while joining: on a real machine
-// a node's five-minutely refresh (a few hundred requests) costs nothing, but
-// a thousand nodes sharing two cores, each refreshing on its own, would keep
-// both cores busy with little else (the 1024-node network took 20 minutes
-// to build with it on and had not finished).
-
 /// Time the last joiners get to start their Kademlia bootstrap.
 const SETTLE: Duration = Duration::from_secs(2);
 /// The network counts as quiet once the process uses less CPU than this
@@ -137,14 +131,11 @@ impl SimNode {
 
 /// Listening on a fresh in-memory address, joining through `bootstrap`.
 pub fn memory_config(bootstrap: Vec<Multiaddr>) -> NetConfig {
-    NetConfig {
-        listen: vec!["/memory/0".parse().unwrap()],
+    NetConfig::new(
+        vec!["/memory/0".parse().unwrap()],
         bootstrap,
-        mdns: false,
-        transports: Transports::Memory,
-        idle_timeout: agentsite::net::IDLE_TIMEOUT,
-        table_refresh: Some(agentsite::net::TABLE_REFRESH),
-    }
+        Transports::Memory,
+    )
 }
 
 /// A full node (store, runtime, hub) with its data in `dir`, on the memory
@@ -240,6 +231,12 @@ impl Testnet {
         let shelf = Arc::new(Shelf::default());
         let config = NetConfig {
             idle_timeout,
+            // Routing tables are filled only while joining: on a real
+            // machine a node's five-minutely refresh (a few hundred
+            // requests) costs nothing, but a thousand nodes sharing two
+            // cores, each refreshing on its own, would keep both cores busy
+            // with little else (the 1024-node network took 20 minutes to
+            // build with it on and had not finished).
             table_refresh: None,
             ..memory_config(bootstrap)
         };

@@ -232,7 +232,8 @@ impl EventLoop {
             .0
             .mesh_peers(&gossip::topic().hash())
             .count();
-        if in_mesh >= gossip::MESH_N_LOW {
+        let wanted = mesh::shortfall(in_mesh);
+        if wanted == 0 {
             return;
         }
         let connected: HashSet<PeerId> = behaviour.gossip.0.all_peers().map(|(p, _)| *p).collect();
@@ -248,7 +249,7 @@ impl EventLoop {
             .filter(|peer| !connected.contains(peer))
             .collect();
         let start = getrandom::u64().unwrap_or(0) as usize;
-        for peer in mesh::peers_to_dial(in_mesh, &known, start) {
+        for peer in mesh::peers_to_dial(wanted, &known, start) {
             let dial = DialOpts::peer_id(peer)
                 .condition(PeerCondition::DisconnectedAndNotDialing)
                 .build();

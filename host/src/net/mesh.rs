@@ -16,16 +16,24 @@ use std::time::Duration;
 /// How often the node checks its gossip connections.
 pub(super) const CHECK_EVERY: Duration = Duration::from_secs(1);
 
-/// The peers to dial, given the size of this node's mesh and the
-/// routing-table peers it is not connected to: none while the mesh has at
-/// least [`MESH_N_LOW`] peers, else enough to bring it up to [`MESH_N`],
-/// taken from `known` starting at `start` (a random number, so that nodes
-/// do not all pick the same peers).
-pub(super) fn peers_to_dial(in_mesh: usize, known: &[PeerId], start: usize) -> Vec<PeerId> {
-    if in_mesh >= MESH_N_LOW || known.is_empty() {
+/// How many peers to dial for a mesh of `in_mesh` peers: none while it has
+/// at least [`MESH_N_LOW`], else enough to bring it up to [`MESH_N`].
+pub(super) fn shortfall(in_mesh: usize) -> usize {
+    if in_mesh >= MESH_N_LOW {
+        0
+    } else {
+        MESH_N - in_mesh
+    }
+}
+
+/// `wanted` distinct peers of `known` (the routing-table peers this node is
+/// not connected to), starting at `start`: a random number, so that nodes
+/// do not all pick the same peers.
+pub(super) fn peers_to_dial(wanted: usize, known: &[PeerId], start: usize) -> Vec<PeerId> {
+    if known.is_empty() {
         return Vec::new();
     }
-    let wanted = (MESH_N - in_mesh).min(known.len());
+    let wanted = wanted.min(known.len());
     (0..wanted)
         .map(|i| known[(start + i) % known.len()])
         .collect()
@@ -41,14 +49,15 @@ mod tests {
 
     #[test]
     fn a_node_with_a_full_enough_mesh_dials_nobody() {
-        assert!(peers_to_dial(MESH_N_LOW, &peers(50), 7).is_empty());
-        assert!(peers_to_dial(MESH_N + 3, &peers(50), 7).is_empty());
+        assert_eq!(shortfall(MESH_N_LOW), 0);
+        assert_eq!(shortfall(MESH_N + 3), 0);
     }
 
     #[test]
     fn a_short_node_dials_up_to_the_mesh_size() {
+        assert_eq!(shortfall(1), MESH_N - 1);
         let known = peers(50);
-        let chosen = peers_to_dial(1, &known, 48);
+        let chosen = peers_to_dial(shortfall(1), &known, 48);
         assert_eq!(chosen.len(), MESH_N - 1);
         // Distinct peers, wrapping around the end of the list.
         assert_eq!(chosen[0], known[48]);
@@ -60,7 +69,7 @@ mod tests {
     #[test]
     fn a_node_that_knows_few_peers_dials_those_it_knows() {
         let known = peers(2);
-        assert_eq!(peers_to_dial(0, &known, 5).len(), 2);
-        assert!(peers_to_dial(0, &[], 5).is_empty());
+        assert_eq!(peers_to_dial(shortfall(0), &known, 5).len(), 2);
+        assert!(peers_to_dial(shortfall(0), &[], 5).is_empty());
     }
 }

@@ -56,6 +56,21 @@ pub struct NetConfig {
     pub table_refresh: Option<Duration>,
 }
 
+impl NetConfig {
+    /// A node listening on `listen` and joining through `bootstrap`, with the
+    /// defaults of a real node: no mDNS, [`IDLE_TIMEOUT`], [`TABLE_REFRESH`].
+    pub fn new(listen: Vec<Multiaddr>, bootstrap: Vec<Multiaddr>, transports: Transports) -> Self {
+        NetConfig {
+            listen,
+            bootstrap,
+            mdns: false,
+            transports,
+            idle_timeout: IDLE_TIMEOUT,
+            table_refresh: Some(TABLE_REFRESH),
+        }
+    }
+}
+
 /// Connections stay open this long while idle by default, so that routing
 /// tables stay reachable and lookups rarely wait for a new connection.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(300);
