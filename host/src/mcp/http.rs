@@ -22,10 +22,19 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Largest request body accepted, in bytes; larger ones get 413.
 pub const MAX_REQUEST_BODY: usize = 4 << 20;
+
+/// How much of a refused body is still read, and for how long, before the
+/// 413 goes out. A server that stops reading while the client is still
+/// sending makes its TCP stack reset the connection, and the client then
+/// fails with a broken pipe instead of reading the answer (RFC 9112 §9.6,
+/// "lingering close"). Past these bounds the client is cut off.
+const DRAIN_LIMIT: usize = 64 << 20;
+const DRAIN_TIME: Duration = Duration::from_secs(5);
 
 /// How a node serves HTTP.
 #[derive(Debug, Clone)]
@@ -213,21 +222,52 @@ async fn check_jsonrpc(request: Request, next: Next) -> Response {
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let bytes = match axum::body::to_bytes(body, MAX_REQUEST_BODY).await {
+    let bytes = match read_limited(body).await {
         Ok(bytes) => bytes,
-        Err(_) => {
-            return jsonrpc_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                -32600,
-                format!("request body exceeds {MAX_REQUEST_BODY} bytes"),
-            );
-        }
+        Err(refusal) => return refusal,
     };
     if let Some(refusal) = refusal(&bytes) {
         return refusal;
     }
     next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
         .await
+}
+
+/// The whole body if it is at most [`MAX_REQUEST_BODY`] bytes. A longer one
+/// is refused with 413, and the rest of it drained within [`DRAIN_LIMIT`]
+/// and [`DRAIN_TIME`] so the client hears why.
+async fn read_limited(body: axum::body::Body) -> Result<bytes::Bytes, Response> {
+    use futures::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut kept = bytes::BytesMut::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| {
+            jsonrpc_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                format!("request body could not be read: {e}"),
+            )
+        })?;
+        if kept.len() + chunk.len() > MAX_REQUEST_BODY {
+            let mut drained = kept.len() + chunk.len();
+            let drain = async {
+                while let Some(Ok(chunk)) = stream.next().await {
+                    drained += chunk.len();
+                    if drained > DRAIN_LIMIT {
+                        break;
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(DRAIN_TIME, drain).await;
+            return Err(jsonrpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                -32600,
+                format!("request body exceeds {MAX_REQUEST_BODY} bytes"),
+            ));
+        }
+        kept.extend_from_slice(&chunk);
+    }
+    Ok(kept.freeze())
 }
 
 /// The part of a JSON-RPC message checked here. Reading only this, with the
