@@ -16,6 +16,7 @@
 //! examples (`cd examples && cargo build --release --target wasm32-wasip2`).
 
 use agentsite::config::Limits;
+use agentsite::policy::Grants;
 use agentsite::runtime::{Capacity, Runtime, ToolCall, bindings::AgentCorePre, engine_config};
 use criterion::{Criterion, criterion_group};
 use std::path::{Path, PathBuf};
@@ -69,7 +70,7 @@ impl Agentsite {
         let call = ToolCall {
             tool: "add",
             arguments: ARGS,
-            limits: Limits::default(),
+            grants: Grants::pure(Limits::default()),
             caller: None,
         };
         let output = self.runtime.call(&self.agent, call).await.unwrap();

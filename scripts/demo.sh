@@ -25,9 +25,13 @@ run call calculator divide '{"a": 1, "b": 0}'
 run call calculator add '{"a": "two", "b": 3}'
 run call text word_count '{"text": "agents as components, served by a node"}'
 run call text sha256 '{"text": "hello"}'
+# Deny by default: notes has no key-value store until the operator grants one.
+run call notes put '{"title": "demo", "text": "this survives between calls"}'
+run grant notes kv=1MiB
 run call notes put '{"title": "demo", "text": "this survives between calls"}'
 run call notes get '{"title": "demo"}'
 run inspect notes
+run policy show
 
 printf '\n\033[1m--- hostile agents: each is contained, the node keeps working ---\033[0m\n'
 agentsite add "$wasm"/hostile_*.wasm >/dev/null 2>&1

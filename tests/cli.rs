@@ -84,6 +84,10 @@ fn text_and_notes_agents_work_and_notes_persist_across_calls() {
         "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
     );
 
+    // Deny by default: no store until the operator grants one.
+    cli.call("notes", "put", r#"{"title": "t", "text": "x"}"#)
+        .failure("has not granted this agent a key-value store");
+    cli.grant("notes", &["kv=1MiB"]);
     cli.call(
         "notes",
         "put",
@@ -174,6 +178,7 @@ fn agents_are_named_by_id_unique_prefix_or_name() {
 fn rm_uninstalls_and_purge_deletes_kv_data() {
     let cli = Cli::new();
     let ids = cli.add(&["notes"]);
+    cli.grant("notes", &["kv=1MiB"]);
     cli.call("notes", "put", r#"{"title": "t", "text": "x"}"#)
         .success();
     let removed = cli.run(&["rm", "notes", "--purge"]).success();

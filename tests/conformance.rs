@@ -20,6 +20,7 @@ fn every_conformance_scenario_passes_with_no_expected_failures() {
         installed_tool("conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js");
     let cli = Cli::new();
     cli.add(&["conformance"]);
+    cli.grant("conformance", &["llm"]);
     let server = Server::start(cli.data(), &[]);
 
     let output = run_bounded(

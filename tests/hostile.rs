@@ -264,10 +264,8 @@ async fn concurrent_calls_beyond_the_slots_wait_and_then_report_busy() {
     let (node, _dir) = node_with(&["hostile_loop"], limits).await;
     let record = node.resolve("hostile-loop").unwrap();
     node.load(&record).unwrap();
-    let long = Limits {
-        deadline: Duration::from_secs(2),
-        ..limits
-    };
+    let mut long = node.grants(&record).unwrap();
+    long.limits.deadline = Duration::from_secs(2);
     let holder = {
         let (node, record) = (node.clone(), record.clone());
         tokio::spawn(async move { node.call_record(&record, "spin", "{}", long, None).await })

@@ -465,6 +465,7 @@ async fn resources_and_prompts_of_several_agents_share_one_endpoint() {
 
     let cli = Cli::new();
     cli.add(&["notes", "conformance", "calculator"]);
+    cli.grant("notes", &["kv=1MiB"]);
     cli.call(
         "notes",
         "put",
@@ -602,6 +603,7 @@ async fn subscribers_hear_when_an_agent_updates_a_resource_and_see_its_logs() {
 
     let cli = Cli::new();
     cli.add(&["notes", "conformance"]);
+    cli.grant("notes", &["kv=1MiB"]);
     let server = Server::start(cli.data(), &[]);
     let recorder = Recorder::default();
     let client = recorder
@@ -665,6 +667,22 @@ async fn sampling_and_elicitation_need_a_client_that_offers_them() {
     // rmcp's default client offers neither a model nor a person to ask.
     let client = http_client(server.url("/mcp")).await;
 
+    // First the operator's policy: no model for an agent not granted one.
+    let refused = call(
+        &client,
+        "conformance.test_sampling",
+        json!({"prompt": "hi"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    assert!(
+        text(&refused).contains("has not granted this agent a language model"),
+        "{}",
+        text(&refused)
+    );
+    // A grant applies to the running server's next call.
+    cli.grant("conformance", &["llm"]);
     let sampled = call(
         &client,
         "conformance.test_sampling",

@@ -57,6 +57,7 @@ async fn five_nodes_in_a_chain_publish_find_fetch_and_call() {
     let calculator = a.add(&["calculator"]).remove(0);
     c.add(&["text"]);
     d.add(&["accountant"]);
+    d.grant("accountant", &["peers=2/4"]);
 
     // Each node knows only the one before it.
     let mut node_a = join(&a, None);

@@ -30,6 +30,7 @@ fn python_client(args: &[&str]) {
 fn python_sdk_lists_and_calls_tools_over_http() {
     let cli = Cli::new();
     cli.add(&["calculator", "text", "conformance"]);
+    cli.grant("conformance", &["llm"]);
     let server = Server::start(cli.data(), &[]);
     python_client(&["http", &server.base]);
 }

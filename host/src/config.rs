@@ -46,6 +46,9 @@ pub struct Config {
     /// How `agentsite serve` joins the network of nodes.
     #[serde(default)]
     pub p2p: P2pConfig,
+    /// The policy file, when not `<data-dir>/policy.toml`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PathBuf>,
 }
 
 /// How a serving node joins the network (command-line flags override these).
@@ -231,6 +234,11 @@ impl DataDir {
     /// One JSON record per installed agent (card, tools, imports).
     pub fn agents(&self) -> PathBuf {
         self.root.join("agents")
+    }
+
+    /// The operator's policy file (grants and trust).
+    pub fn policy(&self) -> PathBuf {
+        self.root.join("policy.toml")
     }
 
     /// Key-value databases, one per agent.

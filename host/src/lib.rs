@@ -26,6 +26,7 @@ pub mod hub;
 pub mod mcp;
 pub mod net;
 mod node;
+pub mod policy;
 pub mod prompt;
 pub mod resource;
 pub mod runtime;

@@ -22,6 +22,10 @@ struct Args {
     #[arg(long, global = true, env = "AGENTSITE_CONFIG", value_name = "FILE")]
     config: Option<PathBuf>,
 
+    /// Policy file: grants and trusted publishers [default: <data-dir>/policy.toml].
+    #[arg(long, global = true, env = "AGENTSITE_POLICY", value_name = "FILE")]
+    policy: Option<PathBuf>,
+
     /// More log output on stderr (-v: info, -vv: debug, -vvv: trace).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -79,6 +83,35 @@ enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Grant an agent (or a publisher's agents, or every agent) a
+    /// capability or limit; applies to the next call, also on a running node.
+    ///
+    /// Items: fs=/host/folder:/guest/path[:rw], http=https://host[:port],
+    /// env=NAME, kv=QUOTA, peers[=DEPTH/FANOUT], llm, memory=SIZE,
+    /// deadline=DURATION, concurrency=N.
+    #[command(
+        after_help = "Examples:\n  agentsite grant notes kv=1MiB\n  agentsite grant weather http=https://api.weather.gov env=WEATHER_KEY\n  agentsite grant --publisher 12D3KooW... llm peers=2/8"
+    )]
+    Grant(PolicyEdit),
+    /// Take back grants (kv, fs, fs=/guest, http=PATTERN, env=NAME, ..., or
+    /// all); a less specific grant decides them again.
+    Revoke(PolicyEdit),
+    /// Trust a publisher key: its agents fetched from the network get the
+    /// defaults and its own grants instead of pure computation.
+    Trust {
+        /// The key in peer-id form (12D3KooW...).
+        key: String,
+    },
+    /// Stop trusting a publisher key (and drop its grants).
+    Untrust {
+        /// The key in peer-id form (12D3KooW...).
+        key: String,
+    },
+    /// Show the policy: defaults, trusted publishers and grants.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
     },
     /// Remove an agent.
     Rm {
@@ -164,6 +197,31 @@ enum Command {
     },
 }
 
+/// Whose grants `grant` or `revoke` change, and which.
+#[derive(clap::Args)]
+struct PolicyEdit {
+    /// The agent (name, id or id prefix; any id also before it is fetched),
+    /// then the items; only the items with --publisher or --defaults.
+    #[arg(required = true, value_name = "AGENT ITEM")]
+    args: Vec<String>,
+    /// Every agent this publisher key signed (granting also trusts it).
+    #[arg(long, value_name = "KEY", conflicts_with = "defaults")]
+    publisher: Option<String>,
+    /// Every agent with nothing more specific.
+    #[arg(long)]
+    defaults: bool,
+}
+
+#[derive(Subcommand)]
+enum PolicyCommand {
+    /// Print the policy file in force.
+    Show {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 impl Command {
     /// Whether the command runs until stopped, serving many calls.
     fn serves(&self) -> bool {
@@ -203,10 +261,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Some(dir) => DataDir::new(dir),
         None => DataDir::platform_default()?,
     };
-    let config = match &args.config {
+    let mut config = match &args.config {
         Some(path) => Config::load(path, true)?,
         None => Config::load(&data.config_file(), false)?,
     };
+    if let Some(policy) = args.policy {
+        config.policy = Some(policy);
+    }
     // The network commands ask the running node: this process needs no
     // runtime of its own.
     let command = match args.command {
@@ -244,19 +305,22 @@ async fn run(args: Args) -> anyhow::Result<()> {
             deadline,
             memory,
             ..
-        } => {
-            let mut limits = node.config().limits;
-            if let Some(deadline) = deadline {
-                limits.deadline = deadline;
-            }
-            if let Some(memory) = memory {
-                limits.memory = memory;
-            }
-            limits.validate()?;
-            cli::call(&node, &agent, &tool, &arguments, limits).await
-        }
+        } => cli::call(&node, &agent, &tool, &arguments, deadline, memory).await,
         Command::Inspect { agent, json } => cli::inspect(&node, &agent, json),
         Command::Rm { agent, purge } => cli::remove(&node, &agent, purge),
+        Command::Grant(edit) => {
+            let (subject, items) = policy_subject(&node, edit)?;
+            cli::policy::grant(&node, &subject, &items)
+        }
+        Command::Revoke(edit) => {
+            let (subject, items) = policy_subject(&node, edit)?;
+            cli::policy::revoke(&node, &subject, &items)
+        }
+        Command::Trust { key } => cli::policy::trust(node.policy(), &key, true),
+        Command::Untrust { key } => cli::policy::trust(node.policy(), &key, false),
+        Command::Policy {
+            command: PolicyCommand::Show { json },
+        } => cli::policy::show(node.policy(), json),
         Command::Serve {
             listen,
             token,
@@ -284,6 +348,26 @@ async fn run(args: Args) -> anyhow::Result<()> {
         | Command::Fetch { .. } => unreachable!("network commands returned above"),
         Command::Mcp { agents } => cli::mcp(std::sync::Arc::new(node), &agents).await,
     }
+}
+
+/// Whose grants `grant` or `revoke` change, and the items: the first
+/// argument names the agent unless a publisher or the defaults are named.
+fn policy_subject(
+    node: &Node,
+    edit: PolicyEdit,
+) -> anyhow::Result<(cli::policy::Subject, Vec<String>)> {
+    let PolicyEdit {
+        mut args,
+        publisher,
+        defaults,
+    } = edit;
+    let agent = if publisher.is_none() && !defaults {
+        Some(args.remove(0))
+    } else {
+        None
+    };
+    let subject = cli::policy::subject(node, agent.as_deref(), publisher.as_deref())?;
+    Ok((subject, args))
 }
 
 /// The network settings of `serve`: the config's, overridden by flags.

@@ -10,7 +10,8 @@
 
 use crate::AgentId;
 use crate::capabilities::caller::Caller;
-use crate::config::{Config, DataDir, Limits};
+use crate::config::{Config, DataDir};
+use crate::policy::{Grants, Origin, PolicyFile, Refused};
 use crate::prompt::{PromptOutput, PromptSpec};
 use crate::resource::{ResourceCatalog, ResourceContents};
 use crate::runtime::background::{BackgroundRuntime, RuntimeUnavailable};
@@ -56,6 +57,8 @@ pub enum NodeCallError {
     Call(#[from] CallError),
     #[error(transparent)]
     Runtime(#[from] RuntimeUnavailable),
+    #[error(transparent)]
+    Refused(#[from] Refused),
 }
 
 /// A node: installed agents and the runtime that calls them.
@@ -66,6 +69,7 @@ pub struct Node {
     blobs: BlobStore,
     compiled: CompiledCache,
     catalog: Catalog,
+    policy: PolicyFile,
     loaded: Mutex<HashMap<AgentId, Arc<LoadedAgent>>>,
 }
 
@@ -74,6 +78,10 @@ impl Node {
     /// instances at once.
     pub fn open(data: DataDir, config: Config, capacity: Capacity) -> anyhow::Result<Self> {
         config.limits.validate()?;
+        let policy = match &config.policy {
+            Some(path) => PolicyFile::open(path.clone(), true)?,
+            None => PolicyFile::open(data.policy(), false)?,
+        };
         // The runtime is built while the caller reads the store.
         let runtime = BackgroundRuntime::start(data.kv(), capacity);
         let fingerprint = crate::runtime::engine_fingerprint()?;
@@ -81,6 +89,7 @@ impl Node {
             blobs: BlobStore::new(data.blobs()),
             compiled: CompiledCache::new(data.compiled(), fingerprint),
             catalog: Catalog::new(data.agents()),
+            policy,
             data,
             config,
             runtime,
@@ -96,6 +105,20 @@ impl Node {
         &self.config
     }
 
+    /// The operator's policy: what each agent may reach.
+    pub fn policy(&self) -> &PolicyFile {
+        &self.policy
+    }
+
+    /// What a call of the agent of `record` may reach now, and its limits.
+    pub fn grants(&self, record: &AgentRecord) -> Result<Grants, NodeCallError> {
+        let grants =
+            self.policy
+                .current()
+                .grants(&record.id, &record.origin, self.config.limits)?;
+        Ok(grants)
+    }
+
     /// The stored component bytes.
     pub fn blobs(&self) -> &BlobStore {
         &self.blobs
@@ -106,9 +129,15 @@ impl Node {
         self.runtime.get()
     }
 
-    /// Adds the component `bytes` and returns its record. Adding an agent
-    /// that is already installed returns the existing record.
+    /// Adds the component `bytes` from a file of this machine and returns
+    /// its record. Adding an agent that is already installed returns the
+    /// existing record.
     pub async fn add(&self, bytes: &[u8]) -> Result<AgentRecord, AddError> {
+        self.add_from(bytes, Origin::Local).await
+    }
+
+    /// Adds the component `bytes` that came from `origin`.
+    pub async fn add_from(&self, bytes: &[u8], origin: Origin) -> Result<AgentRecord, AddError> {
         let id = AgentId::of(bytes);
         if let Some(record) = self.catalog.get(&id)?
             && self.blobs.verify(&id).is_ok()
@@ -136,6 +165,7 @@ impl Node {
             tools,
             imports,
             size: bytes.len() as u64,
+            origin,
             added_at: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
@@ -226,7 +256,7 @@ impl Node {
     }
 
     /// Calls `tool` of the agent meant by `query` with `arguments` (a JSON
-    /// object as text), under the node's limits.
+    /// object as text), under the policy's grants.
     pub async fn call(
         &self,
         query: &str,
@@ -235,17 +265,19 @@ impl Node {
         caller: Option<Arc<dyn Caller>>,
     ) -> Result<ToolOutput, NodeCallError> {
         let record = self.resolve(query)?;
-        self.call_record(&record, tool, arguments, self.config.limits, caller)
+        let grants = self.grants(&record)?;
+        self.call_record(&record, tool, arguments, grants, caller)
             .await
     }
 
-    /// Calls `tool` of an already resolved agent under `limits`.
+    /// Calls `tool` of an already resolved agent under `grants` (usually
+    /// [`Node::grants`], perhaps with a shorter deadline).
     pub async fn call_record(
         &self,
         record: &AgentRecord,
         tool: &str,
         arguments: &str,
-        limits: Limits,
+        grants: Grants,
         caller: Option<Arc<dyn Caller>>,
     ) -> Result<ToolOutput, NodeCallError> {
         if !record.tools.iter().any(|t| t.name == tool) {
@@ -261,7 +293,7 @@ impl Node {
         let call = ToolCall {
             tool,
             arguments,
-            limits,
+            grants,
             caller,
         };
         Ok(self.runtime()?.call(&agent, call).await?)
@@ -269,11 +301,9 @@ impl Node {
 
     /// The resources and resource templates the agent of `record` offers now.
     pub async fn resources(&self, record: &AgentRecord) -> Result<ResourceCatalog, NodeCallError> {
+        let grants = self.grants(record)?;
         let agent = self.load(record)?;
-        Ok(self
-            .runtime()?
-            .resources(&agent, &self.config.limits)
-            .await?)
+        Ok(self.runtime()?.resources(&agent, &grants).await?)
     }
 
     /// Reads the resource at `uri` from the agent of `record`.
@@ -283,17 +313,19 @@ impl Node {
         uri: &str,
         caller: Option<Arc<dyn Caller>>,
     ) -> Result<Vec<ResourceContents>, NodeCallError> {
+        let grants = self.grants(record)?;
         let agent = self.load(record)?;
         Ok(self
             .runtime()?
-            .read_resource(&agent, uri, &self.config.limits, caller)
+            .read_resource(&agent, uri, &grants, caller)
             .await?)
     }
 
     /// The prompts the agent of `record` offers now.
     pub async fn prompts(&self, record: &AgentRecord) -> Result<Vec<PromptSpec>, NodeCallError> {
+        let grants = self.grants(record)?;
         let agent = self.load(record)?;
-        Ok(self.runtime()?.prompts(&agent, &self.config.limits).await?)
+        Ok(self.runtime()?.prompts(&agent, &grants).await?)
     }
 
     /// Fills in the prompt `name` of the agent of `record`.
@@ -304,10 +336,11 @@ impl Node {
         arguments: &[(String, String)],
         caller: Option<Arc<dyn Caller>>,
     ) -> Result<PromptOutput, NodeCallError> {
+        let grants = self.grants(record)?;
         let agent = self.load(record)?;
         Ok(self
             .runtime()?
-            .get_prompt(&agent, name, arguments, &self.config.limits, caller)
+            .get_prompt(&agent, name, arguments, &grants, caller)
             .await?)
     }
 

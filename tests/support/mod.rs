@@ -159,6 +159,7 @@ impl Cli {
             .arg(self.data())
             .args(args)
             .env_remove("AGENTSITE_CONFIG")
+            .env_remove("AGENTSITE_POLICY")
             .env_remove("AGENTSITE_LOG")
             .output()
             .expect("agentsite runs");
@@ -177,6 +178,13 @@ impl Cli {
                     .to_owned()
             })
             .collect()
+    }
+
+    /// Grants `items` to `agent` (`agentsite grant AGENT ITEM...`).
+    pub fn grant(&self, agent: &str, items: &[&str]) {
+        let mut args = vec!["grant", agent];
+        args.extend_from_slice(items);
+        self.run(&args).success();
     }
 
     pub fn call(&self, agent: &str, tool: &str, args: &str) -> Run {

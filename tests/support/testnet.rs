@@ -120,6 +120,7 @@ impl SimNode {
             tools: Vec::new(),
             imports: Vec::new(),
             size: bytes.len() as u64,
+            origin: agentsite::policy::Origin::Local,
             added_at: 0,
         };
         let manifest = Manifest::describe(&record, &bytes, &self.keypair.public());

@@ -1,15 +1,18 @@
 //! The `kv` import: a small persistent key-value store per agent.
 //!
-//! Each agent gets its own redb database file (`<data>/kv/<id hex>.redb`),
-//! so agents cannot see each other's keys and removing an agent's data is
-//! removing one file. Databases are opened on first use and kept open for
-//! the life of the node. Every `set` and `delete` is a committed (fsynced)
-//! transaction: "durable when it returns".
+//! Only agents the policy grants a store (with a quota) have one; for the
+//! others every operation answers `not-granted`. Each agent gets its own
+//! redb database file (`<data>/kv/<id hex>.redb`), so agents cannot see each
+//! other's keys and removing an agent's data is removing one file.
+//! Databases are opened on first use and kept open for the life of the
+//! node. Every `set` and `delete` is a committed (fsynced) transaction:
+//! "durable when it returns". The bytes of keys and values an agent holds
+//! are counted in the same transactions, so the quota holds across crashes.
 
 use crate::AgentId;
 use crate::runtime::CallState;
 use crate::runtime::bindings::agentsite::agent::kv::{self, KvError};
-use redb::{ReadableDatabase as _, TableDefinition};
+use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
 use std::collections::HashMap;
 use std::ops::Bound;
 use std::path::PathBuf;
@@ -17,6 +20,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use wasmtime::component::{HasSelf, Linker};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("kv");
+/// Bytes of keys and values in [`TABLE`], under the key [`USED`].
+const USAGE: TableDefinition<&str, u64> = TableDefinition::new("usage");
+const USED: &str = "bytes";
 
 /// Longest key, in bytes.
 pub const MAX_KEY: usize = 1024;
@@ -87,20 +93,39 @@ fn check_key(key: &str) -> Result<(), KvError> {
     Ok(())
 }
 
-/// Per-call state of the `kv` import: the calling agent's database.
+/// Per-call state of the `kv` import: the calling agent's database and
+/// quota, when it has one.
 pub struct KvState {
     stores: Arc<KvStores>,
     agent: AgentId,
+    quota: Option<u64>,
 }
 
 impl KvState {
-    pub(crate) fn new(stores: Arc<KvStores>, agent: AgentId) -> Self {
-        KvState { stores, agent }
+    /// `quota` is the bytes of keys and values the agent may hold; `None`
+    /// when the policy grants it no store.
+    pub(crate) fn new(stores: Arc<KvStores>, agent: AgentId, quota: Option<u64>) -> Self {
+        KvState {
+            stores,
+            agent,
+            quota,
+        }
+    }
+
+    fn database(&self) -> Result<Arc<redb::Database>, KvError> {
+        if self.quota.is_none() {
+            return Err(KvError::NotGranted(
+                "the operator has not granted this agent a key-value store \
+                 (`agentsite grant <agent> kv=<quota>`)"
+                    .into(),
+            ));
+        }
+        self.stores.database(&self.agent)
     }
 
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, KvError> {
         check_key(key)?;
-        let db = self.stores.database(&self.agent)?;
+        let db = self.database()?;
         let read = db.begin_read().map_err(|e| storage("kv read failed", e))?;
         let table = match read.open_table(TABLE) {
             Ok(table) => table,
@@ -119,7 +144,8 @@ impl KvState {
                 value.len()
             )));
         }
-        let db = self.stores.database(&self.agent)?;
+        let db = self.database()?;
+        let quota = self.quota.unwrap_or(0);
         let write = db
             .begin_write()
             .map_err(|e| storage("kv write failed", e))?;
@@ -127,8 +153,27 @@ impl KvState {
             let mut table = write
                 .open_table(TABLE)
                 .map_err(|e| storage("kv write failed", e))?;
+            let mut usage = write
+                .open_table(USAGE)
+                .map_err(|e| storage("kv write failed", e))?;
+            let used = used_bytes(&table, &usage)?;
+            let old = table
+                .get(key)
+                .map_err(|e| storage("kv read failed", e))?
+                .map_or(0, |v| (key.len() + v.value().len()) as u64);
+            let new_used = used - old + (key.len() + value.len()) as u64;
+            if new_used > quota && new_used > used {
+                // Dropping the transaction discards it.
+                return Err(KvError::QuotaExceeded(format!(
+                    "storing {} bytes under {key:?} would hold {new_used} bytes, over this agent's quota of {quota}",
+                    value.len()
+                )));
+            }
             table
                 .insert(key, value)
+                .map_err(|e| storage("kv write failed", e))?;
+            usage
+                .insert(USED, new_used)
                 .map_err(|e| storage("kv write failed", e))?;
         }
         write.commit().map_err(|e| storage("kv commit failed", e))
@@ -136,7 +181,7 @@ impl KvState {
 
     fn delete(&self, key: &str) -> Result<bool, KvError> {
         check_key(key)?;
-        let db = self.stores.database(&self.agent)?;
+        let db = self.database()?;
         let write = db
             .begin_write()
             .map_err(|e| storage("kv write failed", e))?;
@@ -144,10 +189,20 @@ impl KvState {
             let mut table = write
                 .open_table(TABLE)
                 .map_err(|e| storage("kv write failed", e))?;
-            table
+            let mut usage = write
+                .open_table(USAGE)
+                .map_err(|e| storage("kv write failed", e))?;
+            let used = used_bytes(&table, &usage)?;
+            let removed = table
                 .remove(key)
                 .map_err(|e| storage("kv write failed", e))?
-                .is_some()
+                .map(|v| (key.len() + v.value().len()) as u64);
+            if let Some(freed) = removed {
+                usage
+                    .insert(USED, used.saturating_sub(freed))
+                    .map_err(|e| storage("kv write failed", e))?;
+            }
+            removed.is_some()
         };
         write.commit().map_err(|e| storage("kv commit failed", e))?;
         Ok(existed)
@@ -159,7 +214,7 @@ impl KvState {
         after: Option<&str>,
         limit: u32,
     ) -> Result<Vec<String>, KvError> {
-        let db = self.stores.database(&self.agent)?;
+        let db = self.database()?;
         let read = db.begin_read().map_err(|e| storage("kv read failed", e))?;
         let table = match read.open_table(TABLE) {
             Ok(table) => table,
@@ -187,6 +242,23 @@ impl KvState {
         }
         Ok(keys)
     }
+}
+
+/// The bytes of keys and values in `table`: as counted in `usage`, or
+/// counted now for a database written before quotas were kept.
+fn used_bytes(
+    table: &redb::Table<&str, &[u8]>,
+    usage: &redb::Table<&str, u64>,
+) -> Result<u64, KvError> {
+    if let Some(used) = usage.get(USED).map_err(|e| storage("kv read failed", e))? {
+        return Ok(used.value());
+    }
+    let mut used = 0;
+    for entry in table.iter().map_err(|e| storage("kv read failed", e))? {
+        let (key, value) = entry.map_err(|e| storage("kv read failed", e))?;
+        used += (key.value().len() + value.value().len()) as u64;
+    }
+    Ok(used)
 }
 
 impl kv::Host for KvState {
@@ -221,15 +293,19 @@ mod tests {
     use super::*;
 
     fn state(dir: &std::path::Path, agent: &[u8]) -> KvState {
-        KvState::new(Arc::new(KvStores::new(dir.to_owned())), AgentId::of(agent))
+        KvState::new(
+            Arc::new(KvStores::new(dir.to_owned())),
+            AgentId::of(agent),
+            Some(1 << 20),
+        )
     }
 
     #[test]
     fn values_persist_and_agents_are_isolated() {
         let dir = tempfile::tempdir().unwrap();
         let stores = Arc::new(KvStores::new(dir.path().to_owned()));
-        let notes = KvState::new(stores.clone(), AgentId::of(b"notes"));
-        let other = KvState::new(stores.clone(), AgentId::of(b"other"));
+        let notes = KvState::new(stores.clone(), AgentId::of(b"notes"), Some(1 << 20));
+        let other = KvState::new(stores.clone(), AgentId::of(b"other"), Some(1 << 20));
         notes.set("a", b"1").unwrap();
         assert_eq!(notes.get("a").unwrap(), Some(b"1".to_vec()));
         assert_eq!(other.get("a").unwrap(), None);
@@ -272,6 +348,47 @@ mod tests {
         assert!(matches!(
             kv.set("k", &vec![0; MAX_VALUE + 1]),
             Err(KvError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn the_quota_counts_keys_and_values_and_frees_on_delete() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores = Arc::new(KvStores::new(dir.path().to_owned()));
+        let kv = KvState::new(stores.clone(), AgentId::of(b"notes"), Some(100));
+        kv.set("a", &[0; 60]).unwrap();
+        // Replacing a value counts the difference only.
+        kv.set("a", &[0; 90]).unwrap();
+        let refused = kv.set("b", &[0; 10]).unwrap_err();
+        assert!(matches!(refused, KvError::QuotaExceeded(_)), "{refused:?}");
+        assert_eq!(kv.get("b").unwrap(), None, "a refused write stores nothing");
+        assert!(kv.delete("a").unwrap());
+        kv.set("b", &[0; 90]).unwrap();
+        // A shrinking write is allowed even over a lowered quota.
+        let lowered = KvState::new(stores, AgentId::of(b"notes"), Some(10));
+        lowered.set("b", &[0; 20]).unwrap();
+        assert!(matches!(
+            lowered.set("c", b"x"),
+            Err(KvError::QuotaExceeded(_))
+        ));
+    }
+
+    #[test]
+    fn without_a_grant_there_is_no_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores = Arc::new(KvStores::new(dir.path().to_owned()));
+        let granted = KvState::new(stores.clone(), AgentId::of(b"notes"), Some(100));
+        granted.set("a", b"1").unwrap();
+        let revoked = KvState::new(stores, AgentId::of(b"notes"), None);
+        assert!(matches!(revoked.get("a"), Err(KvError::NotGranted(_))));
+        assert!(matches!(
+            revoked.set("a", b"2"),
+            Err(KvError::NotGranted(_))
+        ));
+        assert!(matches!(revoked.delete("a"), Err(KvError::NotGranted(_))));
+        assert!(matches!(
+            revoked.list_keys("", None, 10),
+            Err(KvError::NotGranted(_))
         ));
     }
 }

@@ -1,8 +1,9 @@
 //! The `llm` import: a language model for the agent.
 //!
-//! When the call serves an MCP client that lends its model (MCP sampling),
-//! the request goes to that client, whose user approves it. Otherwise the
-//! node has no model to grant yet and the answer is "not granted".
+//! Only agents the policy grants `llm` may ask. When the call serves an MCP
+//! client that lends its model (MCP sampling), the request goes to that
+//! client, whose user approves it. Otherwise the node has no model to offer
+//! and the answer is "not granted".
 
 use super::caller::CallerLink;
 use crate::runtime::CallState;
@@ -17,11 +18,12 @@ const MAX_REQUEST_CHARS: usize = 1 << 20;
 /// Per-call state of the `llm` import.
 pub struct LlmState {
     caller: CallerLink,
+    granted: bool,
 }
 
 impl LlmState {
-    pub(crate) fn new(caller: CallerLink) -> Self {
-        LlmState { caller }
+    pub(crate) fn new(caller: CallerLink, granted: bool) -> Self {
+        LlmState { caller, granted }
     }
 }
 
@@ -30,6 +32,12 @@ impl llm::Host for LlmState {
         &mut self,
         request: ChatRequest,
     ) -> wasmtime::Result<Result<ChatResponse, LlmError>> {
+        if !self.granted {
+            return Ok(Err(LlmError::NotGranted(
+                "the operator has not granted this agent a language model (`agentsite grant <agent> llm`)"
+                    .into(),
+            )));
+        }
         if request.messages.is_empty() {
             return Ok(Err(LlmError::InvalidRequest(
                 "a chat request needs at least one message".into(),

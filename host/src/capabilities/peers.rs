@@ -2,14 +2,20 @@
 //! their tools, on this node if the agent is installed here and otherwise
 //! where it is hosted.
 //!
-//! The host hands the runtime a [`PeerNetwork`] when the node joins a
-//! network; without one, every call answers "not granted". Every call an
-//! agent makes carries its hop count plus one and what is left of its own
-//! deadline, so that chains of agents calling agents end: past
-//! [`MAX_DEPTH`] hops a call is refused, and no callee outlives its caller.
+//! Only agents the policy grants `peers` may use it, and within the grant's
+//! bounds: a call of the agent may make at most `fanout` calls to other
+//! agents, and only while the chain is less than `depth` hops deep. The
+//! host hands the runtime a [`PeerNetwork`] when the node joins a network;
+//! without one, every call answers "not granted". Every call an agent makes
+//! carries its hop count plus one and what is left of its own deadline, so
+//! that chains of agents calling agents end: past [`MAX_DEPTH`] hops (or the
+//! grant's depth) a call is refused, and no callee outlives its caller. So
+//! an agent calling itself stops at its depth, and one call of agents
+//! granted on this node causes at most fanout^depth others.
 
 use super::caller::CallerLink;
 use crate::AgentId;
+use crate::policy::PeersGrant;
 use crate::runtime::CallState;
 use crate::runtime::bindings::agentsite::agent::peers::{self, AgentRef, PeerError};
 use crate::runtime::bindings::types::{self, ToolResult};
@@ -84,14 +90,33 @@ pub trait PeerNetwork: Send + Sync {
 pub struct PeersState {
     network: Option<Arc<dyn PeerNetwork>>,
     link: CallerLink,
+    grant: Option<PeersGrant>,
+    /// Calls to other agents this call has made.
+    calls: u32,
 }
 
 impl PeersState {
-    pub(crate) fn new(network: Option<Arc<dyn PeerNetwork>>, link: CallerLink) -> Self {
-        PeersState { network, link }
+    pub(crate) fn new(
+        network: Option<Arc<dyn PeerNetwork>>,
+        link: CallerLink,
+        grant: Option<PeersGrant>,
+    ) -> Self {
+        PeersState {
+            network,
+            link,
+            grant,
+            calls: 0,
+        }
     }
 
     fn network(&self) -> Result<&Arc<dyn PeerNetwork>, PeerError> {
+        if self.grant.is_none() {
+            return Err(PeerError::NotGranted(
+                "the operator has not granted this agent access to other agents \
+                 (`agentsite grant <agent> peers`)"
+                    .into(),
+            ));
+        }
         self.network.as_ref().ok_or_else(|| {
             PeerError::NotGranted(
                 "this node is not on a network: start it with `agentsite serve`".into(),
@@ -154,12 +179,21 @@ impl peers::Host for PeersState {
             Ok(id) => id,
             Err(e) => return Ok(Err(PeerError::NotFound(format!("{e}")))),
         };
-        let depth = self.link.depth() + 1;
-        if depth > MAX_DEPTH {
-            return Ok(Err(PeerError::DepthExceeded(format!(
-                "agents calling agents may chain at most {MAX_DEPTH} deep"
+        let grant = self.grant.unwrap_or_default();
+        if self.calls >= grant.fanout {
+            return Ok(Err(PeerError::NotGranted(format!(
+                "this agent may make at most {} calls to other agents per call",
+                grant.fanout
             ))));
         }
+        let depth = self.link.depth() + 1;
+        if depth > MAX_DEPTH.min(grant.depth) {
+            return Ok(Err(PeerError::DepthExceeded(format!(
+                "this agent may call other agents at most {} deep in a chain (this call would be hop {depth})",
+                MAX_DEPTH.min(grant.depth)
+            ))));
+        }
+        self.calls += 1;
         let hop = Hop {
             depth,
             deadline: self.link.deadline,

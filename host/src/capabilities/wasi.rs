@@ -1,10 +1,13 @@
 //! The WASI 0.2 imports, configured so that an agent inherits nothing from
-//! the host: no environment variables, no arguments, no preopened
-//! directories (so the filesystem is empty), no sockets, no name lookup, and
-//! outgoing HTTP refused. Clocks and randomness work. Stdout and stderr go to
-//! the call's [`GuestLog`].
+//! the host but what the policy grants it: the environment variables named in
+//! its grant, the folders granted to it (preopened through cap-std, which
+//! refuses `..`, absolute paths and symlinks that lead out of them), and
+//! outgoing HTTP to allowed origins only. No arguments, sockets or name
+//! lookup ever. Clocks and randomness work. Stdout and stderr go to the
+//! call's [`GuestLog`].
 
 use super::guest_log::{GuestLog, Stream};
+use crate::policy::{Access, Grants, HttpPattern};
 use crate::runtime::CallState;
 use bytes::Bytes;
 use std::pin::Pin;
@@ -15,8 +18,17 @@ use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
-/// Builds the WASI context of one call.
-pub(crate) fn context(log: &GuestLog) -> WasiCtx {
+/// Why a call could not be given what its grant names.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot open granted folder {host} for {guest}: {reason}")]
+pub struct FsUnavailable {
+    host: String,
+    guest: String,
+    reason: String,
+}
+
+/// Builds the WASI context of one call under `grants`.
+pub(crate) fn context(log: &GuestLog, grants: &Grants) -> Result<WasiCtx, FsUnavailable> {
     let mut builder = WasiCtxBuilder::new();
     builder
         .stdout(GuestStdio::new(log.clone(), Stream::Stdout))
@@ -24,18 +36,56 @@ pub(crate) fn context(log: &GuestLog) -> WasiCtx {
         .allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false);
-    builder.build()
+    for name in &grants.env {
+        // Read at each call, so the agent sees the node's current value.
+        if let Ok(value) = std::env::var(name) {
+            builder.env(name, value);
+        }
+    }
+    for fs in &grants.fs {
+        let perms = match fs.access {
+            Access::ReadOnly => wasmtime_wasi::FsPerms::ReadOnly,
+            Access::ReadWrite => wasmtime_wasi::FsPerms::ReadWrite,
+        };
+        builder
+            .preopened_dir(&fs.host, &fs.guest, perms)
+            .map_err(|e| FsUnavailable {
+                host: fs.host.display().to_string(),
+                guest: fs.guest.clone(),
+                reason: format!("{e:#}"),
+            })?;
+    }
+    Ok(builder.build())
 }
 
-/// Outgoing HTTP policy: every request is refused until grants exist.
-#[derive(Default)]
-pub struct DenyAllHttp;
+/// Outgoing HTTP policy of one call: requests go out only to the origins
+/// its grant allows, and never past the call's deadline. A redirect is a
+/// response the guest must follow with a new request, so it is checked
+/// like any other.
+pub struct HttpPolicy {
+    allowed: Vec<HttpPattern>,
+    deadline: std::time::Instant,
+}
 
-impl WasiHttpHooks for DenyAllHttp {
+impl HttpPolicy {
+    pub(crate) fn new(allowed: Vec<HttpPattern>, deadline: std::time::Instant) -> Self {
+        HttpPolicy { allowed, deadline }
+    }
+}
+
+type SendResult = Result<
+    (
+        http::Response<wasmtime_wasi_http::WasiBody>,
+        Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+    ),
+    wasmtime_wasi_http::Error,
+>;
+
+impl WasiHttpHooks for HttpPolicy {
     fn send_request(
         &mut self,
         request: http::Request<wasmtime_wasi_http::WasiBody>,
-        _options: Option<wasmtime_wasi_http::RequestOptions>,
+        options: Option<wasmtime_wasi_http::RequestOptions>,
         _fut: Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
     ) -> Box<
         dyn Future<
@@ -48,8 +98,36 @@ impl WasiHttpHooks for DenyAllHttp {
                 >,
             > + Send,
     > {
-        tracing::warn!(uri = %request.uri(), "outgoing HTTP denied: not granted");
-        Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) })
+        if !self.allowed.iter().any(|p| p.allows_uri(request.uri())) {
+            tracing::warn!(uri = %request.uri(), "outgoing HTTP denied: origin not granted");
+            return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
+        }
+        let deadline = self.deadline;
+        Box::new(async move {
+            use http_body_util::BodyExt;
+            // The guest is blocked in this host call, where epoch
+            // interruption cannot reach it: the deadline is enforced here.
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let cap = |t: Option<std::time::Duration>| Some(t.map_or(left, |t| t.min(left)));
+            let options = options.unwrap_or_default();
+            let options = wasmtime_wasi_http::RequestOptions {
+                connect_timeout: cap(options.connect_timeout),
+                first_byte_timeout: cap(options.first_byte_timeout),
+                between_bytes_timeout: cap(options.between_bytes_timeout),
+            };
+            let sent = tokio::time::timeout(
+                left,
+                wasmtime_wasi_http::default_send_request(request, Some(options)),
+            )
+            .await
+            .map_err(|_| wasmtime_wasi_http::Error::ConnectionTimeout)?;
+            let (response, io) = sent?;
+            let result: SendResult = Ok((
+                response.map(BodyExt::boxed_unsync),
+                Box::new(io) as Box<dyn Future<Output = _> + Send>,
+            ));
+            result
+        })
     }
 }
 

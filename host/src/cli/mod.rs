@@ -5,6 +5,7 @@
 //! for people go to stderr, so that `agentsite add x.wasm` can be captured.
 
 mod network;
+pub mod policy;
 
 pub use network::{call_remote, fetch, id, peers, publish, search};
 
@@ -12,6 +13,7 @@ use crate::Node;
 use crate::capabilities::caller::{Caller, ElicitFailure, Elicitation, Progress};
 use crate::capabilities::guest_log::Level;
 use crate::runtime::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError};
+use crate::store::AgentRecord;
 use crate::tool::ToolSpec;
 use anyhow::Context as _;
 use bytesize::ByteSize;
@@ -88,15 +90,25 @@ pub async fn call(
     agent: &str,
     tool: &str,
     arguments: &str,
-    limits: crate::config::Limits,
+    deadline: Option<std::time::Duration>,
+    memory: Option<bytesize::ByteSize>,
 ) -> anyhow::Result<()> {
     let record = node.resolve(agent)?;
+    let mut grants = node.grants(&record)?;
+    // The operator's own command line overrides the policy's limits.
+    if let Some(deadline) = deadline {
+        grants.limits.deadline = deadline;
+    }
+    if let Some(memory) = memory {
+        grants.limits.memory = memory;
+    }
+    grants.limits.validate()?;
     let output = node
         .call_record(
             &record,
             tool,
             arguments,
-            limits,
+            grants,
             Some(std::sync::Arc::new(Terminal)),
         )
         .await
@@ -116,9 +128,16 @@ pub async fn call(
 pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
     let record = node.resolve(agent)?;
     let compiled = node.compiled_path(&record.id);
+    let asks = requested_capabilities(&record);
+    let granted = node.grants(&record);
     if json {
         let mut value = serde_json::to_value(&record)?;
         value["compiled"] = serde_json::json!(compiled);
+        value["asks_for"] = serde_json::json!(asks);
+        value["granted"] = match &granted {
+            Ok(grants) => serde_json::json!(policy::describe(grants)),
+            Err(refused) => serde_json::json!({ "refused": refused.to_string() }),
+        };
         return print_json(&value);
     }
     let card = &record.card;
@@ -143,6 +162,30 @@ pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
             .display()
             .to_string())
     ));
+    let origin = match record.origin {
+        crate::policy::Origin::Local => "added on this machine".to_owned(),
+        crate::policy::Origin::Network { publisher } => {
+            format!("fetched from the network, published by {publisher}")
+        }
+    };
+    out.push_str(&format!("origin:    {origin}\n"));
+    out.push_str(&format!(
+        "\nasks for:  {}\n",
+        if asks.is_empty() {
+            "nothing beyond computation".to_owned()
+        } else {
+            asks.join(", ")
+        }
+    ));
+    out.push_str("granted:\n");
+    match &granted {
+        Ok(grants) => {
+            for line in policy::describe(grants) {
+                out.push_str(&format!("  {line}\n"));
+            }
+        }
+        Err(refused) => out.push_str(&format!("  nothing: {refused}\n")),
+    }
     out.push_str(&format!("\nimports ({}):\n", record.imports.len()));
     for import in &record.imports {
         out.push_str(&format!("  {import}\n"));
@@ -153,6 +196,22 @@ pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
     }
     print!("{out}");
     Ok(())
+}
+
+/// The capabilities an agent's imports show it asks for, by grant name.
+/// Files and environment variables are left out: every program built for
+/// WASI links those interfaces, whether it uses them or not.
+fn requested_capabilities(record: &AgentRecord) -> Vec<&'static str> {
+    [
+        ("agentsite:agent/kv", "kv"),
+        ("agentsite:agent/peers", "peers"),
+        ("agentsite:agent/llm", "llm"),
+        ("wasi:http/outgoing-handler", "http"),
+    ]
+    .into_iter()
+    .filter(|(interface, _)| record.imports_interface(interface))
+    .map(|(_, grant)| grant)
+    .collect()
 }
 
 /// `agentsite rm AGENT`

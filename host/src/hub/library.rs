@@ -109,9 +109,12 @@ impl NodeLibrary {
                 code: code::NOT_FOUND,
                 message: e.to_string(),
             })?;
-        let mut limits = shared.node.config().limits;
-        limits.deadline = limits.deadline.min(request.deadline);
-        if limits.deadline.is_zero() {
+        let mut grants = shared.node.grants(&record).map_err(|e| RpcError {
+            code: code::NOT_FOUND,
+            message: e.to_string(),
+        })?;
+        grants.limits.deadline = grants.limits.deadline.min(request.deadline);
+        if grants.limits.deadline.is_zero() {
             return Err(RpcError {
                 code: code::DEADLINE_EXCEEDED,
                 message: "the caller's deadline has already passed".into(),
@@ -127,7 +130,7 @@ impl NodeLibrary {
                 &record,
                 &request.tool,
                 &request.arguments.to_string(),
-                limits,
+                grants,
                 Some(caller),
             )
             .await;

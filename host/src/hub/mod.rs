@@ -15,6 +15,7 @@ use crate::capabilities::peers::{Discovered, Hop, PeerFailure, PeerNetwork};
 use crate::net::fetch::{self, DownloadReport, FetchRequest, FetchResponse};
 use crate::net::rpc::{self, CallRequest, code};
 use crate::net::{Keypair, NetConfig, NetError, Network, PeerId, PublishReport, dht};
+use crate::policy::Origin;
 use crate::store::manifest::{Manifest, SignedManifest, normalize_keyword};
 use crate::store::{AgentRecord, StoreError};
 use crate::tool::{AgentCard, ToolOutput, ToolSpec};
@@ -136,6 +137,8 @@ pub enum HubError {
     Sign(#[from] crate::store::manifest::ManifestError),
     #[error("{0}")]
     Remote(#[from] rpc::RpcError),
+    #[error(transparent)]
+    Refused(#[from] crate::policy::Refused),
 }
 
 /// Options of the hub beyond the network's own.
@@ -379,6 +382,11 @@ impl Hub {
             });
         }
         let manifest = self.manifest(id).await?;
+        let origin = Origin::Network {
+            publisher: manifest.publisher_id(),
+        };
+        // An agent the policy would not run is not downloaded either.
+        node.policy().current().grant_for(&id, &origin)?;
         let providers = self.providers(id, 8).await?;
         if providers.is_empty() {
             return Err(HubError::NoProvider(id));
@@ -396,7 +404,7 @@ impl Hub {
             self.shared.index().forget_host(liar);
         }
         progress(FetchProgress::Verified);
-        let record = node.add(&bytes).await?;
+        let record = node.add_from(&bytes, origin).await?;
         if self.seed_fetched {
             self.shared.offer(manifest.clone());
             let _ = self.save_published(&manifest);
@@ -507,11 +515,13 @@ impl PeerNetwork for HubLink {
         let node = &hub.shared.node;
         // Installed here: call it here, under this node's limits.
         if let Ok(record) = node.resolve(&agent.to_string()) {
-            let mut limits = node.config().limits;
-            limits.deadline = limits.deadline.min(hop.remaining());
+            let mut grants = node
+                .grants(&record)
+                .map_err(|e| PeerFailure::Failed(e.to_string()))?;
+            grants.limits.deadline = grants.limits.deadline.min(hop.remaining());
             let caller = Arc::new(library::ChainCaller { depth: hop.depth });
             return match node
-                .call_record(&record, tool, arguments, limits, Some(caller))
+                .call_record(&record, tool, arguments, grants, Some(caller))
                 .await
             {
                 Ok(output) => Ok(output),

@@ -194,6 +194,7 @@ mod tests {
                 .collect(),
             imports: vec![],
             size: 1,
+            origin: crate::policy::Origin::Local,
             added_at: 0,
         }
     }

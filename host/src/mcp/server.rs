@@ -79,9 +79,10 @@ impl AgentServer {
         };
         let node = self.hosted.node();
         let outcome = self
-            .with_client(&context, |caller| {
-                let limits = node.config().limits;
-                node.call_record(&tool.record, &tool.tool, &arguments, limits, Some(caller))
+            .with_client(&context, |caller| async move {
+                let grants = node.grants(&tool.record)?;
+                node.call_record(&tool.record, &tool.tool, &arguments, grants, Some(caller))
+                    .await
             })
             .await?;
         match outcome {

@@ -28,9 +28,10 @@ use crate::capabilities::{
     llm::LlmState,
     peers::{PeerNetwork, PeersState},
     user::UserState,
-    wasi::DenyAllHttp,
+    wasi::HttpPolicy,
 };
 use crate::config::Limits;
+use crate::policy::Grants;
 use crate::prompt::{PromptOutput, PromptSpec};
 use crate::resource::{ResourceCatalog, ResourceContents};
 use crate::tool::{AgentCard, ToolOutput, ToolSpec};
@@ -46,7 +47,7 @@ use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 pub struct CallState {
     pub(crate) wasi: wasmtime_wasi::WasiCtx,
     pub(crate) http: wasmtime_wasi_http::WasiHttpCtx,
-    pub(crate) http_hooks: DenyAllHttp,
+    pub(crate) http_hooks: HttpPolicy,
     pub(crate) table: ResourceTable,
     pub(crate) limiter: limits::CallLimiter,
     pub(crate) host: HostState,
@@ -64,11 +65,25 @@ pub struct LoadedAgent {
     id: AgentId,
     name: Arc<str>,
     pre: AgentCorePre<CallState>,
-    slots: Arc<Semaphore>,
-    max_slots: u32,
+    /// The call slots and how many there are. A policy change of the
+    /// agent's concurrency swaps in a new semaphore; calls holding a slot
+    /// of the old one finish on it.
+    slots: std::sync::Mutex<(u32, Arc<Semaphore>)>,
 }
 
 impl LoadedAgent {
+    /// The agent's call slots, `count` of them.
+    fn slots(&self, count: u32) -> Arc<Semaphore> {
+        let mut slots = self
+            .slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if slots.0 != count {
+            *slots = (count, Arc::new(Semaphore::new(count as usize)));
+        }
+        slots.1.clone()
+    }
+
     pub fn id(&self) -> &AgentId {
         &self.id
     }
@@ -83,7 +98,8 @@ pub struct ToolCall<'a> {
     pub tool: &'a str,
     /// The arguments, a JSON object as text.
     pub arguments: &'a str,
-    pub limits: Limits,
+    /// What the call may reach, and its limits.
+    pub grants: Grants,
     /// The client the call serves, if any: where progress, log messages,
     /// sampling and elicitation requests go.
     pub caller: Option<Arc<dyn Caller>>,
@@ -209,12 +225,12 @@ impl Runtime {
                 one_line(&e)
             ))
         })?;
+        let slots = limits.max_concurrent_calls;
         Ok(LoadedAgent {
             id,
             name: name.into(),
             pre,
-            slots: Arc::new(Semaphore::new(limits.max_concurrent_calls as usize)),
-            max_slots: limits.max_concurrent_calls,
+            slots: std::sync::Mutex::new((slots, Arc::new(Semaphore::new(slots as usize)))),
         })
     }
 
@@ -236,8 +252,8 @@ impl Runtime {
         limits: &Limits,
     ) -> Result<(AgentCard, Vec<ToolSpec>), CallError> {
         let deadline = Instant::now() + limits.deadline;
-        let mut call = self.start(agent, limits, None, deadline);
-        let outcome = async {
+        let mut call = self.start(agent, &Grants::pure(*limits), None, deadline)?;
+        let outcome = in_time(call.deadline, async {
             let instance = instantiate(&agent.pre, &mut call.store).await?;
             let card = instance
                 .agentsite_agent_card()
@@ -248,7 +264,7 @@ impl Runtime {
                 .call_list_tools(&mut call.store)
                 .await?;
             Ok::<_, wasmtime::Error>((card, tools))
-        }
+        })
         .await;
         let (card, tools) = call.finish(outcome)?;
         result::describe(card, tools, limits)
@@ -260,17 +276,17 @@ impl Runtime {
         agent: &LoadedAgent,
         request: ToolCall<'_>,
     ) -> Result<ToolOutput, CallError> {
-        let (_slot, mut call) = self.enter(agent, &request.limits, request.caller).await?;
-        let outcome = async {
+        let (_slot, mut call) = self.enter(agent, &request.grants, request.caller).await?;
+        let outcome = in_time(call.deadline, async {
             let instance = instantiate(&agent.pre, &mut call.store).await?;
             instance
                 .agentsite_agent_tools()
                 .call_call_tool(&mut call.store, request.tool, request.arguments)
                 .await
-        }
+        })
         .await;
         match call.finish(outcome)? {
-            Ok(output) => result::tool_output(output, &request.limits),
+            Ok(output) => result::tool_output(output, &request.grants.limits),
             Err(error) => Err(result::tool_error(error, &agent.name)),
         }
     }
@@ -279,10 +295,10 @@ impl Runtime {
     pub async fn resources(
         &self,
         agent: &LoadedAgent,
-        limits: &Limits,
+        grants: &Grants,
     ) -> Result<ResourceCatalog, CallError> {
-        let (_slot, mut call) = self.enter(agent, limits, None).await?;
-        let outcome = async {
+        let (_slot, mut call) = self.enter(agent, grants, None).await?;
+        let outcome = in_time(call.deadline, async {
             let instance = instantiate(&agent.pre, &mut call.store).await?;
             let exports = instance.agentsite_agent_resources();
             let resources = exports.call_list_resources(&mut call.store).await?;
@@ -290,10 +306,10 @@ impl Runtime {
                 .call_list_resource_templates(&mut call.store)
                 .await?;
             Ok::<_, wasmtime::Error>((resources, templates))
-        }
+        })
         .await;
         let (resources, templates) = call.finish(outcome)?;
-        result::resource_catalog(resources, templates, limits)
+        result::resource_catalog(resources, templates, &grants.limits)
     }
 
     /// Reads the resource at `uri` in a fresh instance of `agent`.
@@ -301,20 +317,20 @@ impl Runtime {
         &self,
         agent: &LoadedAgent,
         uri: &str,
-        limits: &Limits,
+        grants: &Grants,
         caller: Option<Arc<dyn Caller>>,
     ) -> Result<Vec<ResourceContents>, CallError> {
-        let (_slot, mut call) = self.enter(agent, limits, caller).await?;
-        let outcome = async {
+        let (_slot, mut call) = self.enter(agent, grants, caller).await?;
+        let outcome = in_time(call.deadline, async {
             let instance = instantiate(&agent.pre, &mut call.store).await?;
             instance
                 .agentsite_agent_resources()
                 .call_read_resource(&mut call.store, uri)
                 .await
-        }
+        })
         .await;
         match call.finish(outcome)? {
-            Ok(contents) => result::resource_contents(contents, limits),
+            Ok(contents) => result::resource_contents(contents, &grants.limits),
             Err(error) => Err(result::resource_error(error)),
         }
     }
@@ -323,19 +339,19 @@ impl Runtime {
     pub async fn prompts(
         &self,
         agent: &LoadedAgent,
-        limits: &Limits,
+        grants: &Grants,
     ) -> Result<Vec<PromptSpec>, CallError> {
-        let (_slot, mut call) = self.enter(agent, limits, None).await?;
-        let outcome = async {
+        let (_slot, mut call) = self.enter(agent, grants, None).await?;
+        let outcome = in_time(call.deadline, async {
             let instance = instantiate(&agent.pre, &mut call.store).await?;
             instance
                 .agentsite_agent_prompts()
                 .call_list_prompts(&mut call.store)
                 .await
-        }
+        })
         .await;
         let prompts = call.finish(outcome)?;
-        result::prompts(prompts, limits)
+        result::prompts(prompts, &grants.limits)
     }
 
     /// Fills in the prompt `name` of `agent` with `arguments`.
@@ -344,20 +360,20 @@ impl Runtime {
         agent: &LoadedAgent,
         name: &str,
         arguments: &[(String, String)],
-        limits: &Limits,
+        grants: &Grants,
         caller: Option<Arc<dyn Caller>>,
     ) -> Result<PromptOutput, CallError> {
-        let (_slot, mut call) = self.enter(agent, limits, caller).await?;
-        let outcome = async {
+        let (_slot, mut call) = self.enter(agent, grants, caller).await?;
+        let outcome = in_time(call.deadline, async {
             let instance = instantiate(&agent.pre, &mut call.store).await?;
             instance
                 .agentsite_agent_prompts()
                 .call_get_prompt(&mut call.store, name, arguments)
                 .await
-        }
+        })
         .await;
         match call.finish(outcome)? {
-            Ok(output) => result::prompt_output(output, limits),
+            Ok(output) => result::prompt_output(output, &grants.limits),
             Err(error) => Err(result::prompt_error(error, &agent.name)),
         }
     }
@@ -367,36 +383,41 @@ impl Runtime {
     async fn enter(
         &self,
         agent: &LoadedAgent,
-        limits: &Limits,
+        grants: &Grants,
         caller: Option<Arc<dyn Caller>>,
     ) -> Result<(OwnedSemaphorePermit, RunningCall), CallError> {
+        let limits = &grants.limits;
         let deadline = Instant::now() + limits.deadline;
-        let slot = tokio::time::timeout_at(deadline.into(), agent.slots.clone().acquire_owned())
+        let slots = agent.slots(limits.max_concurrent_calls);
+        let slot = tokio::time::timeout_at(deadline.into(), slots.acquire_owned())
             .await
-            .map_err(|_| CallError::Busy(agent.max_slots))?
+            .map_err(|_| CallError::Busy(limits.max_concurrent_calls))?
             .map_err(|_| CallError::Host("agent slots closed".into()))?;
-        Ok((slot, self.start(agent, limits, caller, deadline)))
+        Ok((slot, self.start(agent, grants, caller, deadline)?))
     }
 
     fn start(
         &self,
         agent: &LoadedAgent,
-        limits: &Limits,
+        grants: &Grants,
         caller: Option<Arc<dyn Caller>>,
         deadline: Instant,
-    ) -> RunningCall {
+    ) -> Result<RunningCall, CallError> {
+        let limits = &grants.limits;
         let log = GuestLog::new(agent.name.clone(), limits.max_log.as_u64());
+        let wasi = capabilities::wasi::context(&log, grants)
+            .map_err(|e| CallError::Host(e.to_string()))?;
         let caller = CallerLink::new(caller, deadline);
         let state = CallState {
-            wasi: capabilities::wasi::context(&log),
+            wasi,
             http: capabilities::wasi::new_http_context(),
-            http_hooks: DenyAllHttp,
+            http_hooks: HttpPolicy::new(grants.http.clone(), deadline),
             table: ResourceTable::new(),
             limiter: limits::CallLimiter::new(limits.memory),
             host: HostState::new(log.clone(), agent.id, caller.clone(), self.updates.clone()),
-            kv: KvState::new(self.kv.clone(), agent.id),
-            peers: PeersState::new(self.peers.get().cloned(), caller.clone()),
-            llm: LlmState::new(caller.clone()),
+            kv: KvState::new(self.kv.clone(), agent.id, grants.kv),
+            peers: PeersState::new(self.peers.get().cloned(), caller.clone(), grants.peers),
+            llm: LlmState::new(caller.clone(), grants.llm),
             user: UserState::new(caller),
         };
         let mut store = Store::new(&self.engine, state);
@@ -411,11 +432,12 @@ impl Runtime {
                 Ok(UpdateDeadline::Yield(1))
             }
         });
-        RunningCall {
+        Ok(RunningCall {
             store,
             log,
             limits: *limits,
-        }
+            deadline,
+        })
     }
 }
 
@@ -431,6 +453,26 @@ struct RunningCall {
     store: Store<CallState>,
     log: GuestLog,
     limits: Limits,
+    deadline: Instant,
+}
+
+/// Grace past the deadline for the epoch check to interrupt the guest
+/// itself, before the call is cut off from outside.
+const DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Runs `work` (a call's use of its store) until `deadline`. A guest
+/// running code is stopped by the epoch check; a guest waiting in a host
+/// call (a slow HTTP body, say) cannot be, so past the deadline the work is
+/// dropped from outside, instance and all.
+async fn in_time<T>(
+    deadline: Instant,
+    work: impl std::future::Future<Output = wasmtime::Result<T>>,
+) -> wasmtime::Result<T> {
+    let cutoff = deadline + DEADLINE_GRACE;
+    match tokio::time::timeout_at(cutoff.into(), work).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(Trap::Interrupt.into()),
+    }
 }
 
 impl RunningCall {

@@ -4,6 +4,7 @@
 
 use super::{StoreError, remove_if_present, write_atomic};
 use crate::AgentId;
+use crate::policy::Origin;
 use crate::tool::{AgentCard, ToolSpec};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -18,8 +19,16 @@ pub struct AgentRecord {
     pub imports: Vec<String>,
     /// Size of the component in bytes.
     pub size: u64,
+    /// Where it came from: decides which grants and trust apply.
+    /// Records written before origins were kept are local.
+    #[serde(default = "local")]
+    pub origin: Origin,
     /// When the agent was added, in seconds since the Unix epoch.
     pub added_at: u64,
+}
+
+fn local() -> Origin {
+    Origin::Local
 }
 
 impl AgentRecord {
@@ -190,6 +199,7 @@ mod tests {
             tools: vec![],
             imports: vec!["agentsite:agent/kv@0.1.0".into()],
             size: bytes.len() as u64,
+            origin: Origin::Local,
             added_at: 0,
         }
     }

@@ -276,6 +276,7 @@ mod tests {
             tools: Vec::new(),
             imports: vec!["agentsite:agent/host@0.1.0".into()],
             size: bytes.len() as u64,
+            origin: crate::policy::Origin::Local,
             added_at: 0,
         };
         SignedManifest::sign(

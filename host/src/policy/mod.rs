@@ -1,0 +1,275 @@
+//! The operator's policy: what each agent may reach, and which publishers'
+//! agents run at all.
+//!
+//! Everything is denied unless granted. The policy lives in a TOML file
+//! (`<data-dir>/policy.toml`, or the file given with `--policy`) that
+//! `agentsite grant` and `revoke` edit and a serving node reads again when
+//! it changes, so a change applies to the next call without a restart:
+//!
+//! ```toml
+//! [defaults]                  # every agent with nothing more specific
+//! memory = "64 MiB"
+//!
+//! [trust]
+//! unknown_publisher = "pure"  # agents fetched from untrusted publishers: "pure" or "refuse"
+//!
+//! [publishers."12D3KooW..."]  # trusted publisher key, with what its agents get
+//! llm = true
+//!
+//! [agents."sha256:..."]       # one agent, by content id
+//! fs = [{ host = "/srv/notes", guest = "/notes", access = "read-write" }]
+//! http = ["https://api.example.com", "http://127.0.0.1:*"]
+//! env = ["API_KEY"]
+//! kv = "10 MiB"
+//! peers = { depth = 2, fanout = 4 }
+//! deadline = "30s"
+//! max_concurrent_calls = 4
+//! ```
+
+pub mod grant;
+pub mod http_allow;
+
+pub use grant::{Access, FsGrant, Grant, GrantError, Grants, PeersGrant};
+pub use http_allow::HttpPattern;
+
+use crate::AgentId;
+use crate::config::Limits;
+use anyhow::Context as _;
+use libp2p::PeerId;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+/// The whole policy file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// What every admitted agent gets unless a more specific table says otherwise.
+    #[serde(default, skip_serializing_if = "Grant::is_empty")]
+    pub defaults: Grant,
+    #[serde(default)]
+    pub trust: Trust,
+    /// Trusted publishers (by key, in peer-id form) and what their agents get.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub publishers: BTreeMap<PeerId, Grant>,
+    /// Grants to single agents, by content id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub agents: BTreeMap<AgentId, Grant>,
+}
+
+/// What agents from publishers the operator has not listed get.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trust {
+    #[serde(default)]
+    pub unknown_publisher: Admission,
+}
+
+/// Whether an agent from an untrusted source runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Admission {
+    /// It runs as pure computation: no capability at all, the node's limits.
+    #[default]
+    Pure,
+    /// It does not run (and is not fetched).
+    Refuse,
+}
+
+/// Where an installed agent came from, as far as can be verified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Origin {
+    /// The operator added the file on this machine.
+    Local,
+    /// Fetched from the network under a manifest this publisher signed.
+    Network { publisher: PeerId },
+}
+
+/// Why an agent may not run here.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "refused by policy: {agent} comes from publisher {publisher}, which is not trusted here \
+     (`agentsite trust {publisher}` trusts it, `agentsite grant {agent} ...` admits this agent alone)"
+)]
+pub struct Refused {
+    pub agent: AgentId,
+    pub publisher: PeerId,
+}
+
+/// Where each granted field came from, for `agentsite inspect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Agent,
+    Publisher,
+    Defaults,
+    Untrusted,
+}
+
+impl Policy {
+    /// Parses and checks a policy file's text.
+    pub fn parse(text: &str) -> anyhow::Result<Policy> {
+        let policy: Policy =
+            toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.message().trim()))?;
+        policy.validate()?;
+        Ok(policy)
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        self.defaults.validate().context("[defaults]")?;
+        for (publisher, grant) in &self.publishers {
+            grant
+                .validate()
+                .with_context(|| format!("[publishers.\"{publisher}\"]"))?;
+        }
+        for (agent, grant) in &self.agents {
+            grant
+                .validate()
+                .with_context(|| format!("[agents.\"{agent}\"]"))?;
+        }
+        Ok(())
+    }
+
+    /// The grant table that applies to `agent` from `origin`, and which
+    /// tables it was assembled from, or why it may not run.
+    pub fn grant_for(&self, agent: &AgentId, origin: &Origin) -> Result<(Grant, Source), Refused> {
+        let own = self.agents.get(agent);
+        let (base, source) = match origin {
+            Origin::Local => (self.defaults.clone(), Source::Defaults),
+            Origin::Network { publisher } => match self.publishers.get(publisher) {
+                Some(trusted) => (trusted.or(&self.defaults), Source::Publisher),
+                // An agent granted by id was vetted by the operator as these
+                // exact bytes, whoever published them.
+                None if own.is_some() => (Grant::default(), Source::Untrusted),
+                None => match self.trust.unknown_publisher {
+                    Admission::Pure => (Grant::default(), Source::Untrusted),
+                    Admission::Refuse => {
+                        return Err(Refused {
+                            agent: *agent,
+                            publisher: *publisher,
+                        });
+                    }
+                },
+            },
+        };
+        Ok(match own {
+            Some(own) => (own.or(&base), Source::Agent),
+            None => (base, source),
+        })
+    }
+
+    /// What a call of `agent` runs under, over the node's `limits`.
+    pub fn grants(
+        &self,
+        agent: &AgentId,
+        origin: &Origin,
+        limits: Limits,
+    ) -> Result<Grants, Refused> {
+        let (grant, _) = self.grant_for(agent, origin)?;
+        Ok(grant.resolve(limits))
+    }
+}
+
+/// A policy file, read again whenever it changes on disk.
+pub struct PolicyFile {
+    path: PathBuf,
+    current: Mutex<Loaded>,
+}
+
+struct Loaded {
+    policy: Arc<Policy>,
+    /// Modification time and length of the file it was read from.
+    stamp: Option<(SystemTime, u64)>,
+}
+
+impl PolicyFile {
+    /// Reads the policy at `path`; a missing file is the empty policy
+    /// (everything denied) unless `required`.
+    pub fn open(path: PathBuf, required: bool) -> anyhow::Result<PolicyFile> {
+        if required && !path.exists() {
+            anyhow::bail!("policy file {} does not exist", path.display());
+        }
+        let (policy, stamp) = read(&path)?;
+        Ok(PolicyFile {
+            path,
+            current: Mutex::new(Loaded {
+                policy: Arc::new(policy),
+                stamp,
+            }),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The policy as it is on disk now. A file that became invalid since it
+    /// was last read keeps the last valid policy in force (and says so in
+    /// the log), so a typo cannot widen or drop every grant at once.
+    pub fn current(&self) -> Arc<Policy> {
+        let mut loaded = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        let stamp = stamp(&self.path);
+        if stamp != loaded.stamp {
+            match read(&self.path) {
+                Ok((policy, stamp)) => {
+                    tracing::info!(path = %self.path.display(), "policy reloaded");
+                    loaded.policy = Arc::new(policy);
+                    loaded.stamp = stamp;
+                }
+                Err(e) => {
+                    tracing::error!(path = %self.path.display(), "policy not reloaded, the last valid one stays in force: {e:#}");
+                    loaded.stamp = stamp;
+                }
+            }
+        }
+        loaded.policy.clone()
+    }
+
+    /// Changes the policy with `edit` and writes it back atomically. The
+    /// edited policy is checked before anything is written.
+    pub fn update<T>(
+        &self,
+        edit: impl FnOnce(&mut Policy) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        let (mut policy, _) = read(&self.path)?;
+        let outcome = edit(&mut policy)?;
+        policy.validate()?;
+        write(&self.path, &policy)?;
+        let mut loaded = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        loaded.stamp = stamp(&self.path);
+        loaded.policy = Arc::new(policy);
+        Ok(outcome)
+    }
+}
+
+fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+fn read(path: &Path) -> anyhow::Result<(Policy, Option<(SystemTime, u64)>)> {
+    let stamp = stamp(path);
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Policy::default(), None)),
+        Err(e) => return Err(e).with_context(|| format!("cannot read policy {}", path.display())),
+    };
+    let policy =
+        Policy::parse(&text).with_context(|| format!("invalid policy {}", path.display()))?;
+    Ok((policy, stamp))
+}
+
+fn write(path: &Path, policy: &Policy) -> anyhow::Result<()> {
+    let text = toml::to_string_pretty(policy).context("cannot encode the policy")?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut file = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot write to {}", dir.display()))?;
+    std::io::Write::write_all(&mut file, text.as_bytes())?;
+    file.as_file().sync_all()?;
+    file.persist(path)
+        .map_err(|e| anyhow::anyhow!("cannot replace {}: {}", path.display(), e.error))?;
+    Ok(())
+}
