@@ -4,54 +4,12 @@
 
 mod support;
 
-use agentsite::config::{Config, DataDir, Limits};
-use agentsite::runtime::Capacity;
-use agentsite::{Node, NodeCallError};
+use agentsite::NodeCallError;
+use agentsite::config::Limits;
 use bytesize::ByteSize;
 use serde_json::json;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-async fn node_with(agents: &[&str], limits: Limits) -> (Arc<Node>, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let node = Node::open(
-        DataDir::new(dir.path()),
-        Config {
-            limits,
-            ..Config::default()
-        },
-        Capacity::SERVER,
-    )
-    .unwrap();
-    for agent in agents {
-        let bytes = std::fs::read(support::wasm(agent)).unwrap();
-        node.add(&bytes).await.unwrap();
-    }
-    (Arc::new(node), dir)
-}
-
-fn test_limits() -> Limits {
-    Limits {
-        deadline: Duration::from_secs(1),
-        ..Limits::default()
-    }
-}
-
-async fn error_of(node: &Node, agent: &str, tool: &str, args: &str) -> String {
-    match node.call(agent, tool, args, None).await {
-        Ok(output) => panic!("{agent}.{tool} should fail, returned {output:?}"),
-        Err(error) => error.to_string(),
-    }
-}
-
-/// A normal call succeeds: the node is still healthy.
-async fn assert_serving(node: &Node) {
-    let output = node
-        .call("calculator", "add", r#"{"a": 20, "b": 22}"#, None)
-        .await
-        .expect("a normal call succeeds");
-    assert_eq!(output.structured_content, Some(json!({"result": 42.0})));
-}
+use support::hostile::{assert_serving, error_of, node_with, test_limits};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_infinite_loop_is_stopped_at_the_deadline() {

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod hostile;
 pub mod testnet;
 
 use std::path::{Path, PathBuf};

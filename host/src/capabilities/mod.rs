@@ -5,12 +5,11 @@
 //! grant check, and the function that binds it into the linker. Adding a
 //! capability means adding a module here and one line to [`add_to_linker`].
 //!
-//! Until operators can grant capabilities (a later stage), the defaults are:
-//! clocks and randomness work; the filesystem, environment, sockets and
-//! outgoing HTTP see nothing; `kv` is a per-agent store; `peers` reaches
-//! other agents when the node is on a network (hop-limited, within the
-//! caller's deadline) and answers "not granted" otherwise; `llm` and `user` reach the calling MCP client when it offers
-//! sampling and elicitation, and answer "not granted" otherwise.
+//! What each import reaches is decided per call by the operator's policy
+//! (see [`crate::policy`]): with no grant, the filesystem, environment and
+//! outgoing HTTP see nothing, `kv`, `peers` and `llm` answer "not granted",
+//! and only clocks, randomness and the agent's own log work. `user` asks
+//! the person at the calling MCP client, when it offers elicitation.
 
 pub mod caller;
 pub mod guest_log;

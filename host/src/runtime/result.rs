@@ -152,6 +152,7 @@ pub(super) fn tool_output(
     let size: usize = result.content.iter().map(content_size).sum::<usize>()
         + result.structured_content.as_ref().map_or(0, String::len);
     check_size(size, limits)?;
+    result.content.iter().try_for_each(check_content)?;
 
     let structured_content = match result.structured_content {
         None => None,
@@ -172,6 +173,14 @@ pub(super) fn tool_output(
         structured_content,
         is_error: result.is_error,
     })
+}
+
+/// An embedded resource must name itself with a URI a client can use.
+fn check_content(content: &types::Content) -> Result<(), CallError> {
+    match content {
+        types::Content::Resource(resource) => check_uri(&resource.uri),
+        _ => Ok(()),
+    }
 }
 
 fn check_uri(uri: &str) -> Result<(), CallError> {
@@ -338,6 +347,10 @@ pub(super) fn prompt_output(
         .sum::<usize>()
         + result.description.as_ref().map_or(0, String::len);
     check_size(size, limits)?;
+    result
+        .messages
+        .iter()
+        .try_for_each(|m| check_content(&m.content))?;
     Ok(PromptOutput {
         description: result.description,
         messages: result
