@@ -52,7 +52,8 @@ struct Agentsite {
 impl Agentsite {
     fn new() -> Self {
         let kv = tempfile::tempdir().unwrap();
-        let runtime = Runtime::new(kv.path().to_owned(), Capacity::SERVER).unwrap();
+        let runtime =
+            Runtime::new(kv.path().to_owned(), Capacity::SERVER, Default::default()).unwrap();
         assert!(runtime.pooling(), "benchmarks expect the pooling allocator");
         let component = runtime.compile(&example("calculator")).unwrap();
         let id = agentsite::AgentId::of(b"calculator");
@@ -265,7 +266,7 @@ fn first_call(c: &mut Criterion) {
 
 fn compile(c: &mut Criterion) {
     let kv = tempfile::tempdir().unwrap();
-    let runtime = Runtime::new(kv.path().to_owned(), Capacity::SERVER).unwrap();
+    let runtime = Runtime::new(kv.path().to_owned(), Capacity::SERVER, Default::default()).unwrap();
     let mut group = c.benchmark_group("compile");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(3));

@@ -126,4 +126,19 @@ async fn exponential_fan_out_is_bounded_by_fan_out_and_depth() {
         refusal.contains("at most 3 calls") || refusal.contains("at most 2 deep"),
         "{tree}"
     );
+
+    // The audit counted every call and every refusal.
+    let metrics = reqwest::get(server.url("/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for line in [
+        "agentsite_calls_total{agent=\"hostile-spiral\"} 13",
+        "agentsite_denials_total{agent=\"hostile-spiral\",capability=\"peers\"} 53",
+        "agentsite_call_duration_seconds_count{agent=\"hostile-spiral\"} 13",
+    ] {
+        assert!(metrics.contains(line), "missing {line:?} in\n{metrics}");
+    }
 }

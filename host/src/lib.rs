@@ -19,6 +19,7 @@
 //! ```
 
 mod agent_id;
+pub mod audit;
 pub mod capabilities;
 pub mod cli;
 pub mod config;

@@ -9,6 +9,7 @@
 //! process) → fresh instance → result.
 
 use crate::AgentId;
+use crate::audit::{self, Audit, Outcome};
 use crate::capabilities::caller::Caller;
 use crate::config::{Config, DataDir};
 use crate::policy::{Grants, Origin, PolicyFile, Refused};
@@ -70,6 +71,7 @@ pub struct Node {
     compiled: CompiledCache,
     catalog: Catalog,
     policy: PolicyFile,
+    audit: Arc<Audit>,
     loaded: Mutex<HashMap<AgentId, Arc<LoadedAgent>>>,
 }
 
@@ -83,13 +85,15 @@ impl Node {
             None => PolicyFile::open(data.policy(), false)?,
         };
         // The runtime is built while the caller reads the store.
-        let runtime = BackgroundRuntime::start(data.kv(), capacity);
+        let audit = Arc::new(Audit::new());
+        let runtime = BackgroundRuntime::start(data.kv(), capacity, audit.clone());
         let fingerprint = crate::runtime::engine_fingerprint()?;
         Ok(Node {
             blobs: BlobStore::new(data.blobs()),
             compiled: CompiledCache::new(data.compiled(), fingerprint),
             catalog: Catalog::new(data.agents()),
             policy,
+            audit,
             data,
             config,
             runtime,
@@ -110,12 +114,36 @@ impl Node {
         &self.policy
     }
 
+    /// The node's audit trail and metrics.
+    pub fn audit(&self) -> &Arc<Audit> {
+        &self.audit
+    }
+
     /// What a call of the agent of `record` may reach now, and its limits.
+    /// The decision goes to the audit trail.
     pub fn grants(&self, record: &AgentRecord) -> Result<Grants, NodeCallError> {
-        let grants =
-            self.policy
-                .current()
-                .grants(&record.id, &record.origin, self.config.limits)?;
+        let agent = record.card.name.as_str();
+        let (grant, source) = match self.policy.current().grant_for(&record.id, &record.origin) {
+            Ok(decided) => decided,
+            Err(refused) => {
+                self.audit.denied(agent, "policy", &refused.to_string());
+                return Err(refused.into());
+            }
+        };
+        let grants = grant.resolve(self.config.limits);
+        tracing::debug!(
+            target: audit::TARGET,
+            agent,
+            id = %record.id,
+            from = ?source,
+            fs = grants.fs.len(),
+            http = grants.http.len(),
+            env = grants.env.len(),
+            kv = ?grants.kv,
+            peers = ?grants.peers,
+            llm = grants.llm,
+            "grants"
+        );
         Ok(grants)
     }
 
@@ -288,15 +316,28 @@ impl Node {
                 known: known.join(", "),
             });
         }
-        check_arguments(arguments)?;
-        let agent = self.load(record)?;
-        let call = ToolCall {
-            tool,
-            arguments,
-            grants,
-            caller,
+        let started = std::time::Instant::now();
+        let outcome = async {
+            check_arguments(arguments)?;
+            let agent = self.load(record)?;
+            let call = ToolCall {
+                tool,
+                arguments,
+                grants,
+                caller,
+            };
+            Ok::<_, NodeCallError>(self.runtime()?.call(&agent, call).await?)
+        }
+        .await;
+        let audited = match &outcome {
+            Ok(output) if output.is_error => Outcome::ToolError,
+            Ok(_) => Outcome::Ok,
+            Err(NodeCallError::Call(failure)) => Outcome::Failed(failure),
+            Err(_) => Outcome::Rejected,
         };
-        Ok(self.runtime()?.call(&agent, call).await?)
+        self.audit
+            .call(&record.card.name, tool, started.elapsed(), audited);
+        outcome
     }
 
     /// The resources and resource templates the agent of `record` offers now.

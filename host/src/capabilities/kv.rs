@@ -10,6 +10,7 @@
 //! are counted in the same transactions, so the quota holds across crashes.
 
 use crate::AgentId;
+use crate::audit::Denials;
 use crate::runtime::CallState;
 use crate::runtime::bindings::agentsite::agent::kv::{self, KvError};
 use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
@@ -99,6 +100,7 @@ pub struct KvState {
     stores: Arc<KvStores>,
     agent: AgentId,
     quota: Option<u64>,
+    denials: Option<Denials>,
 }
 
 impl KvState {
@@ -109,11 +111,27 @@ impl KvState {
             stores,
             agent,
             quota,
+            denials: None,
+        }
+    }
+
+    /// Reports refusals (no store, quota used up) to `denials`.
+    pub(crate) fn reporting(self, denials: Denials) -> Self {
+        KvState {
+            denials: Some(denials),
+            ..self
+        }
+    }
+
+    fn deny(&self, reason: &str) {
+        if let Some(denials) = &self.denials {
+            denials.record("kv", reason);
         }
     }
 
     fn database(&self) -> Result<Arc<redb::Database>, KvError> {
         if self.quota.is_none() {
+            self.deny("no key-value store granted");
             return Err(KvError::NotGranted(
                 "the operator has not granted this agent a key-value store \
                  (`agentsite grant <agent> kv=<quota>`)"
@@ -163,6 +181,7 @@ impl KvState {
                 .map_or(0, |v| (key.len() + v.value().len()) as u64);
             let new_used = used - old + (key.len() + value.len()) as u64;
             if new_used > quota && new_used > used {
+                self.deny("quota exceeded");
                 // Dropping the transaction discards it.
                 return Err(KvError::QuotaExceeded(format!(
                     "storing {} bytes under {key:?} would hold {new_used} bytes, over this agent's quota of {quota}",

@@ -6,6 +6,7 @@
 //! and the answer is "not granted".
 
 use super::caller::CallerLink;
+use crate::audit::Denials;
 use crate::runtime::CallState;
 use crate::runtime::bindings::agentsite::agent::llm::{self, ChatRequest, ChatResponse, LlmError};
 use wasmtime::component::{HasSelf, Linker};
@@ -19,11 +20,16 @@ const MAX_REQUEST_CHARS: usize = 1 << 20;
 pub struct LlmState {
     caller: CallerLink,
     granted: bool,
+    denials: Denials,
 }
 
 impl LlmState {
-    pub(crate) fn new(caller: CallerLink, granted: bool) -> Self {
-        LlmState { caller, granted }
+    pub(crate) fn new(caller: CallerLink, granted: bool, denials: Denials) -> Self {
+        LlmState {
+            caller,
+            granted,
+            denials,
+        }
     }
 }
 
@@ -33,6 +39,7 @@ impl llm::Host for LlmState {
         request: ChatRequest,
     ) -> wasmtime::Result<Result<ChatResponse, LlmError>> {
         if !self.granted {
+            self.denials.record("llm", "no language model granted");
             return Ok(Err(LlmError::NotGranted(
                 "the operator has not granted this agent a language model (`agentsite grant <agent> llm`)"
                     .into(),

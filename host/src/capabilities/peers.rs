@@ -15,6 +15,7 @@
 
 use super::caller::CallerLink;
 use crate::AgentId;
+use crate::audit::Denials;
 use crate::policy::PeersGrant;
 use crate::runtime::CallState;
 use crate::runtime::bindings::agentsite::agent::peers::{self, AgentRef, PeerError};
@@ -93,6 +94,7 @@ pub struct PeersState {
     grant: Option<PeersGrant>,
     /// Calls to other agents this call has made.
     calls: u32,
+    denials: Denials,
 }
 
 impl PeersState {
@@ -100,17 +102,21 @@ impl PeersState {
         network: Option<Arc<dyn PeerNetwork>>,
         link: CallerLink,
         grant: Option<PeersGrant>,
+        denials: Denials,
     ) -> Self {
         PeersState {
             network,
             link,
             grant,
             calls: 0,
+            denials,
         }
     }
 
     fn network(&self) -> Result<&Arc<dyn PeerNetwork>, PeerError> {
         if self.grant.is_none() {
+            self.denials
+                .record("peers", "no access to other agents granted");
             return Err(PeerError::NotGranted(
                 "the operator has not granted this agent access to other agents \
                  (`agentsite grant <agent> peers`)"
@@ -181,6 +187,7 @@ impl peers::Host for PeersState {
         };
         let grant = self.grant.unwrap_or_default();
         if self.calls >= grant.fanout {
+            self.denials.record("peers", "fan-out used up");
             return Ok(Err(PeerError::NotGranted(format!(
                 "this agent may make at most {} calls to other agents per call",
                 grant.fanout
@@ -188,6 +195,7 @@ impl peers::Host for PeersState {
         }
         let depth = self.link.depth() + 1;
         if depth > MAX_DEPTH.min(grant.depth) {
+            self.denials.record("peers", "too deep in a chain");
             return Ok(Err(PeerError::DepthExceeded(format!(
                 "this agent may call other agents at most {} deep in a chain (this call would be hop {depth})",
                 MAX_DEPTH.min(grant.depth)

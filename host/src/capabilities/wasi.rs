@@ -7,6 +7,7 @@
 //! call's [`GuestLog`].
 
 use super::guest_log::{GuestLog, Stream};
+use crate::audit::Denials;
 use crate::policy::{Access, Grants, HttpPattern};
 use crate::runtime::CallState;
 use bytes::Bytes;
@@ -65,11 +66,20 @@ pub(crate) fn context(log: &GuestLog, grants: &Grants) -> Result<WasiCtx, FsUnav
 pub struct HttpPolicy {
     allowed: Vec<HttpPattern>,
     deadline: std::time::Instant,
+    denials: Denials,
 }
 
 impl HttpPolicy {
-    pub(crate) fn new(allowed: Vec<HttpPattern>, deadline: std::time::Instant) -> Self {
-        HttpPolicy { allowed, deadline }
+    pub(crate) fn new(
+        allowed: Vec<HttpPattern>,
+        deadline: std::time::Instant,
+        denials: Denials,
+    ) -> Self {
+        HttpPolicy {
+            allowed,
+            deadline,
+            denials,
+        }
     }
 }
 
@@ -99,7 +109,8 @@ impl WasiHttpHooks for HttpPolicy {
             > + Send,
     > {
         if !self.allowed.iter().any(|p| p.allows_uri(request.uri())) {
-            tracing::warn!(uri = %request.uri(), "outgoing HTTP denied: origin not granted");
+            self.denials
+                .record("http", &format!("origin of {} not granted", request.uri()));
             return Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) });
         }
         let deadline = self.deadline;

@@ -1,6 +1,6 @@
 //! MCP over streamable HTTP (rmcp's `StreamableHttpService` inside axum):
 //! `/mcp` for every installed agent, `/agents/<agent>/mcp` for one, and
-//! `/health` for operators.
+//! `/health` and `/metrics` (Prometheus) for operators.
 //!
 //! Security follows the spec's transport section: the `Host` header must
 //! name this server (DNS rebinding), a browser `Origin` must be this machine
@@ -149,9 +149,13 @@ pub fn router(hosted: Arc<Hosted>, options: HttpOptions, stop: CancellationToken
         .route("/agents/{agent}/mcp", any(one_agent))
         .route_layer(middleware::from_fn(check_jsonrpc))
         .route_layer(middleware::from_fn_with_state(front.clone(), require_token));
+    let metrics = Router::new()
+        .route("/metrics", get(metrics))
+        .route_layer(middleware::from_fn_with_state(front.clone(), require_token));
     Router::new()
         .route("/health", get(health))
         .merge(mcp)
+        .merge(metrics)
         .with_state(front)
 }
 
@@ -185,6 +189,19 @@ async fn health(State(front): State<Arc<Front>>) -> Response {
         "tools": records.iter().map(|r| r.tools.len()).sum::<usize>(),
     }))
     .into_response()
+}
+
+/// `GET /metrics`: the audit counters and latency histograms, in the
+/// OpenMetrics text format Prometheus scrapes. Guarded by the token like MCP.
+async fn metrics(State(front): State<Arc<Front>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        front.hosted.node().audit().encode(),
+    )
+        .into_response()
 }
 
 /// Checks `Authorization: Bearer <token>` when the node has a token.

@@ -6,7 +6,9 @@
 //! commands that never run WebAssembly (`ls`, `tools`) never wait for it.
 
 use super::{Capacity, Runtime};
+use crate::audit::Audit;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread::JoinHandle;
 
@@ -17,11 +19,11 @@ pub struct BackgroundRuntime {
 
 impl BackgroundRuntime {
     /// Starts building a runtime for `capacity` whose agents keep their kv
-    /// databases in `kv_dir`.
-    pub fn start(kv_dir: PathBuf, capacity: Capacity) -> Self {
+    /// databases in `kv_dir` and report denials to `audit`.
+    pub fn start(kv_dir: PathBuf, capacity: Capacity, audit: Arc<Audit>) -> Self {
         let building = std::thread::Builder::new()
             .name("agentsite-runtime".into())
-            .spawn(move || Runtime::new(kv_dir, capacity));
+            .spawn(move || Runtime::new(kv_dir, capacity, audit));
         let cell = BackgroundRuntime {
             building: Mutex::new(None),
             ready: OnceLock::new(),

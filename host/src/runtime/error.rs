@@ -49,6 +49,18 @@ pub enum CallError {
 }
 
 impl CallError {
+    /// The limit that stopped the call, by name, if a limit did.
+    pub fn limit(&self) -> Option<&'static str> {
+        Some(match self {
+            CallError::DeadlineExceeded(_) => "deadline",
+            CallError::MemoryExceeded(_) => "memory",
+            CallError::StackOverflow => "stack",
+            CallError::OutputTooLarge { .. } => "output",
+            CallError::Busy(_) => "concurrency",
+            _ => return None,
+        })
+    }
+
     /// Whether the error is a limit the node enforced (as opposed to the
     /// tool's own failure or a bad request).
     pub fn is_limit(&self) -> bool {

@@ -19,6 +19,7 @@ pub use engine::{
 pub use error::CallError;
 
 use crate::AgentId;
+use crate::audit::{Audit, Denials};
 use crate::capabilities::{
     self,
     caller::{Caller, CallerLink},
@@ -113,6 +114,7 @@ pub struct Runtime {
     kv: Arc<KvStores>,
     updates: broadcast::Sender<ResourceUpdate>,
     peers: std::sync::OnceLock<Arc<dyn PeerNetwork>>,
+    audit: Arc<Audit>,
     _ticker: EpochTicker,
 }
 
@@ -133,8 +135,12 @@ pub enum ComponentError {
 
 impl Runtime {
     /// A runtime whose agents keep their kv databases in `kv_dir`, sized to
-    /// hold `capacity` instances at once.
-    pub fn new(kv_dir: std::path::PathBuf, capacity: Capacity) -> anyhow::Result<Self> {
+    /// hold `capacity` instances at once, reporting denials to `audit`.
+    pub fn new(
+        kv_dir: std::path::PathBuf,
+        capacity: Capacity,
+        audit: Arc<Audit>,
+    ) -> anyhow::Result<Self> {
         let (engine, pooling) = build_engine(capacity)?;
         let mut linker = Linker::new(&engine);
         capabilities::add_to_linker(&mut linker)
@@ -147,6 +153,7 @@ impl Runtime {
             kv: Arc::new(KvStores::new(kv_dir)),
             updates: broadcast::channel(256).0,
             peers: std::sync::OnceLock::new(),
+            audit,
             _ticker: ticker,
         })
     }
@@ -408,16 +415,22 @@ impl Runtime {
         let wasi = capabilities::wasi::context(&log, grants)
             .map_err(|e| CallError::Host(e.to_string()))?;
         let caller = CallerLink::new(caller, deadline);
+        let denials = Denials::new(self.audit.clone(), agent.name.clone());
         let state = CallState {
             wasi,
             http: capabilities::wasi::new_http_context(),
-            http_hooks: HttpPolicy::new(grants.http.clone(), deadline),
+            http_hooks: HttpPolicy::new(grants.http.clone(), deadline, denials.clone()),
             table: ResourceTable::new(),
             limiter: limits::CallLimiter::new(limits.memory),
             host: HostState::new(log.clone(), agent.id, caller.clone(), self.updates.clone()),
-            kv: KvState::new(self.kv.clone(), agent.id, grants.kv),
-            peers: PeersState::new(self.peers.get().cloned(), caller.clone(), grants.peers),
-            llm: LlmState::new(caller.clone(), grants.llm),
+            kv: KvState::new(self.kv.clone(), agent.id, grants.kv).reporting(denials.clone()),
+            peers: PeersState::new(
+                self.peers.get().cloned(),
+                caller.clone(),
+                grants.peers,
+                denials.clone(),
+            ),
+            llm: LlmState::new(caller.clone(), grants.llm, denials),
             user: UserState::new(caller),
         };
         let mut store = Store::new(&self.engine, state);

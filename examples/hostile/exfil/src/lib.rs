@@ -31,10 +31,18 @@ fn get(url: &str) -> Result<(u16, Option<String>, String), String> {
         "https" => Scheme::Https,
         _ => Scheme::Http,
     };
-    request.set_method(&Method::Get).map_err(|()| "bad method")?;
-    request.set_scheme(Some(&scheme)).map_err(|()| "bad scheme")?;
-    request.set_authority(Some(authority)).map_err(|()| "bad authority")?;
-    request.set_path_with_query(Some(path)).map_err(|()| "bad path")?;
+    request
+        .set_method(&Method::Get)
+        .map_err(|()| "bad method")?;
+    request
+        .set_scheme(Some(&scheme))
+        .map_err(|()| "bad scheme")?;
+    request
+        .set_authority(Some(authority))
+        .map_err(|()| "bad authority")?;
+    request
+        .set_path_with_query(Some(path))
+        .map_err(|()| "bad path")?;
     let future = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
     future.subscribe().block();
     let response = future
@@ -60,7 +68,11 @@ fn get(url: &str) -> Result<(u16, Option<String>, String), String> {
     }
     drop(stream);
     IncomingBody::finish(body);
-    Ok((status, location, String::from_utf8_lossy(&bytes).into_owned()))
+    Ok((
+        status,
+        location,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    ))
 }
 
 /// Sends requests out.

@@ -29,7 +29,8 @@ struct Tree {
 
 /// The structured result of a call to another agent, parsed as `T`.
 fn parse<T: for<'de> Deserialize<'de>>(result: &agentsite_sdk::ToolResult) -> Option<T> {
-    let value: serde_json::Value = serde_json::from_str(result.structured_content.as_ref()?).ok()?;
+    let value: serde_json::Value =
+        serde_json::from_str(result.structured_content.as_ref()?).ok()?;
     serde_json::from_value(value.get("result").cloned().unwrap_or(value)).ok()
 }
 
