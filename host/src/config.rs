@@ -241,6 +241,11 @@ impl DataDir {
         self.root.join("policy.toml")
     }
 
+    /// The key that signs what this node publishes, when `agentsite keygen` made one.
+    pub fn publisher_key(&self) -> PathBuf {
+        self.root.join("publisher.key")
+    }
+
     /// Key-value databases, one per agent.
     pub fn kv(&self) -> PathBuf {
         self.root.join("kv")

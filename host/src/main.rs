@@ -151,6 +151,13 @@ enum Command {
         #[arg(long)]
         mdns: bool,
     },
+    /// Make a publisher key (ed25519) that signs the agents this node
+    /// publishes from now on; prints it in the form operators trust.
+    Keygen {
+        /// Replace an existing publisher key.
+        #[arg(long)]
+        force: bool,
+    },
     /// Print this node's peer id and the addresses other nodes reach it at.
     Id {
         /// Print JSON.
@@ -271,6 +278,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     // The network commands ask the running node: this process needs no
     // runtime of its own.
     let command = match args.command {
+        Command::Keygen { force } => return cli::policy::keygen(&data, force),
         Command::Id { json } => return cli::id(&data, json).await,
         Command::Peers { json } => return cli::peers(&data, json).await,
         Command::Publish { agent } => return cli::publish(&data, &agent).await,
@@ -331,7 +339,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
             no_p2p,
             mdns,
         } => {
-            let p2p = p2p_options(node.config(), p2p_listen, bootstrap, no_p2p, mdns)?;
+            let p2p = p2p_options(node.config(), p2p_listen, bootstrap, no_p2p, mdns)?
+                .map(|mut p2p| -> anyhow::Result<_> {
+                    let key = node.data_dir().publisher_key();
+                    p2p.hub.publisher = agentsite::net::identity::load_publisher(&key)?;
+                    Ok(p2p)
+                })
+                .transpose()?;
             let serve = &node.config().serve;
             let options = agentsite::mcp::http::HttpOptions {
                 listen: listen.unwrap_or(serve.listen),
@@ -342,6 +356,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             cli::serve(std::sync::Arc::new(node), options, p2p).await
         }
         Command::Id { .. }
+        | Command::Keygen { .. }
         | Command::Peers { .. }
         | Command::Publish { .. }
         | Command::Search { .. }
@@ -407,6 +422,7 @@ fn p2p_options(
         hub: agentsite::hub::HubOptions {
             public: p2p.public.clone(),
             seed_fetched: p2p.seed_fetched,
+            publisher: None,
         },
     }))
 }

@@ -147,6 +147,7 @@ pub async fn node_with_hub(dir: &Path, bootstrap: &[Multiaddr]) -> (Arc<Node>, A
     let options = HubOptions {
         public: Vec::new(),
         seed_fetched: false,
+        publisher: None,
     };
     let hub = Hub::start(
         node.clone(),

@@ -305,6 +305,20 @@ pub fn trust(file: &PolicyFile, key: &str, trusted: bool) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// `agentsite keygen [--force]`
+pub fn keygen(data: &crate::config::DataDir, force: bool) -> anyhow::Result<()> {
+    let path = data.publisher_key();
+    let keypair = crate::net::identity::generate_publisher(&path, force)?;
+    let key = keypair.public().to_peer_id();
+    println!("{key}");
+    eprintln!(
+        "publisher key written to {}; `agentsite publish` signs with it from the next start of \
+         `agentsite serve`. Operators trust it with: agentsite trust {key}",
+        path.display()
+    );
+    Ok(())
+}
+
 /// `agentsite policy show`
 pub fn show(file: &PolicyFile, json: bool) -> anyhow::Result<()> {
     let policy = file.current();

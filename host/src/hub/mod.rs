@@ -148,13 +148,16 @@ pub struct HubOptions {
     pub public: Vec<String>,
     /// Offer fetched agents to other nodes too.
     pub seed_fetched: bool,
+    /// The key that signs published manifests; the node's own when `None`.
+    pub publisher: Option<Keypair>,
 }
 
 /// The node on the network.
 pub struct Hub {
     shared: Arc<Shared>,
     network: Network,
-    keypair: Keypair,
+    /// Signs the manifests this node publishes.
+    publisher: Keypair,
     published_dir: PathBuf,
     seed_fetched: bool,
 }
@@ -175,11 +178,12 @@ impl Hub {
             index: Mutex::new(Index::default()),
         });
         let library = Arc::new(library::NodeLibrary(shared.clone()));
-        let network = Network::start(keypair.clone(), config, library).await?;
+        let publisher = options.publisher.clone().unwrap_or_else(|| keypair.clone());
+        let network = Network::start(keypair, config, library).await?;
         let hub = Arc::new(Hub {
             shared,
             network,
-            keypair,
+            publisher,
             published_dir: node.data_dir().published(),
             seed_fetched: options.seed_fetched,
         });
@@ -226,8 +230,8 @@ impl Hub {
 
     fn sign_and_offer(&self, record: &AgentRecord) -> Result<SignedManifest, HubError> {
         let bytes = self.shared.node.blobs().get(&record.id)?;
-        let manifest = Manifest::describe(record, &bytes, &self.keypair.public());
-        let signed = SignedManifest::sign(manifest, &self.keypair)?;
+        let manifest = Manifest::describe(record, &bytes, &self.publisher.public());
+        let signed = SignedManifest::sign(manifest, &self.publisher)?;
         self.save_published(&signed)?;
         self.shared.offer(signed.clone());
         Ok(signed)

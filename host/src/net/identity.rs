@@ -1,8 +1,12 @@
-//! A node's persistent ed25519 identity: its libp2p peer id and the key that
-//! signs the manifests it publishes.
+//! Ed25519 keys: a node's persistent identity (its libp2p peer id), and the
+//! publisher key that signs the manifests it publishes.
 //!
-//! The key lives in `<data-dir>/identity.key` (libp2p protobuf encoding),
-//! readable by the owner only. It is made on first use and never rewritten.
+//! The identity lives in `<data-dir>/identity.key` (libp2p protobuf
+//! encoding), readable by the owner only; it is made on first use and never
+//! rewritten. A publisher key (`agentsite keygen`, `<data-dir>/publisher.key`)
+//! is optional: without one the node signs with its identity. With one, the
+//! agents of a person or organisation carry one key whichever node
+//! published them, and operators trust that key.
 
 use anyhow::Context as _;
 use libp2p::identity::Keypair;
@@ -27,6 +31,43 @@ pub fn load_or_create(path: &Path) -> anyhow::Result<Keypair> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => create(path),
         Err(e) => Err(e).with_context(|| format!("cannot read node key {}", path.display())),
+    }
+}
+
+/// The publisher key at `path`, if one was made.
+pub fn load_publisher(path: &Path) -> anyhow::Result<Option<Keypair>> {
+    match std::fs::metadata(path) {
+        Ok(_) => load_or_create(path).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("cannot read publisher key {}", path.display())),
+    }
+}
+
+/// Makes a new publisher key at `path`; an existing one is replaced only
+/// with `replace`.
+pub fn generate_publisher(path: &Path, replace: bool) -> anyhow::Result<Keypair> {
+    use crate::store::{Existing, StoreError, write_private};
+    let keypair = Keypair::generate_ed25519();
+    let encoded = keypair
+        .to_protobuf_encoding()
+        .map_err(|e| anyhow::anyhow!("cannot encode the key: {e}"))?;
+    let existing = if replace {
+        Existing::Replace
+    } else {
+        Existing::Keep
+    };
+    match write_private(path, &encoded, existing) {
+        Ok(()) => Ok(keypair),
+        Err(StoreError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::AlreadyExists =>
+        {
+            let current = load_or_create(path)?.public().to_peer_id();
+            anyhow::bail!(
+                "{} already holds publisher key {current}; --force replaces it (agents signed with it stay signed by it)",
+                path.display()
+            )
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot save publisher key {}", path.display())),
     }
 }
 
