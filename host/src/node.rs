@@ -85,6 +85,12 @@ impl Node {
             None => PolicyFile::open(data.policy(), false)?,
         };
         // The runtime is built while the caller reads the store.
+        if capacity == Capacity::SERVER {
+            // A serving node starts after a crash as often as not.
+            for dir in [data.blobs(), data.compiled(), data.agents()] {
+                crate::store::sweep_unfinished_writes(&dir, crate::store::STALE_WRITE);
+            }
+        }
         let audit = Arc::new(Audit::new());
         let runtime = BackgroundRuntime::start(data.kv(), capacity, audit.clone());
         let fingerprint = crate::runtime::engine_fingerprint()?;

@@ -151,3 +151,58 @@ pub(crate) fn remove_if_present(path: &Path) -> Result<(), StoreError> {
         )),
     }
 }
+
+/// How old an unfinished write must be before it is swept away: no write
+/// takes this long, so a file this old belongs to a process that died.
+pub const STALE_WRITE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes the temporary files that writes in `dir` left behind when their
+/// process was killed, if they are older than `older_than` (younger ones may
+/// belong to a write still going on in another process). Returns how many
+/// were removed.
+pub fn sweep_unfinished_writes(dir: &Path, older_than: std::time::Duration) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let now = std::time::SystemTime::now();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let stale = entry.file_name().to_string_lossy().starts_with(".tmp-")
+            && entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|at| now.duration_since(at).unwrap_or_default() > older_than);
+        if stale && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        tracing::info!(dir = %dir.display(), removed, "removed unfinished writes of a process that died");
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_old_unfinished_writes_are_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join(".tmp-old");
+        let fresh = dir.path().join(".tmp-fresh");
+        let blob = dir.path().join("0123");
+        for path in [&old, &fresh, &blob] {
+            std::fs::write(path, b"x").unwrap();
+        }
+        let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        for path in [&old, &blob] {
+            let file = std::fs::File::options().write(true).open(path).unwrap();
+            file.set_modified(two_hours_ago).unwrap();
+        }
+        assert_eq!(sweep_unfinished_writes(dir.path(), STALE_WRITE), 1);
+        assert!(!old.exists());
+        assert!(fresh.exists(), "a write that may still be going on stays");
+        assert!(blob.exists(), "stored files are never swept");
+    }
+}
