@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine or a warm one: installs the
 # wasm32-wasip2 target and the test tools (the MCP conformance suite, the MCP
-# Python SDK) if needed, builds the example agents, then runs the format
-# check, clippy and every test. CI runs this through .ci/run.
+# Python SDK, cargo-fuzz) if needed, builds the example agents, then runs
+# the format check, clippy, every test and a bounded fuzz run of each fuzz
+# target. CI runs this through .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +18,7 @@ build_examples
 echo "==> cargo fmt --check"
 cargo fmt --all --check
 (cd examples && cargo fmt --all --check)
+(cd fuzz && cargo fmt --all --check)
 
 echo "==> cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
@@ -28,3 +30,6 @@ cargo test --workspace 2>&1 | tee "$log"
 # One closing line for the whole suite (cargo prints one per test binary).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1) } }
      END { printf "all tests: %d passed, %d failed\n", p, f }' "$log"
+
+echo "==> fuzzing, ${FUZZ_SECONDS:-60}s per target"
+bash scripts/fuzz.sh
