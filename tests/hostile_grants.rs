@@ -326,3 +326,28 @@ async fn forged_results_are_refused_as_malformed() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_sets_one_agents_limits_for_its_next_call() {
+    let limits = agentsite::config::Limits {
+        deadline: std::time::Duration::from_secs(2),
+        ..agentsite::config::Limits::default()
+    };
+    let (node, _dir) = node_with(&["calculator", "hostile_loop", "hostile_bomb"], limits).await;
+    grant(&node, "hostile-loop", &["deadline=300ms"]);
+    grant(&node, "hostile-bomb", &["memory=8MiB"]);
+    let started = std::time::Instant::now();
+    let error = error_of(&node, "hostile-loop", "spin", "{}").await;
+    assert_eq!(error, "deadline exceeded after 300ms");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    let error = error_of(&node, "hostile-bomb", "explode", "{}").await;
+    assert_eq!(error, "memory limit of 8.0 MiB exceeded");
+    // Revoked: the node's own deadline applies again, from the next call.
+    let id = node.resolve("hostile-loop").unwrap().id;
+    node.policy()
+        .update(|policy| Ok(policy.agents.remove(&id)))
+        .unwrap();
+    let error = error_of(&node, "hostile-loop", "spin", "{}").await;
+    assert_eq!(error, "deadline exceeded after 2s");
+    support::hostile::assert_serving(&node).await;
+}
