@@ -6,7 +6,7 @@
 //! | metric | labels | counts |
 //! |---|---|---|
 //! | `agentsite_calls_total` | agent | tool calls |
-//! | `agentsite_call_errors_total` | agent, kind | calls that failed: `tool` (the tool's own error), `limit`, `fault` |
+//! | `agentsite_call_errors_total` | agent, kind | calls that failed: `tool` (the tool's own error or bad arguments), `limit`, `fault` (a trap, a malformed result, the host) |
 //! | `agentsite_limit_hits_total` | agent, limit | `deadline`, `memory`, `stack`, `output`, `concurrency` |
 //! | `agentsite_denials_total` | agent, capability | requests refused by the policy: `kv`, `http`, `peers`, `llm`, `policy` |
 //! | `agentsite_call_duration_seconds` | agent | latency histogram |
@@ -20,7 +20,9 @@ use prometheus_client::registry::Registry;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Where audit events go: `AGENTSITE_LOG=agentsite::audit=info` shows them.
+/// Where audit events go. They are `info` events (grant decisions `debug`),
+/// so that a one-shot command's own one-line error is not said twice:
+/// `-v` or `AGENTSITE_LOG=agentsite::audit=info` shows them.
 pub const TARGET: &str = "agentsite::audit";
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -154,9 +156,17 @@ impl Audit {
                             })
                             .inc();
                     }
+                    // The tool ran and said no: the agent's own answer.
+                    None if matches!(
+                        failure,
+                        CallError::Failed(_) | CallError::InvalidArguments(_)
+                    ) =>
+                    {
+                        error("tool")
+                    }
                     None => error("fault"),
                 }
-                tracing::warn!(target: TARGET, agent, tool, micros, outcome = "failed", error = %failure, "call");
+                tracing::info!(target: TARGET, agent, tool, micros, outcome = "failed", error = %failure, "call");
             }
             Outcome::Rejected => {
                 tracing::info!(target: TARGET, agent, tool, micros, outcome = "rejected", "call")
@@ -172,7 +182,7 @@ impl Audit {
                 capability,
             })
             .inc();
-        tracing::warn!(target: TARGET, agent, capability, reason, "denied");
+        tracing::info!(target: TARGET, agent, capability, reason, "denied");
     }
 
     /// The metrics in the Prometheus text format.
@@ -216,16 +226,18 @@ mod tests {
         audit.call("loop", "spin", ms(1000), Outcome::Failed(&deadline));
         let trap = CallError::Trapped("unreachable".into());
         audit.call("trap", "crash", ms(3), Outcome::Failed(&trap));
+        let refused = CallError::Failed("division by zero".into());
+        audit.call("calculator", "divide", ms(1), Outcome::Failed(&refused));
         audit.denied("notes", "kv", "not granted");
         let text = audit.encode();
         for line in [
-            "agentsite_calls_total{agent=\"calculator\"} 2",
-            "agentsite_call_errors_total{agent=\"calculator\",kind=\"tool\"} 1",
+            "agentsite_calls_total{agent=\"calculator\"} 3",
+            "agentsite_call_errors_total{agent=\"calculator\",kind=\"tool\"} 2",
             "agentsite_call_errors_total{agent=\"loop\",kind=\"limit\"} 1",
             "agentsite_limit_hits_total{agent=\"loop\",limit=\"deadline\"} 1",
             "agentsite_call_errors_total{agent=\"trap\",kind=\"fault\"} 1",
             "agentsite_denials_total{agent=\"notes\",capability=\"kv\"} 1",
-            "agentsite_call_duration_seconds_count{agent=\"calculator\"} 2",
+            "agentsite_call_duration_seconds_count{agent=\"calculator\"} 3",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }
