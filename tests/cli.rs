@@ -154,6 +154,14 @@ fn tools_ls_and_inspect_describe_what_was_added() {
         .collect();
     assert!(imports.contains(&"agentsite:agent/kv@0.1.0"), "{imports:?}");
     assert!(inspect["compiled"].is_string(), "compiled when added");
+    // What it asks for, next to what it has: nothing until granted.
+    assert_eq!(inspect["asks_for"], json!(["kv"]));
+    let granted = inspect["granted"].to_string();
+    assert!(!granted.contains("kv"), "{granted}");
+    cli.grant("notes", &["kv=1MiB"]);
+    let inspect = cli.run(&["inspect", "notes", "--json"]).json();
+    let granted = inspect["granted"].to_string();
+    assert!(granted.contains("kv       quota 1.0 MiB"), "{granted}");
     let text = cli.run(&["inspect", "calculator"]).success();
     assert!(
         text.contains("imports (") && text.contains("tools (4)"),
