@@ -211,11 +211,6 @@ impl Grants {
     pub fn pure(limits: Limits) -> Self {
         Grant::default().resolve(limits)
     }
-
-    /// Whether the outgoing request to `uri` is allowed.
-    pub fn allows_http(&self, uri: &http::Uri) -> bool {
-        self.http.iter().any(|p| p.allows_uri(uri))
-    }
 }
 
 /// `Option<Duration>` written as a human duration such as "30s".

@@ -27,6 +27,14 @@ enum Scheme {
 }
 
 impl Scheme {
+    fn parse(text: &str) -> Option<Scheme> {
+        match text.to_ascii_lowercase().as_str() {
+            "http" => Some(Scheme::Http),
+            "https" => Some(Scheme::Https),
+            _ => None,
+        }
+    }
+
     fn default_port(self) -> u16 {
         match self {
             Scheme::Http => 80,
@@ -64,11 +72,8 @@ impl FromStr for HttpPattern {
         let (scheme, rest) = text.split_once("://").ok_or_else(|| {
             fail("write it as scheme://host[:port], e.g. https://api.example.com")
         })?;
-        let scheme = match scheme.to_ascii_lowercase().as_str() {
-            "http" => Scheme::Http,
-            "https" => Scheme::Https,
-            _ => return Err(fail("the scheme must be http or https")),
-        };
+        let scheme =
+            Scheme::parse(scheme).ok_or_else(|| fail("the scheme must be http or https"))?;
         let rest = rest.strip_suffix('/').unwrap_or(rest);
         if rest.contains(['/', '?', '#', '@']) {
             return Err(fail(
@@ -143,11 +148,10 @@ impl HttpPattern {
     /// `port` is the port the request will connect to (the scheme's default
     /// when its URI names none).
     pub fn allows(&self, scheme: &str, host: &str, port: u16) -> bool {
-        let scheme = match scheme.to_ascii_lowercase().as_str() {
-            "http" => Scheme::Http,
-            "https" => Scheme::Https,
-            _ => return false,
-        };
+        Scheme::parse(scheme).is_some_and(|scheme| self.matches(scheme, host, port))
+    }
+
+    fn matches(&self, scheme: Scheme, host: &str, port: u16) -> bool {
         if scheme != self.scheme || self.port.is_some_and(|p| p != port) {
             return false;
         }
@@ -163,26 +167,16 @@ impl HttpPattern {
 
     /// Whether `uri` (absolute, as the guest sent it) is allowed.
     pub fn allows_uri(&self, uri: &http::Uri) -> bool {
-        match target(uri) {
-            Some((scheme, host, port)) => self.allows(scheme, host, port),
-            None => false,
-        }
+        let (Some(scheme), Some(host)) = (uri.scheme_str().and_then(Scheme::parse), uri.host())
+        else {
+            return false;
+        };
+        self.matches(
+            scheme,
+            host,
+            uri.port_u16().unwrap_or(scheme.default_port()),
+        )
     }
-}
-
-/// The scheme, host and port a request to `uri` goes to, if it names them.
-pub fn target(uri: &http::Uri) -> Option<(&str, &str, u16)> {
-    let scheme = uri.scheme_str()?;
-    let host = uri.host()?;
-    let port = match uri.port_u16() {
-        Some(port) => port,
-        None => match scheme.to_ascii_lowercase().as_str() {
-            "http" => 80,
-            "https" => 443,
-            _ => return None,
-        },
-    };
-    Some((scheme, host, port))
 }
 
 impl fmt::Display for HttpPattern {

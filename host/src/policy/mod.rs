@@ -33,7 +33,6 @@ pub use grant::{Access, FsGrant, Grant, GrantError, Grants, PeersGrant};
 pub use http_allow::HttpPattern;
 
 use crate::AgentId;
-use crate::config::Limits;
 use anyhow::Context as _;
 use libp2p::PeerId;
 use serde::{Deserialize, Serialize};
@@ -99,7 +98,7 @@ pub struct Refused {
     pub publisher: PeerId,
 }
 
-/// Where each granted field came from, for `agentsite inspect`.
+/// The most specific table a grant was assembled from, for the audit trail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     Agent,
@@ -158,17 +157,6 @@ impl Policy {
             Some(own) => (own.or(&base), Source::Agent),
             None => (base, source),
         })
-    }
-
-    /// What a call of `agent` runs under, over the node's `limits`.
-    pub fn grants(
-        &self,
-        agent: &AgentId,
-        origin: &Origin,
-        limits: Limits,
-    ) -> Result<Grants, Refused> {
-        let (grant, _) = self.grant_for(agent, origin)?;
-        Ok(grant.resolve(limits))
     }
 }
 
