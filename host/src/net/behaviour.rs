@@ -43,7 +43,7 @@ impl Behaviour {
         Ok(Behaviour {
             blocked: Default::default(),
             kad: dht::behaviour(peer_id, config.table_refresh),
-            gossip: OwnKeepAlive(gossip::behaviour(keypair)?),
+            gossip: OwnKeepAlive(gossip::behaviour()?),
             identify: identify::Behaviour::new(
                 identify::Config::new(PROTOCOL_VERSION.into(), keypair.public())
                     .with_agent_version(format!("agentsite/{}", env!("CARGO_PKG_VERSION")))

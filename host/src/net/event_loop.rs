@@ -12,6 +12,7 @@ use super::{
 use crate::AgentId;
 use crate::store::manifest::SignedManifest;
 use futures::StreamExt as _;
+use libp2p::identity::Keypair;
 use libp2p::kad::{self, QueryId, QueryResult, RecordKey};
 use libp2p::multiaddr::Protocol;
 use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
@@ -45,6 +46,10 @@ pub(super) enum Command {
     Publish {
         manifest: Box<SignedManifest>,
         reply: Reply<PublishReport>,
+    },
+    Announce {
+        manifest: Box<SignedManifest>,
+        reply: Reply<usize>,
     },
     Providers {
         key: RecordKey,
@@ -112,6 +117,8 @@ struct Peer {
 
 pub(super) struct EventLoop {
     swarm: Swarm<Behaviour>,
+    /// The node's identity, which signs its announcements.
+    keypair: Keypair,
     library: Arc<dyn Library>,
     commands: mpsc::Receiver<Command>,
     answers: mpsc::UnboundedSender<Answer>,
@@ -131,6 +138,7 @@ impl EventLoop {
     /// listener has an address.
     pub(super) async fn start(
         mut swarm: Swarm<Behaviour>,
+        keypair: Keypair,
         config: NetConfig,
         library: Arc<dyn Library>,
         commands: mpsc::Receiver<Command>,
@@ -143,6 +151,7 @@ impl EventLoop {
         let (answers, answered) = mpsc::unbounded_channel();
         let mut event_loop = EventLoop {
             swarm,
+            keypair,
             library,
             commands,
             answers,
@@ -295,6 +304,9 @@ impl EventLoop {
                 let _ = reply.send(kad.kbuckets().map(|bucket| bucket.num_entries()).sum());
             }
             Command::Publish { manifest, reply } => self.publish(*manifest, reply),
+            Command::Announce { manifest, reply } => {
+                let _ = reply.send(self.announce(&manifest));
+            }
             Command::Providers { key, want, reply } => {
                 let id = self.swarm.behaviour_mut().kad.get_providers(key);
                 self.queries.insert(
@@ -349,16 +361,7 @@ impl EventLoop {
         };
         // The announcement goes first: it reaches every node at once, while
         // the DHT records take a few round trips.
-        let gossip = &mut self.swarm.behaviour_mut().gossip.0;
-        publication.report.gossip_peers = gossip.mesh_peers(&gossip::topic().hash()).count();
-        match gossip.publish(gossip::topic(), manifest.encoded().to_vec()) {
-            Ok(_) => {}
-            Err(gossipsub::PublishError::Duplicate) => {}
-            Err(gossipsub::PublishError::NoPeersSubscribedToTopic) => {
-                publication.report.gossip_peers = 0;
-            }
-            Err(e) => tracing::warn!("cannot announce {}: {e}", manifest.id()),
-        }
+        publication.report.gossip_peers = self.announce(&manifest);
         let kad = &mut self.swarm.behaviour_mut().kad;
         let record = kad::Record::new(dht::agent_key(&manifest.id()), manifest.encoded().to_vec());
         match kad.put_record(record, kad::Quorum::One) {
@@ -381,13 +384,28 @@ impl EventLoop {
                 Err(e) => tracing::warn!("cannot provide a key: {e}"),
             }
         }
-        self.library
-            .announced(manifest, *self.swarm.local_peer_id());
         if publication.remaining == 0 {
             let _ = publication.reply.send(publication.report);
         } else {
             self.publications.insert(number, publication);
         }
+    }
+
+    /// Tells the network of `manifest` as hosted here, by gossip, and lists it
+    /// in this node's own index. Returns how many mesh peers it went to.
+    fn announce(&mut self, manifest: &SignedManifest) -> usize {
+        let gossip = &mut self.swarm.behaviour_mut().gossip.0;
+        let mut mesh_peers = gossip.mesh_peers(&gossip::topic().hash()).count();
+        let announcement = gossip::Announcement::encode(manifest, &self.keypair);
+        match gossip.publish(gossip::topic(), announcement) {
+            Ok(_) => {}
+            Err(gossipsub::PublishError::Duplicate) => {}
+            Err(gossipsub::PublishError::NoPeersSubscribedToTopic) => mesh_peers = 0,
+            Err(e) => tracing::warn!("cannot announce {}: {e}", manifest.id()),
+        }
+        self.library
+            .announced(manifest.clone(), *self.swarm.local_peer_id());
+        mesh_peers
     }
 
     fn publication_step(&mut self, number: u64, step: impl FnOnce(&mut PublishReport)) {
@@ -663,7 +681,7 @@ impl EventLoop {
         else {
             return;
         };
-        let verdict = SignedManifest::decode(&message.data);
+        let verdict = gossip::Announcement::decode(&message.data);
         let acceptance = if verdict.is_ok() {
             gossipsub::MessageAcceptance::Accept
         } else {
@@ -675,10 +693,9 @@ impl EventLoop {
             .0
             .report_message_validation_result(&message_id, &propagation_source, acceptance);
         match verdict {
-            Ok(manifest) => {
-                let host = message.source.unwrap_or(propagation_source);
-                self.library.announced(manifest, host);
-            }
+            Ok(announcement) => self
+                .library
+                .announced(announcement.manifest, announcement.host),
             Err(e) => tracing::warn!(peer = %propagation_source, "rejected an announcement: {e}"),
         }
     }

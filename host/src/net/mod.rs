@@ -155,9 +155,9 @@ impl Network {
         library: std::sync::Arc<dyn Library>,
     ) -> anyhow::Result<Network> {
         let peer_id = keypair.public().to_peer_id();
-        let swarm = behaviour::swarm(keypair, &config)?;
+        let swarm = behaviour::swarm(keypair.clone(), &config)?;
         let (commands, receiver) = mpsc::channel(1024);
-        event_loop::EventLoop::start(swarm, config, library, receiver).await?;
+        event_loop::EventLoop::start(swarm, keypair, config, library, receiver).await?;
         Ok(Network { commands, peer_id })
     }
 
@@ -204,6 +204,17 @@ impl Network {
     /// provider of the id and of each keyword, and a gossip announcement.
     pub async fn publish(&self, manifest: SignedManifest) -> Result<PublishReport, NetError> {
         self.ask(|reply| event_loop::Command::Publish {
+            manifest: Box::new(manifest),
+            reply,
+        })
+        .await
+    }
+
+    /// Announces `manifest` by gossip only, as hosted by this node, without
+    /// storing DHT records (a republication of an agent whose records are
+    /// stored). Returns how many mesh peers it went to.
+    pub async fn announce(&self, manifest: SignedManifest) -> Result<usize, NetError> {
+        self.ask(|reply| event_loop::Command::Announce {
             manifest: Box::new(manifest),
             reply,
         })

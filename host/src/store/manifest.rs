@@ -260,7 +260,7 @@ fn signed_bytes(body: &str) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn sample(bytes: &[u8], keypair: &Keypair) -> SignedManifest {
