@@ -9,11 +9,15 @@
 //!
 //! * `lookup`: networks of 16, 64, 256 and 1024 in-process nodes (memory
 //!   transport, with noise and yamux as on TCP). Agents are published at
-//!   random nodes; random other nodes look them up by keyword, one lookup at
-//!   a time. Latency, Kademlia requests per lookup and success rate per size;
-//!   the curve is drawn to `benches/plots/provider-lookup.svg`.
-//! * `gossip`: in the largest (1024-node) network, announcements from random nodes;
-//!   the time until each node has checked and taken in each one.
+//!   random nodes; once their announcements and records have settled, random
+//!   other nodes look them up by keyword, one lookup at a time. Latency,
+//!   Kademlia requests per lookup, the CPU time a lookup costs the whole
+//!   process, and success rate per size; the curve is drawn to
+//!   `benches/plots/provider-lookup.svg`.
+//! * `gossip`: in the largest (1024-node) network, announcements from random
+//!   nodes, each sent on a calm network: the time until each node has checked
+//!   and taken in each one. First by gossip alone (`Network::announce`), then
+//!   as part of a whole publication (which stores DHT records meanwhile).
 //! * `fetch`: a 16 MiB agent published by an `agentsite serve` process,
 //!   downloaded by this process over loopback TCP in verified chunks.
 //! * `e2e`: a 50-node network; a fresh node searches for an agent, fetches
@@ -29,7 +33,7 @@ use agentsite::AgentId;
 use agentsite::net::{Keypair, NetConfig, Network, PeerId, Transports, dht, fetch};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::testnet::{SplitMix, Testnet, manifest_from_dht, node_with_hub};
+use support::testnet::{SplitMix, Testnet, cpu_time, manifest_from_dht, node_with_hub};
 
 const LOOKUP_SIZES: [usize; 4] = [16, 64, 256, 1024];
 const LOOKUPS: usize = 2000;
@@ -101,6 +105,12 @@ struct LookupRow {
     warm: Spread,
     requests_mean: f64,
     requests_p99: u32,
+    /// Process CPU time per first and per repeated lookup, less what the
+    /// idle network uses meanwhile (heartbeats, timers).
+    cpu_per_cold: Duration,
+    cpu_per_warm: Duration,
+    /// What the idle network uses, in CPU time per second.
+    idle_cpu: Duration,
     /// Lookups (first and repeated) that found the publisher, in percent.
     success: f64,
     routing_median: usize,
@@ -128,25 +138,49 @@ async fn lookups_and_gossip(lookup: bool, gossip: bool) {
         let quiet = net.quiet().await;
         let build = started.elapsed();
         let memory_mb = support::testnet::resident_mb();
+        let idle_cpu = idle_cpu_per_second().await;
+        eprintln!(
+            "{nodes} nodes idle: {:.0} ms of CPU per second",
+            ms(idle_cpu)
+        );
         eprintln!(
             "{nodes} nodes up in {build:.1?} (quiet after {quiet:.1?}), {memory_mb} MB resident; \
              routing tables {:?} (min, median, max)",
             net.routing
         );
         if lookup {
-            rows.push(measure_lookups(&net, build, memory_mb).await);
+            rows.push(measure_lookups(&net, build, memory_mb, idle_cpu).await);
             print_lookup_rows(&rows);
             // Redrawn after each size, so a run cut short still leaves a plot.
             draw_lookup_plot(&rows);
         }
         if gossip && nodes == largest {
-            measure_gossip(&net).await;
+            measure_gossip(&net, idle_cpu).await;
         }
         net.shutdown().await;
     }
 }
 
-async fn measure_lookups(net: &Testnet, build: Duration, memory_mb: u64) -> LookupRow {
+/// The CPU time the whole process uses per second while nothing is asked of
+/// the network.
+async fn idle_cpu_per_second() -> Duration {
+    const OVER: Duration = Duration::from_secs(3);
+    let before = cpu_time().unwrap_or_default();
+    tokio::time::sleep(OVER).await;
+    cpu_time().unwrap_or_default().saturating_sub(before) / OVER.as_secs() as u32
+}
+
+/// The process CPU time `busy` used over `wall`, less the idle network's share.
+fn own_cpu(busy: Duration, wall: Duration, idle_cpu: Duration) -> Duration {
+    busy.saturating_sub(idle_cpu.mul_f64(wall.as_secs_f64()))
+}
+
+async fn measure_lookups(
+    net: &Testnet,
+    build: Duration,
+    memory_mb: u64,
+    idle_cpu: Duration,
+) -> LookupRow {
     let nodes = net.nodes.len();
     let mut random = SplitMix(0xA6E7 + nodes as u64);
     let mut agents = Vec::new();
@@ -161,10 +195,16 @@ async fn measure_lookups(net: &Testnet, build: Duration, memory_mb: u64) -> Look
             .expect("publish");
         agents.push((publisher, word));
     }
+    // The announcements and DHT records of those agents keep the CPU busy
+    // for a while (at 1024 nodes, many seconds): lookups are measured after.
+    let waited = support::testnet::calm(calm_below(idle_cpu), Duration::from_secs(300)).await;
+    eprintln!("{nodes} nodes: the publications settled in {waited:.1?}");
     let mut cold = Vec::with_capacity(LOOKUPS);
     let mut warm = Vec::with_capacity(LOOKUPS);
     let mut requests = Vec::with_capacity(LOOKUPS);
     let mut found = 0usize;
+    // CPU time and wall time spent in first and in repeated lookups.
+    let mut spent = [(Duration::ZERO, Duration::ZERO); 2];
     for _ in 0..LOOKUPS {
         let (publisher, word) = &agents[random.below(agents.len())];
         let mut seeker = random.below(nodes);
@@ -173,6 +213,7 @@ async fn measure_lookups(net: &Testnet, build: Duration, memory_mb: u64) -> Look
         }
         let expected = net.nodes[*publisher].network.peer_id();
         for (first, latencies) in [(true, &mut cold), (false, &mut warm)] {
+            let cpu_before = cpu_time().unwrap_or_default();
             let started = Instant::now();
             let answer = tokio::time::timeout(
                 Duration::from_secs(10),
@@ -181,7 +222,11 @@ async fn measure_lookups(net: &Testnet, build: Duration, memory_mb: u64) -> Look
                     .providers(dht::keyword_key(word), 1),
             )
             .await;
-            latencies.push(started.elapsed());
+            let elapsed = started.elapsed();
+            latencies.push(elapsed);
+            let phase = &mut spent[usize::from(!first)];
+            phase.0 += cpu_time().unwrap_or_default().saturating_sub(cpu_before);
+            phase.1 += elapsed;
             if let Ok(Ok(lookup)) = answer {
                 if lookup.providers.contains(&expected) {
                     found += 1;
@@ -205,6 +250,9 @@ async fn measure_lookups(net: &Testnet, build: Duration, memory_mb: u64) -> Look
             percentile(&requests, 99.0)
         },
         success: found as f64 / (2 * LOOKUPS) as f64 * 100.0,
+        cpu_per_cold: own_cpu(spent[0].0, spent[0].1, idle_cpu) / LOOKUPS as u32,
+        cpu_per_warm: own_cpu(spent[1].0, spent[1].1, idle_cpu) / LOOKUPS as u32,
+        idle_cpu,
         routing_median: net.routing.1,
         build,
         memory_mb,
@@ -213,12 +261,12 @@ async fn measure_lookups(net: &Testnet, build: Duration, memory_mb: u64) -> Look
 
 fn print_lookup_rows(rows: &[LookupRow]) {
     println!(
-        "\n| nodes | first lookup p50 | p90 | p99 | repeated p50 | p90 | p99 | requests (mean) | requests (p99) | success | routing table (median) | network built in | resident memory |"
+        "\n| nodes | first lookup p50 | p90 | p99 | repeated p50 | p90 | p99 | requests (mean) | requests (p99) | success | CPU per first lookup | per repeated | idle network CPU | routing table (median) | network built in | resident memory |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for row in rows {
         println!(
-            "| {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {:.1} | {} | {:.2}% | {} | {:.0} s | {} MB |",
+            "| {} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {:.1} | {} | {:.2}% | {:.2} ms | {:.2} ms | {:.0} ms/s | {} | {:.0} s | {} MB |",
             row.nodes,
             ms(row.cold.p50),
             ms(row.cold.p90),
@@ -229,6 +277,9 @@ fn print_lookup_rows(rows: &[LookupRow]) {
             row.requests_mean,
             row.requests_p99,
             row.success,
+            ms(row.cpu_per_cold),
+            ms(row.cpu_per_warm),
+            ms(row.idle_cpu),
             row.routing_median,
             row.build.as_secs_f64(),
             row.memory_mb
@@ -317,25 +368,63 @@ fn draw_lookup_plot(rows: &[LookupRow]) {
     eprintln!("plot written to {}", path.display());
 }
 
-async fn measure_gossip(net: &Testnet) {
+/// The CPU time per second below which the network counts as calm again
+/// after a measured operation: its idle use and a little.
+fn calm_below(idle_cpu: Duration) -> Duration {
+    idle_cpu.mul_f64(1.5) + Duration::from_millis(30)
+}
+
+async fn measure_gossip(net: &Testnet, idle_cpu: Duration) {
+    println!(
+        "\n| nodes | sent by | announcements | reached every node | per-node delivery p50 | p99 | max | time to reach all: p50 | max | CPU until all had it (p50) |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    reach(net, Sending::Announce, ANNOUNCEMENTS, idle_cpu).await;
+    reach(net, Sending::Publish, ANNOUNCEMENTS / 2, idle_cpu).await;
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Sending {
+    /// `Network::announce`: gossip alone.
+    Announce,
+    /// `Network::publish`: gossip, and DHT records stored meanwhile.
+    Publish,
+}
+
+/// `rounds` announcements from random nodes, each sent once the network is
+/// calm; prints a row of how fast they reached every node.
+async fn reach(net: &Testnet, sending: Sending, rounds: usize, idle_cpu: Duration) {
     let nodes = net.nodes.len();
-    let mut random = SplitMix(0x6055);
+    let mut random = SplitMix(0x6055 + rounds as u64);
     let mut deliveries = Vec::new();
     let mut full_reach = Vec::new();
     let mut reached_all = 0;
-    for i in 0..ANNOUNCEMENTS {
+    let mut cpu = Vec::new();
+    let label = match sending {
+        Sending::Announce => "announce",
+        Sending::Publish => "publish",
+    };
+    eprintln!("gossip: {rounds} announcements ({label}) in {nodes} nodes");
+    for i in 0..rounds {
+        support::testnet::calm(calm_below(idle_cpu), Duration::from_secs(60)).await;
         let publisher = &net.nodes[random.below(nodes)];
-        let manifest = publisher.make_agent(&format!("news-{i}"), &["news"], 4096);
+        let manifest = publisher.make_agent(&format!("news-{label}-{i}"), &["news"], 4096);
         let id = manifest.id();
+        let cpu_before = cpu_time().unwrap_or_default();
         let sent = Instant::now();
-        // Publishing also stores DHT records; the announcement is sent
-        // first, within the same command.
         let network = publisher.network.clone();
-        tokio::spawn(async move { network.publish(manifest).await });
+        tokio::spawn(async move {
+            match sending {
+                Sending::Announce => network.announce(manifest).await.map(drop),
+                Sending::Publish => network.publish(manifest).await.map(drop),
+            }
+        });
         let deadline = sent + Duration::from_secs(5);
         while Instant::now() < deadline && !net.nodes.iter().all(|n| n.shelf.heard(&id).is_some()) {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
+        // The CPU time the whole network spent until every node had it.
+        cpu.push(cpu_time().unwrap_or_default().saturating_sub(cpu_before));
         let heard: Vec<Duration> = net
             .nodes
             .iter()
@@ -347,17 +436,12 @@ async fn measure_gossip(net: &Testnet) {
             full_reach.push(heard.iter().copied().max().unwrap());
         }
         deliveries.extend(heard);
-        // Let the mesh forget this message's traffic before the next.
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     deliveries.sort_unstable();
     full_reach.sort_unstable();
+    cpu.sort_unstable();
     println!(
-        "\n| nodes | announcements | reached every node | per-node delivery p50 | p99 | max | time to reach all: p50 | max |"
-    );
-    println!("|---|---|---|---|---|---|---|---|");
-    println!(
-        "| {nodes} | {ANNOUNCEMENTS} | {reached_all} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms |",
+        "| {nodes} | {label} | {rounds} | {reached_all} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.0} ms |",
         ms(percentile(&deliveries, 50.0)),
         ms(percentile(&deliveries, 99.0)),
         ms(*deliveries.last().unwrap()),
@@ -365,6 +449,7 @@ async fn measure_gossip(net: &Testnet) {
             .first()
             .map_or(f64::NAN, |_| ms(percentile(&full_reach, 50.0))),
         full_reach.last().map_or(f64::NAN, |d| ms(*d)),
+        ms(percentile(&cpu, 50.0)),
     );
 }
 

@@ -267,16 +267,9 @@ impl Testnet {
     /// network each node has its own). Done when the whole process is nearly
     /// idle; returns how long that took.
     pub async fn quiet(&mut self) -> Duration {
-        let started = Instant::now();
-        while let Some(before) = cpu_time() {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            let busy = cpu_time().unwrap_or_default().saturating_sub(before);
-            if busy < QUIET || started.elapsed() > QUIET_AT_MOST {
-                break;
-            }
-        }
+        let waited = calm(QUIET, QUIET_AT_MOST).await;
         self.routing = Self::routing_tables(&self.nodes).await;
-        started.elapsed()
+        waited
     }
 
     async fn routing_tables(nodes: &[SimNode]) -> (usize, usize, usize) {
@@ -307,6 +300,20 @@ impl Testnet {
     }
 }
 
+/// Waits until the whole process uses less than `busy` of CPU time per
+/// second, or for `at_most`; returns how long that took.
+pub async fn calm(busy: Duration, at_most: Duration) -> Duration {
+    let started = Instant::now();
+    while let Some(before) = cpu_time() {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let used = cpu_time().unwrap_or_default().saturating_sub(before);
+        if used < busy || started.elapsed() > at_most {
+            break;
+        }
+    }
+    started.elapsed()
+}
+
 /// This process's resident memory, in MB (0 where /proc is missing).
 pub fn resident_mb() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -317,16 +324,16 @@ pub fn resident_mb() -> u64 {
         .map_or(0, |kb| kb / 1024)
 }
 
-/// The CPU time (user and system) this process has used so far, where
-/// /proc tells it.
-fn cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The fields after the command name (in parentheses, which may hold
-    // spaces) start at the third; utime and stime are the 14th and 15th, in
-    // clock ticks of 1/100 s.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
+/// The CPU time (user and system, all threads) this process has used so
+/// far, to the nanosecond.
+pub fn cpu_time() -> Option<Duration> {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid timespec for the call to fill in.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut now) };
+    (status == 0).then(|| Duration::new(now.tv_sec as u64, now.tv_nsec as u32))
 }
 
 /// A small, seeded generator: enough to pick bootstrap peers repeatably.
