@@ -165,9 +165,10 @@ async fn lookups_and_gossip(lookup: bool, gossip: bool) {
 /// the network.
 async fn idle_cpu_per_second() -> Duration {
     const OVER: Duration = Duration::from_secs(3);
-    let before = cpu_time().unwrap_or_default();
-    tokio::time::sleep(OVER).await;
-    cpu_time().unwrap_or_default().saturating_sub(before) / OVER.as_secs() as u32
+    support::testnet::cpu_used_over(OVER)
+        .await
+        .unwrap_or_default()
+        / OVER.as_secs() as u32
 }
 
 /// The process CPU time `busy` used over `wall`, less the idle network's share.
@@ -383,7 +384,7 @@ async fn measure_gossip(net: &Testnet, idle_cpu: Duration) {
     reach(net, Sending::Publish, ANNOUNCEMENTS / 2, idle_cpu).await;
 }
 
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Sending {
     /// `Network::announce`: gossip alone.
     Announce,

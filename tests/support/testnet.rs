@@ -304,14 +304,20 @@ impl Testnet {
 /// second, or for `at_most`; returns how long that took.
 pub async fn calm(busy: Duration, at_most: Duration) -> Duration {
     let started = Instant::now();
-    while let Some(before) = cpu_time() {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let used = cpu_time().unwrap_or_default().saturating_sub(before);
+    while let Some(used) = cpu_used_over(Duration::from_secs(1)).await {
         if used < busy || started.elapsed() > at_most {
             break;
         }
     }
     started.elapsed()
+}
+
+/// The CPU time the whole process uses while this waits for `window`, where
+/// it can be read.
+pub async fn cpu_used_over(window: Duration) -> Option<Duration> {
+    let before = cpu_time()?;
+    tokio::time::sleep(window).await;
+    Some(cpu_time()?.saturating_sub(before))
 }
 
 /// This process's resident memory, in MB (0 where /proc is missing).
