@@ -303,9 +303,16 @@ impl Testnet {
 /// Waits until the whole process uses less than `busy` of CPU time per
 /// second, or for `at_most`; returns how long that took.
 pub async fn calm(busy: Duration, at_most: Duration) -> Duration {
+    calm_over(Duration::from_secs(1), busy, at_most).await
+}
+
+/// [`calm`], judged over windows of `window` instead of a second: short
+/// windows tell sooner that the work of one operation is over.
+pub async fn calm_over(window: Duration, busy: Duration, at_most: Duration) -> Duration {
     let started = Instant::now();
-    while let Some(used) = cpu_used_over(Duration::from_secs(1)).await {
-        if used < busy || started.elapsed() > at_most {
+    let allowed = busy.mul_f64(window.as_secs_f64());
+    while let Some(used) = cpu_used_over(window).await {
+        if used < allowed || started.elapsed() > at_most {
             break;
         }
     }
