@@ -442,7 +442,8 @@ async fn reach(net: &Testnet, sending: Sending, rounds: usize, idle_cpu: Duratio
         while Instant::now() < deadline && !net.nodes.iter().all(|n| n.shelf.heard(&id).is_some()) {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        // The CPU time the whole network spent until every node had it.
+        // The CPU time the whole network spent until every node had it,
+        // the idle network's share included.
         cpu.push(cpu_time().unwrap_or_default().saturating_sub(cpu_before));
         let heard: Vec<Duration> = net
             .nodes
