@@ -36,6 +36,7 @@ async fn every_node_finds_every_published_agent() {
         let manifest = node.make_agent(&format!("sim-agent-{i}"), &["planet", &skill], 4096);
         let report = node.network.publish(manifest.clone()).await.unwrap();
         assert_eq!(report.provider_keys_unconfirmed, 0, "{report:?}");
+        assert!(report.record_replicas > 0, "{report:?}");
         published.push((publisher, skill, manifest.id()));
     }
 

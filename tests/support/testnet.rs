@@ -5,9 +5,9 @@
 //! Each node runs the real network stack ([`Network`]) over a [`Shelf`]: a
 //! library that offers signed manifests and notes when each announcement
 //! reached it. Nodes join one after another, each through a few random
-//! earlier nodes; each fills its routing table with its own Kademlia
-//! bootstrap (a lookup of its own id and of a random id per bucket), and the
-//! nodes it meets learn of it in turn.
+//! earlier nodes and once the one before has joined; each fills its routing
+//! table with its own Kademlia bootstrap (a lookup of its own id and of a
+//! random id per bucket), and the nodes it meets learn of it in turn.
 
 use agentsite::config::{Config, DataDir};
 use agentsite::hub::{Hub, HubOptions};
@@ -34,6 +34,9 @@ const JOIN_THROUGH: usize = 3;
 const SIM_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time the last joiners get to start their Kademlia bootstrap.
 const SETTLE: Duration = Duration::from_secs(2);
+/// How long one node may take to join (its bootstrap's queries time out
+/// after 30 s).
+const JOIN_AT_MOST: Duration = Duration::from_secs(60);
 /// The network counts as quiet once the process uses less CPU than this
 /// per second (gossip heartbeats and idle connections closing go on)...
 const QUIET: Duration = Duration::from_millis(250);
@@ -245,6 +248,15 @@ impl Testnet {
         let network = Network::start(keypair.clone(), config, shelf.clone())
             .await
             .expect("a simulated node starts");
+        // One join at a time, as in a real network, where nodes do not join
+        // dozens a second: a join's bootstrap opens a few hundred
+        // connections once routing tables fill (about 90 nodes), and joins
+        // started faster than they finish overlap until both cores are
+        // busy with handshakes and lookups time out.
+        tokio::time::timeout(JOIN_AT_MOST, network.joined())
+            .await
+            .expect("a simulated node joins in time")
+            .expect("the node answers");
         let addresses = network.addresses().await.expect("the node answers");
         SimNode {
             network,

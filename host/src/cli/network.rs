@@ -5,6 +5,7 @@
 use crate::config::DataDir;
 use crate::hub::{FetchProgress, Found};
 use crate::net::PeerInfo;
+use crate::text::terminal_safe as safe;
 use crate::web::api::{CallAnswer, FetchLine, FetchOutcome, NodeAnswer, PublishAnswer};
 use crate::web::control::{self, NodeFile};
 use anyhow::Context as _;
@@ -120,7 +121,8 @@ pub async fn peers(data: &DataDir, json: bool) -> anyhow::Result<()> {
         .map(|p| {
             [
                 p.peer_id,
-                p.agent_version.unwrap_or_else(|| "?".into()),
+                // A peer names its own software: shown escaped.
+                safe(p.agent_version.as_deref().unwrap_or("?")).into_owned(),
                 p.addresses.into_iter().next().unwrap_or_default(),
             ]
         })
@@ -147,6 +149,18 @@ pub async fn publish(data: &DataDir, agent: &str) -> anyhow::Result<()> {
         answer.keywords.join(", "),
         report.gossip_peers,
     );
+    if report.record_replicas == 0 || report.provider_keys_unconfirmed > 0 {
+        eprintln!(
+            "warning: the network did not confirm all of it after three attempts \
+             (manifest stored on {} peers, {} of {} keys unconfirmed): nodes that heard the \
+             announcement know the agent, searches may miss it; the node publishes it again \
+             at its next start, or run `agentsite publish {}` again",
+            report.record_replicas,
+            report.provider_keys_unconfirmed,
+            report.provider_keys,
+            answer.name
+        );
+    }
     Ok(())
 }
 
@@ -172,10 +186,11 @@ pub async fn search(
     let rows: Vec<[String; 5]> = found
         .into_iter()
         .map(|f| {
+            // Manifests come from peers: every field is shown escaped.
             [
-                f.card.name,
-                f.card.description,
-                super::tool_names(&f.tools),
+                safe(&f.card.name).into_owned(),
+                safe(&f.card.description).into_owned(),
+                safe(&super::tool_names(&f.tools)).into_owned(),
                 f.providers.to_string(),
                 f.id.to_string(),
             ]
@@ -234,13 +249,13 @@ pub async fn fetch(data: &DataDir, id: &str) -> anyhow::Result<()> {
     let record = &fetched.record;
     println!("{}", record.id);
     if !fetched.downloaded {
-        eprintln!("{} is already installed", record.card.name);
+        eprintln!("{} is already installed", safe(&record.card.name));
     } else {
         let liars = fetched.liars.len();
         eprintln!(
             "fetched {} {} ({}) from {} providers, verified{}",
-            record.card.name,
-            record.card.version,
+            safe(&record.card.name),
+            safe(&record.card.version),
             ByteSize(record.size),
             fetched.providers_used,
             if liars > 0 {

@@ -43,6 +43,9 @@ pub(super) enum Command {
     RoutingTableSize {
         reply: Reply<usize>,
     },
+    Joined {
+        reply: Reply<()>,
+    },
     Publish {
         manifest: Box<SignedManifest>,
         reply: Reply<PublishReport>,
@@ -96,9 +99,24 @@ enum Pending {
         id: AgentId,
         reply: Reply<Result<SignedManifest, NetError>>,
     },
-    /// One of the queries of a publication (see `publications`).
-    Publish(u64),
+    /// One of the queries of a publication (see `publications`), and what
+    /// to send again if it fails.
+    Publish(u64, PublishStep),
+    /// The routing-table bootstrap of joining the network.
+    Join,
 }
+
+/// One query of a publication, as it can be started again.
+#[derive(Clone)]
+enum PublishStep {
+    Record { record: kad::Record, attempt: u32 },
+    Provide { key: RecordKey, attempt: u32 },
+}
+
+/// How many times a publication query is sent before the publication says
+/// it could not be done: a query times out when the peers it picked were
+/// busy or gone, and a new one picks again.
+const PUBLISH_ATTEMPTS: u32 = 3;
 
 /// A publication waiting for its record and provider queries.
 struct Publication {
@@ -131,6 +149,10 @@ pub(super) struct EventLoop {
     peers: HashMap<PeerId, Peer>,
     listen_addresses: Vec<Multiaddr>,
     bootstrapped: bool,
+    /// Whether joining is over: the first routing-table bootstrap ended
+    /// (or there was nobody to join through).
+    joined: bool,
+    join_waiters: Vec<Reply<()>>,
 }
 
 impl EventLoop {
@@ -164,6 +186,8 @@ impl EventLoop {
             peers: HashMap::new(),
             listen_addresses: Vec::new(),
             bootstrapped: false,
+            joined: config.bootstrap.is_empty() && !config.mdns,
+            join_waiters: Vec::new(),
         };
         event_loop.wait_for_listeners(config.listen.len()).await?;
         for address in &config.bootstrap {
@@ -204,7 +228,7 @@ impl EventLoop {
         if let Some(Protocol::P2p(peer)) = address.iter().last() {
             let mut bare = address.clone();
             bare.pop();
-            self.swarm.behaviour_mut().kad.add_address(&peer, bare);
+            dht::learn(&mut self.swarm.behaviour_mut().kad, peer, bare);
         }
         self.swarm
             .dial(address.clone())
@@ -303,6 +327,13 @@ impl EventLoop {
                 let kad = &mut self.swarm.behaviour_mut().kad;
                 let _ = reply.send(kad.kbuckets().map(|bucket| bucket.num_entries()).sum());
             }
+            Command::Joined { reply } => {
+                if self.joined {
+                    let _ = reply.send(());
+                } else {
+                    self.join_waiters.push(reply);
+                }
+            }
             Command::Publish { manifest, reply } => self.publish(*manifest, reply),
             Command::Announce { manifest, reply } => {
                 let _ = reply.send(self.announce(&manifest));
@@ -362,32 +393,77 @@ impl EventLoop {
         // The announcement goes first: it reaches every node at once, while
         // the DHT records take a few round trips.
         publication.report.gossip_peers = self.announce(&manifest);
-        let kad = &mut self.swarm.behaviour_mut().kad;
         let record = kad::Record::new(dht::agent_key(&manifest.id()), manifest.encoded().to_vec());
-        match kad.put_record(record, kad::Quorum::One) {
-            Ok(query) => {
-                self.queries.insert(query, Pending::Publish(number));
-                publication.remaining += 1;
-            }
-            Err(e) => tracing::warn!("cannot store the manifest record locally: {e}"),
+        if self.send_publish_step(number, PublishStep::Record { record, attempt: 1 }) {
+            publication.remaining += 1;
         }
         let keywords = manifest.manifest().keywords();
         let keys = std::iter::once(dht::agent_key(&manifest.id()))
             .chain(keywords.iter().map(|k| dht::keyword_key(k)));
         for key in keys {
-            match kad.start_providing(key) {
-                Ok(query) => {
-                    self.queries.insert(query, Pending::Publish(number));
-                    publication.remaining += 1;
-                    publication.report.provider_keys += 1;
-                }
-                Err(e) => tracing::warn!("cannot provide a key: {e}"),
+            if self.send_publish_step(number, PublishStep::Provide { key, attempt: 1 }) {
+                publication.remaining += 1;
+                publication.report.provider_keys += 1;
             }
         }
         if publication.remaining == 0 {
             let _ = publication.reply.send(publication.report);
         } else {
             self.publications.insert(number, publication);
+        }
+    }
+
+    /// Starts the query of one publication step; false if it could not even
+    /// be started (the local store refused it).
+    fn send_publish_step(&mut self, number: u64, step: PublishStep) -> bool {
+        let kad = &mut self.swarm.behaviour_mut().kad;
+        let started = match &step {
+            PublishStep::Record { record, .. } => kad
+                .put_record(record.clone(), kad::Quorum::One)
+                .map_err(|e| format!("cannot store the manifest record locally: {e}")),
+            PublishStep::Provide { key, .. } => kad
+                .start_providing(key.clone())
+                .map_err(|e| format!("cannot provide a key: {e}")),
+        };
+        match started {
+            Ok(query) => {
+                self.queries.insert(query, Pending::Publish(number, step));
+                true
+            }
+            Err(e) => {
+                tracing::warn!("{e}");
+                false
+            }
+        }
+    }
+
+    /// A publication query failed: sends it again while attempts are left;
+    /// false when none are.
+    fn retry_publish_step(&mut self, number: u64, step: PublishStep) -> bool {
+        let step = match step {
+            PublishStep::Record { record, attempt } if attempt < PUBLISH_ATTEMPTS => {
+                PublishStep::Record {
+                    record,
+                    attempt: attempt + 1,
+                }
+            }
+            PublishStep::Provide { key, attempt } if attempt < PUBLISH_ATTEMPTS => {
+                PublishStep::Provide {
+                    key,
+                    attempt: attempt + 1,
+                }
+            }
+            _ => return false,
+        };
+        tracing::debug!("a publication query failed; sending it again");
+        self.publications.contains_key(&number) && self.send_publish_step(number, step)
+    }
+
+    /// Joining is over: tells whoever waits for it.
+    fn finish_join(&mut self) {
+        self.joined = true;
+        for waiter in self.join_waiters.drain(..) {
+            let _ = waiter.send(());
         }
     }
 
@@ -483,14 +559,20 @@ impl EventLoop {
                 let agentsite = info.protocols.contains(&dht::PROTOCOL);
                 if agentsite {
                     for address in &info.listen_addrs {
-                        self.swarm
-                            .behaviour_mut()
-                            .kad
-                            .add_address(&peer_id, address.clone());
+                        dht::learn(
+                            &mut self.swarm.behaviour_mut().kad,
+                            peer_id,
+                            address.clone(),
+                        );
                     }
                     if !self.bootstrapped {
                         self.bootstrapped = true;
-                        let _ = self.swarm.behaviour_mut().kad.bootstrap();
+                        match self.swarm.behaviour_mut().kad.bootstrap() {
+                            Ok(query) => {
+                                self.queries.insert(query, Pending::Join);
+                            }
+                            Err(_) => self.finish_join(),
+                        }
                     }
                 }
                 let peer = self.peers.entry(peer_id).or_default();
@@ -503,10 +585,7 @@ impl EventLoop {
             BehaviourEvent::Rpc(event) => self.on_rpc_event(event),
             BehaviourEvent::Mdns(mdns::Event::Discovered(found)) => {
                 for (peer, address) in found {
-                    self.swarm
-                        .behaviour_mut()
-                        .kad
-                        .add_address(&peer, address.clone());
+                    dht::learn(&mut self.swarm.behaviour_mut().kad, peer, address.clone());
                     let _ = self
                         .swarm
                         .dial(DialOpts::peer_id(peer).addresses(vec![address]).build());
@@ -519,6 +598,11 @@ impl EventLoop {
 
     fn on_kad_event(&mut self, event: kad::Event) {
         match event {
+            // A connected peer speaks the DHT and can be reached at `address`.
+            kad::Event::RoutablePeer { peer, address }
+            | kad::Event::PendingRoutablePeer { peer, address } => {
+                dht::learn(&mut self.swarm.behaviour_mut().kad, peer, address);
+            }
             kad::Event::OutboundQueryProgressed {
                 id,
                 result,
@@ -648,21 +732,34 @@ impl EventLoop {
                     }
                 }
             }
-            (Pending::Publish(number), QueryResult::PutRecord(outcome)) => {
+            (Pending::Publish(number, step), QueryResult::PutRecord(outcome)) => {
                 let replicas = match outcome {
                     Ok(_) => 1,
                     Err(kad::PutRecordError::QuorumFailed { success, .. })
                     | Err(kad::PutRecordError::Timeout { success, .. }) => success.len(),
                 };
+                if replicas == 0 && self.retry_publish_step(number, step) {
+                    return;
+                }
                 self.publication_step(number, |r| r.record_replicas = replicas);
             }
-            (Pending::Publish(number), QueryResult::StartProviding(outcome)) => {
+            (Pending::Publish(number, step), QueryResult::StartProviding(outcome)) => {
                 let confirmed = outcome.is_ok();
+                if !confirmed && self.retry_publish_step(number, step) {
+                    return;
+                }
                 self.publication_step(number, |r| {
                     if !confirmed {
                         r.provider_keys_unconfirmed += 1
                     }
                 });
+            }
+            (Pending::Join, QueryResult::Bootstrap(_)) => {
+                if last {
+                    self.finish_join();
+                } else {
+                    self.queries.insert(id, Pending::Join);
+                }
             }
             (pending, _) => {
                 if !last {

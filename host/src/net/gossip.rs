@@ -25,12 +25,24 @@ pub const MESH_N: usize = 6;
 pub const MESH_N_LOW: usize = 5;
 pub const MESH_N_HIGH: usize = 12;
 
+/// Heartbeats an announcement is kept to be sent on request, and heartbeats
+/// its id is offered to peers outside the mesh (500 ms each).
+const HISTORY_HEARTBEATS: usize = 40;
+const GOSSIP_HEARTBEATS: usize = 20;
+
 pub(super) fn behaviour() -> anyhow::Result<gossipsub::Behaviour> {
     let config = gossipsub::ConfigBuilder::default()
         .mesh_n(MESH_N)
         .mesh_n_low(MESH_N_LOW)
         .mesh_n_high(MESH_N_HIGH)
         .heartbeat_interval(Duration::from_millis(500))
+        // A node outside every mesh for a while (its mesh peers pruned it,
+        // or its connections closed when idle) catches up by gossip: each
+        // heartbeat, peers offer the ids of the last 10 s of announcements
+        // (IHAVE) to a few others they are connected to, and the node asks
+        // for those it missed (IWANT). The default window is 1.5 s.
+        .history_length(HISTORY_HEARTBEATS)
+        .history_gossip(GOSSIP_HEARTBEATS)
         // Announcements carry their own signatures (see [`Announcement`]).
         .validation_mode(gossipsub::ValidationMode::Anonymous)
         // Hold messages until the node has checked them.

@@ -120,11 +120,13 @@ pub struct PeerInfo {
 /// What publishing an agent did.
 #[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
 pub struct PublishReport {
-    /// Peers that stored the manifest record.
+    /// Peers that stored the manifest record (at least 1 once stored;
+    /// 0 when every attempt failed).
     pub record_replicas: usize,
     /// Keys (the id and each keyword) this node is now a provider for.
     pub provider_keys: usize,
-    /// Keys whose provider announcement reached no peer.
+    /// Keys whose provider announcement could not be confirmed after every
+    /// attempt (each publication query is sent up to three times).
     pub provider_keys_unconfirmed: usize,
     /// Peers the gossip announcement went to directly.
     pub gossip_peers: usize,
@@ -197,6 +199,14 @@ impl Network {
     /// How many peers this node's Kademlia routing table holds.
     pub async fn routing_table_size(&self) -> Result<usize, NetError> {
         self.ask(|reply| event_loop::Command::RoutingTableSize { reply })
+            .await
+    }
+
+    /// Waits until this node has joined its network: its first routing-table
+    /// bootstrap (a lookup of its own id and of a random id in each farther
+    /// bucket) is over. At once for the first node of a network.
+    pub async fn joined(&self) -> Result<(), NetError> {
+        self.ask(|reply| event_loop::Command::Joined { reply })
             .await
     }
 
