@@ -297,3 +297,139 @@ fn limits_come_from_the_config_file_and_flags() {
     .unwrap();
     cli.run(&["ls"]).failure("unknown field `deadlin`");
 }
+
+#[test]
+fn empty_log_lines_cannot_flood_the_operators_terminal() {
+    let cli = Cli::new();
+    cli.add(&["hostile_flood"]);
+    // 300,000 empty warnings and as many empty stderr lines: each costs its
+    // framing against the 64 KiB log budget, so a few hundred get through.
+    let run = cli.run(&[
+        "-v",
+        "call",
+        "hostile-flood",
+        "whisper",
+        r#"{"count": 300000}"#,
+    ]);
+    run.success();
+    let stderr = run.stderr();
+    let agent_lines = stderr
+        .lines()
+        .filter(|l| l.contains("hostile-flood"))
+        .count();
+    let budget = 64 * 1024 / agentsite::capabilities::guest_log::FRAMING;
+    assert!(
+        agent_lines <= budget + 3,
+        "{agent_lines} lines of the agent reached stderr"
+    );
+    assert!(
+        stderr.contains("dropped 599318 messages"),
+        "the drop is reported: {}",
+        stderr.lines().last().unwrap_or_default()
+    );
+}
+
+/// Whether `text` holds a character a terminal acts on instead of printing
+/// (other than the newlines and tabs of the command's own layout).
+fn drives_a_terminal(text: &str) -> bool {
+    text.chars().any(|c| {
+        (c.is_control() && c != '\n' && c != '\t') || ('\u{202a}'..='\u{202e}').contains(&c)
+    })
+}
+
+#[test]
+fn nothing_an_agent_says_reaches_the_terminal_raw() {
+    let cli = Cli::new();
+    let added = cli.run(&["add", wasm("hostile_mimic").to_str().unwrap()]);
+    added.success();
+    assert!(!drives_a_terminal(&added.stderr()), "{:?}", added.stderr());
+
+    for command in [
+        &["ls"][..],
+        &["tools", "hostile-mimic"],
+        &["inspect", "hostile-mimic"],
+        &["inspect", "hostile-mimic", "--json"],
+    ] {
+        let run = cli.run(command);
+        let stdout = run.success();
+        assert!(!drives_a_terminal(&stdout), "{command:?}: {stdout:?}");
+        assert!(
+            !drives_a_terminal(&run.stderr()),
+            "{command:?}: {:?}",
+            run.stderr()
+        );
+    }
+    // The forged line is there, as the agent's own text, and so is the
+    // real one.
+    let inspect = cli.run(&["inspect", "hostile-mimic"]).success();
+    assert!(inspect.contains("\nasks for:  kv\n"), "{inspect}");
+    assert!(
+        inspect.contains("\\x1b[2K\\x0dasks for:  nothing"),
+        "{inspect}"
+    );
+    // JSON output stays JSON with the same strings.
+    let json = cli.run(&["inspect", "hostile-mimic", "--json"]).json();
+    assert!(
+        json["card"]["description"]
+            .as_str()
+            .unwrap()
+            .contains('\u{1b}')
+    );
+
+    let failed = cli.call("hostile-mimic", "fail", "{}");
+    let line = failed.failure("hostile-mimic.fail failed");
+    assert!(!drives_a_terminal(&failed.stderr()), "{line:?}");
+    assert!(
+        line.contains("\\x1b[2J\\x1b[Hall clear \\x9b31mreally\\u{202e}txt.exe"),
+        "{line}"
+    );
+
+    let chatter = cli.run(&["-v", "call", "hostile-mimic", "chatter", "{}"]);
+    chatter.success();
+    let stderr = chatter.stderr();
+    assert!(!drives_a_terminal(&stderr), "{stderr:?}");
+    assert!(
+        stderr.contains("\\x1b[1A\\x1b[2K\\x0dINFO nothing to see here"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_enormous_card_is_refused_at_add_naming_the_field() {
+    let cli = Cli::new();
+    let path = wasm("hostile_bloat");
+    cli.run(&["add", path.to_str().unwrap()]).failure(&format!(
+        "the description is {} bytes, above the limit of 4096",
+        "A very long story. ".len() * (20 << 20 >> 4)
+    ));
+    // Nothing was stored.
+    let ls = cli.run(&["ls"]);
+    assert_eq!(ls.success(), "");
+}
+
+/// A component of one core module built from `wat` (module fields).
+fn component(module: &str) -> Vec<u8> {
+    wat::parse_str(format!("(component (core module {module}))")).unwrap()
+}
+
+#[test]
+fn what_would_cost_minutes_to_compile_or_cannot_be_served_is_refused_at_add() {
+    let cli = Cli::new();
+    let many_locals = component(&format!("(func (local {}))", "i32 ".repeat(40_000)));
+    let path = cli.data().join("locals.wasm");
+    std::fs::write(&path, many_locals).unwrap();
+    let started = std::time::Instant::now();
+    cli.run(&["add", path.to_str().unwrap()]).failure(
+        "refused before compiling: function 0 of core module 0 has 40000 locals, above the limit of 10000",
+    );
+    // Refused without compiling: well under the tens of seconds a compile
+    // of this function takes.
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+
+    let tables = component(&"(table 10 funcref)".repeat(60));
+    let path = cli.data().join("tables.wasm");
+    std::fs::write(&path, tables).unwrap();
+    cli.run(&["add", path.to_str().unwrap()])
+        .failure("core module 0 defines 60 tables; a serving node holds 1 per module");
+    assert_eq!(cli.run(&["ls"]).success(), "");
+}

@@ -60,6 +60,37 @@ async fn huge_output_is_refused_and_output_floods_are_cut() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_output_cap_bounds_the_result_as_sent() {
+    let (node, _dir) = node_with(&["calculator", "hostile_flood"], test_limits()).await;
+    // Empty blocks: no text at all, 22 MiB once each has its JSON framing.
+    let error = error_of(
+        &node,
+        "hostile-flood",
+        "blocks",
+        r#"{"count": 800000, "text": ""}"#,
+    )
+    .await;
+    assert_eq!(
+        error,
+        "output of 800000 content blocks exceeds the limit of 1024"
+    );
+    // Under 1 MiB of text, but every quote is escaped on the wire: twice
+    // the cap as sent.
+    let quotes = json!({"count": 1000, "text": "\"".repeat(1000)}).to_string();
+    let error = error_of(&node, "hostile-flood", "blocks", &quotes).await;
+    assert_eq!(error, "output of 1.9 MiB exceeds the limit of 1.0 MiB");
+    // An error message is a payload too: cut, and said so.
+    let error = error_of(&node, "hostile-flood", "grievance", r#"{"mib": 8}"#).await;
+    assert!(error.len() < 4200, "an error of {} bytes", error.len());
+    assert!(
+        error.ends_with(&format!("… ({} more bytes)", (8 << 20) - 4096)),
+        "{}",
+        &error[4000..]
+    );
+    assert_serving(&node).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trap_in_the_middle_of_a_call_reports_the_panic() {
     let (node, _dir) = node_with(&["calculator", "hostile_trap"], test_limits()).await;
     let error = error_of(&node, "hostile-trap", "crash", r#"{"value": 10}"#).await;
@@ -237,4 +268,48 @@ async fn concurrent_calls_beyond_the_slots_wait_and_then_report_busy() {
     );
     let held = holder.await.unwrap().unwrap_err().to_string();
     assert_eq!(held, "deadline exceeded after 2s");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_memory_outside_the_instance_is_bounded_per_call() {
+    use agentsite::runtime::limits::{MAX_FIELDS_BYTES, MAX_HANDLES};
+    let (node, _dir) = node_with(&["calculator", "hostile_hog"], test_limits()).await;
+    // Header fields need no grant: one set filled past its size.
+    let error = error_of(
+        &node,
+        "hostile-hog",
+        "fields",
+        r#"{"sets": 1, "per_set": 1000, "kib": 1}"#,
+    )
+    .await;
+    assert_eq!(
+        error,
+        format!(
+            "host resource limit exceeded: HTTP header fields over {} per set",
+            ByteSize(MAX_FIELDS_BYTES as u64)
+        )
+    );
+    // Sets kept open by the thousand, each just under its size.
+    let error = error_of(
+        &node,
+        "hostile-hog",
+        "fields",
+        r#"{"sets": 100000, "per_set": 3, "kib": 4}"#,
+    )
+    .await;
+    assert!(
+        error.starts_with(&format!(
+            "host resource limit exceeded: more than {MAX_HANDLES} handles open at once"
+        )),
+        "{error}"
+    );
+    let error = error_of(&node, "hostile-hog", "handles", r#"{"count": 1000000}"#).await;
+    assert!(error.contains("handles open at once"), "{error}");
+    // Within the bounds the same agent works.
+    let kept = node
+        .call("hostile-hog", "handles", r#"{"count": 100}"#, None)
+        .await
+        .unwrap();
+    assert_eq!(kept.text(), "kept 100 handles");
+    assert_serving(&node).await;
 }

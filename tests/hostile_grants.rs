@@ -276,25 +276,45 @@ async fn a_storage_hoarder_stops_at_its_quota() {
         result_of(&node2, "hostile-hoard", "fill", fill).await
     })
     .await;
-    let stored = hoarded["stored"].as_u64().unwrap();
-    assert!(
-        hoarded["refusal"]
-            .as_str()
-            .unwrap()
-            .contains("QuotaExceeded"),
-        "{hoarded}"
-    );
+    let stored = stored_until_quota(&hoarded);
     // 64 KiB holds 15 values of 4 KiB and their keys, not 16.
     assert_eq!(stored, 15, "{hoarded}");
     // Again, under new keys: the quota holds across calls.
     let more = json!({"prefix": "b/", "size": 4096, "max": 10});
     let again = result_of(&node, "hostile-hoard", "fill", more).await;
     assert_eq!(again["stored"], 0, "{again}");
-    let kv_bytes: u64 = std::fs::read_dir(dir.path().join("kv"))
+    assert_kv_files_small(dir.path());
+}
+
+/// How many values a hoarding run stored before the quota refused one.
+fn stored_until_quota(hoarded: &serde_json::Value) -> u64 {
+    let refusal = hoarded["refusal"].as_str().unwrap();
+    assert!(refusal.contains("QuotaExceeded"), "{hoarded}");
+    hoarded["stored"].as_u64().unwrap()
+}
+
+/// The kv databases in the data directory `data` stay small.
+fn assert_kv_files_small(data: &std::path::Path) {
+    let kv_bytes: u64 = std::fs::read_dir(data.join("kv"))
         .unwrap()
         .map(|f| f.unwrap().metadata().unwrap().len())
         .sum();
     assert!(kv_bytes < 4 << 20, "the kv files hold {kv_bytes} bytes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_values_do_not_slip_past_the_kv_quota() {
+    let (node, dir) = node_with(&["calculator", "hostile_hoard"], test_limits()).await;
+    grant(&node, "hostile-hoard", &["kv=8KiB"]);
+    // Keys of 10 bytes with nothing in them: counted by bytes alone, 8 KiB
+    // would hold 819 of them.
+    let fill = json!({"prefix": "e/", "size": 0, "max": 100_000});
+    let hoarded = result_of(&node, "hostile-hoard", "fill", fill).await;
+    let stored = stored_until_quota(&hoarded);
+    let per_entry = 10 + agentsite::capabilities::kv::ENTRY_OVERHEAD;
+    assert_eq!(stored, 8 * 1024 / per_entry, "{hoarded}");
+    assert_kv_files_small(dir.path());
+    support::hostile::assert_serving(&node).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

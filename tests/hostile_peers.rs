@@ -128,12 +128,7 @@ async fn exponential_fan_out_is_bounded_by_fan_out_and_depth() {
     );
 
     // The audit counted every call and every refusal.
-    let metrics = reqwest::get(server.url("/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.metrics().await;
     for line in [
         "agentsite_calls_total{agent=\"hostile-spiral\"} 13",
         "agentsite_denials_total{agent=\"hostile-spiral\",capability=\"peers\"} 53",

@@ -46,6 +46,22 @@ fn jsonrpc_error(error: ServiceError) -> rmcp::ErrorData {
     }
 }
 
+/// The URIs of every resource the client's server lists.
+async fn resource_uris<S: rmcp::Service<RoleClient>>(
+    client: &RunningService<RoleClient, S>,
+) -> Vec<String> {
+    let resources = client.list_all_resources().await.unwrap();
+    resources.iter().map(|r| r.uri.clone()).collect()
+}
+
+/// The names of every prompt the client's server lists.
+async fn prompt_names<S: rmcp::Service<RoleClient>>(
+    client: &RunningService<RoleClient, S>,
+) -> Vec<String> {
+    let prompts = client.list_all_prompts().await.unwrap();
+    prompts.iter().map(|p| p.name.clone()).collect()
+}
+
 fn text(result: &CallToolResult) -> String {
     result
         .content
@@ -476,13 +492,7 @@ async fn resources_and_prompts_of_several_agents_share_one_endpoint() {
     let client = http_client(server.url("/mcp")).await;
 
     // Resources keep the URIs their agents give them; notes lists its notes.
-    let uris: Vec<String> = client
-        .list_all_resources()
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| r.uri.clone())
-        .collect();
+    let uris = resource_uris(&client).await;
     assert!(
         uris.contains(&"note://shopping%20list".to_owned()),
         "{uris:?}"
@@ -514,13 +524,7 @@ async fn resources_and_prompts_of_several_agents_share_one_endpoint() {
     assert_eq!(gone.code, ErrorCode::RESOURCE_NOT_FOUND);
 
     // Prompts are named like tools, `<agent>.<prompt>`.
-    let prompts: Vec<String> = client
-        .list_all_prompts()
-        .await
-        .unwrap()
-        .iter()
-        .map(|p| p.name.clone())
-        .collect();
+    let prompts = prompt_names(&client).await;
     assert!(
         prompts.contains(&"notes.summarize".to_owned()),
         "{prompts:?}"
@@ -706,5 +710,152 @@ async fn sampling_and_elicitation_need_a_client_that_offers_them() {
         "{}",
         text(&elicited)
     );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(deprecated)] // logging: legacy in 2026-07-28, current in 2025-11-25
+async fn an_agent_cannot_flood_its_client_with_notifications() {
+    use rmcp::model::{LoggingMessageNotificationParam, ProgressNotificationParam};
+    use rmcp::service::NotificationContext;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A client that counts log messages and the bytes of progress messages.
+    #[derive(Clone, Default)]
+    struct Counter {
+        logs: Arc<AtomicUsize>,
+        progress_bytes: Arc<AtomicUsize>,
+    }
+    impl rmcp::ClientHandler for Counter {
+        async fn on_logging_message(
+            &self,
+            _params: LoggingMessageNotificationParam,
+            _context: NotificationContext<RoleClient>,
+        ) {
+            self.logs.fetch_add(1, Ordering::Relaxed);
+        }
+        async fn on_progress(
+            &self,
+            params: ProgressNotificationParam,
+            _context: NotificationContext<RoleClient>,
+        ) {
+            let size = params.message.map_or(0, |m| m.len());
+            self.progress_bytes.fetch_add(size, Ordering::Relaxed);
+        }
+    }
+
+    let cli = Cli::new();
+    cli.add(&["hostile_flood"]);
+    let server = Server::start(cli.data(), &[]);
+    let counter = Counter::default();
+    let client = counter
+        .clone()
+        .serve(StreamableHttpClientTransport::from_uri(server.url("/mcp")))
+        .await
+        .unwrap();
+    let budget = 64 * 1024 / agentsite::capabilities::guest_log::FRAMING;
+
+    // 200,000 empty warnings (and empty stderr lines, which share the budget).
+    let result = call(&client, "hostile-flood.whisper", json!({"count": 200000}))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "whispered 200000 times");
+
+    // 1,000 progress reports of 256 KiB each (rmcp sends a progress token
+    // with every request).
+    let result = call(
+        &client,
+        "hostile-flood.nag",
+        json!({"count": 1000, "kib": 256}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(text(&result), "reported 1000 times");
+
+    // Notifications of a session may trail its results: wait until the
+    // counts stop growing.
+    let mut last = (usize::MAX, usize::MAX);
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let now = (
+            counter.logs.load(Ordering::Relaxed),
+            counter.progress_bytes.load(Ordering::Relaxed),
+        );
+        if now == last && now.0 > 0 {
+            break;
+        }
+        last = now;
+    }
+    let logs = counter.logs.load(Ordering::Relaxed);
+    assert!(logs > 0 && logs <= budget, "{logs} log notifications");
+    let progress_bytes = counter.progress_bytes.load(Ordering::Relaxed);
+    assert!(
+        progress_bytes > 0 && progress_bytes <= 64 * 1024,
+        "{progress_bytes} bytes of progress messages"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_never_lists_does_not_hold_up_the_others() {
+    use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
+    use std::time::{Duration, Instant};
+
+    let cli = Cli::new();
+    cli.add(&["notes", "conformance", "hostile_stall"]);
+    cli.grant("notes", &["kv=1MiB"]);
+    cli.call("notes", "put", r#"{"title": "todo", "text": "ship it"}"#)
+        .success();
+    // A long call deadline, a short listing deadline: a listing that waited
+    // on the stalling agent would take the former.
+    std::fs::write(
+        cli.data().join("config.toml"),
+        "[limits]\ndeadline = \"60s\"\nlisting_deadline = \"1s\"\n",
+    )
+    .unwrap();
+    let server = Server::start(cli.data(), &[]);
+    let client = http_client(server.url("/mcp")).await;
+    let well_within = Duration::from_secs(20);
+
+    for round in 0..2 {
+        let started = Instant::now();
+        let uris = resource_uris(&client).await;
+        assert!(uris.contains(&"note://todo".to_owned()), "{uris:?}");
+        assert!(uris.contains(&"test://static-text".to_owned()), "{uris:?}");
+        let templates = client.list_all_resource_templates().await.unwrap();
+        assert!(templates.iter().any(|t| t.uri_template == "note://{title}"));
+        let prompts = prompt_names(&client).await;
+        assert!(
+            prompts.contains(&"notes.summarize".to_owned()),
+            "{prompts:?}"
+        );
+        let read = client
+            .read_resource(ReadResourceRequestParams::new("note://todo"))
+            .await
+            .unwrap();
+        assert_eq!(resource_text(&read), "ship it");
+        client
+            .get_prompt(GetPromptRequestParams::new("notes.summarize"))
+            .await
+            .unwrap();
+        let took = started.elapsed();
+        assert!(took < well_within, "round {round} took {took:?}");
+    }
+
+    // The stalling agent was asked once per list, not once per request,
+    // and counted.
+    let metrics = server.metrics().await;
+    for list in ["resources", "prompts"] {
+        let line = format!(
+            "agentsite_listing_failures_total{{agent=\"hostile-stall\",list=\"{list}\"}} 1"
+        );
+        assert!(metrics.contains(&line), "{line} not in:\n{metrics}");
+    }
+    // Its tools still work.
+    let pong = call(&client, "hostile-stall.ping", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(text(&pong), "pong");
     client.cancel().await.unwrap();
 }

@@ -48,6 +48,12 @@ struct DenialLabels {
     capability: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ListingLabels {
+    agent: String,
+    list: &'static str,
+}
+
 /// How a call ended, as the audit counts it.
 #[derive(Debug, Clone, Copy)]
 pub enum Outcome<'a> {
@@ -68,6 +74,7 @@ pub struct Audit {
     limit_hits: Family<LimitLabels, Counter>,
     denials: Family<DenialLabels, Counter>,
     latency: Family<AgentLabel, Histogram>,
+    listing_failures: Family<ListingLabels, Counter>,
 }
 
 impl Default for Audit {
@@ -109,14 +116,32 @@ impl Audit {
             "Tool call latency, per agent",
             latency.clone(),
         );
+        let listing_failures = Family::<ListingLabels, Counter>::default();
+        registry.register(
+            "listing_failures",
+            "Agents left out of a resource or prompt list (too slow, or a bad answer), per agent and list",
+            listing_failures.clone(),
+        );
         Audit {
             registry,
+            listing_failures,
             calls,
             errors,
             limit_hits,
             denials,
             latency,
         }
+    }
+
+    /// Records that `agent` was left out of a list of `what` (resources,
+    /// prompts) because it did not answer in time or answered badly.
+    pub fn listing_failed(&self, agent: &str, what: &'static str) {
+        self.listing_failures
+            .get_or_create(&ListingLabels {
+                agent: agent.to_owned(),
+                list: what,
+            })
+            .inc();
     }
 
     /// Records one finished tool call of `agent`.

@@ -136,6 +136,11 @@ pub struct Limits {
     /// Bytes of log messages and stdout/stderr text kept per call; the rest
     /// is dropped and counted.
     pub max_log: ByteSize,
+    /// How long an agent may take to list its resources or prompts when a
+    /// client lists those of every agent: agents are asked at once, and one
+    /// that has not answered by then is left out of the list.
+    #[serde(with = "humantime_serde_compat")]
+    pub listing_deadline: Duration,
 }
 
 impl Default for Limits {
@@ -146,6 +151,7 @@ impl Default for Limits {
             max_output: ByteSize::mib(1),
             max_concurrent_calls: 16,
             max_log: ByteSize::kib(64),
+            listing_deadline: Duration::from_secs(2),
         }
     }
 }
@@ -168,6 +174,10 @@ impl Limits {
         anyhow::ensure!(
             self.max_concurrent_calls >= 1,
             "limits.max_concurrent_calls must be at least 1"
+        );
+        anyhow::ensure!(
+            !self.listing_deadline.is_zero(),
+            "limits.listing_deadline must be above zero"
         );
         Ok(())
     }

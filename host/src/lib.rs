@@ -32,6 +32,7 @@ pub mod prompt;
 pub mod resource;
 pub mod runtime;
 pub mod store;
+pub mod text;
 pub mod tool;
 pub mod web;
 

@@ -259,7 +259,7 @@ fn main() -> ExitCode {
 
 fn fail(error: anyhow::Error) -> ExitCode {
     let message = format!("{error:#}").replace('\n', " ");
-    eprintln!("error: {message}");
+    eprintln!("error: {}", agentsite::text::terminal_safe(&message));
     ExitCode::FAILURE
 }
 
@@ -428,6 +428,7 @@ fn p2p_options(
 }
 
 fn init_logging(verbose: u8) {
+    use tracing_subscriber::field::MakeExt as _;
     let default = match verbose {
         0 => "warn",
         1 => "info",
@@ -444,8 +445,21 @@ fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("AGENTSITE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("{default}{quiet}")));
+    // Log lines carry what agents and peers said (messages, errors, names):
+    // every field is shown with control characters made visible, so that
+    // none of it can drive the operator's terminal.
+    let fields = tracing_subscriber::fmt::format::debug_fn(|out, field, value| {
+        let value = format!("{value:?}");
+        let value = agentsite::text::terminal_safe(&value);
+        match field.name() {
+            "message" => write!(out, "{value}"),
+            name => write!(out, "{name}={value}"),
+        }
+    })
+    .delimited(" ");
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .fmt_fields(fields)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)

@@ -346,11 +346,24 @@ impl Node {
         outcome
     }
 
-    /// The resources and resource templates the agent of `record` offers now.
-    pub async fn resources(&self, record: &AgentRecord) -> Result<ResourceCatalog, NodeCallError> {
-        let grants = self.grants(record)?;
+    /// The resources and resource templates the agent of `record` offers
+    /// now, under `grants` (from [`Node::grants`]). A listing has the
+    /// shorter of the call deadline and the listing deadline.
+    pub async fn resources(
+        &self,
+        record: &AgentRecord,
+        grants: Grants,
+    ) -> Result<ResourceCatalog, NodeCallError> {
         let agent = self.load(record)?;
+        let grants = for_listing(grants);
         Ok(self.runtime()?.resources(&agent, &grants).await?)
+    }
+
+    /// How far the agent of `record` has been called (see
+    /// [`LoadedAgent::activity`]): what it lists may have changed when this
+    /// has.
+    pub fn activity(&self, record: &AgentRecord) -> Result<u64, NodeCallError> {
+        Ok(self.load(record)?.activity())
     }
 
     /// Reads the resource at `uri` from the agent of `record`.
@@ -368,10 +381,15 @@ impl Node {
             .await?)
     }
 
-    /// The prompts the agent of `record` offers now.
-    pub async fn prompts(&self, record: &AgentRecord) -> Result<Vec<PromptSpec>, NodeCallError> {
-        let grants = self.grants(record)?;
+    /// The prompts the agent of `record` offers now, under `grants`, within
+    /// the listing deadline (as [`Node::resources`]).
+    pub async fn prompts(
+        &self,
+        record: &AgentRecord,
+        grants: Grants,
+    ) -> Result<Vec<PromptSpec>, NodeCallError> {
         let agent = self.load(record)?;
+        let grants = for_listing(grants);
         Ok(self.runtime()?.prompts(&agent, &grants).await?)
     }
 
@@ -408,6 +426,13 @@ impl Node {
         }
         Ok(record)
     }
+}
+
+/// `grants` for a listing: the call's deadline, cut to the listing deadline.
+fn for_listing(mut grants: Grants) -> Grants {
+    let limits = &mut grants.limits;
+    limits.deadline = limits.deadline.min(limits.listing_deadline);
+    grants
 }
 
 /// Arguments must be one JSON object; anything else is refused before any

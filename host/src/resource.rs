@@ -74,7 +74,8 @@ pub const MAX_URI_LEN: usize = 2048;
 pub fn check_uri(uri: &str) -> Result<(), String> {
     if uri.is_empty() || uri.len() > MAX_URI_LEN || uri.chars().any(char::is_control) {
         return Err(format!(
-            "resource URI {uri:?} is empty, longer than {MAX_URI_LEN} bytes or has control characters"
+            "resource URI {:?} is empty, longer than {MAX_URI_LEN} bytes or has control characters",
+            crate::text::excerpt(uri, 256)
         ));
     }
     Ok(())

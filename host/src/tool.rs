@@ -165,6 +165,127 @@ pub fn validate_tool_name(name: &str) -> Result<(), ContractError> {
     }
 }
 
+/// How large each part of an agent's card and tool list may be. An agent's
+/// record is read by every command and listing, and its card travels in
+/// manifests: a few kilobytes say what any agent does.
+pub mod card_limits {
+    /// Longest version string.
+    pub const VERSION: usize = 64;
+    /// Longest card description.
+    pub const DESCRIPTION: usize = 4096;
+    /// Most tags, and the longest tag.
+    pub const TAGS: usize = 32;
+    pub const TAG: usize = 64;
+    /// Longest homepage URL.
+    pub const HOMEPAGE: usize = 2048;
+    /// Most tools.
+    pub const TOOLS: usize = 256;
+    /// Longest tool title, and tool description.
+    pub const TOOL_TITLE: usize = 256;
+    pub const TOOL_DESCRIPTION: usize = 8192;
+    /// Largest input or output schema, as JSON text.
+    pub const SCHEMA: usize = 64 * 1024;
+    /// Largest card and tool list together, as JSON.
+    pub const TOTAL: usize = 512 * 1024;
+}
+
+/// Checks that every field of `card` and `tools` is within
+/// [`card_limits`]; the error names the field.
+pub fn check_card_size(card: &AgentCard, tools: &[ToolSpec]) -> Result<(), ContractError> {
+    check_card_fields(card)?;
+    check_tool_count(tools.len())?;
+    for tool in tools {
+        check_tool_fields(
+            &tool.name,
+            tool.title.as_deref(),
+            &tool.description,
+            json_len(&tool.input_schema),
+            tool.output_schema.as_ref().map(json_len),
+        )?;
+    }
+    within(
+        "the card and tool list",
+        json_len(card) + json_len(&tools),
+        card_limits::TOTAL,
+    )
+}
+
+fn within(what: &str, len: usize, limit: usize) -> Result<(), ContractError> {
+    if len > limit {
+        Err(ContractError(format!(
+            "{what} is {len} bytes, above the limit of {limit}"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+/// The card's own fields against [`card_limits`].
+pub fn check_card_fields(card: &AgentCard) -> Result<(), ContractError> {
+    use card_limits as max;
+    within("the version", card.version.len(), max::VERSION)?;
+    within("the description", card.description.len(), max::DESCRIPTION)?;
+    if card.tags.len() > max::TAGS {
+        return Err(ContractError(format!(
+            "the card has {} tags, above the limit of {}",
+            card.tags.len(),
+            max::TAGS
+        )));
+    }
+    for tag in &card.tags {
+        within("a tag", tag.len(), max::TAG)?;
+    }
+    within(
+        "the homepage",
+        card.homepage.as_ref().map_or(0, String::len),
+        max::HOMEPAGE,
+    )
+}
+
+/// The number of tools against [`card_limits::TOOLS`].
+pub fn check_tool_count(count: usize) -> Result<(), ContractError> {
+    if count > card_limits::TOOLS {
+        return Err(ContractError(format!(
+            "the agent lists {count} tools, above the limit of {}",
+            card_limits::TOOLS
+        )));
+    }
+    Ok(())
+}
+
+/// One tool's title, description and schema sizes (as JSON text) against
+/// [`card_limits`]; `name` is checked already.
+pub fn check_tool_fields(
+    name: &str,
+    title: Option<&str>,
+    description: &str,
+    input_schema_len: usize,
+    output_schema_len: Option<usize>,
+) -> Result<(), ContractError> {
+    use card_limits as max;
+    let title = title.map_or(0, str::len);
+    within(&format!("tool {name:?}'s title"), title, max::TOOL_TITLE)?;
+    within(
+        &format!("tool {name:?}'s description"),
+        description.len(),
+        max::TOOL_DESCRIPTION,
+    )?;
+    within(
+        &format!("tool {name:?}'s input schema"),
+        input_schema_len,
+        max::SCHEMA,
+    )?;
+    within(
+        &format!("tool {name:?}'s output schema"),
+        output_schema_len.unwrap_or(0),
+        max::SCHEMA,
+    )
+}
+
+fn json_len(value: &impl Serialize) -> usize {
+    serde_json::to_vec(value).map_or(usize::MAX, |v| v.len())
+}
+
 /// Parses a JSON Schema the guest sent as text; it must describe an object.
 pub(crate) fn parse_object_schema(
     tool: &str,

@@ -271,6 +271,16 @@ impl Server {
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
+
+    /// What the node's `/metrics` says now.
+    pub async fn metrics(&self) -> String {
+        reqwest::get(self.url("/metrics"))
+            .await
+            .expect("the node answers /metrics")
+            .text()
+            .await
+            .expect("metrics are text")
+    }
 }
 
 impl Server {

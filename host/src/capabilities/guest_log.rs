@@ -1,9 +1,12 @@
 //! Where a guest's words go: `host.log` messages and stdout/stderr text become
 //! host log events tagged with the agent's name.
 //!
-//! Each call has a byte budget shared by all three; past it, text is dropped
-//! and counted, so that a chatty or hostile agent cannot flood the operator's
-//! logs or the host's memory. The tail of stderr is kept for error reports:
+//! Each call has a byte budget shared by all three and by progress reports;
+//! past it, text is dropped and counted, so that a chatty or hostile agent
+//! cannot flood the operator's logs, its MCP client or the host's memory.
+//! Every message, line and report costs its text plus [`FRAMING`]: what it
+//! costs to send even when empty (a log line's timestamp and fields, a
+//! notification's JSON-RPC envelope), so empty messages are not free. The tail of stderr is kept for error reports:
 //! when a Rust guest panics it writes the reason there just before trapping.
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -25,6 +28,9 @@ pub enum Stream {
     Stderr,
 }
 
+/// What each message, line or report costs beyond its text.
+pub const FRAMING: usize = 96;
+
 /// Longest line kept while waiting for its newline.
 const MAX_LINE: usize = 4096;
 /// How much of stderr is kept for error reports.
@@ -41,6 +47,7 @@ struct LogState {
     agent: Arc<str>,
     remaining: usize,
     dropped: u64,
+    dropped_messages: u64,
     partial: [Vec<u8>; 2],
     stderr_tail: Vec<u8>,
 }
@@ -54,6 +61,7 @@ impl GuestLog {
                 agent,
                 remaining: usize::try_from(budget).unwrap_or(usize::MAX),
                 dropped: 0,
+                dropped_messages: 0,
                 partial: [Vec::new(), Vec::new()],
                 stderr_tail: Vec::new(),
             })),
@@ -73,6 +81,12 @@ impl GuestLog {
             emit(&state.agent, level, "log", text);
         }
         kept
+    }
+
+    /// Takes `len` bytes of a report that is not logged here (a progress
+    /// report) and its framing from the budget; false when it is over.
+    pub fn charge(&self, len: usize) -> bool {
+        self.state().take_budget(len)
     }
 
     /// The name of the agent whose call this is.
@@ -113,11 +127,12 @@ impl GuestLog {
                 state.line(stream, &line);
             }
         }
-        if state.dropped > 0 {
+        if state.dropped > 0 || state.dropped_messages > 0 {
             tracing::warn!(
                 target: "agentsite::agent",
                 agent = %state.agent,
-                "dropped {} bytes of agent output over the per-call log limit",
+                "dropped {} messages and {} bytes of agent output over the per-call log limit",
+                state.dropped_messages,
                 state.dropped
             );
         }
@@ -139,20 +154,29 @@ impl GuestLog {
         Some(one_line)
     }
 
-    /// Bytes dropped so far.
+    /// Bytes of text dropped so far.
     pub fn dropped(&self) -> u64 {
         self.state().dropped
+    }
+
+    /// Messages, lines and reports dropped so far.
+    pub fn dropped_messages(&self) -> u64 {
+        self.state().dropped_messages
     }
 }
 
 impl LogState {
+    /// Takes a message of `len` bytes and its framing from the budget, or
+    /// counts it as dropped.
     fn take_budget(&mut self, len: usize) -> bool {
-        if len <= self.remaining {
-            self.remaining -= len;
+        let cost = len.saturating_add(FRAMING);
+        if cost <= self.remaining {
+            self.remaining -= cost;
             true
         } else {
             self.remaining = 0;
             self.dropped += len as u64;
+            self.dropped_messages += 1;
             false
         }
     }
@@ -170,6 +194,8 @@ impl LogState {
 }
 
 fn emit(agent: &str, level: Level, source: &str, text: &str) {
+    // The binary's log formatter makes control characters visible (see
+    // `agentsite::text`), so the text goes as the agent wrote it.
     macro_rules! event {
         ($level:ident) => {
             tracing::$level!(target: "agentsite::agent", agent, source, "{text}")
@@ -190,14 +216,29 @@ mod tests {
 
     #[test]
     fn output_past_the_budget_is_dropped_and_counted() {
-        let log = GuestLog::new("flood".into(), 100);
+        let log = GuestLog::new("flood".into(), 10 * (10 + FRAMING as u64));
         for _ in 0..50 {
             log.write(Stream::Stdout, b"0123456789\n");
         }
         log.finish();
-        // Lines are kept without their newline: 10 lines of 10 bytes fill
-        // the 100-byte budget and the other 40 are dropped.
+        // Lines are kept without their newline: 10 lines of 10 bytes and
+        // their framing fill the budget and the other 40 are dropped.
         assert_eq!(log.dropped(), 40 * 10);
+    }
+
+    #[test]
+    fn empty_messages_and_lines_are_not_free() {
+        let log = GuestLog::new("flood".into(), 64 * 1024);
+        let kept = (0..100_000)
+            .filter(|_| log.message(Level::Warn, ""))
+            .count();
+        assert_eq!(kept, 64 * 1024 / FRAMING);
+        let log = GuestLog::new("flood".into(), 64 * 1024);
+        log.write(Stream::Stderr, &[b'\n'; 100_000]);
+        assert_eq!(
+            log.dropped_messages(),
+            (100_000 - 64 * 1024 / FRAMING) as u64
+        );
     }
 
     #[test]

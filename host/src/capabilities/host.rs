@@ -9,8 +9,13 @@ use tokio::sync::broadcast;
 use wasmtime::component::{HasSelf, Linker};
 
 /// Progress reports kept per call; an agent reporting in a tight loop is
-/// throttled rather than flooding its caller.
+/// throttled rather than flooding its caller. Each also costs its message
+/// and framing against the call's log budget.
 const MAX_PROGRESS_REPORTS: u32 = 10_000;
+
+/// Longest progress message passed on; a longer one is cut at a character
+/// boundary. A progress message is a status line, not a payload.
+pub const MAX_PROGRESS_MESSAGE: usize = 1024;
 
 /// Resource updates kept per call, for the same reason.
 const MAX_RESOURCE_UPDATES: u32 = 100;
@@ -74,10 +79,12 @@ impl host::Host for HostState {
         message: Option<String>,
     ) -> wasmtime::Result<()> {
         self.reports += 1;
-        if let Some(caller) = &self.caller.caller
-            && self.reports <= MAX_PROGRESS_REPORTS
-            && progress.is_finite()
-        {
+        let Some(caller) = &self.caller.caller else {
+            return Ok(());
+        };
+        let message = message.map(|m| crate::text::truncated(m, MAX_PROGRESS_MESSAGE));
+        let size = message.as_ref().map_or(0, String::len);
+        if self.reports <= MAX_PROGRESS_REPORTS && progress.is_finite() && self.log.charge(size) {
             caller.progress(Progress {
                 progress,
                 total: total.filter(|t| t.is_finite()),

@@ -6,8 +6,10 @@
 //! other's keys and removing an agent's data is removing one file.
 //! Databases are opened on first use and kept open for the life of the
 //! node. Every `set` and `delete` is a committed (fsynced) transaction:
-//! "durable when it returns". The bytes of keys and values an agent holds
-//! are counted in the same transactions, so the quota holds across crashes.
+//! "durable when it returns". What an agent holds is counted in the same
+//! transactions, so the quota holds across crashes: the bytes of each key
+//! and value plus [`ENTRY_OVERHEAD`] per entry, since a database of many
+//! empty values costs disk space too.
 
 use crate::AgentId;
 use crate::audit::Denials;
@@ -21,9 +23,22 @@ use std::sync::{Arc, Mutex, PoisonError};
 use wasmtime::component::{HasSelf, Linker};
 
 const TABLE: TableDefinition<&str, &[u8]> = TableDefinition::new("kv");
-/// Bytes of keys and values in [`TABLE`], under the key [`USED`].
+/// What [`TABLE`] holds against the quota, under the key [`USED`].
 const USAGE: TableDefinition<&str, u64> = TableDefinition::new("usage");
-const USED: &str = "bytes";
+/// Bytes with [`ENTRY_OVERHEAD`] counted. Databases written before it was
+/// counted kept theirs under "bytes", which is left alone and recounted.
+const USED: &str = "bytes+entries";
+
+/// What each entry costs against the quota beyond its key and value: about
+/// what the database spends on one (its place in a B-tree page, offsets,
+/// page slack), so that a quota bounds the file however the agent splits
+/// its data.
+pub const ENTRY_OVERHEAD: u64 = 64;
+
+/// What one entry costs against the quota.
+fn entry_cost(key: &str, value_len: usize) -> u64 {
+    (key.len() + value_len) as u64 + ENTRY_OVERHEAD
+}
 
 /// Longest key, in bytes.
 pub const MAX_KEY: usize = 1024;
@@ -178,8 +193,8 @@ impl KvState {
             let old = table
                 .get(key)
                 .map_err(|e| storage("kv read failed", e))?
-                .map_or(0, |v| (key.len() + v.value().len()) as u64);
-            let new_used = used - old + (key.len() + value.len()) as u64;
+                .map_or(0, |v| entry_cost(key, v.value().len()));
+            let new_used = used - old.min(used) + entry_cost(key, value.len());
             if new_used > quota && new_used > used {
                 self.deny("quota exceeded");
                 // Dropping the transaction discards it.
@@ -215,7 +230,7 @@ impl KvState {
             let removed = table
                 .remove(key)
                 .map_err(|e| storage("kv write failed", e))?
-                .map(|v| (key.len() + v.value().len()) as u64);
+                .map(|v| entry_cost(key, v.value().len()));
             if let Some(freed) = removed {
                 usage
                     .insert(USED, used.saturating_sub(freed))
@@ -263,8 +278,8 @@ impl KvState {
     }
 }
 
-/// The bytes of keys and values in `table`: as counted in `usage`, or
-/// counted now for a database written before quotas were kept.
+/// What `table` holds against the quota: as counted in `usage`, or counted
+/// now for a database written before this way of counting.
 fn used_bytes(
     table: &redb::Table<&str, &[u8]>,
     usage: &redb::Table<&str, u64>,
@@ -275,7 +290,7 @@ fn used_bytes(
     let mut used = 0;
     for entry in table.iter().map_err(|e| storage("kv read failed", e))? {
         let (key, value) = entry.map_err(|e| storage("kv read failed", e))?;
-        used += (key.value().len() + value.value().len()) as u64;
+        used += entry_cost(key.value(), value.value().len());
     }
     Ok(used)
 }
@@ -374,11 +389,12 @@ mod tests {
     fn the_quota_counts_keys_and_values_and_frees_on_delete() {
         let dir = tempfile::tempdir().unwrap();
         let stores = Arc::new(KvStores::new(dir.path().to_owned()));
-        let kv = KvState::new(stores.clone(), AgentId::of(b"notes"), Some(100));
+        let quota = 100 + ENTRY_OVERHEAD;
+        let kv = KvState::new(stores.clone(), AgentId::of(b"notes"), Some(quota));
         kv.set("a", &[0; 60]).unwrap();
         // Replacing a value counts the difference only.
         kv.set("a", &[0; 90]).unwrap();
-        let refused = kv.set("b", &[0; 10]).unwrap_err();
+        let refused = kv.set("b", &[0; 8]).unwrap_err();
         assert!(matches!(refused, KvError::QuotaExceeded(_)), "{refused:?}");
         assert_eq!(kv.get("b").unwrap(), None, "a refused write stores nothing");
         assert!(kv.delete("a").unwrap());
@@ -390,6 +406,20 @@ mod tests {
             lowered.set("c", b"x"),
             Err(KvError::QuotaExceeded(_))
         ));
+    }
+
+    #[test]
+    fn empty_values_cost_their_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores = Arc::new(KvStores::new(dir.path().to_owned()));
+        let kv = KvState::new(stores, AgentId::of(b"hoard"), Some(8 * 1024));
+        let mut stored = 0;
+        while kv.set(&format!("{stored}"), b"").is_ok() {
+            stored += 1;
+        }
+        // Each empty entry costs its key and the overhead: an 8 KiB quota
+        // holds about a hundred of them, not thousands.
+        assert!((100..=128).contains(&stored), "{stored} empty entries fit");
     }
 
     #[test]

@@ -161,8 +161,13 @@ impl WasiHttpView for CallState {
     }
 }
 
-pub(crate) fn new_http_context() -> WasiHttpCtx {
-    WasiHttpCtx::new()
+/// The wasi-http state of one call: each set of header fields it builds
+/// may hold at most `fields_limit` bytes (any agent can build them, granted
+/// HTTP or not, so they count toward what a call makes the host hold).
+pub(crate) fn new_http_context(fields_limit: usize) -> WasiHttpCtx {
+    let mut http = WasiHttpCtx::new();
+    http.set_field_size_limit(fields_limit);
+    http
 }
 
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {

@@ -14,6 +14,7 @@ use crate::capabilities::caller::{Caller, ElicitFailure, Elicitation, Progress};
 use crate::capabilities::guest_log::Level;
 use crate::runtime::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::store::AgentRecord;
+use crate::text::terminal_safe as safe;
 use crate::tool::ToolSpec;
 use anyhow::Context as _;
 use bytesize::ByteSize;
@@ -35,7 +36,7 @@ pub async fn add(node: &Node, files: &[impl AsRef<Path>]) -> anyhow::Result<()> 
         eprintln!(
             "added {} {} ({} tools: {})",
             record.card.name,
-            record.card.version,
+            safe(&record.card.version),
             record.tools.len(),
             tool_names(&record.tools)
         );
@@ -58,7 +59,7 @@ pub fn list(node: &Node, json: bool) -> anyhow::Result<()> {
         .map(|r| {
             [
                 r.card.name.clone(),
-                r.card.version.clone(),
+                safe(&r.card.version).into_owned(),
                 r.id.short(),
                 ByteSize(r.size).to_string(),
                 tool_names(&r.tools),
@@ -118,7 +119,7 @@ pub async fn call(
         anyhow::bail!(
             "{}.{tool} reported an error: {}",
             record.card.name,
-            output.text().lines().next().unwrap_or("(no text)")
+            crate::text::excerpt(output.text().lines().next().unwrap_or("(no text)"), 4096)
         );
     }
     Ok(())
@@ -142,8 +143,10 @@ pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
     }
     let card = &record.card;
     let mut out = String::new();
-    out.push_str(&format!("{} {}\n", card.name, card.version));
-    out.push_str(&format!("  {}\n\n", card.description));
+    // Everything the agent wrote is shown escaped, each on its own line:
+    // a description cannot pose as, or hide, the lines the node writes.
+    out.push_str(&format!("{} {}\n", card.name, safe(&card.version)));
+    out.push_str(&format!("  {}\n\n", safe(&card.description)));
     out.push_str(&format!("id:        {}\n", record.id));
     out.push_str(&format!(
         "size:      {} ({} bytes)\n",
@@ -151,10 +154,10 @@ pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
         record.size
     ));
     if !card.tags.is_empty() {
-        out.push_str(&format!("tags:      {}\n", card.tags.join(", ")));
+        out.push_str(&format!("tags:      {}\n", safe(&card.tags.join(", "))));
     }
     if let Some(homepage) = &card.homepage {
-        out.push_str(&format!("homepage:  {homepage}\n"));
+        out.push_str(&format!("homepage:  {}\n", safe(homepage)));
     }
     out.push_str(&format!(
         "compiled:  {}\n",
@@ -188,7 +191,7 @@ pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
     }
     out.push_str(&format!("\nimports ({}):\n", record.imports.len()));
     for import in &record.imports {
-        out.push_str(&format!("  {import}\n"));
+        out.push_str(&format!("  {}\n", safe(import)));
     }
     out.push_str(&format!("\ntools ({}):\n", record.tools.len()));
     for tool in &record.tools {
@@ -234,11 +237,11 @@ fn describe_tool(out: &mut String, tool: &ToolSpec) {
     let title = tool
         .title
         .as_deref()
-        .map(|t| format!(" ({t})"))
+        .map(|t| format!(" ({})", safe(t)))
         .unwrap_or_default();
     out.push_str(&format!("{}{title}\n", tool.name));
     for line in tool.description.lines() {
-        out.push_str(&format!("    {line}\n"));
+        out.push_str(&format!("    {}\n", safe(line)));
     }
     let properties = tool
         .input_schema
@@ -260,9 +263,13 @@ fn describe_tool(out: &mut String, tool: &ToolSpec) {
         let description = schema
             .get("description")
             .and_then(|d| d.as_str())
-            .map(|d| format!(": {d}"))
+            .map(|d| format!(": {}", safe(d)))
             .unwrap_or_default();
-        out.push_str(&format!("    - {name} ({kind}{optional}){description}\n"));
+        out.push_str(&format!(
+            "    - {} ({}{optional}){description}\n",
+            safe(name),
+            safe(&kind)
+        ));
     }
     let hints = &tool.annotations;
     let flags: Vec<&str> = [
@@ -326,7 +333,7 @@ pub(crate) fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
         serde_json::to_string(value)?
     };
     let mut lock = stdout.lock();
-    writeln!(lock, "{text}")?;
+    writeln!(lock, "{}", crate::text::json_terminal_safe(&text))?;
     Ok(())
 }
 

@@ -18,6 +18,7 @@ use rmcp::service::{RequestContext, ServiceError};
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::mpsc;
 
@@ -82,7 +83,13 @@ enum Notice {
 }
 
 /// The queue of a request's notifications and the task sending them.
-type Queue = (mpsc::UnboundedSender<Notice>, tokio::task::JoinHandle<()>);
+type Queue = (mpsc::Sender<Notice>, tokio::task::JoinHandle<()>);
+
+/// Notifications of one request waiting to be sent. The call's log budget
+/// bounds how many it makes; this bounds what the host holds when the
+/// client reads them slower than the agent makes them (or the operator set
+/// a large budget): past it they are dropped and counted.
+pub const MAX_QUEUED_NOTICES: usize = 256;
 
 /// The caller of one request. Notifications go through one ordered queue
 /// that [`ClientCall::finish`] drains before the response is sent (rmcp
@@ -103,6 +110,7 @@ impl ClientCall {
             session,
             token,
             queue: Mutex::new(None),
+            dropped: AtomicU64::new(0),
         });
         ClientCall { caller }
     }
@@ -126,7 +134,7 @@ impl ClientCall {
 async fn forward(
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
-    mut queue: mpsc::UnboundedReceiver<Notice>,
+    mut queue: mpsc::Receiver<Notice>,
 ) {
     while let Some(notice) = queue.recv().await {
         let sent = match notice {
@@ -151,6 +159,8 @@ struct McpCaller {
     /// Where progress goes, if the client asked for progress.
     token: Option<ProgressToken>,
     queue: Mutex<Option<Queue>>,
+    /// Notifications dropped because the queue was full.
+    dropped: AtomicU64,
 }
 
 impl McpCaller {
@@ -168,11 +178,19 @@ impl McpCaller {
     fn notify(&self, notice: Notice) {
         let mut queue = self.queue();
         let (notices, _) = queue.get_or_insert_with(|| {
-            let (notices, receiver) = mpsc::unbounded_channel();
+            let (notices, receiver) = mpsc::channel(MAX_QUEUED_NOTICES);
             let task = tokio::spawn(forward(self.peer.clone(), self.token.clone(), receiver));
             (notices, task)
         });
-        let _ = notices.send(notice);
+        if let Err(mpsc::error::TrySendError::Full(_)) = notices.try_send(notice) {
+            let dropped = self.dropped.fetch_add(1, Ordering::Relaxed);
+            if dropped == 0 {
+                tracing::warn!(
+                    "an agent's notifications come faster than its client reads them; \
+                     dropping those past {MAX_QUEUED_NOTICES} queued"
+                );
+            }
+        }
     }
 }
 

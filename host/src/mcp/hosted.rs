@@ -6,7 +6,10 @@
 //! `watch` channel, from which sessions send `notifications/tools/list_changed`.
 
 use super::exposed::{Exposed, Scope};
+use super::listing::Listings;
 use crate::Node;
+use crate::prompt::PromptSpec;
+use crate::resource::ResourceCatalog;
 use crate::store::AgentRecord;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -21,6 +24,9 @@ pub type Records = Arc<Vec<AgentRecord>>;
 pub struct Hosted {
     node: Arc<Node>,
     records: watch::Sender<Records>,
+    /// What each agent lists, shared by every session and endpoint.
+    pub(super) resources: Listings<ResourceCatalog>,
+    pub(super) prompts: Listings<Vec<PromptSpec>>,
 }
 
 impl Hosted {
@@ -28,7 +34,12 @@ impl Hosted {
     pub fn new(node: Arc<Node>) -> anyhow::Result<Arc<Hosted>> {
         let records = Arc::new(node.list()?);
         let (records, _) = watch::channel(records);
-        Ok(Arc::new(Hosted { node, records }))
+        Ok(Arc::new(Hosted {
+            node,
+            records,
+            resources: Listings::new("resources"),
+            prompts: Listings::new("prompts"),
+        }))
     }
 
     pub fn node(&self) -> &Arc<Node> {
@@ -60,6 +71,8 @@ impl Hosted {
                 return false;
             }
             tracing::info!(agents = records.len(), "installed agents changed");
+            self.resources.keep_only(&records);
+            self.prompts.keep_only(&records);
             *current = Arc::new(records);
             true
         });

@@ -6,6 +6,7 @@ mod client;
 pub mod exposed;
 pub mod hosted;
 pub mod http;
+pub mod listing;
 pub mod server;
 pub mod stdio;
 

@@ -11,6 +11,7 @@ use super::exposed::{Exposed, ExposedAgent};
 use super::hosted::{Hosted, ScopedTools};
 use crate::NodeCallError;
 use crate::capabilities::caller::Caller;
+use crate::prompt::PromptSpec;
 use crate::resource::{ResourceCatalog, ResourceSpec, ResourceTemplateSpec};
 use crate::runtime::CallError;
 use crate::tool::ToolOutput;
@@ -95,20 +96,21 @@ impl AgentServer {
         }
     }
 
-    /// What each agent in scope offers to read now. An agent that fails to
-    /// answer is left out (and logged) rather than failing the whole list.
-    async fn catalogs<'a>(&self, exposed: &'a Exposed) -> Vec<(&'a ExposedAgent, ResourceCatalog)> {
+    /// What each agent in scope offers to read now, asked of all at once
+    /// (see [`super::listing`]): an agent that does not answer in time is
+    /// left out rather than holding up the list.
+    async fn catalogs<'a>(
+        &self,
+        exposed: &'a Exposed,
+    ) -> Vec<(&'a ExposedAgent, Arc<ResourceCatalog>)> {
         let node = self.hosted.node();
-        let mut catalogs = Vec::with_capacity(exposed.agents().len());
-        for agent in exposed.agents() {
-            match node.resources(&agent.record).await {
-                Ok(catalog) => catalogs.push((agent, catalog)),
-                Err(e) => {
-                    tracing::warn!(agent = %agent.record.card.name, "resources not listed: {e}")
-                }
-            }
-        }
-        catalogs
+        self.hosted
+            .resources
+            .of(node, exposed.agents(), |record, grants| {
+                let node = node.clone();
+                async move { node.resources(&record, grants).await }
+            })
+            .await
     }
 
     /// Runs a request's work in the node with this session as its caller.
@@ -196,7 +198,7 @@ impl ServerHandler for AgentServer {
             .catalogs(&exposed)
             .await
             .into_iter()
-            .flat_map(|(_, catalog)| catalog.resources)
+            .flat_map(|(_, catalog)| catalog.resources.clone())
             .collect();
         let (resources, next_cursor) = page(&resources, request, mcp)?;
         let mut result = ListResourcesResult::with_all_items(resources);
@@ -214,7 +216,7 @@ impl ServerHandler for AgentServer {
             .catalogs(&exposed)
             .await
             .into_iter()
-            .flat_map(|(_, catalog)| catalog.templates)
+            .flat_map(|(_, catalog)| catalog.templates.clone())
             .collect();
         let (templates, next_cursor) = page(&templates, request, mcp)?;
         let mut result = ListResourceTemplatesResult::with_all_items(templates);
@@ -230,7 +232,8 @@ impl ServerHandler for AgentServer {
         let exposed = self.exposed();
         let uri = request.uri.as_str();
         // One agent answers for itself; among several, the one that lists
-        // the URI or a template matching it.
+        // the URI or a template matching it (from the shared listings, so
+        // that only the owner runs).
         let owner = match exposed.agents() {
             [only] => Some(only),
             _ => self
@@ -282,18 +285,26 @@ impl ServerHandler for AgentServer {
     ) -> Result<ListPromptsResult, McpError> {
         let exposed = self.exposed();
         let node = self.hosted.node();
-        let mut prompts = Vec::new();
-        for agent in exposed.agents() {
-            match node.prompts(&agent.record).await {
-                Ok(specs) => prompts.extend(specs.into_iter().map(|mut spec| {
-                    spec.name = agent.exposed_name(&spec.name);
-                    spec
-                })),
-                Err(e) => {
-                    tracing::warn!(agent = %agent.record.card.name, "prompts not listed: {e}")
-                }
-            }
-        }
+        let listed = self
+            .hosted
+            .prompts
+            .of(node, exposed.agents(), |record, grants| {
+                let node = node.clone();
+                async move { node.prompts(&record, grants).await }
+            })
+            .await;
+        let prompts: Vec<_> = listed
+            .into_iter()
+            .flat_map(|(agent, specs)| {
+                specs
+                    .iter()
+                    .map(|spec| PromptSpec {
+                        name: agent.exposed_name(&spec.name),
+                        ..spec.clone()
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
         let (prompts, next_cursor) = page(&prompts, request, mcp)?;
         let mut result = ListPromptsResult::with_all_items(prompts);
         result.next_cursor = next_cursor;

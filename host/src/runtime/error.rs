@@ -31,9 +31,21 @@ pub enum CallError {
     /// The guest's call stack overflowed.
     #[error("stack overflow: the agent recursed too deeply")]
     StackOverflow,
+    /// The call made the host hold more on its behalf than allowed: open
+    /// handles, table elements, HTTP header fields.
+    #[error("host resource limit exceeded: {0}")]
+    HostLimit(String),
     /// The result is larger than allowed.
     #[error("output of {size} exceeds the limit of {limit}")]
     OutputTooLarge { size: ByteSize, limit: ByteSize },
+    /// The result has more items (content blocks, resources, prompt
+    /// messages) than allowed.
+    #[error("output of {count} {what} exceeds the limit of {limit}")]
+    TooManyItems {
+        what: &'static str,
+        count: usize,
+        limit: usize,
+    },
     /// The guest trapped (a panic, an `unreachable`, an out-of-bounds access).
     #[error("agent trapped: {0}")]
     Trapped(String),
@@ -55,7 +67,8 @@ impl CallError {
             CallError::DeadlineExceeded(_) => "deadline",
             CallError::MemoryExceeded(_) => "memory",
             CallError::StackOverflow => "stack",
-            CallError::OutputTooLarge { .. } => "output",
+            CallError::HostLimit(_) => "host",
+            CallError::OutputTooLarge { .. } | CallError::TooManyItems { .. } => "output",
             CallError::Busy(_) => "concurrency",
             _ => return None,
         })
@@ -69,7 +82,9 @@ impl CallError {
             CallError::DeadlineExceeded(_)
                 | CallError::MemoryExceeded(_)
                 | CallError::StackOverflow
+                | CallError::HostLimit(_)
                 | CallError::OutputTooLarge { .. }
+                | CallError::TooManyItems { .. }
                 | CallError::Busy(_)
         )
     }

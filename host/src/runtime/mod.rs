@@ -9,6 +9,7 @@
 
 pub mod background;
 pub mod bindings;
+pub mod complexity;
 mod engine;
 mod error;
 mod result;
@@ -58,7 +59,7 @@ pub struct CallState {
     pub(crate) user: UserState,
 }
 
-mod limits;
+pub mod limits;
 
 /// An agent ready to be called: its compiled component with imports resolved,
 /// and the slots that bound its concurrent calls.
@@ -70,6 +71,9 @@ pub struct LoadedAgent {
     /// agent's concurrency swaps in a new semaphore; calls holding a slot
     /// of the old one finish on it.
     slots: std::sync::Mutex<(u32, Arc<Semaphore>)>,
+    /// Bumped when a call that may change what the agent lists (a tool
+    /// call, a resource read, a prompt) starts and when it ends.
+    activity: std::sync::atomic::AtomicU64,
 }
 
 impl LoadedAgent {
@@ -91,6 +95,35 @@ impl LoadedAgent {
 
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// A count that changes whenever a call that may change the agent's
+    /// state starts or ends: a listing made at one count still holds while
+    /// the count is the same (see `mcp::listing`).
+    pub fn activity(&self) -> u64 {
+        self.activity.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn touch(&self) {
+        self.activity
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+/// Marks a call of an agent as running: [`LoadedAgent::activity`] moves
+/// when it starts and again when it ends, however it ends.
+struct Touch<'a>(&'a LoadedAgent);
+
+impl<'a> Touch<'a> {
+    fn start(agent: &'a LoadedAgent) -> Self {
+        agent.touch();
+        Touch(agent)
+    }
+}
+
+impl Drop for Touch<'_> {
+    fn drop(&mut self) {
+        self.0.touch();
     }
 }
 
@@ -131,6 +164,8 @@ pub enum ComponentError {
     Invalid(String),
     #[error("does not fit the agentsite agent world: {0}")]
     WrongWorld(String),
+    #[error("refused before compiling: {0}")]
+    TooComplex(complexity::TooComplex),
 }
 
 impl Runtime {
@@ -196,6 +231,10 @@ impl Runtime {
                 "unknown WebAssembly version or layer".into(),
             ));
         }
+        complexity::check(bytes).map_err(|e| match e {
+            complexity::TooComplex::Invalid(reason) => ComponentError::Invalid(reason),
+            too_complex => ComponentError::TooComplex(too_complex),
+        })?;
         Component::new(&self.engine, bytes).map_err(|e| ComponentError::Invalid(one_line(&e)))
     }
 
@@ -238,6 +277,7 @@ impl Runtime {
             name: name.into(),
             pre,
             slots: std::sync::Mutex::new((slots, Arc::new(Semaphore::new(slots as usize)))),
+            activity: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -274,7 +314,7 @@ impl Runtime {
         })
         .await;
         let (card, tools) = call.finish(outcome)?;
-        result::describe(card, tools, limits)
+        result::describe(card, tools)
     }
 
     /// Runs one tool call in a fresh instance of `agent`.
@@ -283,6 +323,7 @@ impl Runtime {
         agent: &LoadedAgent,
         request: ToolCall<'_>,
     ) -> Result<ToolOutput, CallError> {
+        let _running = Touch::start(agent);
         let (_slot, mut call) = self.enter(agent, &request.grants, request.caller).await?;
         let outcome = in_time(call.deadline, async {
             let instance = instantiate(&agent.pre, &mut call.store).await?;
@@ -327,6 +368,7 @@ impl Runtime {
         grants: &Grants,
         caller: Option<Arc<dyn Caller>>,
     ) -> Result<Vec<ResourceContents>, CallError> {
+        let _running = Touch::start(agent);
         let (_slot, mut call) = self.enter(agent, grants, caller).await?;
         let outcome = in_time(call.deadline, async {
             let instance = instantiate(&agent.pre, &mut call.store).await?;
@@ -370,6 +412,7 @@ impl Runtime {
         grants: &Grants,
         caller: Option<Arc<dyn Caller>>,
     ) -> Result<PromptOutput, CallError> {
+        let _running = Touch::start(agent);
         let (_slot, mut call) = self.enter(agent, grants, caller).await?;
         let outcome = in_time(call.deadline, async {
             let instance = instantiate(&agent.pre, &mut call.store).await?;
@@ -418,9 +461,13 @@ impl Runtime {
         let denials = Denials::new(self.audit.clone(), agent.name.clone());
         let state = CallState {
             wasi,
-            http: capabilities::wasi::new_http_context(),
+            http: capabilities::wasi::new_http_context(limits::MAX_FIELDS_BYTES),
             http_hooks: HttpPolicy::new(grants.http.clone(), deadline, denials.clone()),
-            table: ResourceTable::new(),
+            table: {
+                let mut table = ResourceTable::new();
+                table.set_max_capacity(limits::MAX_HANDLES);
+                table
+            },
             limiter: limits::CallLimiter::new(limits.memory),
             host: HostState::new(log.clone(), agent.id, caller.clone(), self.updates.clone()),
             kv: KvState::new(self.kv.clone(), agent.id, grants.kv).reporting(denials.clone()),
@@ -497,8 +544,19 @@ impl RunningCall {
             Ok(value) => return Ok(value),
             Err(error) => error,
         };
-        if self.store.data().limiter.memory_exceeded {
+        let limiter = &self.store.data().limiter;
+        if limiter.memory_exceeded {
             return Err(CallError::MemoryExceeded(self.limits.memory));
+        }
+        if limiter.tables_exceeded {
+            return Err(CallError::HostLimit(format!(
+                "table elements (at most {} per table, {} per call)",
+                limits::MAX_TABLE_ELEMENTS,
+                limits::MAX_TABLE_ELEMENTS_PER_CALL
+            )));
+        }
+        if let Some(limit) = host_limit(&error) {
+            return Err(CallError::HostLimit(limit));
         }
         let error = match error.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => CallError::DeadlineExceeded(self.limits.deadline),
@@ -514,6 +572,29 @@ impl RunningCall {
         };
         Err(error)
     }
+}
+
+/// The host-side limit behind `error`, if one stopped the call: the
+/// handle table full, or HTTP header fields over their size.
+fn host_limit(error: &wasmtime::Error) -> Option<String> {
+    error.chain().find_map(|cause| {
+        if let Some(wasmtime::component::ResourceTableError::Full) = cause.downcast_ref() {
+            return Some(format!(
+                "more than {} handles open at once (streams, pollables, HTTP fields and bodies, files)",
+                limits::MAX_HANDLES
+            ));
+        }
+        match cause.downcast_ref::<wasmtime_wasi_http::FieldMapError>() {
+            Some(
+                wasmtime_wasi_http::FieldMapError::TotalSizeTooBig
+                | wasmtime_wasi_http::FieldMapError::TooManyFields,
+            ) => Some(format!(
+                "HTTP header fields over {} per set",
+                bytesize::ByteSize(limits::MAX_FIELDS_BYTES as u64)
+            )),
+            _ => None,
+        }
+    })
 }
 
 /// An error chain on one line.

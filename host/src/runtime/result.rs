@@ -20,7 +20,51 @@ use crate::tool::{
 use bytesize::ByteSize;
 use serde_json::Value;
 
-/// Checks the output budget against `size` raw bytes.
+/// Most content blocks in one tool result or filled-in prompt, and most
+/// contents of one resource read.
+pub const MAX_CONTENT_ITEMS: usize = 1024;
+
+/// Most resources, resource templates or prompts one agent lists.
+pub const MAX_LISTED_ITEMS: usize = 4096;
+
+/// Longest error message an agent may give; a longer one is cut. An error
+/// is read by a person or a model: its first kilobytes say what failed.
+pub const MAX_ERROR_MESSAGE: usize = 4096;
+
+/// Refuses more than `limit` items before anything else is done with them.
+fn check_count(what: &'static str, count: usize, limit: usize) -> Result<(), CallError> {
+    if count > limit {
+        return Err(CallError::TooManyItems { what, count, limit });
+    }
+    Ok(())
+}
+
+/// The bytes `value` takes as JSON, counted without building the text.
+fn json_size(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Serializing host types into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// An error message from the guest, cut to [`MAX_ERROR_MESSAGE`].
+fn guest_message(message: String) -> String {
+    crate::text::truncated(message, MAX_ERROR_MESSAGE)
+}
+
+/// Checks the output budget against `size` bytes: first the raw bytes the
+/// guest returned (before any of it is converted), then the result as it
+/// will be sent, framing, escapes and base64 included.
 fn check_size(size: usize, limits: &Limits) -> Result<(), CallError> {
     if size as u64 > limits.max_output.as_u64() {
         return Err(CallError::OutputTooLarge {
@@ -31,24 +75,37 @@ fn check_size(size: usize, limits: &Limits) -> Result<(), CallError> {
     Ok(())
 }
 
-/// Validates and converts a card and tool list.
+/// Validates and converts a card and tool list. Their size is bounded by
+/// [`tool::card_limits`], not by the output cap: a record is read by every
+/// listing, so it has bounds of its own.
 pub(super) fn describe(
     card: types::AgentCard,
     tools: Vec<types::Tool>,
-    limits: &Limits,
 ) -> Result<(AgentCard, Vec<ToolSpec>), CallError> {
     let malformed = |e: tool::ContractError| CallError::MalformedResult(e.0);
     tool::validate_agent_name(&card.name).map_err(malformed)?;
-    let size: usize = tools
-        .iter()
-        .map(|t| {
-            t.name.len()
-                + t.description.len()
-                + t.input_schema.len()
-                + t.output_schema.as_ref().map_or(0, String::len)
-        })
-        .sum();
-    check_size(size, limits)?;
+    let card = AgentCard {
+        name: card.name,
+        version: card.version,
+        description: card.description,
+        tags: card.tags,
+        homepage: card.homepage,
+    };
+    // Each field is checked on its own first, so that an oversized one is
+    // named (and no large schema is parsed).
+    tool::check_card_fields(&card).map_err(malformed)?;
+    tool::check_tool_count(tools.len()).map_err(malformed)?;
+    for t in &tools {
+        tool::validate_tool_name(&t.name).map_err(malformed)?;
+        tool::check_tool_fields(
+            &t.name,
+            t.title.as_deref(),
+            &t.description,
+            t.input_schema.len(),
+            t.output_schema.as_ref().map(String::len),
+        )
+        .map_err(malformed)?;
+    }
     if tools.is_empty() {
         return Err(CallError::MalformedResult(
             "the agent lists no tools".into(),
@@ -56,7 +113,6 @@ pub(super) fn describe(
     }
     let mut specs: Vec<ToolSpec> = Vec::with_capacity(tools.len());
     for tool in tools {
-        tool::validate_tool_name(&tool.name).map_err(malformed)?;
         if specs.iter().any(|s| s.name == tool.name) {
             return Err(CallError::MalformedResult(format!(
                 "two tools are named {:?}",
@@ -86,13 +142,7 @@ pub(super) fn describe(
             },
         });
     }
-    let card = AgentCard {
-        name: card.name,
-        version: card.version,
-        description: card.description,
-        tags: card.tags,
-        homepage: card.homepage,
-    };
+    tool::check_card_size(&card, &specs).map_err(malformed)?;
     Ok((card, specs))
 }
 
@@ -149,6 +199,7 @@ pub(super) fn tool_output(
     result: types::ToolResult,
     limits: &Limits,
 ) -> Result<ToolOutput, CallError> {
+    check_count("content blocks", result.content.len(), MAX_CONTENT_ITEMS)?;
     let size: usize = result.content.iter().map(content_size).sum::<usize>()
         + result.structured_content.as_ref().map_or(0, String::len);
     check_size(size, limits)?;
@@ -168,11 +219,13 @@ pub(super) fn tool_output(
             Some(value)
         }
     };
-    Ok(ToolOutput {
+    let output = ToolOutput {
         content: result.content.into_iter().map(content).collect(),
         structured_content,
         is_error: result.is_error,
-    })
+    };
+    check_size(json_size(&output), limits)?;
+    Ok(output)
 }
 
 /// An embedded resource must name itself with a URI a client can use.
@@ -190,7 +243,8 @@ fn check_uri(uri: &str) -> Result<(), CallError> {
 fn check_name(what: &str, name: &str) -> Result<(), CallError> {
     if name.is_empty() || name.len() > 256 {
         return Err(CallError::MalformedResult(format!(
-            "{what} name {name:?} must be 1 to 256 bytes"
+            "{what} name {:?} must be 1 to 256 bytes",
+            crate::text::excerpt(name, 256)
         )));
     }
     Ok(())
@@ -202,6 +256,8 @@ pub(super) fn resource_catalog(
     templates: Vec<wit_resources::ResourceTemplate>,
     limits: &Limits,
 ) -> Result<ResourceCatalog, CallError> {
+    check_count("resources", resources.len(), MAX_LISTED_ITEMS)?;
+    check_count("resource templates", templates.len(), MAX_LISTED_ITEMS)?;
     let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
     let size: usize =
         resources
@@ -246,6 +302,10 @@ pub(super) fn resource_catalog(
             },
         });
     }
+    check_size(
+        json_size(&catalog.resources) + json_size(&catalog.templates),
+        limits,
+    )?;
     Ok(catalog)
 }
 
@@ -254,12 +314,13 @@ pub(super) fn resource_contents(
     contents: Vec<wit_resources::ResourceContents>,
     limits: &Limits,
 ) -> Result<Vec<ResourceContents>, CallError> {
+    check_count("resource contents", contents.len(), MAX_CONTENT_ITEMS)?;
     let size: usize = contents
         .iter()
         .map(|c| c.uri.len() + body_size(&c.body))
         .sum();
     check_size(size, limits)?;
-    contents
+    let contents = contents
         .into_iter()
         .map(|c| {
             check_uri(&c.uri)?;
@@ -269,14 +330,18 @@ pub(super) fn resource_contents(
                 body: body(c.body),
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, CallError>>()?;
+    check_size(json_size(&contents), limits)?;
+    Ok(contents)
 }
 
 /// Converts a resource error the guest returned.
 pub(super) fn resource_error(error: wit_resources::ResourceError) -> CallError {
     match error {
-        wit_resources::ResourceError::NotFound(uri) => CallError::ResourceNotFound(uri),
-        wit_resources::ResourceError::Failed(reason) => CallError::Failed(reason),
+        wit_resources::ResourceError::NotFound(uri) => {
+            CallError::ResourceNotFound(crate::text::excerpt(&uri, 256).into_owned())
+        }
+        wit_resources::ResourceError::Failed(reason) => CallError::Failed(guest_message(reason)),
     }
 }
 
@@ -285,6 +350,7 @@ pub(super) fn prompts(
     prompts: Vec<wit_prompts::Prompt>,
     limits: &Limits,
 ) -> Result<Vec<PromptSpec>, CallError> {
+    check_count("prompts", prompts.len(), MAX_LISTED_ITEMS)?;
     let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
     let size: usize = prompts
         .iter()
@@ -332,6 +398,7 @@ pub(super) fn prompts(
             arguments,
         });
     }
+    check_size(json_size(&specs), limits)?;
     Ok(specs)
 }
 
@@ -340,6 +407,7 @@ pub(super) fn prompt_output(
     result: wit_prompts::PromptResult,
     limits: &Limits,
 ) -> Result<PromptOutput, CallError> {
+    check_count("prompt messages", result.messages.len(), MAX_CONTENT_ITEMS)?;
     let size: usize = result
         .messages
         .iter()
@@ -351,7 +419,7 @@ pub(super) fn prompt_output(
         .messages
         .iter()
         .try_for_each(|m| check_content(&m.content))?;
-    Ok(PromptOutput {
+    let output = PromptOutput {
         description: result.description,
         messages: result
             .messages
@@ -364,7 +432,9 @@ pub(super) fn prompt_output(
                 content: content(m.content),
             })
             .collect(),
-    })
+    };
+    check_size(json_size(&output), limits)?;
+    Ok(output)
 }
 
 /// Converts a prompt error the guest returned.
@@ -372,10 +442,12 @@ pub(super) fn prompt_error(error: wit_prompts::PromptError, agent: &str) -> Call
     match error {
         wit_prompts::PromptError::UnknownPrompt(prompt) => CallError::UnknownPrompt {
             agent: agent.to_owned(),
-            prompt,
+            prompt: crate::text::excerpt(&prompt, 256).into_owned(),
         },
-        wit_prompts::PromptError::InvalidArguments(reason) => CallError::InvalidArguments(reason),
-        wit_prompts::PromptError::Failed(reason) => CallError::Failed(reason),
+        wit_prompts::PromptError::InvalidArguments(reason) => {
+            CallError::InvalidArguments(guest_message(reason))
+        }
+        wit_prompts::PromptError::Failed(reason) => CallError::Failed(guest_message(reason)),
     }
 }
 
@@ -384,9 +456,11 @@ pub(super) fn tool_error(error: types::ToolError, agent: &str) -> CallError {
     match error {
         types::ToolError::UnknownTool(tool) => CallError::UnknownTool {
             agent: agent.to_owned(),
-            tool,
+            tool: crate::text::excerpt(&tool, 256).into_owned(),
         },
-        types::ToolError::InvalidArguments(reason) => CallError::InvalidArguments(reason),
-        types::ToolError::Failed(reason) => CallError::Failed(reason),
+        types::ToolError::InvalidArguments(reason) => {
+            CallError::InvalidArguments(guest_message(reason))
+        }
+        types::ToolError::Failed(reason) => CallError::Failed(guest_message(reason)),
     }
 }

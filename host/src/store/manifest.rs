@@ -171,7 +171,8 @@ impl Manifest {
             crate::tool::validate_tool_name(&tool.name)
                 .map_err(|e| ManifestError::Inconsistent(e.0))?;
         }
-        Ok(())
+        crate::tool::check_card_size(&self.card, &self.tools)
+            .map_err(|e| ManifestError::Inconsistent(e.0))
     }
 }
 

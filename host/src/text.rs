@@ -1,0 +1,139 @@
+//! Text that came from an agent or a peer, made fit to show.
+//!
+//! An agent chooses its description, tool titles, error messages and log
+//! lines; a peer chooses what its manifests say. None of it may drive the
+//! operator's terminal: an escape sequence in a description could rewrite
+//! what `inspect` shows, hide a line or retitle the window. Every such
+//! string goes through [`terminal_safe`] on its way to a terminal or a log
+//! line, and long ones through [`truncated`] where a bound applies.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// `text` with every character that a terminal would act on, rather than
+/// print, made visible: C0 and C1 controls and DEL as `\x1b`-style escapes,
+/// and the Unicode marks that reorder or hide text (bidirectional
+/// overrides and isolates, zero-width characters) as `\u{202e}`. Tabs stay;
+/// newlines do not, so that one message cannot pose as several lines.
+/// Text without such characters is returned as it is.
+pub fn terminal_safe(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if !needs_escape(c) {
+            shown.push(c);
+        } else if (c as u32) < 0x100 {
+            let _ = write!(shown, "\\x{:02x}", c as u32);
+        } else {
+            let _ = write!(shown, "\\u{{{:x}}}", c as u32);
+        }
+    }
+    Cow::Owned(shown)
+}
+
+/// JSON text (as serde_json writes it) with the characters of
+/// [`terminal_safe`] that JSON leaves raw (DEL, C1 controls, bidirectional
+/// and zero-width marks) written as `\uXXXX` escapes: the same JSON to a
+/// parser, inert on a terminal. Such characters only occur inside strings,
+/// where the escape is valid.
+pub fn json_terminal_safe(json: &str) -> Cow<'_, str> {
+    if !json.chars().any(needs_escape) {
+        return Cow::Borrowed(json);
+    }
+    let mut shown = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if needs_escape(c) {
+            // All of them are in the Basic Multilingual Plane.
+            let _ = write!(shown, "\\u{:04x}", c as u32);
+        } else {
+            shown.push(c);
+        }
+    }
+    Cow::Owned(shown)
+}
+
+fn needs_escape(c: char) -> bool {
+    match c {
+        '\t' => false,
+        c if c.is_control() => true,
+        // Bidirectional embeddings, overrides and isolates; zero-width
+        // spaces and joiners; the BOM; line and paragraph separators.
+        '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' => true,
+        '\u{feff}' => true,
+        _ => false,
+    }
+}
+
+/// `text` cut to at most `max` bytes at a character boundary, with a note
+/// of how much was left out when it was cut.
+pub fn truncated(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let cut = floor_char_boundary(&text, max);
+    let left_out = text.len() - cut;
+    text.truncate(cut);
+    let _ = write!(text, "… ({left_out} more bytes)");
+    text
+}
+
+/// The first at most `max` bytes of `text`, at a character boundary, with
+/// an ellipsis when cut: for quoting untrusted text inside an error.
+pub fn excerpt(text: &str, max: usize) -> Cow<'_, str> {
+    if text.len() <= max {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(format!("{}…", &text[..floor_char_boundary(text, max)]))
+    }
+}
+
+fn floor_char_boundary(text: &str, max: usize) -> usize {
+    let mut cut = max.min(text.len());
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_is_untouched() {
+        assert!(matches!(
+            terminal_safe("Arithmetic, naïvely — 2×3\tok"),
+            Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn escape_sequences_are_made_visible() {
+        assert_eq!(
+            terminal_safe("\x1b[2K\x1b[1Aasks for: nothing\r\n"),
+            "\\x1b[2K\\x1b[1Aasks for: nothing\\x0d\\x0a"
+        );
+        // C1 controls (CSI as one character), DEL, and a bidi override.
+        assert_eq!(terminal_safe("a\u{9b}2Jb\u{7f}"), "a\\x9b2Jb\\x7f");
+        assert_eq!(terminal_safe("txt.\u{202e}exe"), "txt.\\u{202e}exe");
+    }
+
+    #[test]
+    fn json_keeps_its_meaning_and_loses_its_escapes() {
+        let value = serde_json::json!({"description": "a\u{9b}2J\u{7f}\u{202e}b\x1b"});
+        let json = serde_json::to_string(&value).unwrap();
+        let shown = json_terminal_safe(&json);
+        assert!(!shown.chars().any(needs_escape), "{shown}");
+        let parsed: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(parsed, value);
+    }
+
+    #[test]
+    fn long_text_is_cut_at_a_character_boundary() {
+        assert_eq!(truncated("héllo".into(), 2), "h… (5 more bytes)");
+        assert_eq!(truncated("short".into(), 10), "short");
+        assert_eq!(excerpt("ééé", 3), "é…");
+    }
+}
