@@ -286,6 +286,49 @@ async fn a_storage_hoarder_stops_at_its_quota() {
     assert_kv_files_small(dir.path());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn links_out_of_a_granted_folder_cannot_be_planted() {
+    let (node, _dir) = node_with(&["calculator", "hostile_escape"], test_limits()).await;
+    let granted = tempfile::tempdir().unwrap();
+    std::fs::create_dir(granted.path().join("sub")).unwrap();
+    std::fs::write(granted.path().join("inside.txt"), "inside").unwrap();
+    grant(
+        &node,
+        "hostile-escape",
+        &[&format!("fs={}:/data:rw", granted.path().display())],
+    );
+    let plant = |target: &str, link: &str| {
+        json!({"folder": "/data", "target": target, "link": link}).to_string()
+    };
+    for (target, link) in [
+        ("../../etc/passwd", "trap"),
+        ("/etc/passwd", "absolute"),
+        ("../../inside.txt", "sub/climb"),
+        ("sub/../../x", "sneaky"),
+    ] {
+        let error = error_of(&node, "hostile-escape", "plant", &plant(target, link)).await;
+        assert!(error.contains("not-permitted"), "{target}: {error}");
+        assert!(
+            std::fs::symlink_metadata(granted.path().join(link)).is_err(),
+            "{link} -> {target} was created"
+        );
+    }
+    // Links that stay inside the folder are an agent's own business.
+    for (target, link) in [("inside.txt", "alias"), ("../inside.txt", "sub/up")] {
+        let made = result_of(
+            &node,
+            "hostile-escape",
+            "plant",
+            serde_json::from_str(&plant(target, link)).unwrap(),
+        )
+        .await;
+        assert_eq!(made, format!("{link} -> {target}"));
+        let resolved = std::fs::read_to_string(granted.path().join(link)).unwrap();
+        assert_eq!(resolved, "inside");
+    }
+    support::hostile::assert_serving(&node).await;
+}
+
 /// How many values a hoarding run stored before the quota refused one.
 fn stored_until_quota(hoarded: &serde_json::Value) -> u64 {
     let refusal = hoarded["refusal"].as_str().unwrap();

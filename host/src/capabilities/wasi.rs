@@ -172,7 +172,72 @@ pub(crate) fn new_http_context(fields_limit: usize) -> WasiHttpCtx {
 
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
     wasmtime_wasi::p2::add_to_linker_async(linker)?;
+    refuse_links_out_of_folders(linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
+}
+
+/// The `wasi:filesystem` interface as wasmtime-wasi defines it; components
+/// built against any 0.2 version link to it.
+const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
+
+/// Replaces `descriptor.symlink-at` with one that refuses a link whose
+/// target leads out of the folder it is made in. cap-std never follows
+/// such a link for the agent, but it would stay in the granted folder as a
+/// trap for other programs of the host (`link -> ../../etc/passwd`).
+fn refuse_links_out_of_folders(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    use wasmtime::component::Resource;
+    use wasmtime_wasi::filesystem::WasiFilesystemView as _;
+    use wasmtime_wasi::p2::bindings::filesystem::types::{Descriptor, ErrorCode, HostDescriptor};
+    linker.allow_shadowing(true);
+    let defined = linker.instance(FILESYSTEM_TYPES)?.func_wrap_async(
+        "[method]descriptor.symlink-at",
+        |mut store, (folder, target, link): (Resource<Descriptor>, String, String)| {
+            Box::new(async move {
+                if link_leaves_folder(&target, &link) {
+                    return Ok((Err(ErrorCode::NotPermitted),));
+                }
+                let mut view = store.data_mut().filesystem();
+                match HostDescriptor::symlink_at(&mut view, folder, target, link).await {
+                    Ok(()) => Ok((Ok(()),)),
+                    Err(error) => Ok((Err(error.downcast()?),)),
+                }
+            })
+        },
+    );
+    linker.allow_shadowing(false);
+    defined
+}
+
+/// Whether a symlink at `link` (relative to an open folder) pointing at
+/// `target` leads out of that folder: an absolute target, or one whose
+/// `..` steps climb above the folder from the link's own place in it.
+/// Links with `..` that stay inside (`sub/link -> ../file`) are fine.
+fn link_leaves_folder(target: &str, link: &str) -> bool {
+    use std::path::{Component, Path};
+    // How deep the link's own folder is below the open folder.
+    let mut depth: i64 = 0;
+    let mut link_parts = Path::new(link).components().peekable();
+    while let Some(part) = link_parts.next() {
+        let last = link_parts.peek().is_none();
+        match part {
+            Component::Normal(_) if !last => depth += 1,
+            Component::ParentDir => depth -= 1,
+            Component::Normal(_) | Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return true,
+        }
+    }
+    for part in Path::new(target).components() {
+        match part {
+            Component::Normal(_) => depth += 1,
+            Component::ParentDir => depth -= 1,
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return true,
+        }
+        if depth < 0 {
+            return true;
+        }
+    }
+    false
 }
 
 /// A guest's stdout or stderr, written into its call's log.
@@ -240,5 +305,22 @@ impl tokio::io::AsyncWrite for GuestStdio {
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Poll::Ready(Ok(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::link_leaves_folder;
+
+    #[test]
+    fn links_that_climb_out_are_told_from_those_that_stay_in() {
+        assert!(link_leaves_folder("../../etc/passwd", "link"));
+        assert!(link_leaves_folder("/etc/passwd", "link"));
+        assert!(link_leaves_folder("../x", "link"));
+        assert!(link_leaves_folder("sub/../../x", "link"));
+        assert!(link_leaves_folder("../../x", "sub/link"));
+        assert!(!link_leaves_folder("../x", "sub/link"));
+        assert!(!link_leaves_folder("notes.txt", "link"));
+        assert!(!link_leaves_folder("sub/./notes.txt", "link"));
     }
 }
