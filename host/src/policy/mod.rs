@@ -261,3 +261,86 @@ fn write(path: &Path, policy: &Policy) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot replace {}: {}", path.display(), e.error))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A policy with defaults (kv), one trusted publisher (llm) and one
+    /// agent's own table (fs-free, kv of its own), as an operator writes it.
+    fn policy(publisher: &PeerId, agent: &AgentId, unknown: &str) -> Policy {
+        Policy::parse(&format!(
+            r#"
+            [defaults]
+            kv = "64 KiB"
+
+            [publishers."{publisher}"]
+            llm = true
+
+            [agents."{agent}"]
+            kv = "1 MiB"
+
+            [trust]
+            unknown_publisher = "{unknown}"
+            "#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn each_origin_gets_the_tables_that_apply_to_it() {
+        let (trusted, stranger) = (PeerId::random(), PeerId::random());
+        let (own, other) = (AgentId::of(b"own"), AgentId::of(b"other"));
+        let policy = policy(&trusted, &own, "pure");
+        let kib = |n| Some(bytesize::ByteSize::kib(n));
+
+        // Added here: the defaults.
+        let (grant, source) = policy.grant_for(&other, &Origin::Local).unwrap();
+        assert_eq!(
+            (grant.kv, grant.llm, source),
+            (kib(64), None, Source::Defaults)
+        );
+        // From a trusted publisher: its table over the defaults.
+        let from_trusted = Origin::Network { publisher: trusted };
+        let (grant, source) = policy.grant_for(&other, &from_trusted).unwrap();
+        assert_eq!(
+            (grant.kv, grant.llm, source),
+            (kib(64), Some(true), Source::Publisher)
+        );
+        // From a stranger: pure computation, not even the defaults.
+        let from_stranger = Origin::Network {
+            publisher: stranger,
+        };
+        let (grant, source) = policy.grant_for(&other, &from_stranger).unwrap();
+        assert_eq!((grant, source), (Grant::default(), Source::Untrusted));
+        // The agent's own table wins field by field, wherever it came from;
+        // from a stranger it stands alone.
+        let (grant, source) = policy.grant_for(&own, &from_trusted).unwrap();
+        assert_eq!(
+            (grant.kv, grant.llm, source),
+            (kib(1024), Some(true), Source::Agent)
+        );
+        let (grant, _) = policy.grant_for(&own, &from_stranger).unwrap();
+        assert_eq!((grant.kv, grant.llm), (kib(1024), None));
+    }
+
+    #[test]
+    fn strangers_agents_are_refused_when_the_operator_says_so() {
+        let (trusted, stranger) = (PeerId::random(), PeerId::random());
+        let (own, other) = (AgentId::of(b"own"), AgentId::of(b"other"));
+        let policy = policy(&trusted, &own, "refuse");
+        let from_stranger = Origin::Network {
+            publisher: stranger,
+        };
+        assert_eq!(
+            policy.grant_for(&other, &from_stranger),
+            Err(Refused {
+                agent: other,
+                publisher: stranger
+            })
+        );
+        // An agent the operator granted by id was vetted as these bytes.
+        assert!(policy.grant_for(&own, &from_stranger).is_ok());
+        assert!(policy.grant_for(&other, &Origin::Local).is_ok());
+    }
+}
