@@ -57,6 +57,28 @@ fn json_size(value: &impl serde::Serialize) -> usize {
     count.0
 }
 
+/// Checks the size of `value` as it will be sent, counting it only when it
+/// could be over the cap: the raw bytes it came from (`raw`, in `items`
+/// items) grow at most sixfold as JSON (a control character becomes
+/// `\u001f`; base64 adds a third), plus each item's framing. Small
+/// results, the common case, are not serialized twice.
+fn check_wire_size(
+    value: &impl serde::Serialize,
+    raw: usize,
+    items: usize,
+    limits: &Limits,
+) -> Result<(), CallError> {
+    const FRAMING_PER_ITEM: usize = 128;
+    let bound = raw
+        .saturating_mul(6)
+        .saturating_add(items.saturating_mul(FRAMING_PER_ITEM))
+        .saturating_add(FRAMING_PER_ITEM);
+    if bound as u64 <= limits.max_output.as_u64() {
+        return Ok(());
+    }
+    check_size(json_size(value), limits)
+}
+
 /// An error message from the guest, cut to [`MAX_ERROR_MESSAGE`].
 fn guest_message(message: String) -> String {
     crate::text::truncated(message, MAX_ERROR_MESSAGE)
@@ -219,12 +241,13 @@ pub(super) fn tool_output(
             Some(value)
         }
     };
+    let items = result.content.len();
     let output = ToolOutput {
         content: result.content.into_iter().map(content).collect(),
         structured_content,
         is_error: result.is_error,
     };
-    check_size(json_size(&output), limits)?;
+    check_wire_size(&output, size, items, limits)?;
     Ok(output)
 }
 
@@ -331,7 +354,7 @@ pub(super) fn resource_contents(
             })
         })
         .collect::<Result<Vec<_>, CallError>>()?;
-    check_size(json_size(&contents), limits)?;
+    check_wire_size(&contents, size, contents.len(), limits)?;
     Ok(contents)
 }
 
@@ -433,7 +456,7 @@ pub(super) fn prompt_output(
             })
             .collect(),
     };
-    check_size(json_size(&output), limits)?;
+    check_wire_size(&output, size, output.messages.len(), limits)?;
     Ok(output)
 }
 
