@@ -91,6 +91,21 @@ async fn the_output_cap_bounds_the_result_as_sent() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_exits_is_reported_with_its_status_alone() {
+    let (node, _dir) = node_with(&["calculator", "hostile_trap"], test_limits()).await;
+    // WASI 0.2 carries only success or failure of an exit: a status of 3
+    // must not be reported as "status 1", nor with a wasm backtrace.
+    let error = error_of(&node, "hostile-trap", "quit", r#"{"status": 3}"#).await;
+    assert_eq!(
+        error,
+        "the agent exited with a failure status instead of returning a result"
+    );
+    let error = error_of(&node, "hostile-trap", "quit", r#"{"status": 0}"#).await;
+    assert_eq!(error, "the agent exited instead of returning a result");
+    assert_serving(&node).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trap_in_the_middle_of_a_call_reports_the_panic() {
     let (node, _dir) = node_with(&["calculator", "hostile_trap"], test_limits()).await;
     let error = error_of(&node, "hostile-trap", "crash", r#"{"value": 10}"#).await;

@@ -46,6 +46,15 @@ pub enum CallError {
         count: usize,
         limit: usize,
     },
+    /// The guest ended its program (`exit`, as `std::process::exit` does)
+    /// instead of returning. WASI 0.2's `exit` says only whether the
+    /// program succeeded (a status of 3 arrives as 1), so that is all that
+    /// is reported.
+    #[error(
+        "the agent exited{} instead of returning a result",
+        if *.0 == 0 { "" } else { " with a failure status" }
+    )]
+    Exited(i32),
     /// The guest trapped (a panic, an `unreachable`, an out-of-bounds access).
     #[error("agent trapped: {0}")]
     Trapped(String),

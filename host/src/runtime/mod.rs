@@ -558,6 +558,11 @@ impl RunningCall {
         if let Some(limit) = host_limit(&error) {
             return Err(CallError::HostLimit(limit));
         }
+        // `exit` ends the guest with its status as the error; the status is
+        // what a person wants, not the trap and backtrace around it.
+        if let Some(exit) = error.downcast_ref::<wasmtime_wasi::I32Exit>() {
+            return Err(CallError::Exited(exit.0));
+        }
         let error = match error.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => CallError::DeadlineExceeded(self.limits.deadline),
             Some(Trap::StackOverflow) => CallError::StackOverflow,

@@ -1,4 +1,5 @@
-//! Panics in the middle of a call, after doing some work.
+//! Panics in the middle of a call, after doing some work; or exits the
+//! whole program with a status, as a command-line program would.
 
 use agentsite_sdk::agent;
 
@@ -16,5 +17,11 @@ impl Trap {
         let half = std::hint::black_box(value / 2);
         agentsite_sdk::host::info(&format!("halfway: {half}"));
         panic!("crashed halfway through with {half}");
+    }
+
+    /// Exit the program with `status`, as `std::process::exit` does.
+    #[tool]
+    fn quit(status: i32) -> u32 {
+        std::process::exit(status)
     }
 }
