@@ -17,20 +17,13 @@ use std::fmt::Write as _;
 /// newlines do not, so that one message cannot pose as several lines.
 /// Text without such characters is returned as it is.
 pub fn terminal_safe(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(needs_escape) {
-        return Cow::Borrowed(text);
-    }
-    let mut shown = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if !needs_escape(c) {
-            shown.push(c);
-        } else if (c as u32) < 0x100 {
+    escaped(text, |shown, c| {
+        if (c as u32) < 0x100 {
             let _ = write!(shown, "\\x{:02x}", c as u32);
         } else {
             let _ = write!(shown, "\\u{{{:x}}}", c as u32);
         }
-    }
-    Cow::Owned(shown)
+    })
 }
 
 /// JSON text (as serde_json writes it) with the characters of
@@ -39,14 +32,22 @@ pub fn terminal_safe(text: &str) -> Cow<'_, str> {
 /// parser, inert on a terminal. Such characters only occur inside strings,
 /// where the escape is valid.
 pub fn json_terminal_safe(json: &str) -> Cow<'_, str> {
-    if !json.chars().any(needs_escape) {
-        return Cow::Borrowed(json);
+    // All of them are in the Basic Multilingual Plane: four hex digits.
+    escaped(json, |shown, c| {
+        let _ = write!(shown, "\\u{:04x}", c as u32);
+    })
+}
+
+/// `text` with each character that [`needs_escape`] written by `escape`;
+/// borrowed when there is none.
+fn escaped(text: &str, escape: impl Fn(&mut String, char)) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
     }
-    let mut shown = String::with_capacity(json.len() + 16);
-    for c in json.chars() {
+    let mut shown = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
         if needs_escape(c) {
-            // All of them are in the Basic Multilingual Plane.
-            let _ = write!(shown, "\\u{:04x}", c as u32);
+            escape(&mut shown, c);
         } else {
             shown.push(c);
         }

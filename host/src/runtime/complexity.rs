@@ -79,6 +79,12 @@ pub enum TooComplex {
     Invalid(String),
 }
 
+impl From<wasmparser::BinaryReaderError> for TooComplex {
+    fn from(error: wasmparser::BinaryReaderError) -> Self {
+        TooComplex::Invalid(error.message().to_owned())
+    }
+}
+
 /// Checks `bytes` (a component) against the bounds, without compiling or
 /// validating it (compiling validates).
 pub fn check(bytes: &[u8]) -> Result<(), TooComplex> {
@@ -87,7 +93,7 @@ pub fn check(bytes: &[u8]) -> Result<(), TooComplex> {
     // Index of the current function within its module.
     let mut function: u64 = 0;
     for payload in Parser::new(0).parse_all(bytes) {
-        let payload = payload.map_err(|e| TooComplex::Invalid(e.message().to_owned()))?;
+        let payload = payload?;
         match payload {
             Payload::ModuleSection { .. } => {
                 modules += 1;
@@ -104,7 +110,7 @@ pub fn check(bytes: &[u8]) -> Result<(), TooComplex> {
                     });
                 }
                 for table in tables {
-                    let table = table.map_err(|e| TooComplex::Invalid(e.message().to_owned()))?;
+                    let table = table?;
                     if table.ty.initial > MAX_INITIAL_TABLE_ELEMENTS {
                         return Err(TooComplex::TableElements {
                             module,
@@ -137,12 +143,9 @@ pub fn check(bytes: &[u8]) -> Result<(), TooComplex> {
                     });
                 }
                 let mut locals: u64 = 0;
-                let reader = body
-                    .get_locals_reader()
-                    .map_err(|e| TooComplex::Invalid(e.message().to_owned()))?;
+                let reader = body.get_locals_reader()?;
                 for declaration in reader {
-                    let (count, _) =
-                        declaration.map_err(|e| TooComplex::Invalid(e.message().to_owned()))?;
+                    let (count, _) = declaration?;
                     locals += u64::from(count);
                     if locals > MAX_LOCALS {
                         // Counted on to the end only to say how many.
@@ -161,12 +164,9 @@ pub fn check(bytes: &[u8]) -> Result<(), TooComplex> {
                     }
                 }
                 let mut blocks: u64 = 0;
-                let operators = body
-                    .get_operators_reader()
-                    .map_err(|e| TooComplex::Invalid(e.message().to_owned()))?;
+                let operators = body.get_operators_reader()?;
                 for operator in operators {
-                    let operator =
-                        operator.map_err(|e| TooComplex::Invalid(e.message().to_owned()))?;
+                    let operator = operator?;
                     if matches!(
                         operator,
                         Operator::Block { .. } | Operator::Loop { .. } | Operator::If { .. }
