@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
-use support::{Cli, Server};
+use std::time::Duration;
+use support::{Cli, Server, eventually};
 
 /// Runs `args` against the node in `data` again and again until `stop`,
 /// killing (SIGKILL) the run in flight when it comes.
@@ -143,7 +143,6 @@ fn a_node_killed_mid_add_and_fetch_restarts_whole() {
     }
 
     // The store takes new work: every local agent adds, every remote one fetches.
-    let started = Instant::now();
     let _node = Server::start(
         victim.data(),
         &[
@@ -157,18 +156,10 @@ fn a_node_killed_mid_add_and_fetch_restarts_whole() {
         victim.run(&["add", file]).success();
     }
     for id in &published {
-        loop {
+        eventually(Duration::from_secs(60), "the fetch succeeds", || {
             let run = victim.run(&["fetch", id]);
-            if run.ok() {
-                break;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "{}",
-                run.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(300));
-        }
+            if run.ok() { Ok(()) } else { Err(run.stderr()) }
+        });
     }
     assert_blobs_whole(victim.data());
     let listed = victim.run(&["ls", "--json"]).json();

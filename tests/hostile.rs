@@ -267,14 +267,22 @@ async fn concurrent_calls_beyond_the_slots_wait_and_then_report_busy() {
     };
     let (node, _dir) = node_with(&["hostile_loop"], limits).await;
     let record = node.resolve("hostile-loop").unwrap();
-    node.load(&record).unwrap();
+    let agent = node.load(&record).unwrap();
     let mut long = node.grants(&record).unwrap();
     long.limits.deadline = Duration::from_secs(2);
     let holder = {
         let (node, record) = (node.clone(), record.clone());
         tokio::spawn(async move { node.call_record(&record, "spin", "{}", long, None).await })
     };
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    support::eventually_async(
+        Duration::from_secs(5),
+        "the slot is taken",
+        async || match agent.calls_running() {
+            1 => Ok(()),
+            running => Err(format!("{running} calls running")),
+        },
+    )
+    .await;
     // The only slot is taken for longer than this call's deadline.
     let error = error_of(&node, "hostile-loop", "spin", "{}").await;
     assert_eq!(

@@ -8,7 +8,8 @@
 mod support;
 
 use agentsite::net::{dht, gossip};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use support::eventually_async;
 use support::testnet::Testnet;
 
 const NODES: usize = 24;
@@ -37,18 +38,19 @@ async fn idle_connections_close_but_the_gossip_mesh_stays() {
     );
 
     // Once idle, every node is down to its mesh.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let connected = loop {
-        let connected = net.connected_peers().await;
-        if connected.iter().all(|&n| n <= gossip::MESH_N_HIGH) {
-            break connected;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "idle connections stay open: peers per node {connected:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    };
+    let connected = eventually_async(
+        Duration::from_secs(30),
+        "idle connections close",
+        async || {
+            let connected = net.connected_peers().await;
+            if connected.iter().all(|&n| n <= gossip::MESH_N_HIGH) {
+                Ok(connected)
+            } else {
+                Err(format!("peers per node {connected:?}"))
+            }
+        },
+    )
+    .await;
     assert!(
         connected.iter().all(|&n| n >= 1),
         "a node lost all its connections: {connected:?}"
@@ -61,17 +63,22 @@ async fn idle_connections_close_but_the_gossip_mesh_stays() {
         .publish(manifest.clone())
         .await
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !net
-        .nodes
-        .iter()
-        .all(|n| n.shelf.heard(&manifest.id()).is_some())
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the announcement did not reach every node over the mesh"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually_async(
+        Duration::from_secs(10),
+        "the announcement reaches every node over the mesh",
+        async || {
+            let deaf = net
+                .nodes
+                .iter()
+                .filter(|n| n.shelf.heard(&manifest.id()).is_none())
+                .count();
+            if deaf == 0 {
+                Ok(())
+            } else {
+                Err(format!("{deaf} nodes missed it"))
+            }
+        },
+    )
+    .await;
     net.shutdown().await;
 }

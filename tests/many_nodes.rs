@@ -8,6 +8,7 @@ use agentsite::AgentId;
 use agentsite::net::dht;
 use futures::StreamExt as _;
 use std::time::Duration;
+use support::eventually_async;
 use support::testnet::Testnet;
 
 const NODES: usize = 200;
@@ -78,20 +79,22 @@ async fn every_node_finds_every_published_agent() {
 
     // The gossip announcements reached every node too.
     let ids: Vec<AgentId> = published.iter().map(|(_, _, id)| *id).collect();
-    let everyone_heard = || {
-        net.nodes
-            .iter()
-            .all(|node| ids.iter().all(|id| node.shelf.heard(id).is_some()))
-    };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !everyone_heard() && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let deaf = net
-        .nodes
-        .iter()
-        .filter(|node| ids.iter().any(|id| node.shelf.heard(id).is_none()))
-        .count();
-    assert_eq!(deaf, 0, "{deaf} nodes missed an announcement");
+    eventually_async(
+        Duration::from_secs(30),
+        "the announcements reach every node",
+        async || {
+            let deaf = net
+                .nodes
+                .iter()
+                .filter(|node| ids.iter().any(|id| node.shelf.heard(id).is_none()))
+                .count();
+            if deaf == 0 {
+                Ok(())
+            } else {
+                Err(format!("{deaf} nodes missed an announcement"))
+            }
+        },
+    )
+    .await;
     net.shutdown().await;
 }

@@ -8,7 +8,8 @@ use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
-use support::{Cli, Server};
+use std::time::Duration;
+use support::{Cli, Server, eventually_async};
 
 async fn http_client(url: String) -> RunningService<RoleClient, ()> {
     ().serve(StreamableHttpClientTransport::from_uri(url))
@@ -76,6 +77,17 @@ async fn http_lists_and_calls_every_agents_tools() {
     let cli = Cli::new();
     cli.add(&["calculator", "text"]);
     let server = Server::start(cli.data(), &[]);
+    // A scraper sees every family before the first call, and the node's size.
+    let metrics = server.metrics().await;
+    for line in [
+        "# TYPE agentsite_calls counter",
+        "# TYPE agentsite_call_duration_seconds histogram",
+        "agentsite_agents_installed 2",
+        "agentsite_peers_connected 0",
+        "agentsite_build_info{version=",
+    ] {
+        assert!(metrics.contains(line), "{line} not in:\n{metrics}");
+    }
     let client = http_client(server.url("/mcp")).await;
 
     let info = client.peer_info().expect("server info");
@@ -200,17 +212,20 @@ async fn clients_hear_when_agents_are_added_or_removed() {
         .unwrap();
     assert_eq!(client.list_all_tools().await.unwrap().len(), 4);
 
+    let heard = &listener.0;
     let wait_for = |count: u32| {
-        let listener = listener.clone();
-        async move {
-            for _ in 0..100 {
-                if *listener.0.lock().unwrap() >= count {
-                    return;
+        eventually_async(
+            Duration::from_secs(5),
+            "tools/list_changed arrives",
+            async move || {
+                let heard = *heard.lock().unwrap();
+                if heard >= count {
+                    Ok(())
+                } else {
+                    Err(format!("{heard} of {count} heard"))
                 }
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            }
-            panic!("no tools/list_changed notification #{count}");
-        }
+            },
+        )
     };
     cli.add(&["text"]);
     wait_for(1).await;
@@ -630,12 +645,19 @@ async fn subscribers_hear_when_an_agent_updates_a_resource_and_see_its_logs() {
     )
     .await
     .unwrap();
-    for _ in 0..100 {
-        if !recorder.updated.lock().unwrap().is_empty() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    eventually_async(
+        Duration::from_secs(5),
+        "the update is announced",
+        async || {
+            let updated = recorder.updated.lock().unwrap();
+            if updated.is_empty() {
+                Err("none yet")
+            } else {
+                Ok(())
+            }
+        },
+    )
+    .await;
     // Only the subscribed note is announced.
     assert_eq!(*recorder.updated.lock().unwrap(), ["note://todo"]);
 
@@ -645,12 +667,19 @@ async fn subscribers_hear_when_an_agent_updates_a_resource_and_see_its_logs() {
     call(&client, "conformance.test_tool_with_logging", json!({}))
         .await
         .unwrap();
-    for _ in 0..100 {
-        if recorder.logs.lock().unwrap().len() >= 3 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    eventually_async(
+        Duration::from_secs(5),
+        "3 log messages arrive",
+        async || {
+            let heard = recorder.logs.lock().unwrap().len();
+            if heard >= 3 {
+                Ok(())
+            } else {
+                Err(format!("{heard} heard"))
+            }
+        },
+    )
+    .await;
     let logs = recorder.logs.lock().unwrap().clone();
     assert_eq!(
         logs,
@@ -777,7 +806,7 @@ async fn an_agent_cannot_flood_its_client_with_notifications() {
     // counts stop growing.
     let mut last = (usize::MAX, usize::MAX);
     for _ in 0..50 {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
         let now = (
             counter.logs.load(Ordering::Relaxed),
             counter.progress_bytes.load(Ordering::Relaxed),
@@ -800,7 +829,7 @@ async fn an_agent_cannot_flood_its_client_with_notifications() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_that_never_lists_does_not_hold_up_the_others() {
     use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
 
     let cli = Cli::new();
     cli.add(&["notes", "conformance", "hostile_stall"]);

@@ -8,21 +8,8 @@ use rmcp::ServiceExt as _;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
-use support::{Cli, Server};
-
-/// Retries `attempt` until it gives a value or `limit` passes: the network
-/// converges (DHT records replicate, gossip spreads) in its own time.
-fn eventually<T>(limit: Duration, what: &str, mut attempt: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(value) = attempt() {
-            return value;
-        }
-        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(300));
-    }
-}
+use std::time::Duration;
+use support::{Cli, Server, eventually};
 
 /// Starts a node on the network, joining through `bootstrap` if given.
 fn join(cli: &Cli, bootstrap: Option<&Server>) -> Server {
@@ -93,10 +80,10 @@ async fn five_nodes_in_a_chain_publish_find_fetch_and_call() {
     let found = eventually(Duration::from_secs(30), "E finds the calculator", || {
         let found = e.run(&["search", "arithmetic", "--json"]).json();
         found
-            .as_array()?
-            .iter()
-            .find(|f| f["id"] == calculator.as_str())
+            .as_array()
+            .and_then(|found| found.iter().find(|f| f["id"] == calculator.as_str()))
             .cloned()
+            .ok_or(found)
     });
     assert_eq!(found["card"]["name"], "calculator");
     assert!(found["providers"].as_u64().unwrap() >= 1);

@@ -6,21 +6,17 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
-use support::{Cli, Server};
+use std::time::Duration;
+use support::{Cli, Server, eventually};
 
 /// Runs `fetch` until it answers something other than "not found yet" (the
 /// manifest spreads through the DHT in its own time); returns that run.
 fn fetch_settled(cli: &Cli, id: &str) -> support::Run {
-    let start = Instant::now();
-    loop {
+    eventually(Duration::from_secs(30), "the fetch settles", || {
         let run = cli.run(&["fetch", id]);
         let settled = run.ok() || run.stderr().contains("refused by policy");
-        if settled || start.elapsed() > Duration::from_secs(30) {
-            return run;
-        }
-        std::thread::sleep(Duration::from_millis(300));
-    }
+        if settled { Ok(run) } else { Err(run.stderr()) }
+    })
 }
 
 #[test]
@@ -58,6 +54,15 @@ fn agents_run_by_how_much_their_publisher_is_trusted() {
 
     // Untrusted publisher: the agent runs, as pure computation only.
     fetch_settled(&operator, notes).success();
+    let metrics = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(author_node.metrics());
+    let peers: u32 = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("agentsite_peers_connected "))
+        .and_then(|count| count.parse().ok())
+        .expect("the peers gauge");
+    assert!(peers >= 1, "the operator's node is connected:\n{metrics}");
     let inspect = operator.run(&["inspect", "notes"]).success();
     assert!(
         inspect.contains(&format!("published by {key}")),

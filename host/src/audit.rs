@@ -10,13 +10,23 @@
 //! | `agentsite_limit_hits_total` | agent, limit | `deadline`, `memory`, `stack`, `output`, `concurrency` |
 //! | `agentsite_denials_total` | agent, capability | requests refused by the policy: `kv`, `http`, `peers`, `llm`, `policy` |
 //! | `agentsite_call_duration_seconds` | agent | latency histogram |
+//! | `agentsite_listing_failures_total` | agent, list | agents left out of a resource or prompt list |
+//! | `agentsite_agents_installed` | | agents installed (gauge) |
+//! | `agentsite_peers_connected` | | peers connected on the network (gauge; 0 off the network) |
+//! | `agentsite_build_info` | version | the node's version (info) |
+//!
+//! Every family is described (`# HELP`, `# TYPE`) from the first scrape,
+//! before anything was counted, so a scraper and its alerts see them.
 
 use crate::runtime::CallError;
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::Registry;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::{Metric, Registry};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,6 +85,29 @@ pub struct Audit {
     denials: Family<DenialLabels, Counter>,
     latency: Family<AgentLabel, Histogram>,
     listing_failures: Family<ListingLabels, Counter>,
+    agents_installed: Gauge,
+    peers_connected: Gauge,
+}
+
+/// A family that is described even while it has no member yet:
+/// prometheus-client leaves empty families out of a scrape entirely.
+#[derive(Debug)]
+struct Described(Box<dyn Metric>);
+
+impl Described {
+    fn new(metric: impl Metric) -> Self {
+        Described(Box::new(metric))
+    }
+}
+
+impl EncodeMetric for Described {
+    fn encode(&self, encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        self.0.encode(encoder)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        self.0.metric_type()
+    }
 }
 
 impl Default for Audit {
@@ -95,32 +128,56 @@ impl Audit {
         let latency = Family::<AgentLabel, Histogram>::new_with_constructor(|| {
             Histogram::new(exponential_buckets(0.0001, 2.0, 20))
         });
-        registry.register("calls", "Tool calls, per agent", calls.clone());
-        registry.register(
+        let listing_failures = Family::<ListingLabels, Counter>::default();
+        let agents_installed = Gauge::default();
+        let peers_connected = Gauge::default();
+        let mut describe = |name: &str, help: &str, metric: Described| {
+            registry.register(name, help, metric);
+        };
+        describe(
+            "calls",
+            "Tool calls, per agent",
+            Described::new(calls.clone()),
+        );
+        describe(
             "call_errors",
             "Tool calls that failed, per agent and kind (tool, limit, fault)",
-            errors.clone(),
+            Described::new(errors.clone()),
         );
-        registry.register(
+        describe(
             "limit_hits",
             "Calls stopped by a limit, per agent and limit",
-            limit_hits.clone(),
+            Described::new(limit_hits.clone()),
         );
-        registry.register(
+        describe(
             "denials",
             "Requests of agents refused by the policy, per agent and capability",
-            denials.clone(),
+            Described::new(denials.clone()),
         );
-        registry.register(
+        describe(
             "call_duration_seconds",
             "Tool call latency, per agent",
-            latency.clone(),
+            Described::new(latency.clone()),
         );
-        let listing_failures = Family::<ListingLabels, Counter>::default();
-        registry.register(
+        describe(
             "listing_failures",
             "Agents left out of a resource or prompt list (too slow, or a bad answer), per agent and list",
-            listing_failures.clone(),
+            Described::new(listing_failures.clone()),
+        );
+        describe(
+            "agents_installed",
+            "Agents installed on this node",
+            Described::new(agents_installed.clone()),
+        );
+        describe(
+            "peers_connected",
+            "Peers this node is connected to on the network",
+            Described::new(peers_connected.clone()),
+        );
+        registry.register(
+            "build",
+            "The node's version",
+            Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]),
         );
         Audit {
             registry,
@@ -130,7 +187,19 @@ impl Audit {
             limit_hits,
             denials,
             latency,
+            agents_installed,
+            peers_connected,
         }
+    }
+
+    /// Sets how many agents are installed, as a scrape reports it.
+    pub fn agents_installed(&self, count: usize) {
+        self.agents_installed.set(count as i64);
+    }
+
+    /// Sets how many peers the node is connected to.
+    pub fn peers_connected(&self, count: usize) {
+        self.peers_connected.set(count as i64);
     }
 
     /// Records that `agent` was left out of a list of `what` (resources,
@@ -240,6 +309,37 @@ impl Denials {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_family_is_described_before_anything_is_counted() {
+        let audit = Audit::new();
+        let text = audit.encode();
+        for family in [
+            "calls counter",
+            "call_errors counter",
+            "limit_hits counter",
+            "denials counter",
+            "call_duration_seconds histogram",
+            "listing_failures counter",
+            "agents_installed gauge",
+            "peers_connected gauge",
+            "build info",
+        ] {
+            let line = format!("# TYPE agentsite_{family}\n");
+            assert!(text.contains(&line), "missing {line:?} in\n{text}");
+        }
+        let version = format!(
+            "agentsite_build_info{{version=\"{}\"}} 1\n",
+            env!("CARGO_PKG_VERSION")
+        );
+        assert!(text.contains(&version), "{text}");
+        assert!(text.contains("agentsite_peers_connected 0\n"), "{text}");
+        audit.agents_installed(3);
+        audit.peers_connected(7);
+        let text = audit.encode();
+        assert!(text.contains("agentsite_agents_installed 3\n"), "{text}");
+        assert!(text.contains("agentsite_peers_connected 7\n"), "{text}");
+    }
 
     #[test]
     fn calls_errors_limits_and_denials_are_counted_per_agent() {

@@ -6,9 +6,59 @@
 pub mod hostile;
 pub mod testnet;
 
+use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The first pause between two attempts of [`eventually`]; it doubles up to
+/// [`LONGEST_PAUSE`], so a quick condition is seen quickly and a slow one
+/// (a DHT record spreading) is not polled needlessly often.
+const FIRST_PAUSE: Duration = Duration::from_millis(20);
+const LONGEST_PAUSE: Duration = Duration::from_millis(500);
+
+/// Retries `attempt` until it succeeds and returns its value; once `limit`
+/// passes, fails the test naming `what` and the last reason. Every wait of
+/// the suite is bounded by a condition this way, never by a sleep.
+pub fn eventually<T, E: Display>(
+    limit: Duration,
+    what: &str,
+    mut attempt: impl FnMut() -> Result<T, E>,
+) -> T {
+    let started = Instant::now();
+    let mut pause = FIRST_PAUSE;
+    loop {
+        match attempt() {
+            Ok(value) => return value,
+            Err(why) if started.elapsed() >= limit => {
+                panic!("{what}: not within {limit:?} (last: {why})")
+            }
+            Err(_) => std::thread::sleep(pause),
+        }
+        pause = (pause * 2).min(LONGEST_PAUSE);
+    }
+}
+
+/// [`eventually`] for tests on tokio: `attempt` may await.
+pub async fn eventually_async<T, E: Display>(
+    limit: Duration,
+    what: &str,
+    mut attempt: impl AsyncFnMut() -> Result<T, E>,
+) -> T {
+    let started = Instant::now();
+    let mut pause = FIRST_PAUSE;
+    loop {
+        match attempt().await {
+            Ok(value) => return value,
+            Err(why) if started.elapsed() >= limit => {
+                panic!("{what}: not within {limit:?} (last: {why})")
+            }
+            Err(_) => tokio::time::sleep(pause).await,
+        }
+        pause = (pause * 2).min(LONGEST_PAUSE);
+    }
+}
 
 /// The repository root.
 pub fn repo() -> PathBuf {

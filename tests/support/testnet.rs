@@ -165,16 +165,12 @@ pub async fn node_with_hub(dir: &Path, bootstrap: &[Multiaddr]) -> (Arc<Node>, A
 
 /// The signed manifest of `id`, once the DHT holds it (within 20 s).
 pub async fn manifest_from_dht(network: &Network, id: AgentId) -> SignedManifest {
-    tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            if let Ok(manifest) = network.manifest(id).await {
-                return manifest;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
+    super::eventually_async(
+        Duration::from_secs(20),
+        "the manifest reaches the DHT",
+        async || network.manifest(id).await,
+    )
     .await
-    .expect("the manifest reaches the DHT")
 }
 
 pub struct Testnet {

@@ -85,6 +85,10 @@ impl crate::net::Library for NodeLibrary {
     fn announced(&self, manifest: crate::store::manifest::SignedManifest, host: PeerId) {
         self.0.remember(manifest, host);
     }
+
+    fn connections_changed(&self, peers: usize) {
+        self.0.node.audit().peers_connected(peers);
+    }
 }
 
 impl NodeLibrary {

@@ -194,12 +194,14 @@ async fn health(State(front): State<Arc<Front>>) -> Response {
 /// `GET /metrics`: the audit counters and latency histograms, in the
 /// OpenMetrics text format Prometheus scrapes. Guarded by the token like MCP.
 async fn metrics(State(front): State<Arc<Front>>) -> Response {
+    let audit = front.hosted.node().audit();
+    audit.agents_installed(front.hosted.records().len());
     (
         [(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        front.hosted.node().audit().encode(),
+        audit.encode(),
     )
         .into_response()
 }

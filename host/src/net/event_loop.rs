@@ -538,6 +538,7 @@ impl EventLoop {
                 if endpoint.is_dialer() {
                     peer.addresses.insert(endpoint.get_remote_address().clone());
                 }
+                self.library.connections_changed(self.peers.len());
             }
             SwarmEvent::ConnectionClosed {
                 peer_id,
@@ -545,6 +546,7 @@ impl EventLoop {
                 ..
             } => {
                 self.peers.remove(&peer_id);
+                self.library.connections_changed(self.peers.len());
             }
             SwarmEvent::Behaviour(event) => self.on_behaviour_event(event),
             _ => {}

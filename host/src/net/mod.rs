@@ -91,6 +91,8 @@ pub trait Library: Send + Sync + 'static {
     async fn rpc(&self, from: PeerId, message: Value) -> Value;
     /// A valid announcement arrived: `host` says it hosts the agent.
     fn announced(&self, manifest: SignedManifest, host: PeerId);
+    /// The node is now connected to `peers` peers.
+    fn connections_changed(&self, _peers: usize) {}
 }
 
 /// Why a network operation failed.

@@ -93,6 +93,15 @@ impl LoadedAgent {
         &self.id
     }
 
+    /// How many calls hold one of the agent's slots now.
+    pub fn calls_running(&self) -> usize {
+        let slots = self
+            .slots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        (slots.0 as usize).saturating_sub(slots.1.available_permits())
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }
