@@ -84,9 +84,15 @@ fn text_and_notes_agents_work_and_notes_persist_across_calls() {
         "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
     );
 
-    // Deny by default: no store until the operator grants one.
-    cli.call("notes", "put", r#"{"title": "t", "text": "x"}"#)
+    // Deny by default: no store until the operator grants one, said plainly.
+    let refused = cli
+        .call("notes", "put", r#"{"title": "t", "text": "x"}"#)
         .failure("has not granted this agent a key-value store");
+    assert_eq!(
+        refused,
+        "error: notes.put failed: the operator has not granted this agent a key-value store \
+         (`agentsite grant <agent> kv=<quota>`)"
+    );
     cli.grant("notes", &["kv=1MiB"]);
     cli.call(
         "notes",

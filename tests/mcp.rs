@@ -158,6 +158,26 @@ async fn tool_failures_are_results_and_unknown_tools_are_protocol_errors() {
         .unwrap();
     assert_eq!(result.structured_content, Some(json!({"result": 42.0})));
     client.cancel().await.unwrap();
+
+    // The client's mistake is not the operator's warning: nothing at warn,
+    // no debug text; with -v, one plain line.
+    let log = server.log();
+    assert!(!log.contains("WARN"), "{log}");
+    assert!(!log.contains("ErrorData"), "{log}");
+    let verbose = Server::start(cli.data(), &["-v"]);
+    let client = http_client(verbose.url("/mcp")).await;
+    call(&client, "calculator.cube_root", json!({}))
+        .await
+        .unwrap_err();
+    client.cancel().await.unwrap();
+    // The reader of the node's stderr may trail the answer.
+    let log = eventually_async(Duration::from_secs(10), "the refusal is logged", async || {
+        let log = verbose.log();
+        let line = "tools/call calculator.cube_root refused (-32602): unknown tool: calculator.cube_root";
+        if log.contains(line) { Ok(log) } else { Err(log) }
+    })
+    .await;
+    assert!(!log.contains("ErrorData"), "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -53,6 +53,8 @@ pub mod bindings {
     });
 }
 
+mod standard_schema;
+
 pub use bindings::agentsite::agent::types::{
     AgentCard, Content, EmbeddedResource, Media, ResourceBody, Tool, ToolAnnotations, ToolError,
     ToolResult,
@@ -241,9 +243,90 @@ pub mod host {
     }
 }
 
+/// Declares an SDK error type mirroring a WIT error variant whose cases
+/// each carry a one-line message. wit-bindgen's own `Display` of such a
+/// variant is its debug text (`NotGranted("...")`); these show the message.
+macro_rules! plain_error {
+    ($(#[$doc:meta])* $name:ident from $wit:path { $($(#[$case_doc:meta])* $case:ident),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$case_doc])* $case(String)),+
+        }
+
+        impl $name {
+            /// The message the node gave.
+            pub fn message(&self) -> &str {
+                match self {
+                    $(Self::$case(message))|+ => message,
+                }
+            }
+        }
+
+        impl ::core::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str(self.message())
+            }
+        }
+
+        impl ::std::error::Error for $name {}
+
+        impl From<$wit> for $name {
+            fn from(error: $wit) -> Self {
+                use $wit as Wit;
+                match error {
+                    $(Wit::$case(message) => Self::$case(message)),+
+                }
+            }
+        }
+    };
+}
+
 /// The agent's own persistent key-value store (when the operator grants it).
 pub mod kv {
-    pub use crate::bindings::agentsite::agent::kv::{KvError, delete, get, list_keys, set};
+    use crate::bindings::agentsite::agent::kv as wit;
+
+    plain_error! {
+        /// Why a key-value operation failed. Shown (`Display`) as the node's
+        /// one-line message.
+        KvError from wit::KvError {
+            /// The operator has not granted this agent a key-value store.
+            NotGranted,
+            /// The agent's quota of keys or bytes is used up.
+            QuotaExceeded,
+            /// The key or value is not acceptable (empty key, too large, ...).
+            Invalid,
+            /// The node's storage failed; retrying later may succeed.
+            Storage,
+        }
+    }
+
+    /// The value stored under `key`, if any.
+    pub fn get(key: &str) -> Result<Option<Vec<u8>>, KvError> {
+        Ok(wit::get(key)?)
+    }
+
+    /// Stores `value` under `key`, replacing any previous value. Durable
+    /// when it returns.
+    pub fn set(key: &str, value: &[u8]) -> Result<(), KvError> {
+        Ok(wit::set(key, value)?)
+    }
+
+    /// Removes `key`; returns whether it existed.
+    pub fn delete(key: &str) -> Result<bool, KvError> {
+        Ok(wit::delete(key)?)
+    }
+
+    /// Keys that start with `prefix`, in ascending order, strictly after
+    /// `after` when given, at most `limit` of them (the node caps `limit`
+    /// at 1000).
+    pub fn list_keys(
+        prefix: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<String>, KvError> {
+        Ok(wit::list_keys(prefix, after, limit)?)
+    }
 
     /// The value under `key` as UTF-8 text, if any.
     pub fn get_string(key: &str) -> Result<Option<String>, KvError> {
@@ -272,14 +355,95 @@ pub mod kv {
 
 /// Other agents, on this node or elsewhere on the network (when granted).
 pub mod peers {
-    pub use crate::bindings::agentsite::agent::peers::{AgentRef, PeerError, call, discover};
+    use crate::ToolError;
+    use crate::bindings::agentsite::agent::peers as wit;
+    pub use wit::AgentRef;
+
+    /// Why finding or calling another agent failed. Shown (`Display`) as
+    /// the node's one-line message, or the other agent's error.
+    #[derive(Debug, Clone)]
+    pub enum PeerError {
+        /// The operator has not granted this agent access to other agents.
+        NotGranted(String),
+        /// No agent with that id could be found.
+        NotFound(String),
+        /// The chain of agents calling agents is too deep.
+        DepthExceeded(String),
+        /// The call's deadline passed before the other agent answered.
+        DeadlineExceeded(String),
+        /// The other agent answered with a tool error.
+        Tool(ToolError),
+        /// The network or the other node failed; retrying may succeed.
+        Unavailable(String),
+    }
+
+    impl core::fmt::Display for PeerError {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            match self {
+                PeerError::NotGranted(message)
+                | PeerError::NotFound(message)
+                | PeerError::DepthExceeded(message)
+                | PeerError::DeadlineExceeded(message)
+                | PeerError::Unavailable(message) => f.write_str(message),
+                PeerError::Tool(error) => f.write_str(&crate::__private::tool_error_text(error)),
+            }
+        }
+    }
+
+    impl std::error::Error for PeerError {}
+
+    impl From<wit::PeerError> for PeerError {
+        fn from(error: wit::PeerError) -> Self {
+            match error {
+                wit::PeerError::NotGranted(m) => PeerError::NotGranted(m),
+                wit::PeerError::NotFound(m) => PeerError::NotFound(m),
+                wit::PeerError::DepthExceeded(m) => PeerError::DepthExceeded(m),
+                wit::PeerError::DeadlineExceeded(m) => PeerError::DeadlineExceeded(m),
+                wit::PeerError::Tool(e) => PeerError::Tool(e),
+                wit::PeerError::Unavailable(m) => PeerError::Unavailable(m),
+            }
+        }
+    }
+
+    /// Agents matching `query` (a keyword or capability), at most `limit`.
+    pub fn discover(query: &str, limit: u32) -> Result<Vec<AgentRef>, PeerError> {
+        Ok(wit::discover(query, limit)?)
+    }
+
+    /// Calls `tool` of the agent `agent_id` with JSON `arguments`.
+    pub fn call(
+        agent_id: &str,
+        tool: &str,
+        arguments: &str,
+    ) -> Result<crate::ToolResult, PeerError> {
+        Ok(wit::call(agent_id, tool, arguments)?)
+    }
 }
 
 /// A language model chosen by the node or the calling client (when granted).
 pub mod llm {
-    pub use crate::bindings::agentsite::agent::llm::{
-        ChatRequest, ChatResponse, LlmError, Message, Role, chat,
-    };
+    use crate::bindings::agentsite::agent::llm as wit;
+    pub use wit::{ChatRequest, ChatResponse, Message, Role};
+
+    plain_error! {
+        /// Why a model could not answer. Shown (`Display`) as the node's
+        /// one-line message.
+        LlmError from wit::LlmError {
+            /// The operator has not granted this agent a language model.
+            NotGranted,
+            /// The request is malformed (no messages, ...).
+            InvalidRequest,
+            /// The model or the person supervising it declined the request.
+            Refused,
+            /// No model could be reached; retrying may succeed.
+            Unavailable,
+        }
+    }
+
+    /// Completes the conversation in `request`.
+    pub fn chat(request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        Ok(wit::chat(request)?)
+    }
 
     /// Asks the model one question and returns its answer.
     pub fn ask(prompt: &str, max_tokens: u32) -> Result<ChatResponse, LlmError> {
@@ -297,9 +461,25 @@ pub mod llm {
 
 /// The person using the MCP client that called the agent (elicitation).
 pub mod user {
-    pub use crate::bindings::agentsite::agent::user::{
-        ElicitAction, ElicitError, ElicitResponse, elicit,
-    };
+    use crate::bindings::agentsite::agent::user as wit;
+    pub use wit::{ElicitAction, ElicitResponse};
+
+    plain_error! {
+        /// Why the person could not be asked. Shown (`Display`) as the
+        /// node's one-line message.
+        ElicitError from wit::ElicitError {
+            /// Nobody can be asked (no client that supports elicitation).
+            Unavailable,
+            /// The requested schema is not an elicitation schema.
+            InvalidRequest,
+        }
+    }
+
+    /// Shows `message` and a form described by `requested_schema` (JSON
+    /// Schema, as text) to the person, and waits for the answer.
+    pub fn elicit(message: &str, requested_schema: &str) -> Result<ElicitResponse, ElicitError> {
+        Ok(wit::elicit(message, requested_schema)?)
+    }
 }
 
 impl ToolResult {
@@ -400,6 +580,7 @@ pub mod __private {
         if let Value::Object(map) = &mut schema {
             map.remove("title");
         }
+        crate::standard_schema::standardize(&mut schema);
         schema.to_string()
     }
 
@@ -410,7 +591,8 @@ pub mod __private {
     /// The output schema for a structured return type: the type's own schema
     /// if it describes an object, otherwise an object with one `result` property.
     pub fn output_schema<T: JsonSchema>() -> String {
-        let schema = schemars::schema_for!(T).to_value();
+        let mut schema = schemars::schema_for!(T).to_value();
+        crate::standard_schema::standardize(&mut schema);
         if is_object_schema(&schema) {
             return schema.to_string();
         }
@@ -495,6 +677,16 @@ pub mod __private {
     impl IntoContentResult for () {
         fn into_content_result(self) -> ToolResult {
             ToolResult::from_content(Vec::new())
+        }
+    }
+
+    /// A tool error in plain words (wit-bindgen's `Display` of it is its
+    /// debug text).
+    pub fn tool_error_text(error: &ToolError) -> String {
+        match error {
+            ToolError::UnknownTool(name) => format!("unknown tool: {name}"),
+            ToolError::InvalidArguments(why) => format!("invalid arguments: {why}"),
+            ToolError::Failed(why) => why.clone(),
         }
     }
 

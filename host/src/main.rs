@@ -438,8 +438,11 @@ fn init_logging(verbose: u8) {
     // Kademlia warns whenever its periodic bootstrap finds no peers (the
     // normal state of a network's first node), gossipsub whenever a node
     // that fetched an agent announces it again: neither is news to a person.
+    // rmcp's service warns, in debug text, of every error answered to a
+    // client (an unknown tool, a bad cursor): the client's mistake, which
+    // the node itself logs plainly at info (`-v`).
     let quiet = if verbose < 2 {
-        ",libp2p_kad=error,libp2p_gossipsub=error"
+        ",libp2p_kad=error,libp2p_gossipsub=error,rmcp::service=error"
     } else {
         ""
     };

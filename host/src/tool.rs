@@ -299,8 +299,15 @@ pub(crate) fn parse_object_schema(
             "tool {tool:?} has an {what} whose type is not \"object\""
         )));
     }
+    let mut schema = schema;
+    standard_schema::standardize(&mut schema);
     Ok(schema)
 }
+
+/// The guest SDK's normalization, shared as source: the node serves every
+/// agent's schemas in JSON Schema's own vocabulary, whatever made them.
+#[path = "../../guest-sdk/src/standard_schema.rs"]
+pub(crate) mod standard_schema;
 
 #[cfg(test)]
 mod tests {

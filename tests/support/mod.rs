@@ -251,7 +251,12 @@ pub struct Server {
     /// The node's first libp2p address (`.../p2p/<peer id>`), when it joined
     /// the network.
     pub p2p: Option<String>,
+    /// The last [`KEPT_LOG_LINES`] lines the node wrote on stderr.
+    log: std::sync::Arc<std::sync::Mutex<std::collections::VecDeque<String>>>,
 }
+
+/// How many of a server's last log lines [`Server::log`] keeps.
+const KEPT_LOG_LINES: usize = 10_000;
 
 impl Server {
     /// Starts serving the node in `data` with extra `args`, and waits (up to
@@ -278,6 +283,8 @@ impl Server {
             .expect("agentsite serve starts");
         let stderr = child.stderr.take().unwrap();
         let (found, address) = std::sync::mpsc::channel();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
+        let kept = log.clone();
         let name = data
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -302,6 +309,11 @@ impl Server {
                     let _ = found.send((address, p2p.clone()));
                 }
                 eprintln!("[serve {name}] {line}");
+                let mut kept = kept.lock().unwrap();
+                if kept.len() == KEPT_LOG_LINES {
+                    kept.pop_front();
+                }
+                kept.push_back(line);
             }
         });
         let (address, p2p) = match address.recv_timeout(std::time::Duration::from_secs(30)) {
@@ -315,7 +327,14 @@ impl Server {
             child,
             base: format!("http://{address}"),
             p2p,
+            log,
         }
+    }
+
+    /// What the node has written on stderr so far (its last lines).
+    pub fn log(&self) -> String {
+        let kept = self.log.lock().unwrap();
+        kept.iter().map(|line| format!("{line}\n")).collect()
     }
 
     pub fn url(&self, path: &str) -> String {

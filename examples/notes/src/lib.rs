@@ -125,7 +125,7 @@ impl Resources for Notes {
         match kv::get_string(&format!("{PREFIX}{title}")) {
             Ok(Some(text)) => Ok(vec![ResourceContents::text(uri, "text/plain", text)]),
             Ok(None) => Err(ResourceError::NotFound(uri.into())),
-            Err(e) => Err(ResourceError::Failed(format!("{e:?}"))),
+            Err(e) => Err(ResourceError::Failed(e.to_string())),
         }
     }
 }
@@ -147,7 +147,7 @@ impl Prompts for Notes {
         if name != "summarize" {
             return Err(PromptError::UnknownPrompt(name.into()));
         }
-        let failed = |e: kv::KvError| PromptError::Failed(format!("{e:?}"));
+        let failed = |e: kv::KvError| PromptError::Failed(e.to_string());
         let mut text = String::from("Summarize these notes");
         if let Some(focus) = arguments.get("focus") {
             text.push_str(&format!(", focusing on {focus}"));

@@ -159,6 +159,13 @@ fn agent_prefixes(records: &[Arc<AgentRecord>]) -> Vec<String> {
 fn descriptor(name: &str, spec: &ToolSpec) -> Result<Tool, serde_json::Error> {
     let mut value = serde_json::to_value(spec)?;
     value["name"] = name.into();
+    // Records stored before schemas were standardized at `add` still carry
+    // their agent's own formats.
+    for schema in ["inputSchema", "outputSchema"] {
+        if let Some(schema) = value.get_mut(schema) {
+            crate::tool::standard_schema::standardize(schema);
+        }
+    }
     serde_json::from_value(value)
 }
 

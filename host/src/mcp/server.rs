@@ -113,6 +113,80 @@ impl AgentServer {
             .await
     }
 
+    /// `resources/read`: routed to the one agent that offers the URI.
+    async fn read(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let exposed = self.exposed();
+        let uri = request.uri.as_str();
+        // One agent answers for itself; among several, the one that lists
+        // the URI or a template matching it (from the shared listings, so
+        // that only the owner runs).
+        let owner = match exposed.agents() {
+            [only] => Some(only),
+            _ => self
+                .catalogs(&exposed)
+                .await
+                .into_iter()
+                .find(|(_, catalog)| catalog.offers(uri))
+                .map(|(agent, _)| agent),
+        };
+        let Some(owner) = owner else {
+            return Err(not_found(uri));
+        };
+        let node = self.hosted.node();
+        let contents = self
+            .with_client(&context, |caller| {
+                node.read_resource(&owner.record, uri, Some(caller))
+            })
+            .await?
+            .map_err(protocol_error)?;
+        let contents = contents
+            .iter()
+            .map(mcp::<ResourceContents>)
+            .collect::<Result<_, _>>()?;
+        Ok(ReadResourceResult::new(contents).into())
+    }
+
+    /// `prompts/get`: the named prompt of its agent.
+    async fn prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let exposed = self.exposed();
+        let unknown =
+            || McpError::invalid_params(format!("unknown prompt: {}", request.name), None);
+        let (agent, name) = exposed.split_name(&request.name).ok_or_else(unknown)?;
+        let mut arguments = Vec::new();
+        for (key, value) in request.arguments.iter().flatten() {
+            let Some(value) = value.as_str() else {
+                return Err(McpError::invalid_params(
+                    format!("prompt argument {key:?} must be a string"),
+                    None,
+                ));
+            };
+            arguments.push((key.clone(), value.to_owned()));
+        }
+        let node = self.hosted.node();
+        let output = self
+            .with_client(&context, |caller| {
+                node.get_prompt(&agent.record, name, &arguments, Some(caller))
+            })
+            .await?
+            .map_err(protocol_error)?;
+        let messages = output
+            .messages
+            .iter()
+            .map(mcp::<PromptMessage>)
+            .collect::<Result<_, _>>()?;
+        let mut result = GetPromptResult::new(messages);
+        result.description = output.description;
+        Ok(result.into())
+    }
+
     /// Runs a request's work in the node with this session as its caller.
     /// A cancelled request drops the work, which stops the guest at its next
     /// epoch check and frees its instance; that is the only error here.
@@ -170,7 +244,11 @@ impl ServerHandler for AgentServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let exposed = self.exposed();
-        let (tools, next_cursor) = page(exposed.tools(), request, |t| Ok(t.descriptor.clone()))?;
+        let (tools, next_cursor) = answered(
+            "tools/list",
+            "",
+            page(exposed.tools(), request, |t| Ok(t.descriptor.clone())),
+        )?;
         let mut result = ListToolsResult::with_all_items(tools);
         result.next_cursor = next_cursor;
         Ok(result)
@@ -185,7 +263,8 @@ impl ServerHandler for AgentServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        self.run(request, context).await.map(CallToolResponse::from)
+        let name = request.name.clone();
+        answered("tools/call", &name, self.run(request, context).await).map(CallToolResponse::from)
     }
 
     async fn list_resources(
@@ -200,7 +279,8 @@ impl ServerHandler for AgentServer {
             .into_iter()
             .flat_map(|(_, catalog)| catalog.resources.clone())
             .collect();
-        let (resources, next_cursor) = page(&resources, request, mcp)?;
+        let (resources, next_cursor) =
+            answered("resources/list", "", page(&resources, request, mcp))?;
         let mut result = ListResourcesResult::with_all_items(resources);
         result.next_cursor = next_cursor;
         Ok(result)
@@ -218,7 +298,11 @@ impl ServerHandler for AgentServer {
             .into_iter()
             .flat_map(|(_, catalog)| catalog.templates.clone())
             .collect();
-        let (templates, next_cursor) = page(&templates, request, mcp)?;
+        let (templates, next_cursor) = answered(
+            "resources/templates/list",
+            "",
+            page(&templates, request, mcp),
+        )?;
         let mut result = ListResourceTemplatesResult::with_all_items(templates);
         result.next_cursor = next_cursor;
         Ok(result)
@@ -229,35 +313,8 @@ impl ServerHandler for AgentServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let exposed = self.exposed();
-        let uri = request.uri.as_str();
-        // One agent answers for itself; among several, the one that lists
-        // the URI or a template matching it (from the shared listings, so
-        // that only the owner runs).
-        let owner = match exposed.agents() {
-            [only] => Some(only),
-            _ => self
-                .catalogs(&exposed)
-                .await
-                .into_iter()
-                .find(|(_, catalog)| catalog.offers(uri))
-                .map(|(agent, _)| agent),
-        };
-        let Some(owner) = owner else {
-            return Err(not_found(uri));
-        };
-        let node = self.hosted.node();
-        let contents = self
-            .with_client(&context, |caller| {
-                node.read_resource(&owner.record, uri, Some(caller))
-            })
-            .await?
-            .map_err(protocol_error)?;
-        let contents = contents
-            .iter()
-            .map(mcp::<ResourceContents>)
-            .collect::<Result<_, _>>()?;
-        Ok(ReadResourceResult::new(contents).into())
+        let uri = request.uri.clone();
+        answered("resources/read", &uri, self.read(request, context).await)
     }
 
     async fn subscribe(
@@ -305,7 +362,7 @@ impl ServerHandler for AgentServer {
                     .collect::<Vec<_>>()
             })
             .collect();
-        let (prompts, next_cursor) = page(&prompts, request, mcp)?;
+        let (prompts, next_cursor) = answered("prompts/list", "", page(&prompts, request, mcp))?;
         let mut result = ListPromptsResult::with_all_items(prompts);
         result.next_cursor = next_cursor;
         Ok(result)
@@ -316,35 +373,8 @@ impl ServerHandler for AgentServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        let exposed = self.exposed();
-        let unknown =
-            || McpError::invalid_params(format!("unknown prompt: {}", request.name), None);
-        let (agent, name) = exposed.split_name(&request.name).ok_or_else(unknown)?;
-        let mut arguments = Vec::new();
-        for (key, value) in request.arguments.iter().flatten() {
-            let Some(value) = value.as_str() else {
-                return Err(McpError::invalid_params(
-                    format!("prompt argument {key:?} must be a string"),
-                    None,
-                ));
-            };
-            arguments.push((key.clone(), value.to_owned()));
-        }
-        let node = self.hosted.node();
-        let output = self
-            .with_client(&context, |caller| {
-                node.get_prompt(&agent.record, name, &arguments, Some(caller))
-            })
-            .await?
-            .map_err(protocol_error)?;
-        let messages = output
-            .messages
-            .iter()
-            .map(mcp::<PromptMessage>)
-            .collect::<Result<_, _>>()?;
-        let mut result = GetPromptResult::new(messages);
-        result.description = output.description;
-        Ok(result.into())
+        let name = request.name.clone();
+        answered("prompts/get", &name, self.prompt(request, context).await)
     }
 
     async fn set_level(
@@ -454,6 +484,23 @@ fn not_found(uri: &str) -> McpError {
     )
 }
 
+/// Logs a request the node refused, in plain words: at info, as the
+/// client's mistake (an unknown tool, a bad cursor), or at warn when the
+/// node failed (an internal error). `what` names the request's subject.
+fn answered<T>(method: &str, what: &str, result: Result<T, McpError>) -> Result<T, McpError> {
+    if let Err(error) = &result {
+        // The log line escapes it; a client may send megabytes of name.
+        let what = crate::text::excerpt(what, 200);
+        let code = error.code.0;
+        if error.code == rmcp::model::ErrorCode::INTERNAL_ERROR {
+            tracing::warn!("{method} {what} failed ({code}): {}", error.message);
+        } else {
+            tracing::info!("{method} {what} refused ({code}): {}", error.message);
+        }
+    }
+    result
+}
+
 /// The JSON-RPC error for a resource or prompt request that failed.
 fn protocol_error(error: NodeCallError) -> McpError {
     match error {
@@ -461,10 +508,7 @@ fn protocol_error(error: NodeCallError) -> McpError {
         NodeCallError::Call(
             error @ (CallError::UnknownPrompt { .. } | CallError::InvalidArguments(_)),
         ) => McpError::invalid_params(error.to_string(), None),
-        error => {
-            tracing::warn!("{error}");
-            McpError::internal_error(error.to_string(), None)
-        }
+        error => McpError::internal_error(error.to_string(), None),
     }
 }
 
