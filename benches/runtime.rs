@@ -15,9 +15,10 @@
 //! Run with `cargo bench -p agentsite --bench runtime` after building the
 //! examples (`cd examples && cargo build --release --target wasm32-wasip2`).
 
+use agentsite::bindings::AgentCorePre;
 use agentsite::config::Limits;
 use agentsite::policy::Grants;
-use agentsite::runtime::{Capacity, Runtime, ToolCall, bindings::AgentCorePre, engine_config};
+use agentsite::runtime::{Capacity, Runtime, ToolCall, engine_config};
 use criterion::{Criterion, criterion_group};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -18,7 +18,6 @@
 //! Every family is described (`# HELP`, `# TYPE`) from the first scrape,
 //! before anything was counted, so a scraper and its alerts see them.
 
-use crate::runtime::CallError;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
@@ -65,15 +64,34 @@ struct ListingLabels {
 }
 
 /// How a call ended, as the audit counts it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub enum Outcome<'a> {
     Ok,
     /// The tool ran and reported an error.
     ToolError,
     /// The call failed: a limit, a fault of the agent or a host failure.
-    Failed(&'a CallError),
+    Failed(Failure<'a>),
     /// The call never reached the agent (bad arguments, unknown tool, ...).
     Rejected,
+}
+
+/// Why a call failed, as the audit counts it; each says what happened.
+#[derive(Clone, Copy)]
+pub enum Failure<'a> {
+    /// A limit the node enforced, by name (`deadline`, `memory`, ...).
+    Limit(&'static str, &'a dyn std::fmt::Display),
+    /// The tool's own answer: it refused, or the arguments were bad.
+    Tool(&'a dyn std::fmt::Display),
+    /// A trap, a malformed result or a failure of the host.
+    Fault(&'a dyn std::fmt::Display),
+}
+
+impl std::fmt::Display for Failure<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Limit(_, why) | Failure::Tool(why) | Failure::Fault(why) => why.fmt(f),
+        }
+    }
 }
 
 /// The node's audit trail and metrics.
@@ -240,8 +258,8 @@ impl Audit {
                 tracing::info!(target: TARGET, agent, tool, micros, outcome = "tool-error", "call");
             }
             Outcome::Failed(failure) => {
-                match failure.limit() {
-                    Some(limit) => {
+                match failure {
+                    Failure::Limit(limit, _) => {
                         error("limit");
                         self.limit_hits
                             .get_or_create(&LimitLabels {
@@ -250,15 +268,8 @@ impl Audit {
                             })
                             .inc();
                     }
-                    // The tool ran and said no: the agent's own answer.
-                    None if matches!(
-                        failure,
-                        CallError::Failed(_) | CallError::InvalidArguments(_)
-                    ) =>
-                    {
-                        error("tool")
-                    }
-                    None => error("fault"),
+                    Failure::Tool(_) => error("tool"),
+                    Failure::Fault(_) => error("fault"),
                 }
                 tracing::info!(target: TARGET, agent, tool, micros, outcome = "failed", error = %failure, "call");
             }
@@ -347,12 +358,12 @@ mod tests {
         let ms = Duration::from_millis;
         audit.call("calculator", "add", ms(1), Outcome::Ok);
         audit.call("calculator", "divide", ms(2), Outcome::ToolError);
-        let deadline = CallError::DeadlineExceeded(Duration::from_secs(1));
-        audit.call("loop", "spin", ms(1000), Outcome::Failed(&deadline));
-        let trap = CallError::Trapped("unreachable".into());
-        audit.call("trap", "crash", ms(3), Outcome::Failed(&trap));
-        let refused = CallError::Failed("division by zero".into());
-        audit.call("calculator", "divide", ms(1), Outcome::Failed(&refused));
+        let deadline = Failure::Limit("deadline", &"deadline exceeded after 1s");
+        audit.call("loop", "spin", ms(1000), Outcome::Failed(deadline));
+        let trap = Failure::Fault(&"unreachable");
+        audit.call("trap", "crash", ms(3), Outcome::Failed(trap));
+        let refused = Failure::Tool(&"division by zero");
+        audit.call("calculator", "divide", ms(1), Outcome::Failed(refused));
         audit.denied("notes", "kv", "not granted");
         let text = audit.encode();
         for line in [

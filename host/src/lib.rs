@@ -20,6 +20,7 @@
 
 mod agent_id;
 pub mod audit;
+pub mod bindings;
 pub mod capabilities;
 pub mod cli;
 pub mod config;

@@ -338,7 +338,7 @@ impl Node {
         let audited = match &outcome {
             Ok(output) if output.is_error => Outcome::ToolError,
             Ok(_) => Outcome::Ok,
-            Err(NodeCallError::Call(failure)) => Outcome::Failed(failure),
+            Err(NodeCallError::Call(failure)) => Outcome::Failed(failure.audited()),
             Err(_) => Outcome::Rejected,
         };
         self.audit

@@ -8,7 +8,7 @@
 //! that only reports progress.
 
 use super::guest_log::Level;
-use crate::runtime::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError};
+use crate::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;

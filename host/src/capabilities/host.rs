@@ -1,10 +1,10 @@
 //! The `host` import: logging, progress reports and resource updates.
 
+use super::CallState;
 use super::caller::{CallerLink, Progress};
 use super::guest_log::{GuestLog, Level};
 use crate::AgentId;
-use crate::runtime::CallState;
-use crate::runtime::bindings::agentsite::agent::host::{self, LogLevel};
+use crate::bindings::agentsite::agent::host::{self, LogLevel};
 use tokio::sync::broadcast;
 use wasmtime::component::{HasSelf, Linker};
 

@@ -11,10 +11,10 @@
 //! and value plus [`ENTRY_OVERHEAD`] per entry, since a database of many
 //! empty values costs disk space too.
 
+use super::CallState;
 use crate::AgentId;
 use crate::audit::Denials;
-use crate::runtime::CallState;
-use crate::runtime::bindings::agentsite::agent::kv::{self, KvError};
+use crate::bindings::agentsite::agent::kv::{self, KvError};
 use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
 use std::collections::HashMap;
 use std::ops::Bound;

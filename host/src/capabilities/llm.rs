@@ -5,10 +5,10 @@
 //! client, whose user approves it. Otherwise the node has no model to offer
 //! and the answer is "not granted".
 
+use super::CallState;
 use super::caller::CallerLink;
 use crate::audit::Denials;
-use crate::runtime::CallState;
-use crate::runtime::bindings::agentsite::agent::llm::{self, ChatRequest, ChatResponse, LlmError};
+use crate::bindings::agentsite::agent::llm::{self, ChatRequest, ChatResponse, LlmError};
 use wasmtime::component::{HasSelf, Linker};
 
 /// Messages and characters a request may carry, so that a guest cannot make

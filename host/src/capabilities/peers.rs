@@ -13,20 +13,19 @@
 //! an agent calling itself stops at its depth, and one call of agents
 //! granted on this node causes at most fanout^depth others.
 
+use super::CallState;
 use super::caller::CallerLink;
 use crate::AgentId;
 use crate::audit::Denials;
+use crate::bindings::agentsite::agent::peers::{self, AgentRef, PeerError};
+use crate::bindings::types::{self, ToolResult};
 use crate::policy::PeersGrant;
-use crate::runtime::CallState;
-use crate::runtime::bindings::agentsite::agent::peers::{self, AgentRef, PeerError};
-use crate::runtime::bindings::types::{self, ToolResult};
 use crate::tool::{AgentCard, Content, ResourceBody, ToolOutput, ToolSpec};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::{HasSelf, Linker};
 
-/// The longest chain of agents calling agents.
-pub const MAX_DEPTH: u32 = 8;
+use crate::policy::MAX_DEPTH;
 /// The most agents one `discover` returns.
 pub const MAX_DISCOVER: u32 = 50;
 

@@ -1,9 +1,9 @@
 //! The `user` import: asking the person at the calling MCP client for input
 //! (MCP elicitation). Only a call that serves such a client has someone to ask.
 
+use super::CallState;
 use super::caller::{CallerLink, ElicitAction, ElicitFailure};
-use crate::runtime::CallState;
-use crate::runtime::bindings::agentsite::agent::user::{
+use crate::bindings::agentsite::agent::user::{
     self, ElicitAction as WitAction, ElicitError, ElicitResponse,
 };
 use serde_json::Value;

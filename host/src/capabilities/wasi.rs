@@ -6,10 +6,10 @@
 //! lookup ever. Clocks and randomness work. Stdout and stderr go to the
 //! call's [`GuestLog`].
 
+use super::CallState;
 use super::guest_log::{GuestLog, Stream};
 use crate::audit::Denials;
 use crate::policy::{Access, Grants, HttpPattern};
-use crate::runtime::CallState;
 use bytes::Bytes;
 use std::pin::Pin;
 use std::task::{Context, Poll};

@@ -10,9 +10,9 @@ pub mod policy;
 pub use network::{call_remote, fetch, id, peers, publish, search};
 
 use crate::Node;
+use crate::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::capabilities::caller::{Caller, ElicitFailure, Elicitation, Progress};
 use crate::capabilities::guest_log::Level;
-use crate::runtime::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::store::AgentRecord;
 use crate::text::terminal_safe as safe;
 use crate::tool::ToolSpec;

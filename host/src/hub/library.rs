@@ -8,13 +8,13 @@
 
 use super::Shared;
 use crate::NodeCallError;
+use crate::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::capabilities::caller::{Caller, ElicitFailure, Elicitation, Progress};
 use crate::capabilities::guest_log::Level;
-use crate::capabilities::peers::MAX_DEPTH;
 use crate::net::fetch::{FetchRequest, FetchResponse, MAX_MATCHES};
 use crate::net::rpc::{self, CallRequest, RpcError, code};
+use crate::policy::MAX_DEPTH;
 use crate::runtime::CallError;
-use crate::runtime::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::store::manifest::normalize_keyword;
 use crate::tool::{Content, ToolOutput};
 use libp2p::PeerId;

@@ -6,9 +6,9 @@
 // but remain part of 2025-11-25, which most clients speak.
 #![allow(deprecated)]
 
+use crate::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError, Role};
 use crate::capabilities::caller::{Caller, ElicitAction, ElicitFailure, Elicitation, Progress};
 use crate::capabilities::guest_log::Level;
-use crate::runtime::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError, Role};
 use rmcp::model::{
     CreateMessageRequestParams, ElicitRequestParams, ElicitationAction, ElicitationSchema,
     LoggingLevel, LoggingMessageNotificationParam, ModelHint, ModelPreferences,

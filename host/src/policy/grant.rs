@@ -72,6 +72,11 @@ pub enum Access {
     ReadWrite,
 }
 
+/// The longest chain of agents calling agents, whatever a grant says: the
+/// node refuses a call deeper than this from anyone, on this node or from
+/// another.
+pub const MAX_DEPTH: u32 = 8;
+
 /// Bounds on an agent's calls to other agents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -103,7 +108,7 @@ pub enum GrantError {
     DuplicateGuestPath(String),
     #[error("env name {0:?} is not a variable name (letters, digits and _)")]
     BadEnvName(String),
-    #[error("peers.depth must be 1 to {max}", max = crate::capabilities::peers::MAX_DEPTH)]
+    #[error("peers.depth must be 1 to {max}", max = MAX_DEPTH)]
     BadDepth,
     #[error("peers.fanout must be at least 1")]
     BadFanout,
@@ -135,7 +140,7 @@ impl Grant {
             }
         }
         if let Some(peers) = self.peers {
-            if peers.depth == 0 || peers.depth > crate::capabilities::peers::MAX_DEPTH {
+            if peers.depth == 0 || peers.depth > MAX_DEPTH {
                 return Err(GrantError::BadDepth);
             }
             if peers.fanout == 0 {

@@ -29,7 +29,7 @@
 pub mod grant;
 pub mod http_allow;
 
-pub use grant::{Access, FsGrant, Grant, GrantError, Grants, PeersGrant};
+pub use grant::{Access, FsGrant, Grant, GrantError, Grants, MAX_DEPTH, PeersGrant};
 pub use http_allow::HttpPattern;
 
 use crate::AgentId;

@@ -68,7 +68,7 @@ pub fn engine_config(capacity: Capacity) -> Config {
         // does not fit (see `complexity`): wasmtime's defaults.
         pool.max_tables_per_module(super::complexity::MAX_TABLES_PER_MODULE);
         pool.max_memories_per_module(super::complexity::MAX_MEMORIES_PER_MODULE);
-        pool.table_elements(super::limits::MAX_TABLE_ELEMENTS);
+        pool.table_elements(crate::capabilities::limits::MAX_TABLE_ELEMENTS);
         // Reusing a slot must reset it to the module's initial image. Giving
         // pages back to the kernel (madvise) costs a page fault on every
         // touch in the next call plus a TLB shootdown; rewriting them in

@@ -83,18 +83,16 @@ impl CallError {
         })
     }
 
-    /// Whether the error is a limit the node enforced (as opposed to the
-    /// tool's own failure or a bad request).
-    pub fn is_limit(&self) -> bool {
-        matches!(
-            self,
-            CallError::DeadlineExceeded(_)
-                | CallError::MemoryExceeded(_)
-                | CallError::StackOverflow
-                | CallError::HostLimit(_)
-                | CallError::OutputTooLarge { .. }
-                | CallError::TooManyItems { .. }
-                | CallError::Busy(_)
-        )
+    /// The failure as the audit counts it.
+    pub fn audited(&self) -> crate::audit::Failure<'_> {
+        use crate::audit::Failure;
+        match self.limit() {
+            Some(limit) => Failure::Limit(limit, self),
+            // The tool ran and said no: the agent's own answer.
+            None if matches!(self, CallError::Failed(_) | CallError::InvalidArguments(_)) => {
+                Failure::Tool(self)
+            }
+            None => Failure::Fault(self),
+        }
     }
 }

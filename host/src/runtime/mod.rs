@@ -8,7 +8,6 @@
 //! survives from one call to the next except through a capability such as kv.
 
 pub mod background;
-pub mod bindings;
 pub mod complexity;
 mod engine;
 mod error;
@@ -20,46 +19,24 @@ pub use engine::{
 pub use error::CallError;
 
 use crate::AgentId;
-use crate::audit::{Audit, Denials};
+use crate::audit::Audit;
+use crate::bindings::{AgentCore, AgentCorePre};
+pub use crate::capabilities::CallState;
 use crate::capabilities::{
-    self,
-    caller::{Caller, CallerLink},
-    guest_log::GuestLog,
-    host::{HostState, ResourceUpdate},
-    kv::{KvState, KvStores},
-    llm::LlmState,
-    peers::{PeerNetwork, PeersState},
-    user::UserState,
-    wasi::HttpPolicy,
+    self, CallSetup, Services, caller::Caller, guest_log::GuestLog, host::ResourceUpdate,
+    kv::KvStores, limits, peers::PeerNetwork,
 };
 use crate::config::Limits;
 use crate::policy::Grants;
 use crate::prompt::{PromptOutput, PromptSpec};
 use crate::resource::{ResourceCatalog, ResourceContents};
 use crate::tool::{AgentCard, ToolOutput, ToolSpec};
-use bindings::{AgentCore, AgentCorePre};
 use engine::EpochTicker;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast};
-use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
-
-/// The state of one call: what every capability keeps while the guest runs.
-pub struct CallState {
-    pub(crate) wasi: wasmtime_wasi::WasiCtx,
-    pub(crate) http: wasmtime_wasi_http::WasiHttpCtx,
-    pub(crate) http_hooks: HttpPolicy,
-    pub(crate) table: ResourceTable,
-    pub(crate) limiter: limits::CallLimiter,
-    pub(crate) host: HostState,
-    pub(crate) kv: KvState,
-    pub(crate) peers: PeersState,
-    pub(crate) llm: LlmState,
-    pub(crate) user: UserState,
-}
-
-pub mod limits;
 
 /// An agent ready to be called: its compiled component with imports resolved,
 /// and the slots that bound its concurrent calls.
@@ -153,10 +130,7 @@ pub struct Runtime {
     engine: Engine,
     linker: Linker<CallState>,
     pooling: bool,
-    kv: Arc<KvStores>,
-    updates: broadcast::Sender<ResourceUpdate>,
-    peers: std::sync::OnceLock<Arc<dyn PeerNetwork>>,
-    audit: Arc<Audit>,
+    services: Services,
     _ticker: EpochTicker,
 }
 
@@ -194,10 +168,7 @@ impl Runtime {
             engine,
             linker,
             pooling,
-            kv: Arc::new(KvStores::new(kv_dir)),
-            updates: broadcast::channel(256).0,
-            peers: std::sync::OnceLock::new(),
-            audit,
+            services: Services::new(kv_dir, audit),
             _ticker: ticker,
         })
     }
@@ -213,18 +184,18 @@ impl Runtime {
 
     /// Announcements of agents whose resources changed (`host.resource-updated`).
     pub fn resource_updates(&self) -> broadcast::Receiver<ResourceUpdate> {
-        self.updates.subscribe()
+        self.services.resource_updates()
     }
 
     /// Gives agents the network (the `peers` import). Set once, when the
     /// node joins a network; returns false if one was already set.
     pub fn set_peers(&self, network: Arc<dyn PeerNetwork>) -> bool {
-        self.peers.set(network).is_ok()
+        self.services.set_peers(network)
     }
 
     /// The key-value databases of this node's agents.
     pub fn kv(&self) -> &Arc<KvStores> {
-        &self.kv
+        self.services.kv()
     }
 
     /// Compiles component bytes, refusing anything that is not a component.
@@ -462,33 +433,15 @@ impl Runtime {
         caller: Option<Arc<dyn Caller>>,
         deadline: Instant,
     ) -> Result<RunningCall, CallError> {
-        let limits = &grants.limits;
-        let log = GuestLog::new(agent.name.clone(), limits.max_log.as_u64());
-        let wasi = capabilities::wasi::context(&log, grants)
-            .map_err(|e| CallError::Host(e.to_string()))?;
-        let caller = CallerLink::new(caller, deadline);
-        let denials = Denials::new(self.audit.clone(), agent.name.clone());
-        let state = CallState {
-            wasi,
-            http: capabilities::wasi::new_http_context(limits::MAX_FIELDS_BYTES),
-            http_hooks: HttpPolicy::new(grants.http.clone(), deadline, denials.clone()),
-            table: {
-                let mut table = ResourceTable::new();
-                table.set_max_capacity(limits::MAX_HANDLES);
-                table
-            },
-            limiter: limits::CallLimiter::new(limits.memory),
-            host: HostState::new(log.clone(), agent.id, caller.clone(), self.updates.clone()),
-            kv: KvState::new(self.kv.clone(), agent.id, grants.kv).reporting(denials.clone()),
-            peers: PeersState::new(
-                self.peers.get().cloned(),
-                caller.clone(),
-                grants.peers,
-                denials.clone(),
-            ),
-            llm: LlmState::new(caller.clone(), grants.llm, denials),
-            user: UserState::new(caller),
+        let setup = CallSetup {
+            agent: agent.id,
+            name: agent.name.clone(),
+            grants,
+            caller,
+            deadline,
         };
+        let (state, log) =
+            CallState::new(&self.services, setup).map_err(|e| CallError::Host(e.to_string()))?;
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limiter);
         // Checked whenever the epoch advances; yielding in between keeps a
@@ -504,7 +457,7 @@ impl Runtime {
         Ok(RunningCall {
             store,
             log,
-            limits: *limits,
+            limits: grants.limits,
             deadline,
         })
     }
