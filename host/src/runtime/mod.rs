@@ -279,21 +279,15 @@ impl Runtime {
         limits: &Limits,
     ) -> Result<(AgentCard, Vec<ToolSpec>), CallError> {
         let deadline = Instant::now() + limits.deadline;
-        let mut call = self.start(agent, &Grants::pure(*limits), None, deadline)?;
-        let outcome = in_time(call.deadline, async {
-            let instance = instantiate(&agent.pre, &mut call.store).await?;
-            let card = instance
-                .agentsite_agent_card()
-                .call_describe(&mut call.store)
-                .await?;
-            let tools = instance
-                .agentsite_agent_tools()
-                .call_list_tools(&mut call.store)
-                .await?;
-            Ok::<_, wasmtime::Error>((card, tools))
-        })
-        .await;
-        let (card, tools) = call.finish(outcome)?;
+        let call = self.start(agent, &Grants::pure(*limits), None, deadline)?;
+        let (card, tools) = call
+            .run(&agent.pre, async |instance, store| {
+                let card = instance.agentsite_agent_card().call_describe(&mut *store);
+                let card = card.await?;
+                let tools = instance.agentsite_agent_tools().call_list_tools(store);
+                Ok((card, tools.await?))
+            })
+            .await?;
         result::describe(card, tools)
     }
 
@@ -304,16 +298,19 @@ impl Runtime {
         request: ToolCall<'_>,
     ) -> Result<ToolOutput, CallError> {
         let _running = Touch::start(agent);
-        let (_slot, mut call) = self.enter(agent, &request.grants, request.caller).await?;
-        let outcome = in_time(call.deadline, async {
-            let instance = instantiate(&agent.pre, &mut call.store).await?;
-            instance
-                .agentsite_agent_tools()
-                .call_call_tool(&mut call.store, request.tool, request.arguments)
-                .await
-        })
-        .await;
-        match call.finish(outcome)? {
+        let (tool, arguments) = (request.tool, request.arguments);
+        let answer = self
+            .run(
+                agent,
+                &request.grants,
+                request.caller,
+                async |instance, store| {
+                    let tools = instance.agentsite_agent_tools();
+                    tools.call_call_tool(store, tool, arguments).await
+                },
+            )
+            .await?;
+        match answer {
             Ok(output) => result::tool_output(output, &request.grants.limits),
             Err(error) => Err(result::tool_error(error, &agent.name)),
         }
@@ -325,18 +322,16 @@ impl Runtime {
         agent: &LoadedAgent,
         grants: &Grants,
     ) -> Result<ResourceCatalog, CallError> {
-        let (_slot, mut call) = self.enter(agent, grants, None).await?;
-        let outcome = in_time(call.deadline, async {
-            let instance = instantiate(&agent.pre, &mut call.store).await?;
-            let exports = instance.agentsite_agent_resources();
-            let resources = exports.call_list_resources(&mut call.store).await?;
-            let templates = exports
-                .call_list_resource_templates(&mut call.store)
-                .await?;
-            Ok::<_, wasmtime::Error>((resources, templates))
-        })
-        .await;
-        let (resources, templates) = call.finish(outcome)?;
+        let (resources, templates) = self
+            .run(agent, grants, None, async |instance, store| {
+                let exports = instance.agentsite_agent_resources();
+                let resources = exports.call_list_resources(&mut *store).await?;
+                Ok((
+                    resources,
+                    exports.call_list_resource_templates(store).await?,
+                ))
+            })
+            .await?;
         result::resource_catalog(resources, templates, &grants.limits)
     }
 
@@ -349,16 +344,13 @@ impl Runtime {
         caller: Option<Arc<dyn Caller>>,
     ) -> Result<Vec<ResourceContents>, CallError> {
         let _running = Touch::start(agent);
-        let (_slot, mut call) = self.enter(agent, grants, caller).await?;
-        let outcome = in_time(call.deadline, async {
-            let instance = instantiate(&agent.pre, &mut call.store).await?;
-            instance
-                .agentsite_agent_resources()
-                .call_read_resource(&mut call.store, uri)
-                .await
-        })
-        .await;
-        match call.finish(outcome)? {
+        let answer = self
+            .run(agent, grants, caller, async |instance, store| {
+                let resources = instance.agentsite_agent_resources();
+                resources.call_read_resource(store, uri).await
+            })
+            .await?;
+        match answer {
             Ok(contents) => result::resource_contents(contents, &grants.limits),
             Err(error) => Err(result::resource_error(error)),
         }
@@ -370,16 +362,14 @@ impl Runtime {
         agent: &LoadedAgent,
         grants: &Grants,
     ) -> Result<Vec<PromptSpec>, CallError> {
-        let (_slot, mut call) = self.enter(agent, grants, None).await?;
-        let outcome = in_time(call.deadline, async {
-            let instance = instantiate(&agent.pre, &mut call.store).await?;
-            instance
-                .agentsite_agent_prompts()
-                .call_list_prompts(&mut call.store)
-                .await
-        })
-        .await;
-        let prompts = call.finish(outcome)?;
+        let prompts = self
+            .run(agent, grants, None, async |instance, store| {
+                instance
+                    .agentsite_agent_prompts()
+                    .call_list_prompts(store)
+                    .await
+            })
+            .await?;
         result::prompts(prompts, &grants.limits)
     }
 
@@ -393,19 +383,29 @@ impl Runtime {
         caller: Option<Arc<dyn Caller>>,
     ) -> Result<PromptOutput, CallError> {
         let _running = Touch::start(agent);
-        let (_slot, mut call) = self.enter(agent, grants, caller).await?;
-        let outcome = in_time(call.deadline, async {
-            let instance = instantiate(&agent.pre, &mut call.store).await?;
-            instance
-                .agentsite_agent_prompts()
-                .call_get_prompt(&mut call.store, name, arguments)
-                .await
-        })
-        .await;
-        match call.finish(outcome)? {
+        let answer = self
+            .run(agent, grants, caller, async |instance, store| {
+                let prompts = instance.agentsite_agent_prompts();
+                prompts.call_get_prompt(store, name, arguments).await
+            })
+            .await?;
+        match answer {
             Ok(output) => result::prompt_output(output, &grants.limits),
             Err(error) => Err(result::prompt_error(error, &agent.name)),
         }
+    }
+
+    /// Runs `work` on a fresh instance of `agent` in one of its call slots:
+    /// what every export of the agent world goes through.
+    async fn run<T>(
+        &self,
+        agent: &LoadedAgent,
+        grants: &Grants,
+        caller: Option<Arc<dyn Caller>>,
+        work: impl AsyncFnOnce(&AgentCore, &mut Store<CallState>) -> wasmtime::Result<T>,
+    ) -> Result<T, CallError> {
+        let (_slot, call) = self.enter(agent, grants, caller).await?;
+        call.run(&agent.pre, work).await
     }
 
     /// Takes one of the agent's call slots and starts a call. Time spent
@@ -463,13 +463,6 @@ impl Runtime {
     }
 }
 
-async fn instantiate(
-    pre: &AgentCorePre<CallState>,
-    store: &mut Store<CallState>,
-) -> wasmtime::Result<AgentCore> {
-    pre.instantiate_async(store).await
-}
-
 /// A store in use by one call.
 struct RunningCall {
     store: Store<CallState>,
@@ -498,6 +491,22 @@ async fn in_time<T>(
 }
 
 impl RunningCall {
+    /// Instantiates the agent and runs `work` on it under the call's
+    /// deadline, then ends the call.
+    async fn run<T>(
+        mut self,
+        pre: &AgentCorePre<CallState>,
+        work: impl AsyncFnOnce(&AgentCore, &mut Store<CallState>) -> wasmtime::Result<T>,
+    ) -> Result<T, CallError> {
+        let store = &mut self.store;
+        let outcome = in_time(self.deadline, async {
+            let instance = pre.instantiate_async(&mut *store).await?;
+            work(&instance, store).await
+        })
+        .await;
+        self.finish(outcome)
+    }
+
     /// Ends the call: flushes the guest's output and turns a trap into the
     /// limit or fault that caused it.
     fn finish<T>(self, outcome: wasmtime::Result<T>) -> Result<T, CallError> {
