@@ -8,8 +8,10 @@ mod support;
 use agentsite::AgentId;
 use agentsite::config::DataDir;
 use agentsite::net::fetch::{FetchRequest, FetchResponse};
+use agentsite::net::rpc::{self, CallRequest, RpcError};
 use agentsite::net::{Keypair, Library, Network, PeerId};
 use agentsite::store::manifest::SignedManifest;
+use agentsite::tool::ToolOutput;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::testnet::{manifest_from_dht, memory_config, node_with_hub};
@@ -35,8 +37,11 @@ impl Library for Liar {
         }
     }
 
-    async fn rpc(&self, _from: PeerId, _message: serde_json::Value) -> serde_json::Value {
-        serde_json::json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "no"}})
+    async fn call(&self, _from: PeerId, _request: CallRequest) -> Result<ToolOutput, RpcError> {
+        Err(RpcError {
+            code: rpc::code::INTERNAL,
+            message: "no".into(),
+        })
     }
 
     fn announced(&self, _manifest: SignedManifest, _host: PeerId) {}

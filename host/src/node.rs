@@ -11,6 +11,7 @@
 use crate::AgentId;
 use crate::audit::{self, Audit, Outcome};
 use crate::capabilities::caller::Caller;
+use crate::capabilities::peers::PeerFailure;
 use crate::config::{Config, DataDir};
 use crate::policy::{Grants, Origin, PolicyFile, Refused};
 use crate::prompt::{PromptOutput, PromptSpec};
@@ -60,6 +61,26 @@ pub enum NodeCallError {
     Runtime(#[from] RuntimeUnavailable),
     #[error(transparent)]
     Refused(#[from] Refused),
+}
+
+impl NodeCallError {
+    /// How a call ends for whoever asked for it (an MCP client, another
+    /// agent here, another node): the one mapping of a call's errors. A
+    /// failure of the tool or a limit it hit is a result with `isError`,
+    /// which the caller sees, as MCP wants tool errors; what stopped the
+    /// call from running at all is a refusal.
+    pub fn answer(outcome: Result<ToolOutput, NodeCallError>) -> Result<ToolOutput, PeerFailure> {
+        match outcome {
+            Ok(output) => Ok(output),
+            Err(NodeCallError::Call(CallError::InvalidArguments(reason))) => {
+                Err(PeerFailure::InvalidArguments(reason))
+            }
+            Err(NodeCallError::Call(failure)) => Ok(ToolOutput::failure(failure.to_string())),
+            Err(NodeCallError::UnknownTool { tool, .. }) => Err(PeerFailure::UnknownTool(tool)),
+            Err(NodeCallError::Resolve(error)) => Err(PeerFailure::NotFound(error.to_string())),
+            Err(error) => Err(PeerFailure::Unavailable(error.to_string())),
+        }
+    }
 }
 
 /// A node: installed agents and the runtime that calls them.

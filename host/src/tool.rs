@@ -110,6 +110,18 @@ pub struct ToolOutput {
 }
 
 impl ToolOutput {
+    /// A result reporting a failure to the caller (MCP `isError`), as the
+    /// spec wants a tool's errors: the model or agent calling sees why.
+    pub fn failure(message: impl Into<String>) -> Self {
+        ToolOutput {
+            content: vec![Content::Text {
+                text: message.into(),
+            }],
+            structured_content: None,
+            is_error: true,
+        }
+    }
+
     /// The text of all text blocks, joined by newlines.
     pub fn text(&self) -> String {
         self.content

@@ -12,11 +12,13 @@
 use agentsite::config::{Config, DataDir};
 use agentsite::hub::{Hub, HubOptions};
 use agentsite::net::fetch::{FetchRequest, FetchResponse};
+use agentsite::net::rpc::{self, CallRequest, RpcError};
 use agentsite::net::{Keypair, Library, Multiaddr, NetConfig, Network, PeerId, Transports};
 use agentsite::runtime::Capacity;
 use agentsite::store::AgentRecord;
 use agentsite::store::manifest::{Manifest, SignedManifest};
 use agentsite::tool::AgentCard;
+use agentsite::tool::ToolOutput;
 use agentsite::{AgentId, Node};
 use std::collections::HashMap;
 use std::path::Path;
@@ -82,11 +84,10 @@ impl Library for Shelf {
         }
     }
 
-    async fn rpc(&self, _from: PeerId, message: serde_json::Value) -> serde_json::Value {
-        serde_json::json!({
-            "jsonrpc": "2.0",
-            "id": message.get("id").cloned().unwrap_or(serde_json::Value::Null),
-            "error": {"code": -32601, "message": "a simulated node runs no agents"},
+    async fn call(&self, _from: PeerId, _request: CallRequest) -> Result<ToolOutput, RpcError> {
+        Err(RpcError {
+            code: rpc::code::NOT_FOUND,
+            message: "a simulated node runs no agents".into(),
         })
     }
 

@@ -53,8 +53,6 @@ pub enum PeerFailure {
     UnknownTool(String),
     #[error("{0}")]
     InvalidArguments(String),
-    #[error("{0}")]
-    Failed(String),
 }
 
 /// One hop of a call chain: how deep it is and when its caller stops waiting.
@@ -151,7 +149,6 @@ fn to_wit(failure: PeerFailure) -> PeerError {
         PeerFailure::Unavailable(m) => PeerError::Unavailable(m),
         PeerFailure::UnknownTool(m) => PeerError::Tool(types::ToolError::UnknownTool(m)),
         PeerFailure::InvalidArguments(m) => PeerError::Tool(types::ToolError::InvalidArguments(m)),
-        PeerFailure::Failed(m) => PeerError::Tool(types::ToolError::Failed(m)),
     }
 }
 

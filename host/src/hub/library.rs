@@ -2,24 +2,24 @@
 //! it publishes, keyword matches among them, and calls to their tools.
 //!
 //! Only agents this node offers (published, or fetched and seeded) are
-//! served; other installed agents stay private. A remote call runs under
-//! this node's own limits, never longer than the caller still waits, and is
+//! served; other installed agents stay private. A remote call takes the
+//! same path as an agent's call of an agent here ([`Shared::call_for_agent`]):
+//! this node's own limits, never longer than the caller still waits,
 //! refused past the maximum hop count.
 
 use super::Shared;
-use crate::NodeCallError;
 use crate::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::capabilities::caller::{Caller, ElicitFailure, Elicitation, Progress};
 use crate::capabilities::guest_log::Level;
+use crate::capabilities::peers::{Hop, PeerFailure};
 use crate::net::fetch::{FetchRequest, FetchResponse, MAX_MATCHES};
-use crate::net::rpc::{self, CallRequest, RpcError, code};
-use crate::policy::MAX_DEPTH;
-use crate::runtime::CallError;
+use crate::net::rpc::{CallRequest, RpcError, code};
 use crate::store::manifest::normalize_keyword;
-use crate::tool::{Content, ToolOutput};
+use crate::tool::ToolOutput;
 use libp2p::PeerId;
 use serde_json::Value;
 use std::sync::Arc;
+use std::time::Instant;
 
 pub(super) struct NodeLibrary(pub(super) Arc<Shared>);
 
@@ -74,12 +74,24 @@ impl crate::net::Library for NodeLibrary {
         }
     }
 
-    async fn rpc(&self, from: PeerId, message: Value) -> Value {
-        let outcome = match CallRequest::from_json(&message) {
-            Ok(request) => self.call(from, request).await,
-            Err(error) => Err(error),
+    async fn call(&self, from: PeerId, request: CallRequest) -> Result<ToolOutput, RpcError> {
+        let shared = &self.0;
+        if shared.offered(&request.agent).is_none() {
+            return Err(RpcError {
+                code: code::NOT_FOUND,
+                message: format!("this node does not offer {}", request.agent),
+            });
+        }
+        tracing::info!(%from, agent = %request.agent, tool = %request.tool, depth = request.depth, "remote call");
+        let hop = Hop {
+            depth: request.depth,
+            deadline: Instant::now() + request.deadline,
         };
-        rpc::response(outcome)
+        let arguments = request.arguments.to_string();
+        shared
+            .call_for_agent(request.agent, &request.tool, &arguments, hop)
+            .await
+            .map_err(to_wire)
     }
 
     fn announced(&self, manifest: crate::store::manifest::SignedManifest, host: PeerId) {
@@ -91,76 +103,29 @@ impl crate::net::Library for NodeLibrary {
     }
 }
 
-impl NodeLibrary {
-    async fn call(&self, from: PeerId, request: CallRequest) -> Result<ToolOutput, RpcError> {
-        let shared = &self.0;
-        if request.depth > MAX_DEPTH {
-            return Err(RpcError {
-                code: code::DEPTH_EXCEEDED,
-                message: format!("agents calling agents may chain at most {MAX_DEPTH} deep"),
-            });
-        }
-        if shared.offered(&request.agent).is_none() {
-            return Err(RpcError {
-                code: code::NOT_FOUND,
-                message: format!("this node does not offer {}", request.agent),
-            });
-        }
-        let record = shared
-            .node
-            .resolve(&request.agent.to_string())
-            .map_err(|e| RpcError {
-                code: code::NOT_FOUND,
-                message: e.to_string(),
-            })?;
-        let mut grants = shared.node.grants(&record).map_err(|e| RpcError {
-            code: code::NOT_FOUND,
-            message: e.to_string(),
-        })?;
-        grants.limits.deadline = grants.limits.deadline.min(request.deadline);
-        if grants.limits.deadline.is_zero() {
-            return Err(RpcError {
-                code: code::DEADLINE_EXCEEDED,
-                message: "the caller's deadline has already passed".into(),
-            });
-        }
-        tracing::info!(%from, agent = %record.card.name, tool = %request.tool, depth = request.depth, "remote call");
-        let caller = Arc::new(ChainCaller {
-            depth: request.depth,
-        });
-        let outcome = shared
-            .node
-            .call_record(
-                &record,
-                &request.tool,
-                &request.arguments.to_string(),
-                grants,
-                Some(caller),
-            )
-            .await;
-        match outcome {
-            Ok(output) => Ok(output),
-            Err(NodeCallError::UnknownTool { agent, tool, known }) => Err(RpcError {
-                code: code::INVALID_PARAMS,
-                message: format!("{agent} has no tool named {tool:?}; its tools are: {known}"),
-            }),
-            Err(NodeCallError::Call(CallError::InvalidArguments(reason))) => Err(RpcError {
-                code: code::INVALID_PARAMS,
-                message: format!("invalid arguments: {reason}"),
-            }),
-            // As over MCP: a failure of the tool is a result the caller sees.
-            Err(NodeCallError::Call(error)) => Ok(ToolOutput {
-                content: vec![Content::Text {
-                    text: error.to_string(),
-                }],
-                structured_content: None,
-                is_error: true,
-            }),
-            Err(error) => Err(RpcError {
-                code: code::INTERNAL,
-                message: error.to_string(),
-            }),
-        }
+/// A refusal as the calling node reads it back (see [`from_wire`]).
+pub(super) fn to_wire(refusal: PeerFailure) -> RpcError {
+    let (code, message) = match refusal {
+        PeerFailure::UnknownTool(tool) => (code::UNKNOWN_TOOL, tool),
+        PeerFailure::InvalidArguments(reason) => (code::INVALID_PARAMS, reason),
+        PeerFailure::NotFound(message) => (code::NOT_FOUND, message),
+        PeerFailure::DepthExceeded(message) => (code::DEPTH_EXCEEDED, message),
+        PeerFailure::DeadlineExceeded(message) => (code::DEADLINE_EXCEEDED, message),
+        PeerFailure::Unavailable(message) => (code::INTERNAL, message),
+    };
+    RpcError { code, message }
+}
+
+/// Another node's refusal, as the agent that called sees it.
+pub(super) fn from_wire(error: RpcError) -> PeerFailure {
+    let RpcError { code, message } = error;
+    match code {
+        code::UNKNOWN_TOOL => PeerFailure::UnknownTool(message),
+        code::INVALID_PARAMS => PeerFailure::InvalidArguments(message),
+        code::NOT_FOUND => PeerFailure::NotFound(message),
+        code::DEPTH_EXCEEDED => PeerFailure::DepthExceeded(message),
+        code::DEADLINE_EXCEEDED => PeerFailure::DeadlineExceeded(message),
+        _ => PeerFailure::Unavailable(message),
     }
 }
 
@@ -188,5 +153,24 @@ impl Caller for ChainCaller {
 
     fn depth(&self) -> u32 {
         self.depth
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_refusal_reaches_the_calling_agent_as_it_was_made() {
+        for refusal in [
+            PeerFailure::UnknownTool("cube_root".into()),
+            PeerFailure::InvalidArguments("missing field `a`".into()),
+            PeerFailure::NotFound("this node does not offer it".into()),
+            PeerFailure::DepthExceeded("at most 8 deep".into()),
+            PeerFailure::DeadlineExceeded("the caller's deadline has already passed".into()),
+            PeerFailure::Unavailable("the runtime stopped".into()),
+        ] {
+            assert_eq!(from_wire(to_wire(refusal.clone())), refusal);
+        }
     }
 }

@@ -13,9 +13,9 @@ pub use index::Known;
 
 use crate::capabilities::peers::{Discovered, Hop, PeerFailure, PeerNetwork};
 use crate::net::fetch::{self, DownloadReport, FetchRequest, FetchResponse};
-use crate::net::rpc::{self, CallRequest, code};
+use crate::net::rpc::{CallRequest, RpcError, code};
 use crate::net::{Keypair, NetConfig, NetError, Network, PeerId, PublishReport, dht};
-use crate::policy::Origin;
+use crate::policy::{MAX_DEPTH, Origin};
 use crate::store::manifest::{Manifest, SignedManifest, normalize_keyword};
 use crate::store::{AgentRecord, StoreError};
 use crate::tool::{AgentCard, ToolOutput, ToolSpec};
@@ -43,6 +43,45 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Calls `tool` of the installed agent `agent` for another agent, here
+    /// or on another node, at `hop`: the one path of every agent-to-agent
+    /// call that runs on this node. It runs under this node's grants and
+    /// limits, never longer than the caller still waits, and is refused
+    /// past the longest chain.
+    async fn call_for_agent(
+        &self,
+        agent: AgentId,
+        tool: &str,
+        arguments: &str,
+        hop: Hop,
+    ) -> Result<ToolOutput, PeerFailure> {
+        if hop.depth > MAX_DEPTH {
+            return Err(PeerFailure::DepthExceeded(format!(
+                "agents calling agents may chain at most {MAX_DEPTH} deep"
+            )));
+        }
+        let record = self
+            .node
+            .resolve(&agent.to_string())
+            .map_err(|e| PeerFailure::NotFound(e.to_string()))?;
+        let mut grants = self
+            .node
+            .grants(&record)
+            .map_err(|e| PeerFailure::Unavailable(e.to_string()))?;
+        grants.limits.deadline = grants.limits.deadline.min(hop.remaining());
+        if grants.limits.deadline.is_zero() {
+            return Err(PeerFailure::DeadlineExceeded(
+                "the caller's deadline has already passed".into(),
+            ));
+        }
+        let caller = Arc::new(library::ChainCaller { depth: hop.depth });
+        let outcome = self
+            .node
+            .call_record(&record, tool, arguments, grants, Some(caller))
+            .await;
+        crate::NodeCallError::answer(outcome)
+    }
+
     fn offered(&self, id: &AgentId) -> Option<SignedManifest> {
         self.offered
             .read()
@@ -136,7 +175,7 @@ pub enum HubError {
     #[error("cannot sign the manifest: {0}")]
     Sign(#[from] crate::store::manifest::ManifestError),
     #[error("{0}")]
-    Remote(#[from] rpc::RpcError),
+    Remote(#[from] RpcError),
     #[error(transparent)]
     Refused(#[from] crate::policy::Refused),
 }
@@ -449,11 +488,7 @@ impl Hub {
                 depth: hop.depth,
                 deadline: hop.remaining(),
             };
-            let answer = self
-                .network
-                .rpc(provider, request.to_json(), hop.remaining())
-                .await;
-            match answer.map(rpc::parse_response) {
+            match self.network.call(provider, request, hop.remaining()).await {
                 Ok(Ok(output)) => return Ok(output),
                 // That host no longer offers it: try the next.
                 Ok(Err(error)) if error.code == code::NOT_FOUND => last_error = error.into(),
@@ -516,27 +551,9 @@ impl PeerNetwork for HubLink {
         hop: Hop,
     ) -> Result<ToolOutput, PeerFailure> {
         let hub = self.hub()?;
-        let node = &hub.shared.node;
         // Installed here: call it here, under this node's limits.
-        if let Ok(record) = node.resolve(&agent.to_string()) {
-            let mut grants = node
-                .grants(&record)
-                .map_err(|e| PeerFailure::Failed(e.to_string()))?;
-            grants.limits.deadline = grants.limits.deadline.min(hop.remaining());
-            let caller = Arc::new(library::ChainCaller { depth: hop.depth });
-            return match node
-                .call_record(&record, tool, arguments, grants, Some(caller))
-                .await
-            {
-                Ok(output) => Ok(output),
-                Err(crate::NodeCallError::UnknownTool { tool, .. }) => {
-                    Err(PeerFailure::UnknownTool(tool))
-                }
-                Err(crate::NodeCallError::Call(crate::runtime::CallError::InvalidArguments(m))) => {
-                    Err(PeerFailure::InvalidArguments(m))
-                }
-                Err(e) => Err(PeerFailure::Failed(e.to_string())),
-            };
+        if hub.shared.node.resolve(&agent.to_string()).is_ok() {
+            return hub.shared.call_for_agent(agent, tool, arguments, hop).await;
         }
         let arguments: serde_json::Value = serde_json::from_str(arguments)
             .map_err(|e| PeerFailure::InvalidArguments(format!("arguments are not JSON: {e}")))?;
@@ -545,13 +562,7 @@ impl PeerNetwork for HubLink {
             Err(HubError::NoProvider(id)) => {
                 Err(PeerFailure::NotFound(format!("no node offers {id}")))
             }
-            Err(HubError::Remote(error)) => Err(match error.code {
-                code::INVALID_PARAMS => PeerFailure::InvalidArguments(error.message),
-                code::DEPTH_EXCEEDED => PeerFailure::DepthExceeded(error.message),
-                code::DEADLINE_EXCEEDED => PeerFailure::DeadlineExceeded(error.message),
-                code::NOT_FOUND => PeerFailure::NotFound(error.message),
-                _ => PeerFailure::Unavailable(error.message),
-            }),
+            Err(HubError::Remote(error)) => Err(library::from_wire(error)),
             Err(e) => Err(PeerFailure::Unavailable(e.to_string())),
         }
     }

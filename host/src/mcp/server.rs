@@ -11,6 +11,7 @@ use super::exposed::{Exposed, ExposedAgent};
 use super::hosted::{Hosted, ScopedTools};
 use crate::NodeCallError;
 use crate::capabilities::caller::Caller;
+use crate::capabilities::peers::PeerFailure;
 use crate::prompt::PromptSpec;
 use crate::resource::{ResourceCatalog, ResourceSpec, ResourceTemplateSpec};
 use crate::runtime::CallError;
@@ -86,13 +87,16 @@ impl AgentServer {
                     .await
             })
             .await?;
-        match outcome {
+        match NodeCallError::answer(outcome) {
             Ok(output) => call_tool_result(output),
-            Err(NodeCallError::Call(error)) => Ok(tool_failure(&error)),
-            Err(NodeCallError::UnknownTool { .. }) | Err(NodeCallError::Resolve(_)) => Err(
+            // MCP wants bad arguments reported as a tool error the model sees.
+            Err(PeerFailure::InvalidArguments(reason)) => {
+                Ok(tool_failure(&format!("invalid arguments: {reason}")))
+            }
+            Err(PeerFailure::UnknownTool(_) | PeerFailure::NotFound(_)) => Err(
                 McpError::invalid_params(format!("unknown tool: {}", request.name), None),
             ),
-            Err(error) => Err(protocol_error(error)),
+            Err(refused) => Err(McpError::internal_error(refused.to_string(), None)),
         }
     }
 
@@ -520,8 +524,8 @@ fn call_tool_result(output: ToolOutput) -> Result<CallToolResult, McpError> {
     Ok(result)
 }
 
-/// A call that failed in the tool or at a limit: a result with `isError`,
-/// so that the model sees why (as the spec asks for tool errors).
-fn tool_failure(error: &CallError) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(error.to_string())])
+/// Arguments the tool refused: a result with `isError`, so that the model
+/// sees why (as the spec asks for tool errors).
+fn tool_failure(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message)])
 }

@@ -6,6 +6,7 @@
 
 use super::behaviour::{Behaviour, BehaviourEvent};
 use super::fetch::{FetchRequest, FetchResponse};
+use super::rpc::{self, CallRequest};
 use super::{
     Library, NetConfig, NetError, PeerInfo, ProviderLookup, PublishReport, dht, gossip, mesh,
 };
@@ -813,14 +814,28 @@ impl EventLoop {
     }
 
     fn on_rpc_event(&mut self, event: request_response::Event<Value, Value>) {
-        let Some((peer, request, channel)) = settle(&mut self.rpcs, event) else {
+        let Some((peer, message, channel)) = settle(&mut self.rpcs, event) else {
             return;
+        };
+        // A message that is no tool call is answered here; only a call
+        // reaches the library.
+        let request = match CallRequest::from_json(&message) {
+            Ok(request) => request,
+            Err(error) => {
+                let response = rpc::response(Err(error));
+                let _ = self
+                    .swarm
+                    .behaviour_mut()
+                    .rpc
+                    .send_response(channel, response);
+                return;
+            }
         };
         let library = self.library.clone();
         let answers = self.answers.clone();
         tokio::spawn(async move {
-            let response = library.rpc(peer, request).await;
-            let _ = answers.send(Answer::Rpc(channel, response));
+            let outcome = library.call(peer, request).await;
+            let _ = answers.send(Answer::Rpc(channel, rpc::response(outcome)));
         });
     }
 }

@@ -20,10 +20,11 @@ pub mod rpc;
 
 use crate::AgentId;
 use crate::store::manifest::SignedManifest;
+use crate::tool::ToolOutput;
 use fetch::{FetchRequest, FetchResponse};
 pub use libp2p::{Multiaddr, PeerId, identity::Keypair};
+use rpc::{CallRequest, RpcError};
 use serde::Serialize;
-use serde_json::Value;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
@@ -87,8 +88,8 @@ pub trait Library: Send + Sync + 'static {
     /// Answers a request for a manifest, a chunk or keyword matches. Runs on
     /// a blocking thread: it may read the disk.
     fn answer(&self, from: PeerId, request: FetchRequest) -> FetchResponse;
-    /// Answers a JSON-RPC message from another node.
-    async fn rpc(&self, from: PeerId, message: Value) -> Value;
+    /// Runs a tool call another node asked for.
+    async fn call(&self, from: PeerId, request: CallRequest) -> Result<ToolOutput, RpcError>;
     /// A valid announcement arrived: `host` says it hosts the agent.
     fn announced(&self, manifest: SignedManifest, host: PeerId);
     /// The node is now connected to `peers` peers.
@@ -264,24 +265,28 @@ impl Network {
         .await?
     }
 
-    /// Sends a JSON-RPC message to `peer` and waits up to `timeout` for the answer.
-    pub async fn rpc(
+    /// Asks `peer` to run a tool call and waits up to `timeout` for its
+    /// answer: the tool's output or the node's refusal. The outer error
+    /// says the peer could not be asked or did not answer.
+    pub async fn call(
         &self,
         peer: PeerId,
-        message: Value,
+        request: CallRequest,
         timeout: Duration,
-    ) -> Result<Value, NetError> {
+    ) -> Result<Result<ToolOutput, RpcError>, NetError> {
         let answer = self.ask(|reply| event_loop::Command::Rpc {
             peer,
-            message,
+            message: request.to_json(),
             reply,
         });
-        tokio::time::timeout(timeout, answer)
-            .await
-            .map_err(|_| NetError::Request {
-                peer,
-                reason: format!("no answer within {}", humantime::format_duration(timeout)),
-            })??
+        let message =
+            tokio::time::timeout(timeout, answer)
+                .await
+                .map_err(|_| NetError::Request {
+                    peer,
+                    reason: format!("no answer within {}", humantime::format_duration(timeout)),
+                })???;
+        Ok(rpc::parse_response(message))
     }
 
     /// Blocks `peer`: it sent data that fails verification.

@@ -1,5 +1,7 @@
 //! Remote tool calls: MCP `tools/call` as JSON-RPC 2.0 over a libp2p
-//! request-response protocol.
+//! request-response protocol. The framing stays in `net`: the rest of the
+//! node sends a [`CallRequest`] and gets a `ToolOutput` or an [`RpcError`]
+//! (see `Network::call` and `Library::call`), as fetch does with its types.
 //!
 //! The request names the agent by id and carries the caller's hop count and
 //! remaining time in `_meta`, so that the called node can refuse chains that
@@ -56,6 +58,8 @@ pub mod code {
     pub const DEPTH_EXCEEDED: i64 = -32005;
     /// The call ran out of time.
     pub const DEADLINE_EXCEEDED: i64 = -32006;
+    /// The agent has no tool of that name (the message is the name).
+    pub const UNKNOWN_TOOL: i64 = -32007;
 }
 
 /// Why a remote call did not return a tool result.
@@ -68,7 +72,7 @@ pub struct RpcError {
 
 impl CallRequest {
     /// The JSON-RPC message.
-    pub fn to_json(&self) -> Value {
+    pub(super) fn to_json(&self) -> Value {
         json!({
             "jsonrpc": "2.0",
             "id": 1,
@@ -86,7 +90,7 @@ impl CallRequest {
     }
 
     /// Reads a JSON-RPC message from another node.
-    pub fn from_json(message: &Value) -> Result<CallRequest, RpcError> {
+    pub(super) fn from_json(message: &Value) -> Result<CallRequest, RpcError> {
         let invalid = |message: &str| RpcError {
             code: code::INVALID_PARAMS,
             message: message.to_owned(),
@@ -143,7 +147,7 @@ impl CallRequest {
 }
 
 /// The JSON-RPC answer carrying `outcome`.
-pub fn response(outcome: Result<ToolOutput, RpcError>) -> Value {
+pub(super) fn response(outcome: Result<ToolOutput, RpcError>) -> Value {
     match outcome {
         Ok(output) => json!({"jsonrpc": "2.0", "id": 1, "result": output}),
         Err(error) => json!({
@@ -155,7 +159,7 @@ pub fn response(outcome: Result<ToolOutput, RpcError>) -> Value {
 }
 
 /// Reads another node's answer.
-pub fn parse_response(message: Value) -> Result<ToolOutput, RpcError> {
+pub(super) fn parse_response(message: Value) -> Result<ToolOutput, RpcError> {
     if let Some(error) = message.get("error") {
         return Err(RpcError {
             code: error

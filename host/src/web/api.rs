@@ -109,10 +109,11 @@ fn failure(status: StatusCode, message: impl std::fmt::Display) -> Response {
 }
 
 fn hub_failure(error: HubError) -> Response {
+    use crate::net::rpc::code;
     let status = match &error {
         HubError::Resolve(_) | HubError::NoProvider(_) => StatusCode::NOT_FOUND,
         HubError::Net(crate::net::NetError::NotFound(_)) => StatusCode::NOT_FOUND,
-        HubError::Remote(e) if e.code == crate::net::rpc::code::INVALID_PARAMS => {
+        HubError::Remote(e) if [code::INVALID_PARAMS, code::UNKNOWN_TOOL].contains(&e.code) => {
             StatusCode::BAD_REQUEST
         }
         HubError::Add(_) | HubError::Fetch(_) => StatusCode::BAD_GATEWAY,
