@@ -468,3 +468,40 @@ fn check_arguments(arguments: &str) -> Result<(), CallError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_failed_call_is_a_result_and_a_call_that_could_not_run_is_refused() {
+        let deadline = CallError::DeadlineExceeded(Duration::from_secs(1));
+        let answer = NodeCallError::answer(Err(deadline.into())).unwrap();
+        assert!(answer.is_error);
+        assert_eq!(answer.text(), "deadline exceeded after 1s");
+        let failed = CallError::Failed("division by zero".into());
+        let answer = NodeCallError::answer(Err(failed.into())).unwrap();
+        assert_eq!((answer.is_error, answer.text().as_str()), (true, "division by zero"));
+
+        let bad = CallError::InvalidArguments("missing field `a`".into());
+        assert_eq!(
+            NodeCallError::answer(Err(bad.into())),
+            Err(PeerFailure::InvalidArguments("missing field `a`".into()))
+        );
+        let unknown = NodeCallError::UnknownTool {
+            agent: "calculator".into(),
+            tool: "cube_root".into(),
+            known: "add".into(),
+        };
+        assert_eq!(
+            NodeCallError::answer(Err(unknown)),
+            Err(PeerFailure::UnknownTool("cube_root".into()))
+        );
+        let missing = ResolveError::NotFound("nobody".into());
+        assert!(matches!(
+            NodeCallError::answer(Err(missing.into())),
+            Err(PeerFailure::NotFound(_))
+        ));
+    }
+}
