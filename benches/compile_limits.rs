@@ -5,8 +5,8 @@
 //! compile_limits`; each shape is compiled three times and the median
 //! reported, with the same engine configuration a node uses.
 
-use agentsite::runtime::complexity::{self, MAX_BLOCKS, MAX_FUNCTION_SIZE, MAX_LOCALS};
 use agentsite::runtime::{Capacity, engine_config};
+use agentsite::testing::{MAX_BLOCKS, MAX_FUNCTION_SIZE, MAX_LOCALS, check_complexity};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
@@ -196,7 +196,7 @@ fn main() {
         }
         // What is refused is refused before compiling: its compile time is
         // what a node no longer spends (`add` answers in milliseconds).
-        let verdict = match complexity::check(&bytes) {
+        let verdict = match check_complexity(&bytes) {
             Ok(()) => format!("{:.2} s", compile_time(&engine, &bytes).as_secs_f64()),
             Err(refused) => format!("refused: {refused}"),
         };

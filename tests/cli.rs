@@ -323,7 +323,7 @@ fn empty_log_lines_cannot_flood_the_operators_terminal() {
         .lines()
         .filter(|l| l.contains("hostile-flood"))
         .count();
-    let budget = 64 * 1024 / agentsite::capabilities::guest_log::FRAMING;
+    let budget = 64 * 1024 / agentsite::testing::FRAMING;
     assert!(
         agent_lines <= budget + 3,
         "{agent_lines} lines of the agent reached stderr"

@@ -295,7 +295,7 @@ async fn concurrent_calls_beyond_the_slots_wait_and_then_report_busy() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn host_memory_outside_the_instance_is_bounded_per_call() {
-    use agentsite::capabilities::limits::{MAX_FIELDS_BYTES, MAX_HANDLES};
+    use agentsite::testing::{MAX_FIELDS_BYTES, MAX_HANDLES};
     let (node, _dir) = node_with(&["calculator", "hostile_hog"], test_limits()).await;
     // Header fields need no grant: one set filled past its size.
     let error = error_of(

@@ -354,7 +354,7 @@ async fn empty_values_do_not_slip_past_the_kv_quota() {
     let fill = json!({"prefix": "e/", "size": 0, "max": 100_000});
     let hoarded = result_of(&node, "hostile-hoard", "fill", fill).await;
     let stored = stored_until_quota(&hoarded);
-    let per_entry = 10 + agentsite::capabilities::kv::ENTRY_OVERHEAD;
+    let per_entry = 10 + agentsite::testing::ENTRY_OVERHEAD;
     assert_eq!(stored, 8 * 1024 / per_entry, "{hoarded}");
     assert_kv_files_small(dir.path());
     support::hostile::assert_serving(&node).await;

@@ -803,7 +803,7 @@ async fn an_agent_cannot_flood_its_client_with_notifications() {
         .serve(StreamableHttpClientTransport::from_uri(server.url("/mcp")))
         .await
         .unwrap();
-    let budget = 64 * 1024 / agentsite::capabilities::guest_log::FRAMING;
+    let budget = 64 * 1024 / agentsite::testing::FRAMING;
 
     // 200,000 empty warnings (and empty stderr lines, which share the budget).
     let result = call(&client, "hostile-flood.whisper", json!({"count": 200000}))

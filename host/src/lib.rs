@@ -19,7 +19,7 @@
 //! ```
 
 mod agent_id;
-pub mod audit;
+pub(crate) mod audit;
 pub mod bindings;
 pub mod capabilities;
 pub mod cli;
@@ -35,7 +35,20 @@ pub mod runtime;
 pub mod store;
 pub mod text;
 pub mod tool;
-pub mod web;
+pub(crate) mod web;
+
+/// What the integration tests, benches and fuzz targets check against
+/// inside the node: its limits. Not an API; the
+/// modules these come from are the crate's own.
+#[doc(hidden)]
+pub mod testing {
+    pub use crate::capabilities::guest_log::FRAMING;
+    pub use crate::capabilities::kv::ENTRY_OVERHEAD;
+    pub use crate::capabilities::limits::{MAX_FIELDS_BYTES, MAX_HANDLES};
+    pub use crate::runtime::complexity::{
+        MAX_BLOCKS, MAX_FUNCTION_SIZE, MAX_LOCALS, TooComplex, check as check_complexity,
+    };
+}
 
 pub use agent_id::{AgentId, ParseAgentIdError};
 pub use node::{AddError, Node, NodeCallError};

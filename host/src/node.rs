@@ -142,7 +142,7 @@ impl Node {
     }
 
     /// The node's audit trail and metrics.
-    pub fn audit(&self) -> &Arc<Audit> {
+    pub(crate) fn audit(&self) -> &Arc<Audit> {
         &self.audit
     }
 
@@ -482,7 +482,10 @@ mod tests {
         assert_eq!(answer.text(), "deadline exceeded after 1s");
         let failed = CallError::Failed("division by zero".into());
         let answer = NodeCallError::answer(Err(failed.into())).unwrap();
-        assert_eq!((answer.is_error, answer.text().as_str()), (true, "division by zero"));
+        assert_eq!(
+            (answer.is_error, answer.text().as_str()),
+            (true, "division by zero")
+        );
 
         let bad = CallError::InvalidArguments("missing field `a`".into());
         assert_eq!(

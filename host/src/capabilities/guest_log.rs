@@ -154,13 +154,16 @@ impl GuestLog {
         Some(one_line)
     }
 
-    /// Bytes of text dropped so far.
-    pub fn dropped(&self) -> u64 {
+    /// Bytes of text dropped so far (the node reports them once, when the
+    /// call ends).
+    #[cfg(test)]
+    fn dropped(&self) -> u64 {
         self.state().dropped
     }
 
     /// Messages, lines and reports dropped so far.
-    pub fn dropped_messages(&self) -> u64 {
+    #[cfg(test)]
+    fn dropped_messages(&self) -> u64 {
         self.state().dropped_messages
     }
 }

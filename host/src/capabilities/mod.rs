@@ -14,14 +14,14 @@
 //! the person at the calling MCP client, when it offers elicitation.
 
 pub mod caller;
-pub mod guest_log;
+pub(crate) mod guest_log;
 pub mod host;
-pub mod kv;
-pub mod limits;
-pub mod llm;
+pub(crate) mod kv;
+pub(crate) mod limits;
+pub(crate) mod llm;
 pub mod peers;
-pub mod user;
-pub mod wasi;
+pub(crate) mod user;
+pub(crate) mod wasi;
 
 use crate::AgentId;
 use crate::audit::{Audit, Denials};

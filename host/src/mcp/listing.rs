@@ -141,11 +141,6 @@ impl<T: Send + Sync + 'static> Listings<T> {
         answer
     }
 
-    /// Forgets what `agent` listed (it said its resources changed).
-    pub fn forget(&self, agent: &AgentId) {
-        self.entries().remove(agent);
-    }
-
     /// Forgets agents that are no longer installed.
     pub fn keep_only(&self, installed: &[AgentRecord]) {
         self.entries()

@@ -3,12 +3,12 @@
 //! runs in a fresh WebAssembly instance under the node's limits.
 
 mod client;
-pub mod exposed;
+pub(crate) mod exposed;
 pub mod hosted;
 pub mod http;
-pub mod listing;
-pub mod server;
-pub mod stdio;
+pub(crate) mod listing;
+pub(crate) mod server;
+pub(crate) mod stdio;
 
 pub use exposed::Scope;
 pub use hosted::Hosted;

@@ -27,7 +27,7 @@
 //! ```
 
 pub mod grant;
-pub mod http_allow;
+pub(crate) mod http_allow;
 
 pub use grant::{Access, FsGrant, Grant, GrantError, Grants, MAX_DEPTH, PeersGrant};
 pub use http_allow::HttpPattern;

@@ -8,7 +8,7 @@
 //! survives from one call to the next except through a capability such as kv.
 
 pub mod background;
-pub mod complexity;
+pub(crate) mod complexity;
 mod engine;
 mod error;
 mod result;
