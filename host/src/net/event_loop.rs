@@ -107,11 +107,24 @@ enum Pending {
     Join,
 }
 
-/// One query of a publication, as it can be started again.
+/// One query of a publication, as it can be started again, and how many
+/// times it was.
 #[derive(Clone)]
-enum PublishStep {
-    Record { record: kad::Record, attempt: u32 },
-    Provide { key: RecordKey, attempt: u32 },
+struct PublishStep {
+    query: PublishQuery,
+    attempt: u32,
+}
+
+#[derive(Clone)]
+enum PublishQuery {
+    Record(kad::Record),
+    Provide(RecordKey),
+}
+
+impl PublishStep {
+    fn first(query: PublishQuery) -> Self {
+        PublishStep { query, attempt: 1 }
+    }
 }
 
 /// How many times a publication query is sent before the publication says
@@ -395,14 +408,14 @@ impl EventLoop {
         // the DHT records take a few round trips.
         publication.report.gossip_peers = self.announce(&manifest);
         let record = kad::Record::new(dht::agent_key(&manifest.id()), manifest.encoded().to_vec());
-        if self.send_publish_step(number, PublishStep::Record { record, attempt: 1 }) {
+        if self.send_publish_step(number, PublishStep::first(PublishQuery::Record(record))) {
             publication.remaining += 1;
         }
         let keywords = manifest.manifest().keywords();
         let keys = std::iter::once(dht::agent_key(&manifest.id()))
             .chain(keywords.iter().map(|k| dht::keyword_key(k)));
         for key in keys {
-            if self.send_publish_step(number, PublishStep::Provide { key, attempt: 1 }) {
+            if self.send_publish_step(number, PublishStep::first(PublishQuery::Provide(key))) {
                 publication.remaining += 1;
                 publication.report.provider_keys += 1;
             }
@@ -418,11 +431,11 @@ impl EventLoop {
     /// be started (the local store refused it).
     fn send_publish_step(&mut self, number: u64, step: PublishStep) -> bool {
         let kad = &mut self.swarm.behaviour_mut().kad;
-        let started = match &step {
-            PublishStep::Record { record, .. } => kad
+        let started = match &step.query {
+            PublishQuery::Record(record) => kad
                 .put_record(record.clone(), kad::Quorum::One)
                 .map_err(|e| format!("cannot store the manifest record locally: {e}")),
-            PublishStep::Provide { key, .. } => kad
+            PublishQuery::Provide(key) => kad
                 .start_providing(key.clone())
                 .map_err(|e| format!("cannot provide a key: {e}")),
         };
@@ -440,22 +453,11 @@ impl EventLoop {
 
     /// A publication query failed: sends it again while attempts are left;
     /// false when none are.
-    fn retry_publish_step(&mut self, number: u64, step: PublishStep) -> bool {
-        let step = match step {
-            PublishStep::Record { record, attempt } if attempt < PUBLISH_ATTEMPTS => {
-                PublishStep::Record {
-                    record,
-                    attempt: attempt + 1,
-                }
-            }
-            PublishStep::Provide { key, attempt } if attempt < PUBLISH_ATTEMPTS => {
-                PublishStep::Provide {
-                    key,
-                    attempt: attempt + 1,
-                }
-            }
-            _ => return false,
-        };
+    fn retry_publish_step(&mut self, number: u64, mut step: PublishStep) -> bool {
+        if step.attempt >= PUBLISH_ATTEMPTS {
+            return false;
+        }
+        step.attempt += 1;
         tracing::debug!("a publication query failed; sending it again");
         self.publications.contains_key(&number) && self.send_publish_step(number, step)
     }
