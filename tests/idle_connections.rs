@@ -63,22 +63,7 @@ async fn idle_connections_close_but_the_gossip_mesh_stays() {
         .publish(manifest.clone())
         .await
         .unwrap();
-    eventually_async(
-        Duration::from_secs(10),
-        "the announcement reaches every node over the mesh",
-        async || {
-            let deaf = net
-                .nodes
-                .iter()
-                .filter(|n| n.shelf.heard(&manifest.id()).is_none())
-                .count();
-            if deaf == 0 {
-                Ok(())
-            } else {
-                Err(format!("{deaf} nodes missed it"))
-            }
-        },
-    )
-    .await;
+    net.until_everyone_heard(&[manifest.id()], Duration::from_secs(10))
+        .await;
     net.shutdown().await;
 }

@@ -8,7 +8,6 @@ use agentsite::AgentId;
 use agentsite::net::dht;
 use futures::StreamExt as _;
 use std::time::Duration;
-use support::eventually_async;
 use support::testnet::Testnet;
 
 const NODES: usize = 200;
@@ -79,22 +78,7 @@ async fn every_node_finds_every_published_agent() {
 
     // The gossip announcements reached every node too.
     let ids: Vec<AgentId> = published.iter().map(|(_, _, id)| *id).collect();
-    eventually_async(
-        Duration::from_secs(30),
-        "the announcements reach every node",
-        async || {
-            let deaf = net
-                .nodes
-                .iter()
-                .filter(|node| ids.iter().any(|id| node.shelf.heard(id).is_none()))
-                .count();
-            if deaf == 0 {
-                Ok(())
-            } else {
-                Err(format!("{deaf} nodes missed an announcement"))
-            }
-        },
-    )
-    .await;
+    net.until_everyone_heard(&ids, Duration::from_secs(30))
+        .await;
     net.shutdown().await;
 }

@@ -304,6 +304,24 @@ impl Testnet {
             .collect()
     }
 
+    /// Waits up to `limit` until every node heard the announcement of
+    /// every agent in `ids`; fails saying how many nodes missed one.
+    pub async fn until_everyone_heard(&self, ids: &[AgentId], limit: Duration) {
+        super::eventually_async(limit, "the announcements reach every node", async || {
+            let deaf = self
+                .nodes
+                .iter()
+                .filter(|node| ids.iter().any(|id| node.shelf.heard(id).is_none()))
+                .count();
+            if deaf == 0 {
+                Ok(())
+            } else {
+                Err(format!("{deaf} nodes missed an announcement"))
+            }
+        })
+        .await;
+    }
+
     pub async fn shutdown(self) {
         futures::future::join_all(self.nodes.iter().map(|n| n.network.shutdown())).await;
     }

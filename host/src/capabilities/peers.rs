@@ -19,13 +19,12 @@ use crate::AgentId;
 use crate::audit::Denials;
 use crate::bindings::agentsite::agent::peers::{self, AgentRef, PeerError};
 use crate::bindings::types::{self, ToolResult};
-use crate::policy::PeersGrant;
+use crate::policy::{MAX_DEPTH, PeersGrant};
 use crate::tool::{AgentCard, Content, ResourceBody, ToolOutput, ToolSpec};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::{HasSelf, Linker};
 
-use crate::policy::MAX_DEPTH;
 /// The most agents one `discover` returns.
 pub const MAX_DISCOVER: u32 = 50;
 

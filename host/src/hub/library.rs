@@ -82,14 +82,18 @@ impl crate::net::Library for NodeLibrary {
                 message: format!("this node does not offer {}", request.agent),
             });
         }
-        tracing::info!(%from, agent = %request.agent, tool = %request.tool, depth = request.depth, "remote call");
+        let record = shared
+            .node
+            .resolve(&request.agent.to_string())
+            .map_err(|e| to_wire(PeerFailure::NotFound(e.to_string())))?;
+        tracing::info!(%from, agent = %record.card.name, tool = %request.tool, depth = request.depth, "remote call");
         let hop = Hop {
             depth: request.depth,
             deadline: Instant::now() + request.deadline,
         };
         let arguments = request.arguments.to_string();
         shared
-            .call_for_agent(request.agent, &request.tool, &arguments, hop)
+            .call_for_agent(&record, &request.tool, &arguments, hop)
             .await
             .map_err(to_wire)
     }

@@ -43,14 +43,14 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Calls `tool` of the installed agent `agent` for another agent, here
+    /// Calls `tool` of the installed agent `record` for another agent, here
     /// or on another node, at `hop`: the one path of every agent-to-agent
     /// call that runs on this node. It runs under this node's grants and
     /// limits, never longer than the caller still waits, and is refused
     /// past the longest chain.
     async fn call_for_agent(
         &self,
-        agent: AgentId,
+        record: &AgentRecord,
         tool: &str,
         arguments: &str,
         hop: Hop,
@@ -60,13 +60,9 @@ impl Shared {
                 "agents calling agents may chain at most {MAX_DEPTH} deep"
             )));
         }
-        let record = self
-            .node
-            .resolve(&agent.to_string())
-            .map_err(|e| PeerFailure::NotFound(e.to_string()))?;
         let mut grants = self
             .node
-            .grants(&record)
+            .grants(record)
             .map_err(|e| PeerFailure::Unavailable(e.to_string()))?;
         grants.limits.deadline = grants.limits.deadline.min(hop.remaining());
         if grants.limits.deadline.is_zero() {
@@ -77,7 +73,7 @@ impl Shared {
         let caller = Arc::new(library::ChainCaller { depth: hop.depth });
         let outcome = self
             .node
-            .call_record(&record, tool, arguments, grants, Some(caller))
+            .call_record(record, tool, arguments, grants, Some(caller))
             .await;
         crate::NodeCallError::answer(outcome)
     }
@@ -552,8 +548,11 @@ impl PeerNetwork for HubLink {
     ) -> Result<ToolOutput, PeerFailure> {
         let hub = self.hub()?;
         // Installed here: call it here, under this node's limits.
-        if hub.shared.node.resolve(&agent.to_string()).is_ok() {
-            return hub.shared.call_for_agent(agent, tool, arguments, hop).await;
+        if let Ok(record) = hub.shared.node.resolve(&agent.to_string()) {
+            return hub
+                .shared
+                .call_for_agent(&record, tool, arguments, hop)
+                .await;
         }
         let arguments: serde_json::Value = serde_json::from_str(arguments)
             .map_err(|e| PeerFailure::InvalidArguments(format!("arguments are not JSON: {e}")))?;

@@ -17,7 +17,7 @@ use crate::resource::{ResourceCatalog, ResourceSpec, ResourceTemplateSpec};
 use crate::runtime::CallError;
 use crate::tool::ToolOutput;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
@@ -91,7 +91,7 @@ impl AgentServer {
             Ok(output) => call_tool_result(output),
             // MCP wants bad arguments reported as a tool error the model sees.
             Err(PeerFailure::InvalidArguments(reason)) => {
-                Ok(tool_failure(&format!("invalid arguments: {reason}")))
+                call_tool_result(ToolOutput::failure(format!("invalid arguments: {reason}")))
             }
             Err(PeerFailure::UnknownTool(_) | PeerFailure::NotFound(_)) => Err(
                 McpError::invalid_params(format!("unknown tool: {}", request.name), None),
@@ -522,10 +522,4 @@ fn call_tool_result(output: ToolOutput) -> Result<CallToolResult, McpError> {
     // Required from 2026-07-28 on; rmcp drops it for older protocol versions.
     result.result_type = Some(ResultType::COMPLETE);
     Ok(result)
-}
-
-/// Arguments the tool refused: a result with `isError`, so that the model
-/// sees why (as the spec asks for tool errors).
-fn tool_failure(message: &str) -> CallToolResult {
-    CallToolResult::error(vec![ContentBlock::text(message)])
 }
