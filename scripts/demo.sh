@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
+. scripts/model.sh
+install_default_model
 
 echo "==> building the example agents and agentsite (first build takes a few minutes)"
 build_examples
@@ -43,6 +45,10 @@ run call hostile-trap crash '{"value": 10}'
 run call hostile-snoop read_file '{"path": "/etc/passwd"}'
 run call hostile-snoop env '{"name": "HOME"}'
 run call calculator multiply '{"a": 6, "b": 7}'
+
+printf '\n\033[1m--- the node'"'"'s own language model, embedded: no server, nothing downloaded ---\033[0m\n'
+run models
+run models test
 
 printf '\n\033[1m--- the same agents over MCP (streamable HTTP, as any MCP client sees them) ---\033[0m\n'
 log=$(mktemp)

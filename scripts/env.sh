@@ -1,5 +1,12 @@
 # Sourced by demo.sh and test.sh: the build environment both need.
 
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_install() {
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
+}
+
 # Reuse one build of wasmtime across checkouts and CI runs.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/agentsite-target}"
 

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine or a warm one: installs the
-# wasm32-wasip2 target and the test tools (the MCP conformance suite, the MCP
-# Python SDK, cargo-fuzz) if needed, builds the example agents, then runs
-# the format check, clippy, every test and a bounded fuzz run of each fuzz
-# target. CI runs this through .ci/run.
+# wasm32-wasip2 target, the test tools (the MCP conformance suite, the MCP
+# Python SDK, cargo-fuzz) and the embedded language model if needed, builds
+# the example agents, then runs the format check, clippy, every test and a
+# bounded fuzz run of each fuzz target. CI runs this through .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 . scripts/env.sh
 . scripts/tools.sh
+. scripts/model.sh
 
 install_test_tools
+install_default_model
 
 echo "==> building example agents (examples/target/wasm32-wasip2/release)"
 build_examples

@@ -7,13 +7,6 @@
 
 export AGENTSITE_TOOLS="${AGENTSITE_TOOLS:-$HOME/.cache/agentsite-tools}"
 
-as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-
-apt_install() {
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
-}
-
 install_conformance() {
     local dir="$AGENTSITE_TOOLS/conformance"
     if cmp -s tests/conformance/package-lock.json "$dir/package-lock.json" &&
@@ -49,5 +42,6 @@ install_test_tools() {
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
     set -euo pipefail
     cd "$(dirname "$0")/.."
+    . scripts/env.sh
     install_test_tools
 fi

@@ -46,6 +46,9 @@ pub struct Config {
     /// How `agentsite serve` joins the network of nodes.
     #[serde(default)]
     pub p2p: P2pConfig,
+    /// The node's language models.
+    #[serde(default)]
+    pub llm: crate::llm::LlmConfig,
     /// The policy file, when not `<data-dir>/policy.toml`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<PathBuf>,
@@ -202,6 +205,7 @@ impl Config {
         config
             .limits
             .validate()
+            .and_then(|()| config.llm.validate())
             .with_context(|| format!("invalid config {}", path.display()))?;
         Ok(config)
     }

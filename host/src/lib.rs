@@ -25,6 +25,7 @@ pub mod capabilities;
 pub mod cli;
 pub mod config;
 pub mod hub;
+pub mod llm;
 pub mod mcp;
 pub mod net;
 mod node;

@@ -195,6 +195,15 @@ enum Command {
         /// The agent's id, sha256:<64 hex digits>.
         id: String,
     },
+    /// List the node's language models with their state (`[[llm.models]]`
+    /// in the config; with none, the embedded default model).
+    Models {
+        #[command(subcommand)]
+        command: Option<ModelsCommand>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Serve MCP over stdin/stdout (for Claude Desktop, Claude Code and other
     /// MCP clients that start their servers).
     Mcp {
@@ -217,6 +226,22 @@ struct PolicyEdit {
     /// Every agent with nothing more specific.
     #[arg(long)]
     defaults: bool,
+}
+
+#[derive(Subcommand)]
+enum ModelsCommand {
+    /// Ask a model one short question; prints the answer as it comes and
+    /// the time to its first token.
+    Test {
+        /// The model [default: the node's default model].
+        name: Option<String>,
+        /// The question [default: the capital of France].
+        #[arg(long)]
+        question: Option<String>,
+        /// How long the answer may take.
+        #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]
+        deadline: Duration,
+    },
 }
 
 #[derive(Subcommand)]
@@ -286,6 +311,19 @@ async fn run(args: Args) -> anyhow::Result<()> {
             return cli::search(&data, &words, limit, json).await;
         }
         Command::Fetch { id } => return cli::fetch(&data, &id).await,
+        Command::Models { command, json } => {
+            let models = agentsite::llm::models::Models::from_config(&config.llm)?;
+            return match command {
+                None => cli::models::list(&models, json).await,
+                Some(ModelsCommand::Test {
+                    name,
+                    question,
+                    deadline,
+                }) => {
+                    cli::models::test(&models, name.as_deref(), question.as_deref(), deadline).await
+                }
+            };
+        }
         Command::Call {
             agent,
             tool,
@@ -360,7 +398,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         | Command::Peers { .. }
         | Command::Publish { .. }
         | Command::Search { .. }
-        | Command::Fetch { .. } => unreachable!("network commands returned above"),
+        | Command::Fetch { .. }
+        | Command::Models { .. } => unreachable!("network commands returned above"),
         Command::Mcp { agents } => cli::mcp(std::sync::Arc::new(node), &agents).await,
     }
 }

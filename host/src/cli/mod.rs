@@ -4,6 +4,7 @@
 //! Output meant for programs (ids, results, `--json`) goes to stdout; notes
 //! for people go to stderr, so that `agentsite add x.wasm` can be captured.
 
+pub mod models;
 mod network;
 pub mod policy;
 

@@ -1,0 +1,169 @@
+//! A node's models by name, each behind a gate that bounds how many
+//! requests it runs at once and how many may wait.
+
+use super::config::{Backend, LlmConfig, ModelConfig};
+use super::embedded::{self, EmbeddedModel};
+use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmFailure, ModelStatus};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Instant;
+use tokio::sync::Semaphore;
+
+/// One model and its gate.
+pub struct Gated {
+    model: Arc<dyn ChatModel>,
+    running: Arc<Semaphore>,
+    max_concurrent: u32,
+    /// Requests waiting for a slot now, and how many may.
+    waiting: AtomicU32,
+    queue: u32,
+}
+
+impl Gated {
+    pub fn new(model: Arc<dyn ChatModel>, max_concurrent: u32, queue: u32) -> Self {
+        Gated {
+            model,
+            running: Arc::new(Semaphore::new(max_concurrent as usize)),
+            max_concurrent,
+            waiting: AtomicU32::new(0),
+            queue,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        self.model.name()
+    }
+
+    /// Completes `request` once a slot is free, failing as busy if the
+    /// queue is full or the deadline passes while waiting.
+    pub async fn complete(
+        &self,
+        request: ChatRequest,
+        deadline: Instant,
+        sink: DeltaSink,
+    ) -> Result<Completion, LlmFailure> {
+        let busy = |why: &str| {
+            LlmFailure::Busy(format!(
+                "model {:?} is busy: it runs {} requests at once and {why}",
+                self.name(),
+                self.max_concurrent
+            ))
+        };
+        let permit = match self.running.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                let waiting = self.waiting.fetch_add(1, Ordering::AcqRel);
+                let _leave = scopeguard(|| {
+                    self.waiting.fetch_sub(1, Ordering::AcqRel);
+                });
+                if waiting >= self.queue {
+                    return Err(busy(&format!("{} more are waiting", self.queue)));
+                }
+                match tokio::time::timeout_at(deadline.into(), self.running.clone().acquire_owned())
+                    .await
+                {
+                    Ok(Ok(permit)) => permit,
+                    Ok(Err(_)) => return Err(busy("it is shutting down")),
+                    Err(_) => return Err(busy("the request's deadline passed while it waited")),
+                }
+            }
+        };
+        let result = self.model.complete(request, deadline, sink).await;
+        drop(permit);
+        result
+    }
+
+    pub async fn status(&self) -> ModelStatus {
+        self.model.status().await
+    }
+
+    /// Gets the model ready to answer (see [`ChatModel::prepare`]).
+    pub async fn prepare(&self) -> Result<(), LlmFailure> {
+        self.model.prepare().await
+    }
+}
+
+/// Runs `f` when dropped.
+fn scopeguard<F: FnOnce()>(f: F) -> impl Drop {
+    struct Guard<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for Guard<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f()
+            }
+        }
+    }
+    Guard(Some(f))
+}
+
+/// The models of a node.
+pub struct Models {
+    models: Vec<Gated>,
+    default: String,
+}
+
+impl Models {
+    /// The models `config` describes; the embedded default model when it
+    /// describes none. Nothing is loaded or contacted yet.
+    pub fn from_config(config: &LlmConfig) -> anyhow::Result<Models> {
+        config.validate()?;
+        if config.models.is_empty() {
+            return Ok(Models {
+                models: vec![Gated::new(Arc::new(EmbeddedModel::default_model()), 1, 64)],
+                default: embedded::DEFAULT_NAME.to_owned(),
+            });
+        }
+        let models = config
+            .models
+            .iter()
+            .map(gated)
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let default = config
+            .default
+            .clone()
+            .unwrap_or_else(|| config.models[0].name.clone());
+        Ok(Models { models, default })
+    }
+
+    /// The model a request names, or the default one.
+    pub fn get(&self, name: Option<&str>) -> Result<&Gated, LlmFailure> {
+        let name = name.unwrap_or(&self.default);
+        self.models
+            .iter()
+            .find(|m| m.name() == name)
+            .ok_or_else(|| {
+                LlmFailure::InvalidRequest(format!(
+                    "this node has no model {name:?}; it has {}",
+                    self.names().join(", ")
+                ))
+            })
+    }
+
+    pub fn default_name(&self) -> &str {
+        &self.default
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.models.iter().map(Gated::name).collect()
+    }
+
+    /// Every model's state, checked now.
+    pub async fn statuses(&self) -> Vec<ModelStatus> {
+        let mut statuses = futures::future::join_all(self.models.iter().map(Gated::status)).await;
+        for status in &mut statuses {
+            status.default = status.name == self.default;
+        }
+        statuses
+    }
+}
+
+fn gated(config: &ModelConfig) -> anyhow::Result<Gated> {
+    let model: Arc<dyn ChatModel> = match &config.backend {
+        Backend::Gguf(gguf) => Arc::new(EmbeddedModel::new(&config.name, &gguf.path, gguf.context)),
+        Backend::Openai(_) => anyhow::bail!(
+            "llm.models {:?}: OpenAI-compatible servers are not supported by this build yet",
+            config.name
+        ),
+    };
+    Ok(Gated::new(model, config.max_concurrent, config.queue))
+}

@@ -1,0 +1,236 @@
+//! Turning a conversation into the prompt text an embedded model was trained
+//! on, and its answer back into text and tool calls.
+//!
+//! The prompt comes from the model's own chat template (the Jinja template a
+//! GGUF file carries as `tokenizer.chat_template`), rendered with minijinja.
+//! Templates that know no tools (SmolLM2's does not) get the tools in the
+//! system message and the convention most small instruct models learned:
+//! the answer `<tool_call>[{"name": …, "arguments": {…}}]</tool_call>`.
+
+use super::{Message, Role, ToolCall, ToolSpec};
+use minijinja::{Environment, ErrorKind, context};
+use serde_json::{Value, json};
+
+/// Where a tool call answer starts and ends.
+pub const TOOL_CALL_OPEN: &str = "<tool_call>";
+pub const TOOL_CALL_CLOSE: &str = "</tool_call>";
+
+/// A compiled chat template.
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    /// Whether the template renders `tools` itself.
+    knows_tools: bool,
+}
+
+/// ChatML, for GGUF files that carry no template.
+const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+impl ChatTemplate {
+    /// Compiles `source` (a Jinja chat template, or ChatML when `None`).
+    pub fn new(source: Option<&str>) -> Result<Self, String> {
+        let source = source.unwrap_or(CHATML).to_owned();
+        let knows_tools = source.contains("tools");
+        let mut env = Environment::new();
+        // Templates written for Python's Jinja call str methods (`.strip()`).
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function("raise_exception", |message: String| -> Result<String, _> {
+            Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
+        });
+        env.add_template_owned("chat", source)
+            .map_err(|e| format!("its chat template does not compile: {e}"))?;
+        Ok(ChatTemplate { env, knows_tools })
+    }
+
+    /// The prompt for `messages` with `tools` on offer, ending where the
+    /// assistant's answer begins.
+    pub fn render(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<String, String> {
+        let mut rendered: Vec<Value> = Vec::with_capacity(messages.len() + 1);
+        let tools_json: Vec<Value> = tools.iter().map(openai_tool).collect();
+        let mut tools_in_system = !tools.is_empty() && !self.knows_tools;
+        for message in messages {
+            let mut content = message.content.clone();
+            if message.role == Role::System && tools_in_system {
+                content = format!("{content}\n\n{}", tool_instructions(tools));
+                tools_in_system = false;
+            }
+            if message.role == Role::Assistant && !message.tool_calls.is_empty() {
+                content = format!("{content}{}", tool_call_text(&message.tool_calls));
+            }
+            rendered.push(json!({ "role": message.role.as_str(), "content": content }));
+        }
+        if tools_in_system {
+            rendered.insert(
+                0,
+                json!({ "role": "system", "content": tool_instructions(tools) }),
+            );
+        }
+        let template = self.env.get_template("chat").expect("added in new");
+        let tools_value = (self.knows_tools && !tools.is_empty()).then_some(tools_json);
+        template
+            .render(context! {
+                messages => minijinja::value::Serde(&rendered),
+                tools => minijinja::value::Serde(&tools_value),
+                add_generation_prompt => true,
+                bos_token => "",
+                eos_token => "",
+            })
+            .map_err(|e| format!("its chat template failed: {e}"))
+    }
+}
+
+/// A tool as the OpenAI API (and most templates) describe one.
+pub fn openai_tool(tool: &ToolSpec) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        }
+    })
+}
+
+fn tool_instructions(tools: &[ToolSpec]) -> String {
+    let list: Vec<Value> = tools
+        .iter()
+        .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
+        .collect();
+    format!(
+        "You can call tools. To call tools, answer with nothing but {TOOL_CALL_OPEN}[{{\"name\": \"<tool name>\", \"arguments\": {{<arguments>}}}}]{TOOL_CALL_CLOSE}. \
+         The tools are:\n<tools>{}</tools>",
+        Value::Array(list)
+    )
+}
+
+fn tool_call_text(calls: &[ToolCall]) -> String {
+    let list: Vec<Value> = calls
+        .iter()
+        .map(|c| {
+            let arguments = serde_json::from_str::<Value>(&c.arguments)
+                .unwrap_or_else(|_| Value::String(c.arguments.clone()));
+            json!({"name": c.name, "arguments": arguments})
+        })
+        .collect();
+    format!("{TOOL_CALL_OPEN}{}{TOOL_CALL_CLOSE}", Value::Array(list))
+}
+
+/// Splits a generated answer into its text and the tool calls it asks for.
+/// `next_id` names each call (`call_1`, `call_2`, … in the conversation).
+pub fn parse_answer(
+    answer: &str,
+    tools: &[ToolSpec],
+    mut next_id: impl FnMut() -> String,
+) -> Result<(String, Vec<ToolCall>), String> {
+    let trimmed = answer.trim_start();
+    if tools.is_empty() || !trimmed.starts_with(TOOL_CALL_OPEN) {
+        return Ok((answer.to_owned(), Vec::new()));
+    }
+    let body = &trimmed[TOOL_CALL_OPEN.len()..];
+    let body = body
+        .find(TOOL_CALL_CLOSE)
+        .map_or(body, |end| &body[..end])
+        .trim();
+    let list: Value = serde_json::from_str(body)
+        .map_err(|e| format!("the model's tool call is not JSON: {e}"))?;
+    let list = match list {
+        Value::Array(list) => list,
+        single @ Value::Object(_) => vec![single],
+        _ => return Err("the model's tool call is not a list of calls".into()),
+    };
+    let mut calls = Vec::with_capacity(list.len());
+    for call in list {
+        let name = call
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or("the model's tool call names no tool")?;
+        if !tools.iter().any(|t| t.name == name) {
+            return Err(format!(
+                "the model called {name:?}, which is not one of its tools"
+            ));
+        }
+        let arguments = call.get("arguments").cloned().unwrap_or(json!({}));
+        calls.push(ToolCall {
+            id: next_id(),
+            name: name.to_owned(),
+            arguments: arguments.to_string(),
+        });
+    }
+    Ok((String::new(), calls))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMOLLM2: &str = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+    fn weather() -> ToolSpec {
+        ToolSpec {
+            name: "weather".into(),
+            description: "The weather in a city".into(),
+            parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        }
+    }
+
+    #[test]
+    fn renders_the_models_own_template() {
+        let template = ChatTemplate::new(Some(SMOLLM2)).unwrap();
+        let prompt = template.render(&[Message::user("Hi")], &[]).unwrap();
+        assert_eq!(
+            prompt,
+            "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+        );
+    }
+
+    #[test]
+    fn tools_go_into_the_system_message_of_templates_without_them() {
+        let template = ChatTemplate::new(Some(SMOLLM2)).unwrap();
+        let prompt = template
+            .render(
+                &[Message::system("Be brief."), Message::user("Paris?")],
+                &[weather()],
+            )
+            .unwrap();
+        assert!(
+            prompt.starts_with("<|im_start|>system\nBe brief.\n\nYou can call tools."),
+            "{prompt}"
+        );
+        assert!(prompt.contains(r#""name":"weather""#), "{prompt}");
+        assert_eq!(prompt.matches("<|im_start|>system").count(), 1);
+    }
+
+    #[test]
+    fn answers_split_into_text_and_tool_calls() {
+        let tools = [weather()];
+        let mut n = 0;
+        let mut id = || {
+            n += 1;
+            format!("call_{n}")
+        };
+        let (text, calls) = parse_answer(
+            r#"<tool_call>[{"name": "weather", "arguments": {"city": "Paris"}}]</tool_call>"#,
+            &tools,
+            &mut id,
+        )
+        .unwrap();
+        assert_eq!(text, "");
+        assert_eq!(calls[0].name, "weather");
+        assert_eq!(calls[0].id, "call_1");
+        assert_eq!(calls[0].arguments, r#"{"city":"Paris"}"#);
+        let (text, calls) = parse_answer("It is sunny.", &tools, &mut id).unwrap();
+        assert_eq!((text.as_str(), calls.len()), ("It is sunny.", 0));
+        let error = parse_answer(
+            r#"<tool_call>[{"name": "rm"}]</tool_call>"#,
+            &tools,
+            &mut id,
+        )
+        .unwrap_err();
+        assert!(error.contains("not one of its tools"), "{error}");
+    }
+
+    #[test]
+    fn a_broken_template_is_refused_with_the_reason() {
+        let error = ChatTemplate::new(Some("{% for %}")).err().unwrap();
+        assert!(error.contains("does not compile"), "{error}");
+    }
+}
