@@ -713,7 +713,7 @@ async fn subscribers_hear_when_an_agent_updates_a_resource_and_see_its_logs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sampling_and_elicitation_need_a_client_that_offers_them() {
+async fn without_sampling_the_nodes_model_answers_and_elicitation_needs_a_client() {
     let cli = Cli::new();
     cli.add(&["conformance"]);
     let server = Server::start(cli.data(), &[]);
@@ -734,17 +734,22 @@ async fn sampling_and_elicitation_need_a_client_that_offers_them() {
         "{}",
         text(&refused)
     );
-    // A grant applies to the running server's next call.
+    // A grant applies to the running server's next call. The client lends
+    // no model, so the node's own (the embedded default) answers.
     cli.grant("conformance", &["llm"]);
     let sampled = call(
         &client,
         "conformance.test_sampling",
-        json!({"prompt": "hi"}),
+        json!({"prompt": "What is the capital of France?"}),
     )
     .await
     .unwrap();
-    assert_eq!(sampled.is_error, Some(true));
-    assert!(text(&sampled).contains("NotGranted"), "{}", text(&sampled));
+    assert_ne!(sampled.is_error, Some(true), "{}", text(&sampled));
+    assert!(
+        text(&sampled).starts_with("LLM response: ") && text(&sampled).contains("Paris"),
+        "{}",
+        text(&sampled)
+    );
 
     let elicited = call(
         &client,

@@ -123,3 +123,20 @@ fn gguf_of_architecture(architecture: &str) -> Vec<u8> {
     out.extend_from_slice(architecture.as_bytes());
     out
 }
+
+#[test]
+fn an_agent_granted_llm_gets_the_nodes_model_from_the_command_line() {
+    let cli = Cli::new();
+    cli.add(&["conformance"]);
+    let args = r#"{"prompt": "What is the capital of France?"}"#;
+    let refused = cli.call("conformance", "test_sampling", args);
+    refused.failure("has not granted this agent a language model");
+
+    cli.grant("conformance", &["llm"]);
+    let answer = cli.call("conformance", "test_sampling", args).json();
+    let text = answer["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("LLM response: ") && text.contains("Paris"),
+        "{answer}"
+    );
+}

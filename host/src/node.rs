@@ -13,6 +13,7 @@ use crate::audit::{self, Audit, Outcome};
 use crate::capabilities::caller::Caller;
 use crate::capabilities::peers::PeerFailure;
 use crate::config::{Config, DataDir};
+use crate::llm::models::Models;
 use crate::policy::{Grants, Origin, PolicyFile, Refused};
 use crate::prompt::{PromptOutput, PromptSpec};
 use crate::resource::{ResourceCatalog, ResourceContents};
@@ -93,6 +94,7 @@ pub struct Node {
     catalog: Catalog,
     policy: PolicyFile,
     audit: Arc<Audit>,
+    models: Arc<Models>,
     loaded: Mutex<HashMap<AgentId, Arc<LoadedAgent>>>,
 }
 
@@ -113,7 +115,8 @@ impl Node {
             }
         }
         let audit = Arc::new(Audit::new());
-        let runtime = BackgroundRuntime::start(data.kv(), capacity, audit.clone());
+        let models = Arc::new(Models::from_config(&config.llm)?);
+        let runtime = BackgroundRuntime::start(data.kv(), capacity, audit.clone(), models.clone());
         let fingerprint = crate::runtime::engine_fingerprint()?;
         Ok(Node {
             blobs: BlobStore::new(data.blobs()),
@@ -124,8 +127,14 @@ impl Node {
             data,
             config,
             runtime,
+            models,
             loaded: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The node's language models.
+    pub fn models(&self) -> &Arc<Models> {
+        &self.models
     }
 
     pub fn data_dir(&self) -> &DataDir {

@@ -1,14 +1,18 @@
 //! The `llm` import: a language model for the agent.
 //!
-//! Only agents the policy grants `llm` may ask. When the call serves an MCP
-//! client that lends its model (MCP sampling), the request goes to that
-//! client, whose user approves it. Otherwise the node has no model to offer
-//! and the answer is "not granted".
+//! Only agents the policy grants `llm` may ask. A request goes first to the
+//! calling MCP client's model when the client lends one (MCP sampling, which
+//! its user approves), else to the node's own models (see [`crate::llm`]):
+//! so an agent granted `llm` gets an answer from any caller, the command
+//! line, another agent or another node.
 
 use super::CallState;
 use super::caller::CallerLink;
 use crate::audit::Denials;
-use crate::bindings::agentsite::agent::llm::{self, ChatRequest, ChatResponse, LlmError};
+use crate::bindings::agentsite::agent::llm::{self, ChatRequest, ChatResponse, LlmError, Role};
+use crate::llm::models::Models;
+use crate::llm::{self as models, LlmFailure, Message};
+use std::sync::Arc;
 use wasmtime::component::{HasSelf, Linker};
 
 /// Messages and characters a request may carry, so that a guest cannot make
@@ -20,15 +24,77 @@ const MAX_REQUEST_CHARS: usize = 1 << 20;
 pub struct LlmState {
     caller: CallerLink,
     granted: bool,
+    /// The node's models, when it has any.
+    models: Option<Arc<Models>>,
     denials: Denials,
 }
 
 impl LlmState {
-    pub(crate) fn new(caller: CallerLink, granted: bool, denials: Denials) -> Self {
+    pub(crate) fn new(
+        caller: CallerLink,
+        granted: bool,
+        models: Option<Arc<Models>>,
+        denials: Denials,
+    ) -> Self {
         LlmState {
             caller,
             granted,
+            models,
             denials,
+        }
+    }
+
+    /// Asks the node's own models.
+    async fn ask_node(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        let Some(models) = &self.models else {
+            return Err(no_model());
+        };
+        // A hint that names one of the node's models picks it; any other
+        // hint (a family the agent prefers) leaves the choice to the node.
+        let model = request
+            .model_hint
+            .as_deref()
+            .and_then(|hint| models.get(Some(hint)).ok())
+            .map_or_else(|| models.get(None), Ok)
+            .map_err(to_wit)?;
+        let request = models::ChatRequest {
+            messages: request
+                .messages
+                .into_iter()
+                .map(|m| Message::new(role(m.role), m.content))
+                .collect(),
+            max_tokens: request.max_tokens,
+            temperature: request.temperature,
+            ..models::ChatRequest::default()
+        };
+        let completion = model
+            .complete(request, self.caller.deadline, None)
+            .await
+            .map_err(to_wit)?;
+        Ok(ChatResponse {
+            content: completion.content,
+            model: completion.model,
+            stop_reason: Some(completion.stop_reason.as_str().to_owned()),
+        })
+    }
+}
+
+fn role(role: Role) -> models::Role {
+    match role {
+        Role::System => models::Role::System,
+        Role::User => models::Role::User,
+        Role::Assistant => models::Role::Assistant,
+    }
+}
+
+/// The `llm-error` of the 0.1 contract a failure of the node's model is.
+fn to_wit(failure: LlmFailure) -> LlmError {
+    match failure {
+        LlmFailure::NotGranted(m) => LlmError::NotGranted(m),
+        LlmFailure::InvalidRequest(m) => LlmError::InvalidRequest(m),
+        LlmFailure::Refused(m) | LlmFailure::BudgetExceeded(m) => LlmError::Refused(m),
+        LlmFailure::Busy(m) | LlmFailure::DeadlineExceeded(m) | LlmFailure::Unavailable(m) => {
+            LlmError::Unavailable(m)
         }
     }
 }
@@ -56,23 +122,29 @@ impl llm::Host for LlmState {
                 "a chat request may carry at most {MAX_MESSAGES} messages and {MAX_REQUEST_CHARS} bytes of text"
             ))));
         }
-        let Some(caller) = &self.caller.caller else {
-            return Ok(Err(not_granted()));
-        };
-        let answer = self.caller.until_deadline(caller.sample(request)).await;
-        Ok(match answer {
-            Some(Some(result)) => result,
-            Some(None) => Err(not_granted()),
-            None => Err(LlmError::Unavailable(
-                "the model did not answer before the call's deadline".into(),
-            )),
-        })
+        if let Some(caller) = &self.caller.caller {
+            match self
+                .caller
+                .until_deadline(caller.sample(request.clone()))
+                .await
+            {
+                Some(Some(result)) => return Ok(result),
+                // The caller lends no model: the node's own answer.
+                Some(None) => {}
+                None => {
+                    return Ok(Err(LlmError::Unavailable(
+                        "the model did not answer before the call's deadline".into(),
+                    )));
+                }
+            }
+        }
+        Ok(self.ask_node(request).await)
     }
 }
 
-fn not_granted() -> LlmError {
-    LlmError::NotGranted(
-        "no language model: this node grants none and the calling client does not offer sampling"
+fn no_model() -> LlmError {
+    LlmError::Unavailable(
+        "no language model: this node has none and the calling client does not offer sampling"
             .into(),
     )
 }

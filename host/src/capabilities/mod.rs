@@ -25,6 +25,7 @@ pub(crate) mod wasi;
 
 use crate::AgentId;
 use crate::audit::{Audit, Denials};
+use crate::llm::models::Models;
 use crate::policy::Grants;
 use caller::{Caller, CallerLink};
 use guest_log::GuestLog;
@@ -60,6 +61,7 @@ pub struct Services {
     kv: Arc<KvStores>,
     updates: broadcast::Sender<ResourceUpdate>,
     peers: OnceLock<Arc<dyn PeerNetwork>>,
+    models: OnceLock<Arc<Models>>,
     audit: Arc<Audit>,
 }
 
@@ -70,6 +72,7 @@ impl Services {
             kv: Arc::new(KvStores::new(kv_dir)),
             updates: broadcast::channel(256).0,
             peers: OnceLock::new(),
+            models: OnceLock::new(),
             audit,
         }
     }
@@ -83,6 +86,12 @@ impl Services {
     /// node joins a network; returns false if one was already set.
     pub fn set_peers(&self, network: Arc<dyn PeerNetwork>) -> bool {
         self.peers.set(network).is_ok()
+    }
+
+    /// Gives agents the node's language models (the `llm` import). Set
+    /// once; returns false if they were already set.
+    pub fn set_models(&self, models: Arc<Models>) -> bool {
+        self.models.set(models).is_ok()
     }
 
     /// The key-value databases of this node's agents.
@@ -136,7 +145,12 @@ impl CallState {
                 grants.peers,
                 denials.clone(),
             ),
-            llm: LlmState::new(caller.clone(), grants.llm, denials),
+            llm: LlmState::new(
+                caller.clone(),
+                grants.llm,
+                services.models.get().cloned(),
+                denials,
+            ),
             user: UserState::new(caller),
         };
         Ok((state, log))

@@ -7,6 +7,7 @@
 
 use super::{Capacity, Runtime};
 use crate::audit::Audit;
+use crate::llm::models::Models;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -19,11 +20,20 @@ pub struct BackgroundRuntime {
 
 impl BackgroundRuntime {
     /// Starts building a runtime for `capacity` whose agents keep their kv
-    /// databases in `kv_dir` and report denials to `audit`.
-    pub fn start(kv_dir: PathBuf, capacity: Capacity, audit: Arc<Audit>) -> Self {
+    /// databases in `kv_dir`, ask `models`, and report denials to `audit`.
+    pub fn start(
+        kv_dir: PathBuf,
+        capacity: Capacity,
+        audit: Arc<Audit>,
+        models: Arc<Models>,
+    ) -> Self {
         let building = std::thread::Builder::new()
             .name("agentsite-runtime".into())
-            .spawn(move || Runtime::new(kv_dir, capacity, audit));
+            .spawn(move || {
+                let runtime = Runtime::new(kv_dir, capacity, audit)?;
+                runtime.set_models(models);
+                Ok(runtime)
+            });
         let cell = BackgroundRuntime {
             building: Mutex::new(None),
             ready: OnceLock::new(),

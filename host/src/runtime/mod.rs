@@ -193,6 +193,12 @@ impl Runtime {
         self.services.set_peers(network)
     }
 
+    /// Gives agents the node's language models (the `llm` import); returns
+    /// false if they were already set.
+    pub fn set_models(&self, models: Arc<crate::llm::models::Models>) -> bool {
+        self.services.set_models(models)
+    }
+
     /// The key-value databases of this node's agents.
     pub fn kv(&self) -> &Arc<KvStores> {
         self.services.kv()
