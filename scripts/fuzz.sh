@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes each target in fuzz/ (cargo fuzz, libFuzzer) for a bounded time:
-# the MCP request path, manifest decoding and component loading. Seeds and
+# the MCP request path, manifest decoding, component loading and OpenAI
+# answers. Seeds and
 # every input that once crashed live in fuzz/regressions/<target>/, which
 # `cargo test` in fuzz/ replays. A crash stops the run and names the input
 # to add there.
@@ -13,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-60}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(mcp_request manifest component)
+[ ${#targets[@]} -gt 0 ] || targets=(mcp_request manifest component openai)
 
 if ! command -v cargo-fuzz >/dev/null; then
     echo "==> installing cargo-fuzz"

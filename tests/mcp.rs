@@ -339,6 +339,33 @@ async fn foreign_origins_and_hosts_are_refused() {
     );
     assert_eq!(post(None, None).await.unwrap().status(), 200);
 
+    // The node's models over the OpenAI API follow the same rules.
+    let models = |origin: Option<&str>, host: Option<&str>| {
+        let mut request = reqwest::Client::new().get(server.url("/v1/models"));
+        if let Some(origin) = origin {
+            request = request.header("origin", origin);
+        }
+        if let Some(host) = host {
+            request = request.header("host", host);
+        }
+        request.send()
+    };
+    let refused = models(Some("http://evil.example"), None).await.unwrap();
+    assert_eq!(refused.status(), 403);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "permission_error", "{body}");
+    assert_eq!(
+        models(None, Some("evil.example")).await.unwrap().status(),
+        403
+    );
+    assert_eq!(
+        models(Some("http://localhost:6274"), None)
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+
     let health: Value = reqwest::get(server.url("/health"))
         .await
         .unwrap()

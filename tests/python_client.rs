@@ -1,6 +1,8 @@
-//! The official MCP Python SDK (`mcp` on PyPI, pinned in
-//! tests/python/requirements.txt) as a client of agentsite, over streamable
-//! HTTP and over stdio. The checks live in tests/python/mcp_client.py.
+//! Official Python clients as clients of agentsite (pinned in
+//! tests/python/requirements.txt): the MCP SDK (`mcp`) over streamable HTTP
+//! and over stdio, with its checks in tests/python/mcp_client.py; and the
+//! OpenAI client (`openai`) against the node's `/v1` endpoint, with its
+//! checks in tests/python/openai_client.py.
 
 mod support;
 
@@ -9,12 +11,16 @@ use std::time::Duration;
 use support::{Cli, Server, installed_tool, repo, run_bounded};
 
 fn python_client(args: &[&str]) {
+    python_script("mcp_client.py", args, Duration::from_secs(120));
+}
+
+fn python_script(script: &str, args: &[&str], limit: Duration) {
     let python = installed_tool("venv/bin/python");
     let output = run_bounded(
         Command::new(python)
-            .arg(repo().join("tests/python/mcp_client.py"))
+            .arg(repo().join("tests/python").join(script))
             .args(args),
-        Duration::from_secs(120),
+        limit,
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -44,4 +50,16 @@ fn python_sdk_lists_and_calls_tools_over_stdio() {
         env!("CARGO_BIN_EXE_agentsite"),
         cli.data().to_str().unwrap(),
     ]);
+}
+
+#[test]
+fn openai_python_client_uses_the_nodes_models() {
+    let cli = Cli::new();
+    let server = Server::start(cli.data(), &["--token", "s3cret"]);
+    // Four answers of the embedded model on a debug build of the node.
+    python_script(
+        "openai_client.py",
+        &[&server.base, "s3cret"],
+        Duration::from_secs(600),
+    );
 }

@@ -120,3 +120,40 @@ pub fn mcp_request(data: &[u8]) -> Option<u16> {
         Some(status)
     })
 }
+
+/// Reads `data` as an OpenAI-compatible server's answer, or a client's
+/// request to the node's `/v1`. The first byte picks which: a whole answer,
+/// a streamed one (server-sent events, cut into pieces of the second byte's
+/// length, as a network delivers them) or a request.
+pub fn openai(data: &[u8]) {
+    use agentsite::llm::{openai, wire};
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    match mode % 3 {
+        0 => {
+            let _ = wire::completion_from_wire(rest, "fuzzed");
+        }
+        1 => {
+            let Some((&piece, body)) = rest.split_first() else {
+                return;
+            };
+            let pieces: Vec<Result<bytes::Bytes, String>> = body
+                .chunks(usize::from(piece).max(1))
+                .map(|chunk| Ok(bytes::Bytes::copy_from_slice(chunk)))
+                .collect();
+            let stream = futures::stream::iter(pieces);
+            let _ = futures::executor::block_on(openai::assemble_stream(
+                stream,
+                "fuzzed",
+                std::time::Instant::now(),
+                &None,
+            ));
+        }
+        _ => {
+            if let Ok(request) = serde_json::from_slice::<wire::ChatCompletionRequest>(rest) {
+                let _ = wire::request_from_wire(request);
+            }
+        }
+    }
+}

@@ -47,3 +47,8 @@ fn manifests() {
 fn components() {
     replay("component", agentsite_fuzz::component);
 }
+
+#[test]
+fn openai_answers_and_requests() {
+    replay("openai", agentsite_fuzz::openai);
+}

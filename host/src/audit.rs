@@ -58,6 +58,29 @@ struct DenialLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelLabels {
+    model: String,
+    /// Who asked: an agent's name, `http` for the node's `/v1` endpoint,
+    /// `peer` for another node.
+    agent: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelTokenLabels {
+    model: String,
+    agent: String,
+    /// `prompt` or `completion`.
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ModelErrorLabels {
+    model: String,
+    agent: String,
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ListingLabels {
     agent: String,
     list: &'static str,
@@ -103,6 +126,10 @@ pub struct Audit {
     denials: Family<DenialLabels, Counter>,
     latency: Family<AgentLabel, Histogram>,
     listing_failures: Family<ListingLabels, Counter>,
+    llm_requests: Family<ModelLabels, Counter>,
+    llm_tokens: Family<ModelTokenLabels, Counter>,
+    llm_errors: Family<ModelErrorLabels, Counter>,
+    llm_first_token: Family<ModelLabels, Histogram>,
     agents_installed: Gauge,
     peers_connected: Gauge,
 }
@@ -147,6 +174,14 @@ impl Audit {
             Histogram::new(exponential_buckets(0.0001, 2.0, 20))
         });
         let listing_failures = Family::<ListingLabels, Counter>::default();
+        let llm_requests = Family::<ModelLabels, Counter>::default();
+        let llm_tokens = Family::<ModelTokenLabels, Counter>::default();
+        let llm_errors = Family::<ModelErrorLabels, Counter>::default();
+        // 10 ms to about 80 s: a hosted model answers in tens of
+        // milliseconds, a small CPU one after a long prompt in tens of seconds.
+        let llm_first_token = Family::<ModelLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.01, 2.0, 14))
+        });
         let agents_installed = Gauge::default();
         let peers_connected = Gauge::default();
         let mut describe = |name: &str, help: &str, metric: Described| {
@@ -183,6 +218,26 @@ impl Audit {
             Described::new(listing_failures.clone()),
         );
         describe(
+            "llm_requests",
+            "Requests to the node's language models, per model and requester",
+            Described::new(llm_requests.clone()),
+        );
+        describe(
+            "llm_tokens",
+            "Tokens the node's language models read (prompt) and wrote (completion), per model and requester",
+            Described::new(llm_tokens.clone()),
+        );
+        describe(
+            "llm_errors",
+            "Requests to the node's language models that failed, per model, requester and kind",
+            Described::new(llm_errors.clone()),
+        );
+        describe(
+            "llm_time_to_first_token_seconds",
+            "Time from a request to its first generated token, per model and requester",
+            Described::new(llm_first_token.clone()),
+        );
+        describe(
             "agents_installed",
             "Agents installed on this node",
             Described::new(agents_installed.clone()),
@@ -200,6 +255,10 @@ impl Audit {
         Audit {
             registry,
             listing_failures,
+            llm_requests,
+            llm_tokens,
+            llm_errors,
+            llm_first_token,
             calls,
             errors,
             limit_hits,
@@ -279,6 +338,60 @@ impl Audit {
         }
     }
 
+    /// Records one finished request of `agent` to the language model `model`.
+    pub fn llm_request(
+        &self,
+        model: &str,
+        agent: &str,
+        outcome: Result<&crate::llm::Completion, &crate::llm::LlmFailure>,
+    ) {
+        let labels = ModelLabels {
+            model: model.to_owned(),
+            agent: agent.to_owned(),
+        };
+        self.llm_requests.get_or_create(&labels).inc();
+        match outcome {
+            Ok(completion) => {
+                for (kind, tokens) in [
+                    ("prompt", completion.usage.prompt_tokens),
+                    ("completion", completion.usage.completion_tokens),
+                ] {
+                    self.llm_tokens
+                        .get_or_create(&ModelTokenLabels {
+                            model: model.to_owned(),
+                            agent: agent.to_owned(),
+                            kind,
+                        })
+                        .inc_by(u64::from(tokens));
+                }
+                if let Some(first) = completion.time_to_first_token {
+                    self.llm_first_token
+                        .get_or_create(&labels)
+                        .observe(first.as_secs_f64());
+                }
+                tracing::info!(
+                    target: TARGET,
+                    model,
+                    agent,
+                    prompt_tokens = completion.usage.prompt_tokens,
+                    completion_tokens = completion.usage.completion_tokens,
+                    outcome = "ok",
+                    "llm"
+                );
+            }
+            Err(failure) => {
+                self.llm_errors
+                    .get_or_create(&ModelErrorLabels {
+                        model: model.to_owned(),
+                        agent: agent.to_owned(),
+                        kind: failure.kind(),
+                    })
+                    .inc();
+                tracing::info!(target: TARGET, model, agent, outcome = failure.kind(), error = %failure, "llm");
+            }
+        }
+    }
+
     /// Records that the policy refused `agent` a `capability`.
     pub fn denied(&self, agent: &str, capability: &'static str, reason: &str) {
         self.denials
@@ -311,6 +424,11 @@ impl Denials {
         Denials { audit, agent }
     }
 
+    /// The agent whose call this is.
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
     /// Records that this call's agent was refused `capability`.
     pub fn record(&self, capability: &'static str, reason: &str) {
         self.audit.denied(&self.agent, capability, reason);
@@ -332,6 +450,10 @@ mod tests {
             "denials counter",
             "call_duration_seconds histogram",
             "listing_failures counter",
+            "llm_requests counter",
+            "llm_tokens counter",
+            "llm_errors counter",
+            "llm_time_to_first_token_seconds histogram",
             "agents_installed gauge",
             "peers_connected gauge",
             "build info",

@@ -265,6 +265,11 @@ impl DataDir {
         self.root.join("kv")
     }
 
+    /// Tokens each agent used of the node's language models today.
+    pub fn llm_usage(&self) -> PathBuf {
+        self.root.join("llm-usage")
+    }
+
     /// The node's ed25519 key: its peer id and publisher identity.
     pub fn identity(&self) -> PathBuf {
         self.root.join("identity.key")

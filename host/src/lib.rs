@@ -19,7 +19,7 @@
 //! ```
 
 mod agent_id;
-pub(crate) mod audit;
+pub mod audit;
 pub mod bindings;
 pub mod capabilities;
 pub mod cli;

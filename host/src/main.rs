@@ -312,7 +312,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
         Command::Fetch { id } => return cli::fetch(&data, &id).await,
         Command::Models { command, json } => {
-            let models = agentsite::llm::models::Models::from_config(&config.llm)?;
+            let models = agentsite::llm::models::Models::from_config(
+                &config.llm,
+                std::sync::Arc::new(agentsite::audit::Audit::new()),
+            )?;
             return match command {
                 None => cli::models::list(&models, json).await,
                 Some(ModelsCommand::Test {

@@ -115,7 +115,9 @@ impl Node {
             }
         }
         let audit = Arc::new(Audit::new());
-        let models = Arc::new(Models::from_config(&config.llm)?);
+        let models = Arc::new(
+            Models::from_config(&config.llm, audit.clone())?.with_ledger(data.llm_usage()),
+        );
         let runtime = BackgroundRuntime::start(data.kv(), capacity, audit.clone(), models.clone());
         let fingerprint = crate::runtime::engine_fingerprint()?;
         Ok(Node {
@@ -177,7 +179,7 @@ impl Node {
             env = grants.env.len(),
             kv = ?grants.kv,
             peers = ?grants.peers,
-            llm = grants.llm,
+            llm = ?grants.llm,
             "grants"
         );
         Ok(grants)

@@ -205,6 +205,11 @@ impl Cli {
     }
 
     pub fn run(&self, args: &[&str]) -> Run {
+        self.run_with_env(args, &[])
+    }
+
+    /// Runs a command with extra environment variables.
+    pub fn run_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let output = Command::new(env!("CARGO_BIN_EXE_agentsite"))
             .arg("--data-dir")
             .arg(self.data())
@@ -212,6 +217,7 @@ impl Cli {
             .env_remove("AGENTSITE_CONFIG")
             .env_remove("AGENTSITE_POLICY")
             .env_remove("AGENTSITE_LOG")
+            .envs(env.iter().copied())
             .output()
             .expect("agentsite runs");
         Run { output }

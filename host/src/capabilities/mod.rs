@@ -147,7 +147,8 @@ impl CallState {
             ),
             llm: LlmState::new(
                 caller.clone(),
-                grants.llm,
+                agent,
+                grants.llm.clone(),
                 services.models.get().cloned(),
                 denials,
             ),

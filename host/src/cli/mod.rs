@@ -362,7 +362,8 @@ pub async fn serve(
     let stop = tokio_util::sync::CancellationToken::new();
     let watcher = tokio::spawn(hosted.clone().watch(stop.clone()));
     let agents = hosted.records().len();
-    let mut router = http::router(hosted, options, stop.clone());
+    let models = crate::llm::serve::router(node.models().clone(), options.guard());
+    let mut router = http::router(hosted, options, stop.clone()).merge(models);
     let mut _node_files = None;
     let mut hub = None;
     if let Some(p2p) = p2p {
@@ -399,7 +400,9 @@ pub async fn serve(
         hub = Some(joined);
     }
     // The address line is the one a script or test waits for.
-    eprintln!("serving {agents} agents over MCP at http://{address}/mcp (health: /health)");
+    eprintln!(
+        "serving {agents} agents over MCP at http://{address}/mcp and the node's models at http://{address}/v1 (health: /health)"
+    );
     tokio::spawn({
         let stop = stop.clone();
         async move {

@@ -71,8 +71,14 @@ pub async fn test(
         }
         let _ = writeln!(stdout);
     });
-    let completion = model
-        .complete(request, started + deadline, Some(sink))
+    let completion = models
+        .complete(
+            Some(model.name()),
+            request,
+            started + deadline,
+            Some(sink),
+            "cli",
+        )
         .await
         .map_err(|e| anyhow::anyhow!("model {:?} did not answer: {e}", model.name()))?;
     let _ = printer.await;

@@ -11,10 +11,12 @@
 //! | `env=API_KEY`                | one environment variable of the node         |
 //! | `kv=1MiB`                    | a key-value store with this quota            |
 //! | `peers`, `peers=DEPTH/FANOUT`| calling other agents                         |
-//! | `llm`                        | a language model                             |
+//! | `llm`, `llm=local,gpt`, `llm=default:20000tokens/call:500000tokens/day` | the node's default model, or these models, within token budgets |
+//! | `llm-route=node`             | where `llm` requests go: `client-first` (the default), `node` or `client` |
 //! | `memory=128MiB`, `deadline=30s`, `concurrency=4` | limits              |
 
 use crate::Node;
+use crate::policy::llm_grant::{self, LlmGrant, LlmSetting};
 use crate::policy::{Access, FsGrant, Grant, PeersGrant, Policy, PolicyFile};
 use crate::{AgentId, config::Limits};
 use anyhow::Context as _;
@@ -131,7 +133,25 @@ fn apply_grant(grant: &mut Grant, item: &str) -> anyhow::Result<()> {
                 }
             })
         }
-        "llm" => grant.llm = Some(value.map_or(Ok(true), parse_bool)?),
+        "llm" => {
+            grant.llm = Some(match value {
+                None => LlmSetting::Switch(true),
+                Some(value) => match parse_bool(value) {
+                    Ok(switch) => LlmSetting::Switch(switch),
+                    // The route set before stays.
+                    Err(_) => {
+                        let mut llm = llm_grant::parse_spec(value)?;
+                        llm.route = current_llm(grant).route;
+                        LlmSetting::of(llm)
+                    }
+                },
+            })
+        }
+        "llm-route" => {
+            let mut llm = current_llm(grant);
+            llm.route = needs("client-first, node or client")?.parse()?;
+            grant.llm = Some(LlmSetting::of(llm));
+        }
         "memory" => grant.memory = Some(parse_size(needs("SIZE, such as 128MiB")?)?),
         "deadline" => {
             let text = needs("DURATION, such as 30s")?;
@@ -144,10 +164,19 @@ fn apply_grant(grant: &mut Grant, item: &str) -> anyhow::Result<()> {
             grant.max_concurrent_calls = Some(needs("N")?.parse().context("not a number")?)
         }
         other => anyhow::bail!(
-            "unknown grant {other:?}: grants are fs, http, env, kv, peers, llm, memory, deadline and concurrency"
+            "unknown grant {other:?}: grants are fs, http, env, kv, peers, llm, llm-route, memory, deadline and concurrency"
         ),
     }
     Ok(())
+}
+
+/// The language-model grant this table holds now (the default one if none).
+fn current_llm(grant: &Grant) -> LlmGrant {
+    grant
+        .llm
+        .as_ref()
+        .and_then(LlmSetting::grant)
+        .unwrap_or_default()
 }
 
 fn parse_fs(text: &str) -> anyhow::Result<FsGrant> {
@@ -372,8 +401,8 @@ pub fn describe(grants: &crate::policy::Grants) -> Vec<String> {
             peers.depth, peers.fanout
         ));
     }
-    if grants.llm {
-        lines.push("llm".into());
+    if let Some(llm) = &grants.llm {
+        lines.push(format!("llm      {}", llm.describe()));
     }
     let limits = &grants.limits;
     lines.push(format!(
@@ -424,14 +453,14 @@ mod tests {
                 fanout: 4
             })
         );
-        assert_eq!(grant.llm, Some(true));
+        assert_eq!(grant.llm, Some(LlmSetting::Switch(true)));
         apply_revokes(
             &mut grant,
             &items(&["fs=/data", "env=API_KEY", "kv", "llm"]),
         )
         .unwrap();
         assert_eq!((grant.fs.clone(), grant.env.clone()), (None, None));
-        assert_eq!((grant.kv, grant.llm), (None, None));
+        assert_eq!((grant.kv, grant.llm.clone()), (None, None));
         assert!(grant.http.is_some());
         apply_revokes(&mut grant, &items(&["all"])).unwrap();
         assert!(grant.is_empty());

@@ -20,6 +20,7 @@ use candle_core::{Device, Tensor};
 use candle_transformers::generation::LogitsProcessor;
 use candle_transformers::models::quantized_llama::ModelWeights;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokenizers::Tokenizer;
@@ -160,8 +161,13 @@ impl ChatModel for EmbeddedModel {
         let started = Instant::now();
         let loaded = self.load().await?;
         let name = self.name.clone();
+        // A requester that stops waiting (a client gone, a call cancelled)
+        // drops this future; the flag then stops generation at the next
+        // token, so an abandoned request does not hold a core.
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let _abandon_on_drop = AbandonOnDrop(abandoned.clone());
         tokio::task::spawn_blocking(move || {
-            generate(&loaded, &name, request, started, deadline, sink)
+            generate(&loaded, &name, request, started, deadline, sink, &abandoned)
         })
         .await
         .map_err(|e| LlmFailure::Unavailable(format!("generation failed: {e}")))?
@@ -314,6 +320,15 @@ fn sha256_of(file: &mut std::fs::File) -> std::io::Result<String> {
     Ok(hex::encode(hasher.finalize()))
 }
 
+/// Sets its flag when dropped.
+struct AbandonOnDrop(Arc<AtomicBool>);
+
+impl Drop for AbandonOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Runs one request to the end, on a blocking thread.
 fn generate(
     loaded: &Loaded,
@@ -322,6 +337,7 @@ fn generate(
     started: Instant,
     deadline: Instant,
     sink: DeltaSink,
+    abandoned: &AtomicBool,
 ) -> Result<Completion, LlmFailure> {
     let prompt = loaded
         .template
@@ -346,17 +362,24 @@ fn generate(
     let failed = |e: candle_core::Error| {
         LlmFailure::Unavailable(format!("model {model_name:?} failed: {e}"))
     };
-    let past_deadline = || {
-        LlmFailure::DeadlineExceeded(format!(
-            "model {model_name:?} did not finish before the deadline"
-        ))
+    let stopped = || {
+        if abandoned.load(Ordering::Relaxed) {
+            LlmFailure::DeadlineExceeded(format!(
+                "model {model_name:?} stopped: the requester went away"
+            ))
+        } else {
+            LlmFailure::DeadlineExceeded(format!(
+                "model {model_name:?} did not finish before the deadline"
+            ))
+        }
     };
+    let must_stop = || Instant::now() >= deadline || abandoned.load(Ordering::Relaxed);
 
     let mut model = loaded.weights.clone();
     let mut logits = None;
     for (index, chunk) in prompt_ids.chunks(PREFILL_CHUNK).enumerate() {
-        if Instant::now() >= deadline {
-            return Err(past_deadline());
+        if must_stop() {
+            return Err(stopped());
         }
         let input = Tensor::new(chunk, &Device::Cpu)
             .and_then(|t| t.unsqueeze(0))
@@ -402,8 +425,8 @@ fn generate(
             let _ = sink.blocking_send(Delta::Text(text[sent..].to_owned()));
             sent = text.len();
         }
-        if Instant::now() >= deadline {
-            return Err(past_deadline());
+        if must_stop() {
+            return Err(stopped());
         }
         let position = prompt_ids.len() + generated.len() - 1;
         let input = Tensor::new(&[next], &Device::Cpu)

@@ -13,8 +13,12 @@
 
 pub mod config;
 pub mod embedded;
+pub mod ledger;
 pub mod models;
+pub mod openai;
+pub mod serve;
 mod template;
+pub mod wire;
 
 pub use config::LlmConfig;
 

@@ -3,7 +3,10 @@
 
 use super::config::{Backend, LlmConfig, ModelConfig};
 use super::embedded::{self, EmbeddedModel};
+use super::ledger::Ledger;
+use super::openai::OpenAiModel;
 use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmFailure, ModelStatus};
+use crate::audit::Audit;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
@@ -100,17 +103,23 @@ fn scopeguard<F: FnOnce()>(f: F) -> impl Drop {
 pub struct Models {
     models: Vec<Gated>,
     default: String,
+    /// Where requests are counted.
+    audit: Arc<Audit>,
+    /// Where each agent's tokens of the day are kept, for daily budgets.
+    ledger: Option<Ledger>,
 }
 
 impl Models {
     /// The models `config` describes; the embedded default model when it
     /// describes none. Nothing is loaded or contacted yet.
-    pub fn from_config(config: &LlmConfig) -> anyhow::Result<Models> {
+    pub fn from_config(config: &LlmConfig, audit: Arc<Audit>) -> anyhow::Result<Models> {
         config.validate()?;
         if config.models.is_empty() {
             return Ok(Models {
                 models: vec![Gated::new(Arc::new(EmbeddedModel::default_model()), 1, 64)],
                 default: embedded::DEFAULT_NAME.to_owned(),
+                audit,
+                ledger: None,
             });
         }
         let models = config
@@ -122,7 +131,40 @@ impl Models {
             .default
             .clone()
             .unwrap_or_else(|| config.models[0].name.clone());
-        Ok(Models { models, default })
+        Ok(Models {
+            models,
+            default,
+            audit,
+            ledger: None,
+        })
+    }
+
+    /// Keeps each agent's daily token usage in `dir`.
+    pub fn with_ledger(mut self, dir: std::path::PathBuf) -> Models {
+        self.ledger = Some(Ledger::new(dir));
+        self
+    }
+
+    /// Where daily token usage is kept, if anywhere.
+    pub fn ledger(&self) -> Option<&Ledger> {
+        self.ledger.as_ref()
+    }
+
+    /// Completes `request` with the model named `model` (the default one
+    /// when `None`) for `requester`, counting it in the node's metrics.
+    pub async fn complete(
+        &self,
+        model: Option<&str>,
+        request: ChatRequest,
+        deadline: Instant,
+        sink: DeltaSink,
+        requester: &str,
+    ) -> Result<Completion, LlmFailure> {
+        let gated = self.get(model)?;
+        let result = gated.complete(request, deadline, sink).await;
+        self.audit
+            .llm_request(gated.name(), requester, result.as_ref());
+        result
     }
 
     /// The model a request names, or the default one.
@@ -160,9 +202,9 @@ impl Models {
 fn gated(config: &ModelConfig) -> anyhow::Result<Gated> {
     let model: Arc<dyn ChatModel> = match &config.backend {
         Backend::Gguf(gguf) => Arc::new(EmbeddedModel::new(&config.name, &gguf.path, gguf.context)),
-        Backend::Openai(_) => anyhow::bail!(
-            "llm.models {:?}: OpenAI-compatible servers are not supported by this build yet",
-            config.name
+        Backend::Openai(openai) => Arc::new(
+            OpenAiModel::new(&config.name, openai)
+                .map_err(|e| anyhow::anyhow!("llm.models {:?}: {e}", config.name))?,
         ),
     };
     Ok(Gated::new(model, config.max_concurrent, config.queue))

@@ -62,17 +62,39 @@ impl HttpOptions {
         Ok(())
     }
 
-    fn rmcp_config(&self, stop: &CancellationToken) -> StreamableHttpServerConfig {
+    /// The `Host` names clients may use: the loopback names, the listen
+    /// address and the configured ones.
+    pub fn allowed_hosts(&self) -> Vec<String> {
         let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).into();
         if !self.listen.ip().is_unspecified() {
             hosts.push(self.listen.ip().to_string());
         }
         hosts.extend(self.allowed_hosts.iter().cloned());
+        hosts
+    }
+
+    /// The browser origins allowed: this machine's, on any port, and the
+    /// configured ones.
+    pub fn allowed_origins(&self) -> Vec<String> {
         let mut origins: Vec<String> =
             ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"]
                 .map(String::from)
                 .into();
         origins.extend(self.allowed_origins.iter().cloned());
+        origins
+    }
+
+    /// The same rules for the node's other HTTP endpoints.
+    pub fn guard(&self) -> crate::web::guard::Guard {
+        crate::web::guard::Guard::new(
+            &self.allowed_hosts(),
+            &self.allowed_origins(),
+            self.token.clone(),
+        )
+    }
+
+    fn rmcp_config(&self, stop: &CancellationToken) -> StreamableHttpServerConfig {
+        let (hosts, origins) = (self.allowed_hosts(), self.allowed_origins());
         StreamableHttpServerConfig::default()
             .with_allowed_hosts(hosts)
             .with_allowed_origins(origins)
@@ -356,7 +378,7 @@ pub(crate) fn bearer_matches(request: &Request, expected: &str) -> bool {
 }
 
 /// Compares secrets in time that depends only on their lengths.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -7,6 +7,7 @@
 //! the first that sets it, giving the [`Grants`] a call runs under.
 
 use super::http_allow::HttpPattern;
+use super::llm_grant::{LlmGrant, LlmSetting};
 use crate::config::Limits;
 use bytesize::ByteSize;
 use serde::{Deserialize, Serialize};
@@ -33,9 +34,10 @@ pub struct Grant {
     /// Calling other agents, within these bounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peers: Option<PeersGrant>,
-    /// Asking a language model.
+    /// Asking a language model: `true`, `false` or which models, where
+    /// requests go, and token budgets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub llm: Option<bool>,
+    pub llm: Option<LlmSetting>,
     /// Linear memory one instance may grow to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<ByteSize>,
@@ -113,6 +115,8 @@ pub enum GrantError {
     #[error("peers.fanout must be at least 1")]
     BadFanout,
     #[error("{0}")]
+    Llm(String),
+    #[error("{0}")]
     Limits(String),
 }
 
@@ -147,6 +151,9 @@ impl Grant {
                 return Err(GrantError::BadFanout);
             }
         }
+        if let Some(grant) = self.llm.as_ref().and_then(LlmSetting::grant) {
+            grant.validate().map_err(GrantError::Llm)?;
+        }
         self.limits_over(Limits::default())
             .validate()
             .map_err(|e| GrantError::Limits(e.to_string()))
@@ -172,7 +179,7 @@ impl Grant {
             env: self.env.clone().or_else(|| fallback.env.clone()),
             kv: self.kv.or(fallback.kv),
             peers: self.peers.or(fallback.peers),
-            llm: self.llm.or(fallback.llm),
+            llm: self.llm.clone().or_else(|| fallback.llm.clone()),
             memory: self.memory.or(fallback.memory),
             deadline: self.deadline.or(fallback.deadline),
             max_concurrent_calls: self.max_concurrent_calls.or(fallback.max_concurrent_calls),
@@ -192,7 +199,7 @@ impl Grant {
             env: self.env.clone().unwrap_or_default(),
             kv: self.kv.map(|q| q.as_u64()).filter(|q| *q > 0),
             peers: self.peers,
-            llm: self.llm.unwrap_or(false),
+            llm: self.llm.as_ref().and_then(LlmSetting::grant),
             limits: self.limits_over(limits),
         }
     }
@@ -207,7 +214,8 @@ pub struct Grants {
     /// The kv quota in bytes; `None` when the agent has no store.
     pub kv: Option<u64>,
     pub peers: Option<PeersGrant>,
-    pub llm: bool,
+    /// The language models granted; `None` when none is.
+    pub llm: Option<LlmGrant>,
     pub limits: Limits,
 }
 
@@ -251,7 +259,7 @@ mod tests {
         let grants = Grant::default().resolve(Limits::default());
         assert_eq!(grants, Grants::pure(Limits::default()));
         assert!(grants.fs.is_empty() && grants.http.is_empty() && grants.env.is_empty());
-        assert_eq!((grants.kv, grants.peers, grants.llm), (None, None, false));
+        assert_eq!((grants.kv, grants.peers, grants.llm), (None, None, None));
     }
 
     #[test]
@@ -264,7 +272,7 @@ mod tests {
             .or(&defaults)
             .resolve(Limits::default());
         assert_eq!(grants.kv, Some(1 << 20));
-        assert!(grants.llm);
+        assert_eq!(grants.llm, Some(LlmGrant::default()));
         assert_eq!(grants.env, ["LANG"]);
         assert_eq!(grants.limits.memory, ByteSize::mib(128));
         assert_eq!(grants.limits.deadline, Duration::from_secs(30));

@@ -28,9 +28,11 @@
 
 pub mod grant;
 pub(crate) mod http_allow;
+pub mod llm_grant;
 
 pub use grant::{Access, FsGrant, Grant, GrantError, Grants, MAX_DEPTH, PeersGrant};
 pub use http_allow::HttpPattern;
+pub use llm_grant::{LlmGrant, LlmSetting, Route};
 
 use crate::AgentId;
 use anyhow::Context as _;
@@ -297,15 +299,15 @@ mod tests {
         // Added here: the defaults.
         let (grant, source) = policy.grant_for(&other, &Origin::Local).unwrap();
         assert_eq!(
-            (grant.kv, grant.llm, source),
+            (grant.kv, grant.llm.clone(), source),
             (kib(64), None, Source::Defaults)
         );
         // From a trusted publisher: its table over the defaults.
         let from_trusted = Origin::Network { publisher: trusted };
         let (grant, source) = policy.grant_for(&other, &from_trusted).unwrap();
         assert_eq!(
-            (grant.kv, grant.llm, source),
-            (kib(64), Some(true), Source::Publisher)
+            (grant.kv, grant.llm.clone(), source),
+            (kib(64), Some(LlmSetting::Switch(true)), Source::Publisher)
         );
         // From a stranger: pure computation, not even the defaults.
         let from_stranger = Origin::Network {
@@ -317,8 +319,8 @@ mod tests {
         // from a stranger it stands alone.
         let (grant, source) = policy.grant_for(&own, &from_trusted).unwrap();
         assert_eq!(
-            (grant.kv, grant.llm, source),
-            (kib(1024), Some(true), Source::Agent)
+            (grant.kv, grant.llm.clone(), source),
+            (kib(1024), Some(LlmSetting::Switch(true)), Source::Agent)
         );
         let (grant, _) = policy.grant_for(&own, &from_stranger).unwrap();
         assert_eq!((grant.kv, grant.llm), (kib(1024), None));

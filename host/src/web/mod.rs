@@ -3,3 +3,4 @@
 
 pub mod api;
 pub mod control;
+pub mod guard;

@@ -1,0 +1,393 @@
+//! The node's models over HTTP in the OpenAI format: `GET /v1/models` and
+//! `POST /v1/chat/completions` (whole answers, or server-sent events with
+//! `stream: true`), so that any OpenAI client, and other nodes with
+//! `kind = "openai"`, can use them. Behind the same Host, Origin and token
+//! rules as MCP (see [`crate::web::guard`]).
+
+use super::models::Models;
+use super::wire::{self, ChatCompletionRequest};
+use super::{Completion, Delta, LlmFailure, ToolCall};
+use crate::web::guard::{self, Guard};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router, middleware};
+use serde_json::json;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::mpsc;
+
+/// How long one request may run: the OpenAI API has no deadline of its
+/// own, and a client that goes away stops its request anyway.
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(600);
+/// Largest request body, as for MCP.
+const MAX_BODY: usize = crate::mcp::http::MAX_REQUEST_BODY;
+/// Messages one request may carry.
+const MAX_MESSAGES: usize = 1000;
+/// Who the metrics say asked.
+const REQUESTER: &str = "http";
+
+struct V1 {
+    models: Arc<Models>,
+}
+
+/// The `/v1` routes for `models`, behind `guard`.
+pub fn router(models: Arc<Models>, guard: Guard) -> Router {
+    Router::new()
+        .route("/v1/models", get(list_models))
+        .route("/v1/chat/completions", post(chat_completions))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .route_layer(middleware::from_fn_with_state(
+            Arc::new(guard),
+            guard::require,
+        ))
+        .with_state(Arc::new(V1 { models }))
+}
+
+/// An error in the OpenAI shape.
+fn error(status: StatusCode, kind: &str, code: Option<&str>, message: &str) -> Response {
+    let message = wire::one_line(message);
+    (
+        status,
+        Json(json!({
+            "error": { "message": message, "type": kind, "param": null, "code": code }
+        })),
+    )
+        .into_response()
+}
+
+fn invalid(message: &str) -> Response {
+    error(
+        StatusCode::BAD_REQUEST,
+        "invalid_request_error",
+        None,
+        message,
+    )
+}
+
+/// The HTTP answer a failure of a model is.
+fn failed(failure: &LlmFailure) -> Response {
+    let (status, kind, code) = failure_status(failure);
+    let mut response = error(status, kind, Some(code), &failure.to_string());
+    if status == StatusCode::TOO_MANY_REQUESTS {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    }
+    response
+}
+
+fn failure_status(failure: &LlmFailure) -> (StatusCode, &'static str, &'static str) {
+    match failure {
+        LlmFailure::NotGranted(_) => (StatusCode::FORBIDDEN, "permission_error", "not_granted"),
+        LlmFailure::InvalidRequest(_) => (
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "invalid_request",
+        ),
+        LlmFailure::Refused(_) => (StatusCode::BAD_REQUEST, "invalid_request_error", "refused"),
+        LlmFailure::BudgetExceeded(_) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            "insufficient_quota",
+            "budget_exceeded",
+        ),
+        LlmFailure::Busy(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", "busy"),
+        LlmFailure::DeadlineExceeded(_) => (StatusCode::GATEWAY_TIMEOUT, "timeout", "deadline"),
+        LlmFailure::Unavailable(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "server_error",
+            "unavailable",
+        ),
+    }
+}
+
+async fn list_models(State(v1): State<Arc<V1>>) -> Response {
+    let list = wire::ModelList {
+        object: "list".into(),
+        data: v1
+            .models
+            .names()
+            .into_iter()
+            .map(|name| wire::ModelEntry {
+                id: name.to_owned(),
+                object: "model".into(),
+                created: 0,
+                owned_by: "agentsite".into(),
+            })
+            .collect(),
+    };
+    Json(list).into_response()
+}
+
+async fn chat_completions(
+    State(v1): State<Arc<V1>>,
+    body: Result<Json<ChatCompletionRequest>, JsonRejection>,
+) -> Response {
+    let wire = match body {
+        Ok(Json(wire)) => wire,
+        Err(rejection) => {
+            let status = rejection.status();
+            return error(
+                if status == StatusCode::PAYLOAD_TOO_LARGE {
+                    status
+                } else {
+                    StatusCode::BAD_REQUEST
+                },
+                "invalid_request_error",
+                None,
+                &rejection.body_text(),
+            );
+        }
+    };
+    if wire.messages.len() > MAX_MESSAGES {
+        return invalid(&format!(
+            "a request may carry at most {MAX_MESSAGES} messages"
+        ));
+    }
+    let read = match wire::request_from_wire(wire) {
+        Ok(read) => read,
+        Err(why) => return invalid(&why),
+    };
+    let model = match v1.models.get(read.model.as_deref()) {
+        Ok(model) => model.name().to_owned(),
+        Err(failure) => {
+            return error(
+                StatusCode::NOT_FOUND,
+                "invalid_request_error",
+                Some("model_not_found"),
+                &failure.to_string(),
+            );
+        }
+    };
+    let deadline = Instant::now() + REQUEST_DEADLINE;
+    let id = completion_id();
+    let created = unix_now();
+    if !read.stream {
+        return match v1
+            .models
+            .complete(Some(&model), read.request, deadline, None, REQUESTER)
+            .await
+        {
+            Ok(completion) => Json(whole_answer(&id, created, &completion)).into_response(),
+            Err(failure) => failed(&failure),
+        };
+    }
+    let (events, receiver) = mpsc::channel::<Event>(64);
+    let chunk = Chunks {
+        id,
+        created,
+        model: model.clone(),
+    };
+    tokio::spawn(stream_answer(
+        v1.models.clone(),
+        model,
+        read.request,
+        read.include_usage,
+        deadline,
+        chunk,
+        events,
+    ));
+    let stream = futures::stream::unfold(receiver, |mut receiver| async move {
+        let event = receiver.recv().await?;
+        Some((Ok::<_, Infallible>(event), receiver))
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// Runs a streamed request, sending its events to `events` until the
+/// answer is whole or the client goes away (which stops the model).
+async fn stream_answer(
+    models: Arc<Models>,
+    model: String,
+    request: super::ChatRequest,
+    include_usage: bool,
+    deadline: Instant,
+    chunk: Chunks,
+    events: mpsc::Sender<Event>,
+) {
+    let (sink, mut deltas) = mpsc::channel::<Delta>(64);
+    let answer = models.complete(Some(&model), request, deadline, Some(sink), REQUESTER);
+    tokio::pin!(answer);
+    if events.send(chunk.start()).await.is_err() {
+        return;
+    }
+    let mut calls = 0u32;
+    let result = loop {
+        tokio::select! {
+            biased;
+            Some(delta) = deltas.recv() => {
+                if events.send(chunk.delta(delta, &mut calls)).await.is_err() {
+                    // The client is gone: dropping the answer stops the model.
+                    return;
+                }
+            }
+            result = &mut answer => break result,
+            // The client went away while the model was still reading.
+            () = events.closed() => return,
+        }
+    };
+    // What the model sent just before it finished.
+    while let Ok(delta) = deltas.try_recv() {
+        if events.send(chunk.delta(delta, &mut calls)).await.is_err() {
+            return;
+        }
+    }
+    let last = match result {
+        Ok(completion) => {
+            let _ = events.send(chunk.finish(&completion)).await;
+            if include_usage {
+                let _ = events.send(chunk.usage(&completion)).await;
+            }
+            Event::default().data("[DONE]")
+        }
+        Err(failure) => {
+            let (_, kind, code) = failure_status(&failure);
+            Event::default().data(
+                json!({ "error": {
+                    "message": wire::one_line(&failure.to_string()),
+                    "type": kind,
+                    "code": code,
+                }})
+                .to_string(),
+            )
+        }
+    };
+    let _ = events.send(last).await;
+}
+
+/// Builds the events of one streamed answer.
+struct Chunks {
+    id: String,
+    created: u64,
+    model: String,
+}
+
+impl Chunks {
+    fn chunk(&self, choices: Vec<wire::ChunkChoice>, usage: Option<wire::WireUsage>) -> Event {
+        let chunk = wire::ChatCompletionChunk {
+            id: self.id.clone(),
+            object: "chat.completion.chunk".into(),
+            created: self.created,
+            model: self.model.clone(),
+            choices,
+            usage,
+        };
+        Event::default().data(serde_json::to_string(&chunk).unwrap_or_default())
+    }
+
+    fn event(&self, delta: wire::ChunkDelta, finish_reason: Option<&str>) -> Event {
+        let choice = wire::ChunkChoice {
+            index: 0,
+            delta,
+            finish_reason: finish_reason.map(str::to_owned),
+        };
+        self.chunk(vec![choice], None)
+    }
+
+    /// The first event: who speaks.
+    fn start(&self) -> Event {
+        self.event(
+            wire::ChunkDelta {
+                role: Some("assistant".into()),
+                content: Some(String::new()),
+                ..wire::ChunkDelta::default()
+            },
+            None,
+        )
+    }
+
+    fn delta(&self, delta: Delta, calls: &mut u32) -> Event {
+        match delta {
+            Delta::Text(text) => self.event(
+                wire::ChunkDelta {
+                    content: Some(text),
+                    ..wire::ChunkDelta::default()
+                },
+                None,
+            ),
+            Delta::ToolCall(call) => {
+                let index = *calls;
+                *calls += 1;
+                let piece = wire::ToolCallDelta {
+                    index,
+                    id: Some(call.id),
+                    kind: Some("function".into()),
+                    function: Some(wire::FunctionDelta {
+                        name: Some(call.name),
+                        arguments: Some(call.arguments),
+                    }),
+                };
+                self.event(
+                    wire::ChunkDelta {
+                        tool_calls: vec![piece],
+                        ..wire::ChunkDelta::default()
+                    },
+                    None,
+                )
+            }
+        }
+    }
+
+    fn finish(&self, completion: &Completion) -> Event {
+        self.event(
+            wire::ChunkDelta::default(),
+            Some(completion.stop_reason.openai()),
+        )
+    }
+
+    fn usage(&self, completion: &Completion) -> Event {
+        self.chunk(Vec::new(), Some(completion.usage.into()))
+    }
+}
+
+/// A whole answer in the OpenAI format.
+fn whole_answer(id: &str, created: u64, completion: &Completion) -> wire::ChatCompletion {
+    let tool_calls = completion
+        .tool_calls
+        .iter()
+        .map(|call: &ToolCall| wire::WireToolCall {
+            id: call.id.clone(),
+            kind: "function".into(),
+            function: wire::WireCalledFunction {
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            },
+        })
+        .collect::<Vec<_>>();
+    let content = wire::content_or_null(&completion.content, !tool_calls.is_empty());
+    wire::ChatCompletion {
+        id: id.to_owned(),
+        object: "chat.completion".into(),
+        created,
+        model: completion.model.clone(),
+        choices: vec![wire::Choice {
+            index: 0,
+            message: wire::AnswerMessage {
+                role: "assistant".into(),
+                content,
+                tool_calls,
+            },
+            finish_reason: Some(completion.stop_reason.openai().to_owned()),
+        }],
+        usage: Some(completion.usage.into()),
+    }
+}
+
+fn completion_id() -> String {
+    let mut bytes = [0u8; 12];
+    // An id only has to be unique enough to tell answers apart in logs.
+    let _ = getrandom::fill(&mut bytes);
+    format!("chatcmpl-{}", hex::encode(bytes))
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
