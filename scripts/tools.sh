@@ -2,7 +2,7 @@
 # test suite drives, pinned by files under tests/, into a cache outside the
 # checkout so that later runs reuse them:
 #   conformance/  the official MCP conformance suite and the Node.js 22 it runs on
-#   venv/         Python with the official MCP SDK (`mcp` on PyPI)
+#   venv/         Python with the official MCP SDK (`mcp`) and OpenAI client (`openai`)
 # Each is reinstalled only when its pin file changes.
 
 export AGENTSITE_TOOLS="${AGENTSITE_TOOLS:-$HOME/.cache/agentsite-tools}"
@@ -25,7 +25,7 @@ install_python_client() {
     if cmp -s tests/python/requirements.txt "$venv/requirements.txt" && [ -x "$venv/bin/python" ]; then
         return
     fi
-    echo "==> installing the MCP Python SDK into $venv"
+    echo "==> installing the MCP Python SDK and the OpenAI client into $venv"
     command -v python3 >/dev/null || apt_install python3 python3-venv
     rm -rf "$venv"
     python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv && python3 -m venv "$venv"; }
