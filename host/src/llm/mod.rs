@@ -17,6 +17,7 @@ pub mod ledger;
 pub mod models;
 pub mod openai;
 pub mod serve;
+#[cfg_attr(not(feature = "embedded-model"), allow(dead_code))]
 mod template;
 pub mod wire;
 

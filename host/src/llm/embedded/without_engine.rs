@@ -1,0 +1,33 @@
+//! A build without the `embedded-model` feature: GGUF files are refused
+//! with a line that says why, and nothing of candle is compiled.
+
+use super::super::{ChatRequest, Completion, DeltaSink, LlmFailure};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+/// No model can be read into memory in this build.
+pub enum Loaded {}
+
+pub fn read_model(
+    path: &Path,
+    _expected_sha256: Option<&str>,
+    _context: usize,
+) -> Result<Loaded, String> {
+    Err(format!(
+        "cannot run {}: this agentsite was built without embedded models (the embedded-model feature)",
+        path.display()
+    ))
+}
+
+pub fn generate(
+    loaded: &Loaded,
+    _model_name: &str,
+    _request: ChatRequest,
+    _started: Instant,
+    _deadline: Instant,
+    _sink: DeltaSink,
+    _abandoned: &AtomicBool,
+) -> Result<Completion, LlmFailure> {
+    match *loaded {}
+}
