@@ -292,7 +292,7 @@ impl DataDir {
 }
 
 /// Durations written as humans write them ("10s", "1m 30s").
-mod humantime_serde_compat {
+pub(crate) mod humantime_serde_compat {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 

@@ -90,6 +90,17 @@ pub fn excerpt(text: &str, max: usize) -> Cow<'_, str> {
     }
 }
 
+/// `text` as one line of at most `max` bytes (and an ellipsis): control
+/// characters become spaces. For a message from elsewhere inside an error.
+pub fn one_line(text: &str, max: usize) -> String {
+    excerpt(text, max)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>()
+        .trim()
+        .to_owned()
+}
+
 fn floor_char_boundary(text: &str, max: usize) -> usize {
     let mut cut = max.min(text.len());
     while !text.is_char_boundary(cut) {

@@ -14,14 +14,13 @@ use crate::AgentId;
 use crate::audit::Denials;
 use crate::bindings::agentsite::agent::llm::{self, ChatRequest, ChatResponse, LlmError, Role};
 use crate::llm::models::Models;
-use crate::llm::{self as models, LlmFailure, Message};
+use crate::llm::{self as models, LlmFailure, MAX_MESSAGES, Message};
 use crate::policy::llm_grant::{DEFAULT_MODEL, LlmGrant, Route};
 use std::sync::Arc;
 use wasmtime::component::{HasSelf, Linker};
 
-/// Messages and characters a request may carry, so that a guest cannot make
-/// the host build an unbounded request.
-const MAX_MESSAGES: usize = 1000;
+/// Characters a request may carry, so that a guest cannot make the host
+/// build an unbounded request (messages: [`crate::llm::MAX_MESSAGES`]).
 const MAX_REQUEST_CHARS: usize = 1 << 20;
 
 /// Per-call state of the `llm` import.

@@ -81,10 +81,16 @@ pub struct OpenAiConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_env: Option<String>,
     /// How long a whole request may take (the caller's deadline may be shorter).
-    #[serde(default = "default_timeout", with = "duration")]
+    #[serde(
+        default = "default_timeout",
+        with = "crate::config::humantime_serde_compat"
+    )]
     pub timeout: Duration,
     /// How long connecting may take.
-    #[serde(default = "default_connect_timeout", with = "duration")]
+    #[serde(
+        default = "default_connect_timeout",
+        with = "crate::config::humantime_serde_compat"
+    )]
     pub connect_timeout: Duration,
     /// Extra headers sent with every request.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -196,20 +202,6 @@ pub fn valid_model_name(name: &str) -> anyhow::Result<()> {
         "{name:?} is not a model name (1 to 64 of a-z A-Z 0-9 - _ .)"
     );
     Ok(())
-}
-
-mod duration {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub fn serialize<S: Serializer>(value: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(&humantime::format_duration(*value))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        humantime::parse_duration(&text).map_err(serde::de::Error::custom)
-    }
 }
 
 #[cfg(test)]

@@ -13,8 +13,8 @@
 use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmFailure, ModelStatus};
 use engine::{Loaded, generate, read_model};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 // The engine is candle's; a build without the `embedded-model` feature
@@ -54,9 +54,8 @@ pub struct EmbeddedModel {
     /// The file's sha256, when it must be one particular file.
     expected_sha256: Option<&'static str>,
     context: usize,
-    loaded: Mutex<Option<Arc<Loaded>>>,
-    /// Held while loading, so that two first requests load once.
-    loading: tokio::sync::Mutex<()>,
+    /// Read on first use; two first requests load it once.
+    loaded: tokio::sync::OnceCell<Arc<Loaded>>,
 }
 
 impl EmbeddedModel {
@@ -68,8 +67,7 @@ impl EmbeddedModel {
             path: path.into(),
             expected_sha256: None,
             context,
-            loaded: Mutex::new(None),
-            loading: tokio::sync::Mutex::new(()),
+            loaded: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -90,43 +88,29 @@ impl EmbeddedModel {
 
     /// Whether the model is in memory.
     pub fn is_loaded(&self) -> bool {
-        self.loaded
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some()
+        self.loaded.initialized()
     }
 
     /// The model in memory, reading it first if needed.
     async fn load(&self) -> Result<Arc<Loaded>, LlmFailure> {
-        if let Some(loaded) = self
-            .loaded
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-        {
-            return Ok(loaded);
-        }
-        let _guard = self.loading.lock().await;
-        if let Some(loaded) = self
-            .loaded
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-        {
-            return Ok(loaded);
-        }
-        let path = self.path.clone();
-        let expected = self.expected_sha256;
-        let context = self.context;
-        let loaded = tokio::task::spawn_blocking(move || read_model(&path, expected, context))
+        self.loaded
+            .get_or_try_init(|| async {
+                let path = self.path.clone();
+                let expected = self.expected_sha256;
+                let context = self.context;
+                let loaded =
+                    tokio::task::spawn_blocking(move || read_model(&path, expected, context))
+                        .await
+                        .map_err(|e| {
+                            LlmFailure::Unavailable(format!("loading the model failed: {e}"))
+                        })?
+                        .map_err(|reason| {
+                            LlmFailure::Unavailable(format!("model {:?}: {reason}", self.name))
+                        })?;
+                Ok(Arc::new(loaded))
+            })
             .await
-            .map_err(|e| LlmFailure::Unavailable(format!("loading the model failed: {e}")))?
-            .map_err(|reason| {
-                LlmFailure::Unavailable(format!("model {:?}: {reason}", self.name))
-            })?;
-        let loaded = Arc::new(loaded);
-        *self.loaded.lock().unwrap_or_else(|e| e.into_inner()) = Some(loaded.clone());
-        Ok(loaded)
+            .cloned()
     }
 }
 
@@ -149,7 +133,10 @@ impl ChatModel for EmbeddedModel {
         // drops this future; the flag then stops generation at the next
         // token, so an abandoned request does not hold a core.
         let abandoned = Arc::new(AtomicBool::new(false));
-        let _abandon_on_drop = AbandonOnDrop(abandoned.clone());
+        let _abandon_on_drop = super::on_drop({
+            let abandoned = abandoned.clone();
+            move || abandoned.store(true, Ordering::Relaxed)
+        });
         tokio::task::spawn_blocking(move || {
             generate(&loaded, &name, request, started, deadline, sink, &abandoned)
         })
@@ -176,14 +163,5 @@ impl ChatModel for EmbeddedModel {
             size,
             default: false,
         }
-    }
-}
-
-/// Sets its flag when dropped.
-struct AbandonOnDrop(Arc<AtomicBool>);
-
-impl Drop for AbandonOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
     }
 }

@@ -27,6 +27,10 @@ use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
+/// Messages one request may carry, whoever sends it (an agent, a client of
+/// `/v1`): the node builds no unbounded request.
+pub const MAX_MESSAGES: usize = 1000;
+
 /// Who said a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -224,6 +228,20 @@ impl LlmFailure {
             LlmFailure::Unavailable(_) => "unavailable",
         }
     }
+}
+
+/// Runs `f` when dropped: work that must happen however a future ends,
+/// finished or dropped midway.
+pub(crate) fn on_drop<F: FnOnce()>(f: F) -> impl Drop {
+    struct Guard<F: FnOnce()>(Option<F>);
+    impl<F: FnOnce()> Drop for Guard<F> {
+        fn drop(&mut self) {
+            if let Some(f) = self.0.take() {
+                f()
+            }
+        }
+    }
+    Guard(Some(f))
 }
 
 /// Where generated pieces go while a completion runs, if anywhere.

@@ -56,7 +56,7 @@ impl Gated {
             Ok(permit) => permit,
             Err(_) => {
                 let waiting = self.waiting.fetch_add(1, Ordering::AcqRel);
-                let _leave = scopeguard(|| {
+                let _leave = super::on_drop(|| {
                     self.waiting.fetch_sub(1, Ordering::AcqRel);
                 });
                 if waiting >= self.queue {
@@ -84,19 +84,6 @@ impl Gated {
     pub async fn prepare(&self) -> Result<(), LlmFailure> {
         self.model.prepare().await
     }
-}
-
-/// Runs `f` when dropped.
-fn scopeguard<F: FnOnce()>(f: F) -> impl Drop {
-    struct Guard<F: FnOnce()>(Option<F>);
-    impl<F: FnOnce()> Drop for Guard<F> {
-        fn drop(&mut self) {
-            if let Some(f) = self.0.take() {
-                f()
-            }
-        }
-    }
-    Guard(Some(f))
 }
 
 /// The models of a node.

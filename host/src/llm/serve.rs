@@ -4,6 +4,7 @@
 //! `kind = "openai"`, can use them. Behind the same Host, Origin and token
 //! rules as MCP (see [`crate::web::guard`]).
 
+use super::MAX_MESSAGES;
 use super::models::Models;
 use super::wire::{self, ChatCompletionRequest};
 use super::{Completion, Delta, LlmFailure, ToolCall};
@@ -26,8 +27,6 @@ use tokio::sync::mpsc;
 pub const REQUEST_DEADLINE: Duration = Duration::from_secs(600);
 /// Largest request body, as for MCP.
 const MAX_BODY: usize = crate::mcp::http::MAX_REQUEST_BODY;
-/// Messages one request may carry.
-const MAX_MESSAGES: usize = 1000;
 /// Who the metrics say asked.
 const REQUESTER: &str = "http";
 

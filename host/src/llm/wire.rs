@@ -719,16 +719,7 @@ impl StreamAssembler {
 
 /// A server's message made one line of bounded length, fit for an error.
 pub fn one_line(text: &str) -> String {
-    const MAX: usize = 300;
-    let mut line: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(MAX)
-        .collect();
-    if text.chars().count() > MAX {
-        line.push('…');
-    }
-    line.trim().to_owned()
+    crate::text::one_line(text, 300)
 }
 
 #[cfg(test)]

@@ -233,7 +233,7 @@ async fn require_token(State(front): State<Arc<Front>>, request: Request, next: 
     let Some(expected) = front.options.token.as_deref() else {
         return next.run(request).await;
     };
-    if bearer_matches(&request, expected) {
+    if bearer_matches(request.headers(), expected) {
         return next.run(request).await;
     }
     (
@@ -366,11 +366,10 @@ fn jsonrpc_error(status: StatusCode, code: i32, message: String) -> Response {
     (status, Json(body)).into_response()
 }
 
-/// Whether `request` carries `Authorization: Bearer <expected>`, compared in
+/// Whether `headers` carry `Authorization: Bearer <expected>`, compared in
 /// constant time.
-pub(crate) fn bearer_matches(request: &Request, expected: &str) -> bool {
-    request
-        .headers()
+pub(crate) fn bearer_matches(headers: &axum::http::HeaderMap, expected: &str) -> bool {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
@@ -378,7 +377,7 @@ pub(crate) fn bearer_matches(request: &Request, expected: &str) -> bool {
 }
 
 /// Compares secrets in time that depends only on their lengths.
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

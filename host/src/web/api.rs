@@ -92,7 +92,7 @@ async fn require_control_token(
     request: Request,
     next: Next,
 ) -> Response {
-    let valid = crate::mcp::http::bearer_matches(&request, &api.token);
+    let valid = crate::mcp::http::bearer_matches(request.headers(), &api.token);
     if valid {
         next.run(request).await
     } else {

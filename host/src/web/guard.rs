@@ -158,16 +158,10 @@ impl Guard {
                 ));
             }
         }
-        if let Some(expected) = &self.token {
-            let presented = headers
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "));
-            if !presented.is_some_and(|p| {
-                crate::mcp::http::constant_time_eq(p.as_bytes(), expected.as_bytes())
-            }) {
-                return Err(Refusal::Unauthorized);
-            }
+        if let Some(expected) = &self.token
+            && !crate::mcp::http::bearer_matches(headers, expected)
+        {
+            return Err(Refusal::Unauthorized);
         }
         Ok(())
     }
