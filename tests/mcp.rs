@@ -767,7 +767,7 @@ async fn without_sampling_the_nodes_model_answers_and_elicitation_needs_a_client
     let sampled = call(
         &client,
         "conformance.test_sampling",
-        json!({"prompt": "What is the capital of France?"}),
+        json!({"prompt": "What is the capital of France? Answer in one sentence."}),
     )
     .await
     .unwrap();

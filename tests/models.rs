@@ -9,7 +9,9 @@ mod support;
 
 use agentsite::llm::config::OpenAiConfig;
 use agentsite::llm::openai::OpenAiModel;
-use agentsite::llm::{ChatModel, ChatRequest, Delta, LlmFailure, Message};
+use agentsite::llm::{
+    ChatModel, ChatRequest, Delta, LlmFailure, Message, StopReason, ToolChoice, ToolSpec,
+};
 use std::time::{Duration, Instant};
 use support::{Cli, Server};
 
@@ -130,6 +132,44 @@ fn bad_model_files_are_one_line_errors() {
 }
 
 #[test]
+fn a_gguf_file_is_checked_and_added_as_a_model() {
+    let cli = Cli::new();
+    let file = default_model_path();
+    let run = cli.run(&["models", "add", file.to_str().unwrap(), "--name", "small"]);
+    assert_eq!(run.success().trim(), "small");
+    assert!(
+        run.stderr().contains(
+            "added model \"small\" (134.5M parameters, trained for 8192 tokens of context)"
+        ),
+        "{}",
+        run.stderr()
+    );
+    // The embedded default stays beside it, and the default.
+    let listing = cli.run(&["models", "--json"]).json();
+    let names: Vec<&str> = listing
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["local", "small"], "{listing}");
+    assert_eq!(listing[0]["default"], true);
+    let answer = cli.run(&["models", "test", "small"]).success();
+    assert_eq!(answer.trim(), "The capital of France is Paris.");
+
+    cli.run(&["models", "add", file.to_str().unwrap(), "--name", "small"])
+        .failure("the config already has a model called \"small\"; choose another with --name");
+    let qwen = cli.data().join("Qwen2-0.5B.gguf");
+    std::fs::write(&qwen, gguf_of_architecture("qwen2")).unwrap();
+    cli.run(&["models", "add", qwen.to_str().unwrap()])
+        .failure("holds a model of the \"qwen2\" family; the node runs the llama family");
+    cli.run(&["models", "add", "/nowhere/model.gguf"])
+        .failure("cannot read /nowhere/model.gguf");
+    let config = std::fs::read_to_string(cli.data().join("config.toml")).unwrap();
+    assert_eq!(config.matches("[[llm.models]]").count(), 2, "{config}");
+}
+
+#[test]
 fn bad_model_configs_are_one_line_errors() {
     let cli = Cli::new();
     let config = cli.data().join("config.toml");
@@ -174,7 +214,7 @@ fn gguf_of_architecture(architecture: &str) -> Vec<u8> {
 fn an_agent_granted_llm_gets_the_nodes_model_from_the_command_line() {
     let cli = Cli::new();
     cli.add(&["conformance"]);
-    let args = r#"{"prompt": "What is the capital of France?"}"#;
+    let args = r#"{"prompt": "What is the capital of France? Answer in one sentence."}"#;
     let refused = cli.call("conformance", "test_sampling", args);
     refused.failure("has not granted this agent a language model");
 
@@ -236,7 +276,7 @@ fn a_node_uses_another_nodes_model_over_the_openai_api() {
                 "call",
                 "conformance",
                 "test_sampling",
-                r#"{"prompt": "What is the capital of France?"}"#,
+                r#"{"prompt": "What is the capital of France? Answer in one sentence."}"#,
             ],
             &key,
         )
@@ -317,6 +357,347 @@ async fn a_busy_server_answers_429_and_a_dead_one_ends_the_stream_with_an_error(
     );
 }
 
+fn weather_tool() -> ToolSpec {
+    ToolSpec {
+        name: "weather".into(),
+        description: "The weather forecast for a city".into(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "The city's name"}},
+            "required": ["city"],
+        }),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_model_keeps_to_schemas_and_calls_tools_over_the_openai_api() {
+    let sharer = Cli::new();
+    let server = Server::start(sharer.data(), &[]);
+    let remote = remote_model(&server.base);
+    let deadline = Instant::now() + Duration::from_secs(300);
+
+    // A JSON answer of the asked shape, from a 135M-parameter model.
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "maxLength": 40},
+            "country": {"type": "string", "maxLength": 40},
+        },
+        "required": ["city", "country"],
+        "additionalProperties": false,
+    });
+    let answer = remote
+        .complete(
+            ChatRequest {
+                response_schema: Some(schema),
+                ..question("What is the capital of France?", 60)
+            },
+            deadline,
+            None,
+        )
+        .await
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&answer.content)
+        .unwrap_or_else(|e| panic!("{e}: {:?}", answer.content));
+    assert!(
+        json["city"].is_string() && json["country"].is_string(),
+        "{json}"
+    );
+    assert_eq!(json.as_object().unwrap().len(), 2, "{json}");
+
+    // A required tool call: the model asks for the tool, with arguments of
+    // its schema; streamed, the call arrives as a piece of its own.
+    let ask = ChatRequest {
+        tools: vec![weather_tool()],
+        tool_choice: ToolChoice::Required,
+        ..question("What's the weather like in Paris today?", 60)
+    };
+    let (sink, mut pieces) = tokio::sync::mpsc::channel(64);
+    let answer = remote
+        .complete(ask.clone(), deadline, Some(sink))
+        .await
+        .unwrap();
+    assert_eq!(answer.stop_reason, StopReason::ToolCalls, "{answer:?}");
+    let call = &answer.tool_calls[0];
+    assert_eq!(call.name, "weather");
+    let arguments: serde_json::Value = serde_json::from_str(&call.arguments).unwrap();
+    assert!(arguments["city"].is_string(), "{arguments}");
+    let mut streamed_calls = Vec::new();
+    while let Some(piece) = pieces.recv().await {
+        if let Delta::ToolCall(call) = piece {
+            streamed_calls.push(call);
+        }
+    }
+    assert_eq!(streamed_calls, answer.tool_calls);
+
+    // The model answers the tool's result in words.
+    let mut conversation = ask.messages.clone();
+    conversation.push(Message {
+        tool_calls: answer.tool_calls.clone(),
+        ..Message::new(agentsite::llm::Role::Assistant, "")
+    });
+    conversation.push(Message {
+        tool_call_id: Some(call.id.clone()),
+        ..Message::new(agentsite::llm::Role::Tool, "Sunny, 24 degrees Celsius.")
+    });
+    let answer = remote
+        .complete(
+            ChatRequest {
+                messages: conversation,
+                tool_choice: ToolChoice::None,
+                ..ask.clone()
+            },
+            deadline,
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(
+        answer.tool_calls.is_empty() && !answer.content.is_empty(),
+        "{answer:?}"
+    );
+
+    // Requests that cannot be held to their shape are refused, in a line.
+    for (request, reason) in [
+        (
+            ChatRequest {
+                tool_choice: ToolChoice::Named("forecast".into()),
+                ..ask.clone()
+            },
+            "tool \"forecast\", which it does not offer",
+        ),
+        (
+            ChatRequest {
+                response_schema: Some(serde_json::json!({"type": "frobnicate"})),
+                ..question(FRANCE, 10)
+            },
+            "the model cannot be held to this schema",
+        ),
+    ] {
+        let refused = remote.complete(request, deadline, None).await.unwrap_err();
+        let LlmFailure::InvalidRequest(message) = &refused else {
+            panic!("{refused:?}")
+        };
+        assert!(message.contains(reason), "{message}");
+    }
+}
+
+/// An MCP client that keeps the progress messages it is sent.
+#[derive(Clone, Default)]
+struct Watcher {
+    progress: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl rmcp::ClientHandler for Watcher {
+    async fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        if let Some(message) = params.message {
+            self.progress.lock().unwrap().push(message);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_runs_its_own_tool_loop_and_streams_with_the_chat_interface() {
+    use rmcp::ServiceExt as _;
+    let cli = Cli::new();
+    cli.add(&["research", "calculator"]);
+    let task = r#"{"task": "Which agent can add two numbers?"}"#;
+    cli.call("research", "find_agents", task)
+        .failure("has not granted this agent a language model");
+
+    // A tool loop runs the model several times: more than the default 10 s.
+    cli.grant("research", &["llm", "peers", "deadline=2m"]);
+    let found = cli.call("research", "find_agents", task).json();
+    let findings = &found["structuredContent"];
+    let searches = findings["searches"].as_array().unwrap();
+    assert!(!searches.is_empty(), "the model searched: {found}");
+    assert!(
+        searches.iter().all(|s| s.as_str().unwrap().len() >= 2),
+        "each search is held to the tool's schema: {found}"
+    );
+    assert_eq!(findings["model"], "local", "{found}");
+    assert!(findings["answer"].is_string(), "{found}");
+
+    // The summary streams: the agent reports the text so far as progress
+    // while the model writes it, and the caller sees it grow.
+    let server = Server::start(cli.data(), &[]);
+    let watcher = Watcher::default();
+    let client = watcher
+        .clone()
+        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+            server.url("/mcp"),
+        ))
+        .await
+        .unwrap();
+    let arguments = serde_json::json!({"text": "The Rhine rises in the Swiss Alps and flows north through Germany and the Netherlands into the North Sea. It is one of Europe's busiest waterways."});
+    let summary = call_over_mcp(&client, "research.summarize", arguments).await;
+    // Notifications may trail the result: wait until the last one is in.
+    let started = Instant::now();
+    while watcher.progress.lock().unwrap().last() != Some(&summary) {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?} then {summary:?}",
+            watcher.progress.lock().unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let progress = watcher.progress.lock().unwrap().clone();
+    assert!(progress.len() >= 3, "{progress:?}");
+    assert!(
+        progress
+            .windows(2)
+            .all(|w| w[1].starts_with(&w[0]) && w[1].len() > w[0].len()),
+        "{progress:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn an_agent_built_against_contract_0_1_0_still_runs() {
+    // The conformance agent as built before `chat` was added (0.1.0).
+    let fixture = support::repo().join("tests/fixtures/agent-0.1.0/conformance.wasm");
+    let cli = Cli::new();
+    cli.run(&["add", fixture.to_str().unwrap()]).success();
+    let listing = cli.run(&["inspect", "conformance", "--json"]).json();
+    let imports = listing["imports"].as_array().unwrap();
+    assert!(
+        imports.iter().any(|i| i == "agentsite:agent/llm@0.1.0"),
+        "{listing}"
+    );
+    cli.grant("conformance", &["llm"]);
+    let answer = cli
+        .call(
+            "conformance",
+            "test_sampling",
+            r#"{"prompt": "What is the capital of France? Answer in one sentence."}"#,
+        )
+        .json();
+    let text = answer["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("Paris"), "{answer}");
+    let sum = cli.call("conformance", "test_simple_text", "{}").json();
+    assert!(sum["content"][0]["text"].is_string(), "{sum}");
+}
+
+/// An MCP client that lends no model.
+struct Plain;
+
+impl rmcp::ClientHandler for Plain {}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_without_a_model_borrows_the_one_another_node_shares() {
+    use rmcp::ServiceExt as _;
+    // The sharer offers its embedded default model to the network.
+    let sharer = Cli::new();
+    std::fs::write(
+        sharer.data().join("config.toml"),
+        "[llm]\nshare = [\"local\"]\nshare_rate = 4\n",
+    )
+    .unwrap();
+    let mut sharer_node = Server::start(sharer.data(), &["--p2p-listen", "/ip4/127.0.0.1/tcp/0"]);
+    let bootstrap = sharer_node.p2p.clone().unwrap();
+    let sharer_id = bootstrap.rsplit('/').next().unwrap().to_owned();
+
+    // The borrower's only model is the one the network shares.
+    let borrower = Cli::new();
+    std::fs::write(
+        borrower.data().join("config.toml"),
+        "[[llm.models]]\nname = \"borrowed\"\nkind = \"network\"\nmodel = \"local\"\n",
+    )
+    .unwrap();
+    borrower.add(&["conformance"]);
+    borrower.grant("conformance", &["llm", "deadline=2m"]);
+    let borrower_node = Server::start(
+        borrower.data(),
+        &[
+            "--p2p-listen",
+            "/ip4/127.0.0.1/tcp/0",
+            "--bootstrap",
+            &bootstrap,
+        ],
+    );
+
+    // `models --network` finds it once the borrower has joined.
+    let started = Instant::now();
+    let listed = loop {
+        let listed = borrower.run(&["models", "--network", "--json"]).json();
+        if listed.as_array().is_some_and(|l| !l.is_empty()) {
+            break listed;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no shared model found: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(listed[0]["name"], "local", "{listed}");
+    assert_eq!(listed[0]["sharers"][0], sharer_id.as_str(), "{listed}");
+
+    // An agent on the borrower gets its answer from the sharer's model.
+    let transport =
+        rmcp::transport::StreamableHttpClientTransport::from_uri(borrower_node.url("/mcp"));
+    let client = Plain.serve(transport).await.unwrap();
+    let arguments =
+        serde_json::json!({"prompt": "What is the capital of France? Answer in one sentence."});
+    let text = call_over_mcp(&client, "conformance.test_sampling", arguments).await;
+    assert!(text.contains("Paris"), "{text}");
+    client.cancel().await.unwrap();
+    let metrics = sharer_node.metrics().await;
+    assert!(
+        metrics.contains("agentsite_llm_requests_total{model=\"local\",agent=\"peer:"),
+        "{metrics}"
+    );
+
+    // The borrower's /v1 serves it too; past the sharer's rate per peer,
+    // requests are turned away as busy.
+    let borrowed = OpenAiModel::new(
+        "borrowed-over-http",
+        &OpenAiConfig {
+            base_url: format!("{}/v1", borrower_node.base),
+            model: "borrowed".into(),
+            api_key_env: None,
+            timeout: Duration::from_secs(300),
+            connect_timeout: Duration::from_secs(5),
+            headers: Default::default(),
+        },
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut busy = None;
+    for _ in 0..4 {
+        match borrowed.complete(question(FRANCE, 3), deadline, None).await {
+            Ok(answer) => assert_eq!(answer.usage.completion_tokens, 3),
+            Err(failure) => {
+                busy = Some(failure);
+                break;
+            }
+        }
+    }
+    let Some(LlmFailure::Busy(message)) = &busy else {
+        panic!("{busy:?}")
+    };
+    assert!(
+        message.contains("at most 4 requests a minute from one peer"),
+        "{message}"
+    );
+
+    // The sharer goes away: a clear error, and the borrower serves on.
+    sharer_node.kill();
+    let gone = borrowed
+        .complete(question(FRANCE, 3), deadline, None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(gone, LlmFailure::Unavailable(_) | LlmFailure::Busy(_)),
+        "{gone:?}"
+    );
+    let health = reqwest::get(borrower_node.url("/health")).await.unwrap();
+    assert!(health.status().is_success());
+}
+
 /// An MCP client that lends a model of its own (sampling): it answers
 /// every request with the same words.
 struct Lender;
@@ -346,10 +727,20 @@ impl rmcp::ClientHandler for Lender {
 async fn sample_over_mcp(
     client: &rmcp::service::RunningService<rmcp::RoleClient, Lender>,
 ) -> String {
-    let arguments = serde_json::json!({"prompt": "What is the capital of France?"});
+    let arguments =
+        serde_json::json!({"prompt": "What is the capital of France? Answer in one sentence."});
+    call_over_mcp(client, "conformance.test_sampling", arguments).await
+}
+
+/// Calls `tool` over MCP; its text, which must not be an error.
+async fn call_over_mcp<H: rmcp::ClientHandler>(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, H>,
+    tool: &'static str,
+    arguments: serde_json::Value,
+) -> String {
     let result = client
         .call_tool(
-            rmcp::model::CallToolRequestParams::new("conformance.test_sampling")
+            rmcp::model::CallToolRequestParams::new(tool)
                 .with_arguments(arguments.as_object().unwrap().clone()),
         )
         .await
@@ -368,7 +759,7 @@ async fn the_llm_grant_routes_requests_counts_them_and_holds_budgets() {
     use rmcp::ServiceExt as _;
     let cli = Cli::new();
     cli.add(&["conformance"]);
-    let args = r#"{"prompt": "What is the capital of France?"}"#;
+    let args = r#"{"prompt": "What is the capital of France? Answer in one sentence."}"#;
 
     // The command line lends no model: a client-only route has none.
     cli.grant("conformance", &["llm", "llm-route=client"]);

@@ -459,6 +459,285 @@ pub mod llm {
     }
 }
 
+/// A language model that can call tools and stream its answer (contract
+/// 0.1.1), for agents that run their own tool loop. Needs the `llm` grant.
+///
+/// ```ignore
+/// use agentsite_sdk::chat::{Chat, ToolChoice};
+///
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Search { query: String }
+///
+/// let mut chat = Chat::new()
+///     .system("Find agents for the task.")
+///     .user("Who can add numbers?")
+///     .tool::<Search>("search", "Searches the network's agents")
+///     .tool_choice(ToolChoice::Required);
+/// let answer = chat.complete()?;
+/// for call in &answer.tool_calls {
+///     let Search { query } = call.arguments_as()?;
+///     chat.push_tool_result(call, &run_search(&query));
+/// }
+/// chat.push_answer(&answer);
+/// ```
+pub mod chat {
+    use crate::bindings::agentsite::agent::chat as wit;
+    use serde::de::DeserializeOwned;
+    pub use wit::{
+        Completion, Delta, Message, Request, Role, StopReason, ToolCall, ToolChoice, ToolSpec,
+        Usage,
+    };
+
+    plain_error! {
+        /// Why a model could not answer. Shown (`Display`) as the node's
+        /// one-line message.
+        ChatError from wit::ChatError {
+            /// The operator has not granted this agent a language model.
+            NotGranted,
+            /// The request cannot be answered as asked.
+            InvalidRequest,
+            /// The model or the person supervising it declined.
+            Refused,
+            /// A token budget of the agent's grant is used up.
+            BudgetExceeded,
+            /// The model is serving as many requests as it may.
+            Busy,
+            /// The call's deadline passed.
+            DeadlineExceeded,
+            /// No model could be reached or it failed; retrying may succeed.
+            Unavailable,
+        }
+    }
+
+    impl Message {
+        fn plain(role: Role, content: impl Into<String>) -> Self {
+            Message {
+                role,
+                content: content.into(),
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+            }
+        }
+
+        /// Instructions for the model.
+        pub fn system(content: impl Into<String>) -> Self {
+            Self::plain(Role::System, content)
+        }
+
+        /// What the person (or the agent, on their behalf) says.
+        pub fn user(content: impl Into<String>) -> Self {
+            Self::plain(Role::User, content)
+        }
+
+        /// The model's earlier answer, tool calls included.
+        pub fn assistant(answer: &Completion) -> Self {
+            Message {
+                role: Role::Assistant,
+                content: answer.content.clone(),
+                tool_calls: answer.tool_calls.clone(),
+                tool_call_id: None,
+            }
+        }
+
+        /// The result of `call`, for the model to read.
+        pub fn tool_result(call: &ToolCall, result: impl Into<String>) -> Self {
+            Message {
+                role: Role::Tool,
+                content: result.into(),
+                tool_calls: Vec::new(),
+                tool_call_id: Some(call.id.clone()),
+            }
+        }
+    }
+
+    impl ToolSpec {
+        /// A tool whose arguments are the fields of `A` (its JSON Schema is
+        /// derived as for the agent's own tools).
+        pub fn of<A: schemars::JsonSchema>(
+            name: impl Into<String>,
+            description: impl Into<String>,
+        ) -> Self {
+            ToolSpec {
+                name: name.into(),
+                description: description.into(),
+                parameters: crate::__private::input_schema::<A>(),
+            }
+        }
+    }
+
+    impl ToolCall {
+        /// The call's arguments as `A`; an error says which field is wrong.
+        pub fn arguments_as<A: DeserializeOwned>(&self) -> Result<A, crate::ToolError> {
+            crate::__private::parse_arguments(&self.arguments)
+        }
+    }
+
+    /// A conversation with the model, built up turn by turn.
+    #[derive(Debug, Clone)]
+    pub struct Chat {
+        request: Request,
+    }
+
+    impl Default for Chat {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    impl Chat {
+        /// An empty conversation: greedy decoding, the model's own length bound.
+        pub fn new() -> Self {
+            Chat {
+                request: Request {
+                    messages: Vec::new(),
+                    tools: Vec::new(),
+                    tool_choice: ToolChoice::Auto,
+                    response_schema: None,
+                    model_hint: None,
+                    max_tokens: None,
+                    temperature: None,
+                    seed: None,
+                },
+            }
+        }
+
+        /// Adds instructions for the model.
+        pub fn system(mut self, content: impl Into<String>) -> Self {
+            self.request.messages.push(Message::system(content));
+            self
+        }
+
+        /// Adds what the person says.
+        pub fn user(mut self, content: impl Into<String>) -> Self {
+            self.request.messages.push(Message::user(content));
+            self
+        }
+
+        /// Offers the model a tool whose arguments are the fields of `A`.
+        pub fn tool<A: schemars::JsonSchema>(
+            mut self,
+            name: impl Into<String>,
+            description: impl Into<String>,
+        ) -> Self {
+            self.request
+                .tools
+                .push(ToolSpec::of::<A>(name, description));
+            self
+        }
+
+        /// Whether the model must, may or must not call a tool.
+        pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+            self.request.tool_choice = choice;
+            self
+        }
+
+        /// Bounds the answer's length in tokens.
+        pub fn max_tokens(mut self, tokens: u32) -> Self {
+            self.request.max_tokens = Some(tokens);
+            self
+        }
+
+        /// Samples at `temperature` (0 is greedy) with `seed`.
+        pub fn sampling(mut self, temperature: f32, seed: u64) -> Self {
+            self.request.temperature = Some(temperature);
+            self.request.seed = Some(seed);
+            self
+        }
+
+        /// A model the agent prefers (used when its grant allows it).
+        pub fn model(mut self, name: impl Into<String>) -> Self {
+            self.request.model_hint = Some(name.into());
+            self
+        }
+
+        /// Adds a message.
+        pub fn push(&mut self, message: Message) {
+            self.request.messages.push(message);
+        }
+
+        /// Adds the model's answer, so that the next request continues it.
+        pub fn push_answer(&mut self, answer: &Completion) {
+            self.push(Message::assistant(answer));
+        }
+
+        /// Adds the result of one of the model's tool calls.
+        pub fn push_tool_result(&mut self, call: &ToolCall, result: impl Into<String>) {
+            self.push(Message::tool_result(call, result));
+        }
+
+        /// The conversation so far.
+        pub fn messages(&self) -> &[Message] {
+            &self.request.messages
+        }
+
+        /// The model's next answer.
+        pub fn complete(&self) -> Result<Completion, ChatError> {
+            Ok(wit::complete(&self.request)?)
+        }
+
+        /// The model's next answer, as pieces while it writes them.
+        pub fn stream(&self) -> Result<Stream, ChatError> {
+            Ok(Stream {
+                generation: wit::start(&self.request)?,
+                done: false,
+            })
+        }
+
+        /// The model's next answer as a `T`: the answer is held to `T`'s
+        /// JSON Schema while it is generated, then parsed.
+        pub fn complete_as<T: DeserializeOwned + schemars::JsonSchema>(
+            &self,
+        ) -> Result<T, ChatError> {
+            let mut request = self.request.clone();
+            let mut schema = schemars::schema_for!(T).to_value();
+            crate::standard_schema::standardize(&mut schema);
+            request.response_schema = Some(schema.to_string());
+            request.tools.clear();
+            let answer = wit::complete(&request)?;
+            serde_json::from_str(&answer.content).map_err(|e| {
+                ChatError::InvalidRequest(format!(
+                    "the model's answer is not the JSON asked for: {e}"
+                ))
+            })
+        }
+    }
+
+    /// An answer arriving piece by piece: iterate for the pieces, then
+    /// [`Stream::finish`] for the whole completion. Dropping it stops the model.
+    pub struct Stream {
+        generation: wit::Generation,
+        done: bool,
+    }
+
+    impl Iterator for Stream {
+        type Item = Result<Delta, ChatError>;
+
+        fn next(&mut self) -> Option<Self::Item> {
+            if self.done {
+                return None;
+            }
+            match self.generation.next() {
+                Ok(Some(delta)) => Some(Ok(delta)),
+                Ok(None) => {
+                    self.done = true;
+                    None
+                }
+                Err(error) => {
+                    self.done = true;
+                    Some(Err(error.into()))
+                }
+            }
+        }
+    }
+
+    impl Stream {
+        /// Waits for the end of the answer and returns it whole.
+        pub fn finish(self) -> Result<Completion, ChatError> {
+            Ok(self.generation.finish()?)
+        }
+    }
+}
+
 /// The person using the MCP client that called the agent (elicitation).
 pub mod user {
     use crate::bindings::agentsite::agent::user as wit;

@@ -200,6 +200,9 @@ enum Command {
     Models {
         #[command(subcommand)]
         command: Option<ModelsCommand>,
+        /// List the models other nodes share (asks the running node).
+        #[arg(long)]
+        network: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -241,6 +244,18 @@ enum ModelsCommand {
         /// How long the answer may take.
         #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]
         deadline: Duration,
+    },
+    /// Register a llama-family GGUF file as a model of the node (checked,
+    /// then written to the config file as a [[llm.models]] table).
+    Add {
+        /// The GGUF file.
+        file: PathBuf,
+        /// The model's name [default: from the file's name].
+        #[arg(long)]
+        name: Option<String>,
+        /// Tokens one request may fill, prompt and answer.
+        #[arg(long, default_value_t = agentsite::llm::embedded::DEFAULT_CONTEXT)]
+        context: usize,
     },
 }
 
@@ -311,7 +326,24 @@ async fn run(args: Args) -> anyhow::Result<()> {
             return cli::search(&data, &words, limit, json).await;
         }
         Command::Fetch { id } => return cli::fetch(&data, &id).await,
-        Command::Models { command, json } => {
+        Command::Models {
+            command:
+                Some(ModelsCommand::Add {
+                    file,
+                    name,
+                    context,
+                }),
+            ..
+        } => {
+            let config_file = args.config.clone().unwrap_or_else(|| data.config_file());
+            return cli::models::add(&config_file, &config.llm, &file, name.as_deref(), context);
+        }
+        Command::Models {
+            command: None,
+            network: true,
+            json,
+        } => return cli::network_models(&data, json).await,
+        Command::Models { command, json, .. } => {
             let models = agentsite::llm::models::Models::from_config(
                 &config.llm,
                 std::sync::Arc::new(agentsite::audit::Audit::new()),
@@ -325,6 +357,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 }) => {
                     cli::models::test(&models, name.as_deref(), question.as_deref(), deadline).await
                 }
+                Some(ModelsCommand::Add { .. }) => unreachable!("handled above"),
             };
         }
         Command::Call {

@@ -6,11 +6,14 @@ Run by tests/python_client.rs:
     python openai_client.py <base-url> <token>
 
 Lists the models, asks one question whole and streamed (greedy decoding,
-so both answers are the same text), and checks the errors a client sees
+so both answers are the same text), has the model call a tool (required,
+and named while streaming) and answer in a JSON schema, and checks the
+errors a client sees
 for an unknown model, a request the node refuses and a wrong token. Prints
 one line per check and exits non-zero at the first failure.
 """
 
+import json
 import sys
 
 import openai
@@ -77,6 +80,85 @@ def main(base, token):
     )
     check(short.choices[0].finish_reason == "length", "max_tokens stops the answer")
     check(short.usage.completion_tokens == 3, "exactly max_tokens tokens")
+
+    # Tool calls, whole and streamed, and structured output.
+    weather = {
+        "type": "function",
+        "function": {
+            "name": "weather",
+            "description": "The weather forecast for a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+    ask = [{"role": "user", "content": "What's the weather like in Paris today?"}]
+    called = client.chat.completions.create(
+        model="local",
+        messages=ask,
+        tools=[weather],
+        tool_choice="required",
+        temperature=0,
+        max_tokens=60,
+    )
+    choice = called.choices[0]
+    check(choice.finish_reason == "tool_calls", "a required tool call ends the turn")
+    call = choice.message.tool_calls[0]
+    arguments = json.loads(call.function.arguments)
+    check(
+        call.function.name == "weather" and isinstance(arguments["city"], str),
+        f"the model calls the tool: {call.function.name}({arguments})",
+    )
+
+    streamed_calls = {}
+    for chunk in client.chat.completions.create(
+        model="local",
+        messages=ask,
+        tools=[weather],
+        tool_choice={"type": "function", "function": {"name": "weather"}},
+        temperature=0,
+        max_tokens=60,
+        stream=True,
+    ):
+        for delta_choice in chunk.choices:
+            for piece in delta_choice.delta.tool_calls or []:
+                entry = streamed_calls.setdefault(piece.index, {"name": "", "arguments": ""})
+                if piece.function.name:
+                    entry["name"] += piece.function.name
+                if piece.function.arguments:
+                    entry["arguments"] += piece.function.arguments
+    check(
+        streamed_calls.get(0, {}).get("name") == "weather"
+        and json.loads(streamed_calls[0]["arguments"]) == arguments,
+        f"the streamed call is the same call: {streamed_calls}",
+    )
+
+    structured = client.chat.completions.create(
+        model="local",
+        messages=[{"role": "user", "content": "What is the capital of France?"}],
+        response_format={
+            "type": "json_schema",
+            "json_schema": {
+                "name": "capital",
+                "strict": True,
+                "schema": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string", "maxLength": 40}},
+                    "required": ["city"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+        temperature=0,
+        max_tokens=40,
+    )
+    value = json.loads(structured.choices[0].message.content)
+    check(
+        list(value) == ["city"] and isinstance(value["city"], str),
+        f"a structured answer matches its schema: {value}",
+    )
 
     try:
         client.chat.completions.create(model="gpt-9", messages=messages)

@@ -8,7 +8,7 @@
 //! that only reports progress.
 
 use super::guest_log::Level;
-use crate::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError};
+use crate::llm::{ChatRequest, Completion, LlmFailure};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
@@ -55,9 +55,14 @@ pub trait Caller: Send + Sync {
     /// A message the agent logged (already within its log budget).
     fn log(&self, agent: &str, level: Level, message: &str);
 
-    /// Completes `request` with the caller's language model, or `None` when
-    /// the caller lends no model.
-    async fn sample(&self, request: ChatRequest) -> Option<Result<ChatResponse, LlmError>>;
+    /// Completes `request` with the caller's language model (`model_hint`:
+    /// the one the agent prefers), or `None` when the caller lends no model
+    /// able to answer it.
+    async fn sample(
+        &self,
+        request: &ChatRequest,
+        model_hint: Option<&str>,
+    ) -> Option<Result<Completion, LlmFailure>>;
 
     /// Asks the person at the caller to fill in a form described by `schema`.
     async fn elicit(&self, message: String, schema: Value) -> Result<Elicitation, ElicitFailure>;

@@ -1,4 +1,4 @@
-//! The `llm` import: a language model for the agent.
+//! The `llm` and `chat` imports: a language model for the agent.
 //!
 //! Only agents the policy grants `llm` may ask, and the grant says where
 //! their requests go (see [`Route`]): by default first to the calling MCP
@@ -7,32 +7,44 @@
 //! agent granted `llm` gets an answer from any caller, the command line,
 //! another agent or another node. The grant also names the node's models
 //! the agent may use and its token budgets, per call and per day.
+//!
+//! `llm` (contract 0.1.0) carries text conversations; `chat` (0.1.1) adds
+//! tools, schemas and streamed answers. Both go through one [`Router`].
 
 use super::CallState;
 use super::caller::CallerLink;
 use crate::AgentId;
 use crate::audit::Denials;
-use crate::bindings::agentsite::agent::llm::{self, ChatRequest, ChatResponse, LlmError, Role};
+use crate::bindings::agentsite::agent::chat;
+use crate::bindings::agentsite::agent::llm::{self, ChatRequest, ChatResponse, LlmError};
 use crate::llm::models::Models;
-use crate::llm::{self as models, LlmFailure, MAX_MESSAGES, Message};
+use crate::llm::{
+    self as models, Completion, Delta, DeltaSink, LlmFailure, MAX_MESSAGES, Message, Role,
+    StopReason, ToolCall, ToolChoice, ToolSpec,
+};
 use crate::policy::llm_grant::{DEFAULT_MODEL, LlmGrant, Route};
 use std::sync::Arc;
-use wasmtime::component::{HasSelf, Linker};
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use wasmtime::component::{HasSelf, Linker, Resource, ResourceTable, ResourceTableError};
 
-/// Characters a request may carry, so that a guest cannot make the host
-/// build an unbounded request (messages: [`crate::llm::MAX_MESSAGES`]).
+/// Bytes of text a request may carry (messages, tool calls, tool schemas
+/// together), so that a guest cannot make the host build an unbounded
+/// request (messages: [`crate::llm::MAX_MESSAGES`]).
 const MAX_REQUEST_CHARS: usize = 1 << 20;
+/// Tools one request may offer the model.
+const MAX_TOOLS: usize = 128;
+/// Generations one call may have running at once.
+const MAX_GENERATIONS: usize = 4;
+/// Pieces of a streamed answer held for the agent before the model waits.
+const PIECES_BUFFERED: usize = 64;
 
-/// Per-call state of the `llm` import.
+/// Per-call state of the `llm` and `chat` imports.
 pub struct LlmState {
-    caller: CallerLink,
-    agent: AgentId,
-    grant: Option<LlmGrant>,
-    /// The node's models, when it has any.
-    models: Option<Arc<Models>>,
-    /// Tokens of the node's models this call used so far.
-    used: u64,
-    denials: Denials,
+    router: Router,
+    /// The call's running generations (`chat.start`).
+    generations: ResourceTable,
 }
 
 impl LlmState {
@@ -43,14 +55,82 @@ impl LlmState {
         models: Option<Arc<Models>>,
         denials: Denials,
     ) -> Self {
+        let mut generations = ResourceTable::new();
+        generations.set_max_capacity(MAX_GENERATIONS);
         LlmState {
-            caller,
-            agent,
-            grant,
-            models,
-            used: 0,
-            denials,
+            router: Router {
+                caller,
+                agent,
+                grant,
+                models,
+                used: Arc::new(AtomicU64::new(0)),
+                denials,
+            },
+            generations,
         }
+    }
+}
+
+/// Sends one call's requests where its grant says, within its budgets.
+#[derive(Clone)]
+struct Router {
+    caller: CallerLink,
+    agent: AgentId,
+    grant: Option<LlmGrant>,
+    /// The node's models, when it has any.
+    models: Option<Arc<Models>>,
+    /// Tokens of the node's models this call used so far.
+    used: Arc<AtomicU64>,
+    denials: Denials,
+}
+
+impl Router {
+    /// Completes `request` for the agent, sending pieces to `sink` as the
+    /// model writes them.
+    async fn complete(
+        &self,
+        request: models::ChatRequest,
+        hint: Option<String>,
+        sink: DeltaSink,
+    ) -> Result<Completion, LlmFailure> {
+        let Some(grant) = self.grant.clone() else {
+            self.denials.record("llm", "no language model granted");
+            return Err(LlmFailure::NotGranted(
+                "the operator has not granted this agent a language model (`agentsite grant <agent> llm`)"
+                    .into(),
+            ));
+        };
+        check_bounds(&request)?;
+        if grant.route != Route::Node
+            && let Some(caller) = &self.caller.caller
+        {
+            match self
+                .caller
+                .until_deadline(caller.sample(&request, hint.as_deref()))
+                .await
+            {
+                Some(Some(result)) => {
+                    if let (Ok(completion), Some(sink)) = (&result, &sink) {
+                        send_whole(completion, sink).await;
+                    }
+                    return result;
+                }
+                // The caller lends no model able to take this request.
+                Some(None) => {}
+                None => {
+                    return Err(LlmFailure::DeadlineExceeded(
+                        "the model did not answer before the call's deadline".into(),
+                    ));
+                }
+            }
+        }
+        if grant.route == Route::Client {
+            return Err(LlmFailure::Unavailable(
+                "this agent's grant sends its requests to the calling client's model (route client), and this caller lends none that takes this request (tools and schemas need the node's models)"
+                    .into(),
+            ));
+        }
+        self.ask_node(&grant, request, hint.as_deref(), sink).await
     }
 
     /// The node's model this request goes to: the one the hint names if the
@@ -91,7 +171,7 @@ impl LlmState {
     fn budget_left(&self, grant: &LlmGrant, models: &Models) -> Result<Option<u64>, LlmFailure> {
         let mut left: Option<u64> = None;
         if let Some(per_call) = grant.tokens_per_call {
-            let remaining = per_call.saturating_sub(self.used);
+            let remaining = per_call.saturating_sub(self.used.load(Ordering::Relaxed));
             if remaining == 0 {
                 return Err(LlmFailure::BudgetExceeded(format!(
                     "this call used its budget of {per_call} tokens per call (llm grant); the operator sets it with `agentsite grant <agent> llm=...:Ntokens/call`"
@@ -116,72 +196,117 @@ impl LlmState {
 
     /// Asks the node's own models.
     async fn ask_node(
-        &mut self,
+        &self,
         grant: &LlmGrant,
-        request: ChatRequest,
-    ) -> Result<ChatResponse, LlmError> {
+        mut request: models::ChatRequest,
+        hint: Option<&str>,
+        sink: DeltaSink,
+    ) -> Result<Completion, LlmFailure> {
         let Some(models) = self.models.clone() else {
-            return Err(no_model());
+            return Err(LlmFailure::Unavailable(
+                "no language model: this node has none and the calling client does not offer sampling"
+                    .into(),
+            ));
         };
-        let model = Self::choose(&models, grant, request.model_hint.as_deref())
-            .map_err(to_wit)?
-            .to_owned();
-        let left = self.budget_left(grant, &models).map_err(|failure| {
+        let model = Self::choose(&models, grant, hint)?.to_owned();
+        let left = self.budget_left(grant, &models).inspect_err(|failure| {
             self.denials.record("llm", &failure.to_string());
-            to_wit(failure)
         })?;
-        let max_tokens = match (request.max_tokens, left) {
-            (asked, None) => asked,
-            (asked, Some(left)) => {
-                let left = u32::try_from(left).unwrap_or(u32::MAX);
-                Some(asked.map_or(left, |asked| asked.min(left)))
-            }
-        };
-        let request = models::ChatRequest {
-            messages: request
-                .messages
-                .into_iter()
-                .map(|m| Message::new(role(m.role), m.content))
-                .collect(),
-            max_tokens,
-            temperature: request.temperature,
-            ..models::ChatRequest::default()
-        };
+        if let Some(left) = left {
+            let left = u32::try_from(left).unwrap_or(u32::MAX);
+            request.max_tokens = Some(request.max_tokens.map_or(left, |asked| asked.min(left)));
+        }
         let completion = models
             .complete(
                 Some(&model),
                 request,
                 self.caller.deadline,
-                None,
+                sink,
                 self.denials.agent(),
             )
-            .await
-            .map_err(to_wit)?;
+            .await?;
         let spent = completion.usage.total();
-        self.used += spent;
+        self.used.fetch_add(spent, Ordering::Relaxed);
         if let Some(ledger) = models.ledger()
             && let Err(why) = ledger.add(&self.agent, spent)
         {
             tracing::warn!(agent = self.denials.agent(), "{why}");
         }
-        Ok(ChatResponse {
-            content: completion.content,
-            model: completion.model,
-            stop_reason: Some(completion.stop_reason.as_str().to_owned()),
+        Ok(completion)
+    }
+}
+
+/// Refuses requests the node will not build: empty, or past the bounds on
+/// messages, tools and text.
+fn check_bounds(request: &models::ChatRequest) -> Result<(), LlmFailure> {
+    if request.messages.is_empty() {
+        return Err(LlmFailure::InvalidRequest(
+            "a chat request needs at least one message".into(),
+        ));
+    }
+    let chars: usize = request
+        .messages
+        .iter()
+        .map(|m| {
+            m.content.len()
+                + m.tool_calls
+                    .iter()
+                    .map(|c| c.name.len() + c.arguments.len())
+                    .sum::<usize>()
         })
+        .sum::<usize>()
+        + request
+            .tools
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+            .sum::<usize>();
+    if request.messages.len() > MAX_MESSAGES
+        || request.tools.len() > MAX_TOOLS
+        || chars > MAX_REQUEST_CHARS
+    {
+        return Err(LlmFailure::InvalidRequest(format!(
+            "a chat request may carry at most {MAX_MESSAGES} messages, {MAX_TOOLS} tools and {MAX_REQUEST_CHARS} bytes of text"
+        )));
+    }
+    Ok(())
+}
+
+/// A completion that arrived whole (from the client's model), as pieces.
+async fn send_whole(completion: &Completion, sink: &mpsc::Sender<Delta>) {
+    if !completion.content.is_empty() {
+        let _ = sink.send(Delta::Text(completion.content.clone())).await;
+    }
+    for call in &completion.tool_calls {
+        let _ = sink.send(Delta::ToolCall(call.clone())).await;
     }
 }
 
-fn role(role: Role) -> models::Role {
-    match role {
-        Role::System => models::Role::System,
-        Role::User => models::Role::User,
-        Role::Assistant => models::Role::Assistant,
-    }
+// ---- llm (contract 0.1.0): text conversations ----
+
+fn request_from_llm(request: ChatRequest) -> (models::ChatRequest, Option<String>) {
+    let messages = request
+        .messages
+        .into_iter()
+        .map(|m| {
+            let role = match m.role {
+                llm::Role::System => Role::System,
+                llm::Role::User => Role::User,
+                llm::Role::Assistant => Role::Assistant,
+            };
+            Message::new(role, m.content)
+        })
+        .collect();
+    let request_out = models::ChatRequest {
+        messages,
+        max_tokens: request.max_tokens,
+        temperature: request.temperature,
+        ..models::ChatRequest::default()
+    };
+    (request_out, request.model_hint)
 }
 
-/// The `llm-error` of the 0.1 contract a failure of the node's model is.
-fn to_wit(failure: LlmFailure) -> LlmError {
+/// The `llm-error` of the 0.1.0 interface a failure is.
+fn to_llm_error(failure: LlmFailure) -> LlmError {
     match failure {
         LlmFailure::NotGranted(m) => LlmError::NotGranted(m),
         LlmFailure::InvalidRequest(m) => LlmError::InvalidRequest(m),
@@ -197,59 +322,262 @@ impl llm::Host for LlmState {
         &mut self,
         request: ChatRequest,
     ) -> wasmtime::Result<Result<ChatResponse, LlmError>> {
-        let Some(grant) = self.grant.clone() else {
-            self.denials.record("llm", "no language model granted");
-            return Ok(Err(LlmError::NotGranted(
-                "the operator has not granted this agent a language model (`agentsite grant <agent> llm`)"
-                    .into(),
-            )));
-        };
-        if request.messages.is_empty() {
-            return Ok(Err(LlmError::InvalidRequest(
-                "a chat request needs at least one message".into(),
-            )));
-        }
-        let chars: usize = request.messages.iter().map(|m| m.content.len()).sum();
-        if request.messages.len() > MAX_MESSAGES || chars > MAX_REQUEST_CHARS {
-            return Ok(Err(LlmError::InvalidRequest(format!(
-                "a chat request may carry at most {MAX_MESSAGES} messages and {MAX_REQUEST_CHARS} bytes of text"
-            ))));
-        }
-        if grant.route != Route::Node
-            && let Some(caller) = &self.caller.caller
-        {
-            match self
-                .caller
-                .until_deadline(caller.sample(request.clone()))
-                .await
-            {
-                Some(Some(result)) => return Ok(result),
-                // The caller lends no model.
-                Some(None) => {}
-                None => {
-                    return Ok(Err(LlmError::Unavailable(
-                        "the model did not answer before the call's deadline".into(),
-                    )));
-                }
-            }
-        }
-        if grant.route == Route::Client {
-            return Ok(Err(LlmError::Unavailable(
-                "this agent's grant sends its requests to the calling client's model (route client), and this caller lends none"
-                    .into(),
-            )));
-        }
-        Ok(self.ask_node(&grant, request).await)
+        let (request, hint) = request_from_llm(request);
+        Ok(self
+            .router
+            .complete(request, hint, None)
+            .await
+            .map(|completion| ChatResponse {
+                content: completion.content,
+                model: completion.model,
+                stop_reason: Some(completion.stop_reason.as_str().to_owned()),
+            })
+            .map_err(to_llm_error))
     }
 }
 
-fn no_model() -> LlmError {
-    LlmError::Unavailable(
-        "no language model: this node has none and the calling client does not offer sampling"
-            .into(),
-    )
+// ---- chat (contract 0.1.1): tools, schemas, streaming ----
+
+/// An answer being generated for the agent (`chat.start`).
+pub struct Generation {
+    pieces: mpsc::Receiver<Delta>,
+    task: JoinHandle<Result<Completion, LlmFailure>>,
+    /// The completion, once `finish` has had it.
+    finished: Option<Result<Completion, LlmFailure>>,
+}
+
+impl Drop for Generation {
+    fn drop(&mut self) {
+        // Stops the model: dropping its future abandons the generation.
+        self.task.abort();
+    }
+}
+
+fn request_from_chat(
+    request: chat::Request,
+) -> Result<(models::ChatRequest, Option<String>), LlmFailure> {
+    let tool_call = |c: chat::ToolCall| ToolCall {
+        id: c.id,
+        name: c.name,
+        arguments: c.arguments,
+    };
+    let messages = request
+        .messages
+        .into_iter()
+        .map(|m| Message {
+            role: match m.role {
+                chat::Role::System => Role::System,
+                chat::Role::User => Role::User,
+                chat::Role::Assistant => Role::Assistant,
+                chat::Role::Tool => Role::Tool,
+            },
+            content: m.content,
+            tool_calls: m.tool_calls.into_iter().map(tool_call).collect(),
+            tool_call_id: m.tool_call_id,
+        })
+        .collect();
+    let tools = request
+        .tools
+        .into_iter()
+        .map(|tool| {
+            let parameters = serde_json::from_str(&tool.parameters).map_err(|e| {
+                LlmFailure::InvalidRequest(format!(
+                    "the parameters of tool {:?} are not a JSON schema: {e}",
+                    tool.name
+                ))
+            })?;
+            Ok(ToolSpec {
+                name: tool.name,
+                description: tool.description,
+                parameters,
+            })
+        })
+        .collect::<Result<Vec<_>, LlmFailure>>()?;
+    let response_schema = request
+        .response_schema
+        .map(|schema| {
+            serde_json::from_str(&schema).map_err(|e| {
+                LlmFailure::InvalidRequest(format!("the response schema is not JSON: {e}"))
+            })
+        })
+        .transpose()?;
+    let tool_choice = match request.tool_choice {
+        chat::ToolChoice::Auto => ToolChoice::Auto,
+        chat::ToolChoice::None => ToolChoice::None,
+        chat::ToolChoice::Required => ToolChoice::Required,
+        chat::ToolChoice::Named(name) => ToolChoice::Named(name),
+    };
+    let converted = models::ChatRequest {
+        messages,
+        tools,
+        tool_choice,
+        max_tokens: request.max_tokens,
+        temperature: request.temperature,
+        response_schema,
+        seed: request.seed,
+    };
+    Ok((converted, request.model_hint))
+}
+
+fn tool_call_to_chat(call: ToolCall) -> chat::ToolCall {
+    chat::ToolCall {
+        id: call.id,
+        name: call.name,
+        arguments: call.arguments,
+    }
+}
+
+fn completion_to_chat(completion: Completion) -> chat::Completion {
+    let usage = completion.usage;
+    chat::Completion {
+        content: completion.content,
+        tool_calls: completion
+            .tool_calls
+            .into_iter()
+            .map(tool_call_to_chat)
+            .collect(),
+        model: completion.model,
+        stop_reason: match completion.stop_reason {
+            StopReason::EndTurn => chat::StopReason::EndTurn,
+            StopReason::MaxTokens => chat::StopReason::MaxTokens,
+            StopReason::ToolCalls => chat::StopReason::ToolCalls,
+        },
+        usage: (usage.total() > 0).then_some(chat::Usage {
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+        }),
+    }
+}
+
+fn to_chat_error(failure: LlmFailure) -> chat::ChatError {
+    use chat::ChatError as E;
+    match failure {
+        LlmFailure::NotGranted(m) => E::NotGranted(m),
+        LlmFailure::InvalidRequest(m) => E::InvalidRequest(m),
+        LlmFailure::Refused(m) => E::Refused(m),
+        LlmFailure::BudgetExceeded(m) => E::BudgetExceeded(m),
+        LlmFailure::Busy(m) => E::Busy(m),
+        LlmFailure::DeadlineExceeded(m) => E::DeadlineExceeded(m),
+        LlmFailure::Unavailable(m) => E::Unavailable(m),
+    }
+}
+
+fn past_deadline() -> chat::ChatError {
+    chat::ChatError::DeadlineExceeded("the call's deadline passed during generation".into())
+}
+
+impl chat::Host for LlmState {
+    async fn complete(
+        &mut self,
+        request: chat::Request,
+    ) -> wasmtime::Result<Result<chat::Completion, chat::ChatError>> {
+        let result = match request_from_chat(request) {
+            Ok((request, hint)) => self.router.complete(request, hint, None).await,
+            Err(failure) => Err(failure),
+        };
+        Ok(result.map(completion_to_chat).map_err(to_chat_error))
+    }
+
+    async fn start(
+        &mut self,
+        request: chat::Request,
+    ) -> wasmtime::Result<Result<Resource<Generation>, chat::ChatError>> {
+        let (request, hint) = match request_from_chat(request) {
+            Ok(converted) => converted,
+            Err(failure) => return Ok(Err(to_chat_error(failure))),
+        };
+        let (sink, pieces) = mpsc::channel(PIECES_BUFFERED);
+        let router = self.router.clone();
+        let task = tokio::spawn(async move { router.complete(request, hint, Some(sink)).await });
+        let generation = Generation {
+            pieces,
+            task,
+            finished: None,
+        };
+        match self.generations.push(generation) {
+            Ok(handle) => Ok(Ok(handle)),
+            // The generation was dropped, and its model stopped, on the way.
+            Err(ResourceTableError::Full) => Ok(Err(chat::ChatError::InvalidRequest(format!(
+                "a call may run at most {MAX_GENERATIONS} generations at once; finish or drop one first"
+            )))),
+            Err(other) => Err(other.into()),
+        }
+    }
+}
+
+impl chat::HostGeneration for LlmState {
+    async fn next(
+        &mut self,
+        generation: Resource<Generation>,
+    ) -> wasmtime::Result<Result<Option<chat::Delta>, chat::ChatError>> {
+        let deadline = self.router.caller.deadline;
+        let generation = self.generations.get_mut(&generation)?;
+        if let Some(finished) = &generation.finished {
+            return Ok(finished.clone().map(|_| None).map_err(to_chat_error));
+        }
+        let piece = tokio::time::timeout_at(deadline.into(), generation.pieces.recv()).await;
+        Ok(match piece {
+            Err(_) => Err(past_deadline()),
+            Ok(Some(Delta::Text(text))) => Ok(Some(chat::Delta::Text(text))),
+            Ok(Some(Delta::ToolCall(call))) => {
+                Ok(Some(chat::Delta::ToolCall(tool_call_to_chat(call))))
+            }
+            // The model is done: a failure is the last thing to report.
+            Ok(None) => finish(generation, deadline)
+                .await
+                .map(|_| None)
+                .map_err(to_chat_error),
+        })
+    }
+
+    async fn finish(
+        &mut self,
+        generation: Resource<Generation>,
+    ) -> wasmtime::Result<Result<chat::Completion, chat::ChatError>> {
+        let deadline = self.router.caller.deadline;
+        let generation = self.generations.get_mut(&generation)?;
+        Ok(finish(generation, deadline)
+            .await
+            .map(completion_to_chat)
+            .map_err(to_chat_error))
+    }
+
+    async fn drop(&mut self, generation: Resource<Generation>) -> wasmtime::Result<()> {
+        self.generations.delete(generation)?;
+        Ok(())
+    }
+}
+
+/// Waits for `generation` to end (pieces the agent did not read are passed
+/// over) and keeps its result for later questions.
+async fn finish(
+    generation: &mut Generation,
+    deadline: std::time::Instant,
+) -> Result<Completion, LlmFailure> {
+    if let Some(finished) = &generation.finished {
+        return finished.clone();
+    }
+    let ended = tokio::time::timeout_at(deadline.into(), async {
+        while generation.pieces.recv().await.is_some() {}
+        (&mut generation.task).await
+    })
+    .await;
+    let result = match ended {
+        Err(_) => {
+            return Err(LlmFailure::DeadlineExceeded(
+                "the call's deadline passed during generation".into(),
+            ));
+        }
+        Ok(Ok(result)) => result,
+        Ok(Err(join)) => Err(LlmFailure::Unavailable(format!(
+            "the generation stopped: {join}"
+        ))),
+    };
+    generation.finished = Some(result.clone());
+    result
 }
 
 pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    llm::add_to_linker::<CallState, HasSelf<LlmState>>(linker, |state| &mut state.llm)
+    llm::add_to_linker::<CallState, HasSelf<LlmState>>(linker, |state| &mut state.llm)?;
+    chat::add_to_linker::<CallState, HasSelf<LlmState>>(linker, |state| &mut state.llm)
 }

@@ -8,10 +8,9 @@ pub mod models;
 mod network;
 pub mod policy;
 
-pub use network::{call_remote, fetch, id, peers, publish, search};
+pub use network::{call_remote, fetch, id, network_models, peers, publish, search};
 
 use crate::Node;
-use crate::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::capabilities::caller::{Caller, ElicitFailure, Elicitation, Progress};
 use crate::capabilities::guest_log::Level;
 use crate::store::AgentRecord;
@@ -210,12 +209,17 @@ fn requested_capabilities(record: &AgentRecord) -> Vec<&'static str> {
         ("agentsite:agent/kv", "kv"),
         ("agentsite:agent/peers", "peers"),
         ("agentsite:agent/llm", "llm"),
+        ("agentsite:agent/chat", "llm"),
         ("wasi:http/outgoing-handler", "http"),
     ]
     .into_iter()
     .filter(|(interface, _)| record.imports_interface(interface))
-    .map(|(_, grant)| grant)
-    .collect()
+    .fold(Vec::new(), |mut grants, (_, grant)| {
+        if !grants.contains(&grant) {
+            grants.push(grant);
+        }
+        grants
+    })
 }
 
 /// `agentsite rm AGENT`
@@ -470,7 +474,11 @@ impl Caller for Terminal {
         // Already in the node's log, which is this terminal's stderr.
     }
 
-    async fn sample(&self, _request: ChatRequest) -> Option<Result<ChatResponse, LlmError>> {
+    async fn sample(
+        &self,
+        _request: &crate::llm::ChatRequest,
+        _model_hint: Option<&str>,
+    ) -> Option<Result<crate::llm::Completion, crate::llm::LlmFailure>> {
         None
     }
 

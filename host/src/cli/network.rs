@@ -165,6 +165,34 @@ pub async fn publish(data: &DataDir, agent: &str) -> anyhow::Result<()> {
 }
 
 /// `agentsite search WORDS...`
+/// `agentsite models --network`: the models other nodes share.
+pub async fn network_models(data: &DataDir, json: bool) -> anyhow::Result<()> {
+    let found: Vec<crate::llm::share::SharedModel> = NodeClient::connect(data)?
+        .get("/api/models/network", &[])
+        .await?;
+    if json {
+        return super::print_json(&found);
+    }
+    if found.is_empty() {
+        eprintln!(
+            "no node on the network shares a model (a node shares with `[llm] share = [...]`)"
+        );
+        return Ok(());
+    }
+    let rows: Vec<[String; 3]> = found
+        .into_iter()
+        .map(|model| {
+            [
+                safe(&model.name).into_owned(),
+                model.sharers.len().to_string(),
+                model.sharers.join(" "),
+            ]
+        })
+        .collect();
+    super::print_table(["MODEL", "NODES", "SHARED BY"], &rows);
+    Ok(())
+}
+
 pub async fn search(
     data: &DataDir,
     words: &[String],

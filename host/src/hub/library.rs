@@ -8,7 +8,6 @@
 //! refused past the maximum hop count.
 
 use super::Shared;
-use crate::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError};
 use crate::capabilities::caller::{Caller, ElicitFailure, Elicitation, Progress};
 use crate::capabilities::guest_log::Level;
 use crate::capabilities::peers::{Hop, PeerFailure};
@@ -98,6 +97,37 @@ impl crate::net::Library for NodeLibrary {
             .map_err(to_wire)
     }
 
+    async fn chat(
+        &self,
+        from: PeerId,
+        request: crate::net::rpc::ChatRelay,
+    ) -> Result<Value, RpcError> {
+        let Some(sharing) = &self.0.sharing else {
+            return Err(RpcError {
+                code: code::NOT_SHARED,
+                message: "this node shares no models".into(),
+            });
+        };
+        tracing::info!(%from, model = %request.model, "shared model request");
+        sharing
+            .answer(
+                &from.to_string(),
+                &request.model,
+                request.request,
+                request.deadline,
+            )
+            .await
+            .map_err(super::models::failure_to_wire)
+    }
+
+    fn shared_models(&self) -> Vec<String> {
+        self.0
+            .sharing
+            .as_ref()
+            .map(|sharing| sharing.shared().to_vec())
+            .unwrap_or_default()
+    }
+
     fn announced(&self, manifest: crate::store::manifest::SignedManifest, host: PeerId) {
         self.0.remember(manifest, host);
     }
@@ -145,7 +175,11 @@ impl Caller for ChainCaller {
 
     fn log(&self, _agent: &str, _level: Level, _message: &str) {}
 
-    async fn sample(&self, _request: ChatRequest) -> Option<Result<ChatResponse, LlmError>> {
+    async fn sample(
+        &self,
+        _request: &crate::llm::ChatRequest,
+        _model_hint: Option<&str>,
+    ) -> Option<Result<crate::llm::Completion, crate::llm::LlmFailure>> {
         None
     }
 

@@ -8,6 +8,7 @@
 
 mod index;
 mod library;
+mod models;
 
 pub use index::Known;
 
@@ -40,6 +41,8 @@ pub(crate) struct Shared {
     /// Agents this node serves to others, with the manifests it serves.
     offered: RwLock<HashMap<AgentId, SignedManifest>>,
     index: Mutex<Index>,
+    /// The node's models other nodes may use, if it shares any.
+    sharing: Option<crate::llm::share::Sharing>,
 }
 
 impl Shared {
@@ -207,10 +210,20 @@ impl Hub {
         config: NetConfig,
         options: HubOptions,
     ) -> anyhow::Result<Arc<Hub>> {
+        let (shared_models, share_rate) = node.models().sharing();
+        let shared_models = shared_models.to_vec();
+        let sharing = (!shared_models.is_empty()).then(|| {
+            crate::llm::share::Sharing::new(
+                node.models().clone(),
+                shared_models.clone(),
+                share_rate,
+            )
+        });
         let shared = Arc::new(Shared {
             node: node.clone(),
             offered: RwLock::new(HashMap::new()),
             index: Mutex::new(Index::default()),
+            sharing,
         });
         let library = Arc::new(library::NodeLibrary(shared.clone()));
         let publisher = options.publisher.clone().unwrap_or_else(|| keypair.clone());
@@ -224,6 +237,8 @@ impl Hub {
         });
         node.runtime()?
             .set_peers(Arc::new(HubLink(Arc::downgrade(&hub))));
+        node.models()
+            .set_network(Arc::new(models::ModelLink(Arc::downgrade(&hub))));
         for manifest in hub.load_published() {
             hub.shared.offer(manifest);
         }
@@ -237,6 +252,7 @@ impl Hub {
         // waiting here would only delay the node's start.
         let announcer = hub.clone();
         tokio::spawn(async move {
+            announcer.provide_shared_models(&shared_models).await;
             for manifest in announcer.shared.offers() {
                 if let Err(e) = announcer.network.publish(manifest).await {
                     tracing::warn!("cannot announce a published agent: {e}");

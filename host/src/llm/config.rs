@@ -25,6 +25,19 @@
 //!
 //! With no model configured, the node runs the embedded default model,
 //! called `local`.
+//!
+//! Models can be shared with the network and borrowed from it:
+//!
+//! ```toml
+//! [llm]
+//! share = ["local"]                # offered to other nodes (off by default)
+//! share_rate = 30                  # requests per minute each peer may send
+//!
+//! [[llm.models]]
+//! name = "borrowed"
+//! kind = "network"                 # a model another node shares
+//! model = "local"                  # its name there
+//! ```
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -32,7 +45,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The `[llm]` table.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LlmConfig {
     /// The model a grant that names none uses; the first configured model
@@ -40,6 +53,21 @@ pub struct LlmConfig {
     pub default: Option<String>,
     /// The node's models. Empty: the embedded default model.
     pub models: Vec<ModelConfig>,
+    /// The models other nodes may use (over the node-to-node protocol).
+    pub share: Vec<String>,
+    /// Requests per minute one peer may send to the shared models.
+    pub share_rate: u32,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            default: None,
+            models: Vec::new(),
+            share: Vec::new(),
+            share_rate: 30,
+        }
+    }
 }
 
 /// One `[[llm.models]]` table. (Unknown fields are refused by the
@@ -66,6 +94,16 @@ pub enum Backend {
     Openai(OpenAiConfig),
     /// A GGUF file run in the node.
     Gguf(GgufConfig),
+    /// A model another node shares, found through the DHT.
+    Network(NetworkConfig),
+}
+
+/// A model borrowed from the network.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkConfig {
+    /// The model's name on the nodes that share it.
+    pub model: String,
 }
 
 /// A server speaking the OpenAI API: OpenAI, Ollama, vLLM, llama.cpp's
@@ -178,8 +216,23 @@ impl LlmConfig {
                         model.name
                     );
                 }
+                Backend::Network(network) => valid_model_name(&network.model)
+                    .map_err(|e| anyhow::anyhow!("llm.models {:?}: model {e}", model.name))?,
             }
         }
+        for shared in &self.share {
+            let model = self.models.iter().find(|m| &m.name == shared);
+            anyhow::ensure!(
+                model.is_some()
+                    || (self.models.is_empty() && shared == super::embedded::DEFAULT_NAME),
+                "llm.share names {shared:?}, which is not one of the node's models"
+            );
+            anyhow::ensure!(
+                !matches!(model.map(|m| &m.backend), Some(Backend::Network(_))),
+                "llm.share names {shared:?}, which this node borrows from the network itself"
+            );
+        }
+        anyhow::ensure!(self.share_rate >= 1, "llm.share_rate must be at least 1");
         if let Some(default) = &self.default {
             anyhow::ensure!(
                 self.models.iter().any(|m| &m.name == default)
@@ -278,6 +331,11 @@ max_concurrent = 1
             (
                 "[[models]]\nname = \"a\"\nkind = \"gguf\"\npth = \"/m\"",
                 "pth",
+            ),
+            ("share = [\"gpt\"]", "not one of the node's models"),
+            (
+                "share = [\"b\"]\n[[models]]\nname = \"b\"\nkind = \"network\"\nmodel = \"local\"",
+                "borrows from the network itself",
             ),
         ] {
             let error = parse(text).unwrap_err().to_string();

@@ -11,6 +11,7 @@
 //! ([`DEFAULT_FILE`]), which the set-up scripts put in [`models_dir`].
 
 use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmFailure, ModelStatus};
+pub use engine::{FileFacts, inspect as inspect_file};
 use engine::{Loaded, generate, read_model};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,6 +20,8 @@ use std::time::Instant;
 
 // The engine is candle's; a build without the `embedded-model` feature
 // (the fuzz targets', which never run a model) leaves candle out.
+#[cfg(feature = "embedded-model")]
+mod constraint;
 #[cfg(feature = "embedded-model")]
 mod engine;
 #[cfg(not(feature = "embedded-model"))]

@@ -17,6 +17,7 @@ pub mod ledger;
 pub mod models;
 pub mod openai;
 pub mod serve;
+pub mod share;
 #[cfg_attr(not(feature = "embedded-model"), allow(dead_code))]
 mod template;
 pub mod wire;
@@ -104,12 +105,27 @@ pub struct ToolCall {
     pub arguments: String,
 }
 
+/// Whether the model must, may or must not call the tools it is offered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides: text, tool calls, or text then tool calls.
+    #[default]
+    Auto,
+    /// Text only; the tools are not shown to the model.
+    None,
+    /// At least one tool call, of any of the tools.
+    Required,
+    /// At least one call, of this tool.
+    Named(String),
+}
+
 /// A chat completion request.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChatRequest {
     pub messages: Vec<Message>,
     /// Tools the model may call instead of answering.
     pub tools: Vec<ToolSpec>,
+    pub tool_choice: ToolChoice,
     /// The most tokens to generate; the model's own bound when `None`.
     pub max_tokens: Option<u32>,
     /// 0 (or `None`) is greedy decoding: the same answer every time.

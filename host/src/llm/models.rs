@@ -5,6 +5,7 @@ use super::config::{Backend, LlmConfig, ModelConfig};
 use super::embedded::{self, EmbeddedModel};
 use super::ledger::Ledger;
 use super::openai::OpenAiModel;
+use super::share::{ModelNetwork, NetworkModel, NetworkSlot};
 use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmFailure, ModelStatus};
 use crate::audit::Audit;
 use std::sync::Arc;
@@ -94,6 +95,11 @@ pub struct Models {
     audit: Arc<Audit>,
     /// Where each agent's tokens of the day are kept, for daily budgets.
     ledger: Option<Ledger>,
+    /// Where models borrowed from the network reach it, once joined.
+    network: NetworkSlot,
+    /// The models offered to other nodes, and each peer's rate per minute.
+    share: Vec<String>,
+    share_rate: u32,
 }
 
 impl Models {
@@ -101,29 +107,45 @@ impl Models {
     /// describes none. Nothing is loaded or contacted yet.
     pub fn from_config(config: &LlmConfig, audit: Arc<Audit>) -> anyhow::Result<Models> {
         config.validate()?;
-        if config.models.is_empty() {
-            return Ok(Models {
-                models: vec![Gated::new(Arc::new(EmbeddedModel::default_model()), 1, 64)],
-                default: embedded::DEFAULT_NAME.to_owned(),
-                audit,
-                ledger: None,
-            });
-        }
-        let models = config
-            .models
-            .iter()
-            .map(gated)
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let default = config
-            .default
-            .clone()
-            .unwrap_or_else(|| config.models[0].name.clone());
+        let network = NetworkSlot::default();
+        let (models, default) = if config.models.is_empty() {
+            (
+                vec![Gated::new(Arc::new(EmbeddedModel::default_model()), 1, 64)],
+                embedded::DEFAULT_NAME.to_owned(),
+            )
+        } else {
+            let models = config
+                .models
+                .iter()
+                .map(|model| gated(model, &network))
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let default = config
+                .default
+                .clone()
+                .unwrap_or_else(|| config.models[0].name.clone());
+            (models, default)
+        };
         Ok(Models {
             models,
             default,
             audit,
             ledger: None,
+            network,
+            share: config.share.clone(),
+            share_rate: config.share_rate,
         })
+    }
+
+    /// Lets the models borrowed from the network reach it; false if they
+    /// already could.
+    pub fn set_network(&self, network: Arc<dyn ModelNetwork>) -> bool {
+        self.network.set(network).is_ok()
+    }
+
+    /// The models offered to other nodes, and the requests per minute each
+    /// peer may send them.
+    pub fn sharing(&self) -> (&[String], u32) {
+        (&self.share, self.share_rate)
     }
 
     /// Keeps each agent's daily token usage in `dir`.
@@ -186,8 +208,13 @@ impl Models {
     }
 }
 
-fn gated(config: &ModelConfig) -> anyhow::Result<Gated> {
+fn gated(config: &ModelConfig, network: &NetworkSlot) -> anyhow::Result<Gated> {
     let model: Arc<dyn ChatModel> = match &config.backend {
+        Backend::Network(borrowed) => Arc::new(NetworkModel::new(
+            &config.name,
+            &borrowed.model,
+            network.clone(),
+        )),
         Backend::Gguf(gguf) => Arc::new(EmbeddedModel::new(&config.name, &gguf.path, gguf.context)),
         Backend::Openai(openai) => Arc::new(
             OpenAiModel::new(&config.name, openai)

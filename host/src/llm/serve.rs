@@ -7,7 +7,7 @@
 use super::MAX_MESSAGES;
 use super::models::Models;
 use super::wire::{self, ChatCompletionRequest};
-use super::{Completion, Delta, LlmFailure, ToolCall};
+use super::{Completion, Delta, LlmFailure};
 use crate::web::guard::{self, Guard};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, State};
@@ -171,7 +171,9 @@ async fn chat_completions(
             .complete(Some(&model), read.request, deadline, None, REQUESTER)
             .await
         {
-            Ok(completion) => Json(whole_answer(&id, created, &completion)).into_response(),
+            Ok(completion) => {
+                Json(wire::completion_to_wire(&id, created, &completion)).into_response()
+            }
             Err(failure) => failed(&failure),
         };
     }
@@ -345,47 +347,14 @@ impl Chunks {
     }
 }
 
-/// A whole answer in the OpenAI format.
-fn whole_answer(id: &str, created: u64, completion: &Completion) -> wire::ChatCompletion {
-    let tool_calls = completion
-        .tool_calls
-        .iter()
-        .map(|call: &ToolCall| wire::WireToolCall {
-            id: call.id.clone(),
-            kind: "function".into(),
-            function: wire::WireCalledFunction {
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-            },
-        })
-        .collect::<Vec<_>>();
-    let content = wire::content_or_null(&completion.content, !tool_calls.is_empty());
-    wire::ChatCompletion {
-        id: id.to_owned(),
-        object: "chat.completion".into(),
-        created,
-        model: completion.model.clone(),
-        choices: vec![wire::Choice {
-            index: 0,
-            message: wire::AnswerMessage {
-                role: "assistant".into(),
-                content,
-                tool_calls,
-            },
-            finish_reason: Some(completion.stop_reason.openai().to_owned()),
-        }],
-        usage: Some(completion.usage.into()),
-    }
-}
-
-fn completion_id() -> String {
+pub(crate) fn completion_id() -> String {
     let mut bytes = [0u8; 12];
     // An id only has to be unique enough to tell answers apart in logs.
     let _ = getrandom::fill(&mut bytes);
     format!("chatcmpl-{}", hex::encode(bytes))
 }
 
-fn unix_now() -> u64 {
+pub(crate) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

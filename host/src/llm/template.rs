@@ -42,26 +42,42 @@ impl ChatTemplate {
     }
 
     /// The prompt for `messages` with `tools` on offer, ending where the
-    /// assistant's answer begins.
-    pub fn render(&self, messages: &[Message], tools: &[ToolSpec]) -> Result<String, String> {
+    /// assistant's answer begins. An answer that must be JSON matching
+    /// `answer_schema` is asked for in the system message: the constraint
+    /// holds the model to the schema, the words make it write sense in it.
+    pub fn render(
+        &self,
+        messages: &[Message],
+        tools: &[ToolSpec],
+        answer_schema: Option<&Value>,
+    ) -> Result<String, String> {
         let mut rendered: Vec<Value> = Vec::with_capacity(messages.len() + 1);
         let tools_json: Vec<Value> = tools.iter().map(openai_tool).collect();
-        let mut tools_in_system = !tools.is_empty() && !self.knows_tools;
+        let mut system_additions = Vec::new();
+        if !tools.is_empty() && !self.knows_tools {
+            system_additions.push(tool_instructions(tools));
+        }
+        if let Some(schema) = answer_schema {
+            system_additions.push(format!(
+                "Answer with JSON only, matching this JSON schema: {schema}"
+            ));
+        }
+        let mut system_pending = !system_additions.is_empty();
         for message in messages {
             let mut content = message.content.clone();
-            if message.role == Role::System && tools_in_system {
-                content = format!("{content}\n\n{}", tool_instructions(tools));
-                tools_in_system = false;
+            if message.role == Role::System && system_pending {
+                content = format!("{content}\n\n{}", system_additions.join("\n\n"));
+                system_pending = false;
             }
             if message.role == Role::Assistant && !message.tool_calls.is_empty() {
                 content = format!("{content}{}", tool_call_text(&message.tool_calls));
             }
             rendered.push(json!({ "role": message.role.as_str(), "content": content }));
         }
-        if tools_in_system {
+        if system_pending {
             rendered.insert(
                 0,
-                json!({ "role": "system", "content": tool_instructions(tools) }),
+                json!({ "role": "system", "content": system_additions.join("\n\n") }),
             );
         }
         let template = self.env.get_template("chat").expect("added in new");
@@ -121,11 +137,11 @@ pub fn parse_answer(
     tools: &[ToolSpec],
     mut next_id: impl FnMut() -> String,
 ) -> Result<(String, Vec<ToolCall>), String> {
-    let trimmed = answer.trim_start();
-    if tools.is_empty() || !trimmed.starts_with(TOOL_CALL_OPEN) {
+    let Some(open) = answer.find(TOOL_CALL_OPEN).filter(|_| !tools.is_empty()) else {
         return Ok((answer.to_owned(), Vec::new()));
-    }
-    let body = &trimmed[TOOL_CALL_OPEN.len()..];
+    };
+    let text = answer[..open].trim();
+    let body = &answer[open + TOOL_CALL_OPEN.len()..];
     let body = body
         .find(TOOL_CALL_CLOSE)
         .map_or(body, |end| &body[..end])
@@ -155,7 +171,7 @@ pub fn parse_answer(
             arguments: arguments.to_string(),
         });
     }
-    Ok((String::new(), calls))
+    Ok((text.to_owned(), calls))
 }
 
 #[cfg(test)]
@@ -175,7 +191,7 @@ mod tests {
     #[test]
     fn renders_the_models_own_template() {
         let template = ChatTemplate::new(Some(SMOLLM2)).unwrap();
-        let prompt = template.render(&[Message::user("Hi")], &[]).unwrap();
+        let prompt = template.render(&[Message::user("Hi")], &[], None).unwrap();
         assert_eq!(
             prompt,
             "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
@@ -189,6 +205,7 @@ mod tests {
             .render(
                 &[Message::system("Be brief."), Message::user("Paris?")],
                 &[weather()],
+                None,
             )
             .unwrap();
         assert!(
@@ -219,6 +236,16 @@ mod tests {
         assert_eq!(calls[0].arguments, r#"{"city":"Paris"}"#);
         let (text, calls) = parse_answer("It is sunny.", &tools, &mut id).unwrap();
         assert_eq!((text.as_str(), calls.len()), ("It is sunny.", 0));
+        let (text, calls) = parse_answer(
+            r#"Let me look. <tool_call>[{"name": "weather", "arguments": {"city": "Oslo"}}]</tool_call>"#,
+            &tools,
+            &mut id,
+        )
+        .unwrap();
+        assert_eq!(
+            (text.as_str(), calls[0].id.as_str()),
+            ("Let me look.", "call_2")
+        );
         let error = parse_answer(
             r#"<tool_call>[{"name": "rm"}]</tool_call>"#,
             &tools,

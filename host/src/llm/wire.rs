@@ -7,7 +7,9 @@
 //! does not use and strict about bounds: an answer may carry at most
 //! [`MAX_ANSWER_BYTES`] of text and [`MAX_TOOL_CALLS`] tool calls.
 
-use super::{ChatRequest, Completion, Message, Role, StopReason, ToolCall, ToolSpec, Usage};
+use super::{
+    ChatRequest, Completion, Message, Role, StopReason, ToolCall, ToolChoice, ToolSpec, Usage,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -328,7 +330,7 @@ pub fn request_to_wire(model: &str, request: &ChatRequest, stream: bool) -> Chat
                 },
             })
             .collect(),
-        tool_choice: None,
+        tool_choice: tool_choice_to_wire(&request.tool_choice, !request.tools.is_empty()),
         max_tokens: request.max_tokens,
         max_completion_tokens: None,
         temperature: request.temperature,
@@ -348,6 +350,45 @@ pub fn request_to_wire(model: &str, request: &ChatRequest, stream: bool) -> Chat
                 },
             }),
         n: None,
+    }
+}
+
+/// `tool_choice` as the API writes it; left out when it is the default.
+fn tool_choice_to_wire(choice: &ToolChoice, has_tools: bool) -> Option<Value> {
+    match choice {
+        ToolChoice::Auto => None,
+        ToolChoice::None if !has_tools => None,
+        ToolChoice::None => Some(Value::from("none")),
+        ToolChoice::Required => Some(Value::from("required")),
+        ToolChoice::Named(name) => Some(serde_json::json!({
+            "type": "function",
+            "function": { "name": name },
+        })),
+    }
+}
+
+/// Reads `tool_choice`: "auto", "none", "required", or a named function.
+fn tool_choice_from_wire(choice: Option<Value>) -> Result<ToolChoice, String> {
+    let Some(choice) = choice else {
+        return Ok(ToolChoice::Auto);
+    };
+    match choice.as_str() {
+        Some("auto") => return Ok(ToolChoice::Auto),
+        Some("none") => return Ok(ToolChoice::None),
+        Some("required") => return Ok(ToolChoice::Required),
+        _ => {}
+    }
+    let named = choice
+        .get("function")
+        .and_then(|f| f.get("name"))
+        .and_then(Value::as_str)
+        .filter(|_| choice.get("type").and_then(Value::as_str) == Some("function"));
+    match named {
+        Some(name) => Ok(ToolChoice::Named(name.to_owned())),
+        None => Err(
+            "`tool_choice` must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}"
+                .to_owned(),
+        ),
     }
 }
 
@@ -379,6 +420,39 @@ pub fn content_or_null(content: &str, calls_tools: bool) -> Option<String> {
     (!content.is_empty() || !calls_tools).then(|| content.to_owned())
 }
 
+/// A whole answer in the OpenAI format.
+pub fn completion_to_wire(id: &str, created: u64, completion: &Completion) -> ChatCompletion {
+    let tool_calls = completion
+        .tool_calls
+        .iter()
+        .map(|call: &ToolCall| WireToolCall {
+            id: call.id.clone(),
+            kind: "function".into(),
+            function: WireCalledFunction {
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            },
+        })
+        .collect::<Vec<_>>();
+    let content = content_or_null(&completion.content, !tool_calls.is_empty());
+    ChatCompletion {
+        id: id.to_owned(),
+        object: "chat.completion".into(),
+        created,
+        model: completion.model.clone(),
+        choices: vec![Choice {
+            index: 0,
+            message: AnswerMessage {
+                role: "assistant".into(),
+                content,
+                tool_calls,
+            },
+            finish_reason: Some(completion.stop_reason.openai().to_owned()),
+        }],
+        usage: Some(completion.usage.into()),
+    }
+}
+
 /// What a client of the node's `/v1` endpoint asked for.
 #[derive(Debug, Clone)]
 pub struct ReadRequest {
@@ -398,12 +472,8 @@ pub fn request_from_wire(wire: ChatCompletionRequest) -> Result<ReadRequest, Str
     if wire.n.is_some_and(|n| n != 1) {
         return Err("this node answers with one choice (`n` must be 1)".to_owned());
     }
-    if let Some(choice) = &wire.tool_choice
-        && !matches!(choice.as_str(), Some("auto" | "none") | None)
-    {
-        return Err("`tool_choice` may be \"auto\" or \"none\" on this node".to_owned());
-    }
-    let tools_off = wire.tool_choice.as_ref().and_then(Value::as_str) == Some("none");
+    let tool_choice = tool_choice_from_wire(wire.tool_choice)?;
+    let tools_off = tool_choice == ToolChoice::None;
     let messages = wire
         .messages
         .into_iter()
@@ -445,6 +515,7 @@ pub fn request_from_wire(wire: ChatCompletionRequest) -> Result<ReadRequest, Str
         request: ChatRequest {
             messages,
             tools,
+            tool_choice,
             max_tokens: wire.max_completion_tokens.or(wire.max_tokens),
             temperature: wire.temperature,
             response_schema,
@@ -827,6 +898,10 @@ mod tests {
                 serde_json::json!({"messages": [{"role": "user", "content": "x"}], "n": 3}),
                 "one choice",
             ),
+            (
+                serde_json::json!({"messages": [{"role": "user", "content": "x"}], "tool_choice": "any"}),
+                "`tool_choice` must be",
+            ),
         ] {
             let wire: ChatCompletionRequest = serde_json::from_value(request).unwrap();
             let error = request_from_wire(wire).unwrap_err();
@@ -843,14 +918,25 @@ mod tests {
                 description: "does f".into(),
                 parameters: serde_json::json!({"type": "object"}),
             }],
+            tool_choice: ToolChoice::Auto,
             max_tokens: Some(7),
             temperature: Some(0.0),
             response_schema: None,
             seed: Some(3),
         };
-        let wire = request_to_wire("m", &request, false);
-        let text = serde_json::to_string(&wire).unwrap();
-        let back = request_from_wire(serde_json::from_str(&text).unwrap()).unwrap();
-        assert_eq!(back.request, request);
+        for choice in [
+            ToolChoice::Auto,
+            ToolChoice::Required,
+            ToolChoice::Named("f".into()),
+        ] {
+            let request = ChatRequest {
+                tool_choice: choice,
+                ..request.clone()
+            };
+            let wire = request_to_wire("m", &request, false);
+            let text = serde_json::to_string(&wire).unwrap();
+            let back = request_from_wire(serde_json::from_str(&text).unwrap()).unwrap();
+            assert_eq!(back.request, request);
+        }
     }
 }

@@ -6,9 +6,9 @@
 // but remain part of 2025-11-25, which most clients speak.
 #![allow(deprecated)]
 
-use crate::bindings::agentsite::agent::llm::{ChatRequest, ChatResponse, LlmError, Role};
 use crate::capabilities::caller::{Caller, ElicitAction, ElicitFailure, Elicitation, Progress};
 use crate::capabilities::guest_log::Level;
+use crate::llm::{ChatRequest, Completion, LlmFailure, Role, StopReason, Usage};
 use rmcp::model::{
     CreateMessageRequestParams, ElicitRequestParams, ElicitationAction, ElicitationSchema,
     LoggingLevel, LoggingMessageNotificationParam, ModelHint, ModelPreferences,
@@ -212,21 +212,38 @@ impl Caller for McpCaller {
         }
     }
 
-    async fn sample(&self, request: ChatRequest) -> Option<Result<ChatResponse, LlmError>> {
+    async fn sample(
+        &self,
+        request: &ChatRequest,
+        model_hint: Option<&str>,
+    ) -> Option<Result<Completion, LlmFailure>> {
         if !self.client_offers(|c| c.sampling.is_some()) {
+            return None;
+        }
+        // Sampling carries text conversations: tools, tool results and
+        // schemas stay with the node's own models.
+        let text_only = request.tools.is_empty()
+            && request.response_schema.is_none()
+            && request
+                .messages
+                .iter()
+                .all(|m| m.role != Role::Tool && m.tool_calls.is_empty());
+        if !text_only {
             return None;
         }
         let mut system = Vec::new();
         let mut messages = Vec::new();
-        for message in request.messages {
+        for message in &request.messages {
+            let content = message.content.clone();
             match message.role {
-                Role::System => system.push(message.content),
-                Role::User => messages.push(SamplingMessage::user_text(message.content)),
-                Role::Assistant => messages.push(SamplingMessage::assistant_text(message.content)),
+                Role::System => system.push(content),
+                Role::User => messages.push(SamplingMessage::user_text(content)),
+                Role::Assistant => messages.push(SamplingMessage::assistant_text(content)),
+                Role::Tool => unreachable!("text-only requests were checked above"),
             }
         }
         if messages.is_empty() {
-            return Some(Err(LlmError::InvalidRequest(
+            return Some(Err(LlmFailure::InvalidRequest(
                 "a chat request needs a user message besides system messages".into(),
             )));
         }
@@ -236,9 +253,8 @@ impl Caller for McpCaller {
         );
         params.system_prompt = (!system.is_empty()).then(|| system.join("\n\n"));
         params.temperature = request.temperature;
-        params.model_preferences = request
-            .model_hint
-            .map(|hint| ModelPreferences::new().with_hints(vec![ModelHint::new(hint)]));
+        params.model_preferences =
+            model_hint.map(|hint| ModelPreferences::new().with_hints(vec![ModelHint::new(hint)]));
         Some(match self.peer.create_message(params).await {
             Ok(result) => {
                 let text: Vec<&str> = result
@@ -250,14 +266,23 @@ impl Caller for McpCaller {
                         _ => None,
                     })
                     .collect();
-                Ok(ChatResponse {
+                Ok(Completion {
                     content: text.join(""),
+                    tool_calls: Vec::new(),
                     model: result.model,
-                    stop_reason: result.stop_reason,
+                    stop_reason: match result.stop_reason.as_deref() {
+                        Some("maxTokens") => StopReason::MaxTokens,
+                        _ => StopReason::EndTurn,
+                    },
+                    // Sampling reports no token counts.
+                    usage: Usage::default(),
+                    time_to_first_token: None,
                 })
             }
-            Err(ServiceError::McpError(error)) => Err(LlmError::Refused(error.message.to_string())),
-            Err(error) => Err(LlmError::Unavailable(format!(
+            Err(ServiceError::McpError(error)) => {
+                Err(LlmFailure::Refused(error.message.to_string()))
+            }
+            Err(error) => Err(LlmFailure::Unavailable(format!(
                 "the client's model did not answer: {error}"
             ))),
         })

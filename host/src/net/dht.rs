@@ -5,7 +5,8 @@
 //! manifest as a record and its hosts as provider records; and one key per
 //! keyword, holding as provider records the nodes that host an agent with
 //! that keyword. A search for a word is therefore one provider lookup,
-//! O(log n) hops in a network of n nodes.
+//! O(log n) hops in a network of n nodes. Nodes that share language models
+//! provide a key per model name and one key of all sharers.
 
 use crate::AgentId;
 use crate::store::manifest::{ManifestError, SignedManifest, normalize_keyword};
@@ -27,6 +28,18 @@ pub fn agent_key(id: &AgentId) -> RecordKey {
 pub fn keyword_key(keyword: &str) -> RecordKey {
     let digest = Sha256::digest(normalize_keyword(keyword).as_bytes());
     RecordKey::new(&[b"/agentsite/keyword/".as_slice(), &digest[..]].concat())
+}
+
+/// The DHT key under which the nodes that share a model called `name` are
+/// found.
+pub fn model_key(name: &str) -> RecordKey {
+    let digest = Sha256::digest(name.as_bytes());
+    RecordKey::new(&[b"/agentsite/llm/model/".as_slice(), &digest[..]].concat())
+}
+
+/// The DHT key under which every node that shares a model is found.
+pub fn model_sharers_key() -> RecordKey {
+    RecordKey::new(b"/agentsite/llm/sharers")
 }
 
 pub(super) fn behaviour(

@@ -6,7 +6,7 @@
 
 use super::behaviour::{Behaviour, BehaviourEvent};
 use super::fetch::{FetchRequest, FetchResponse};
-use super::rpc::{self, CallRequest};
+use super::rpc;
 use super::{
     Library, NetConfig, NetError, PeerInfo, ProviderLookup, PublishReport, dht, gossip, mesh,
 };
@@ -54,6 +54,11 @@ pub(super) enum Command {
     Announce {
         manifest: Box<SignedManifest>,
         reply: Reply<usize>,
+    },
+    /// Makes this node a provider of `keys` (no record, no announcement).
+    Provide {
+        keys: Vec<RecordKey>,
+        reply: Reply<PublishReport>,
     },
     Providers {
         key: RecordKey,
@@ -352,6 +357,7 @@ impl EventLoop {
             Command::Announce { manifest, reply } => {
                 let _ = reply.send(self.announce(&manifest));
             }
+            Command::Provide { keys, reply } => self.provide(keys, reply),
             Command::Providers { key, want, reply } => {
                 let id = self.swarm.behaviour_mut().kad.get_providers(key);
                 self.queries.insert(
@@ -397,23 +403,46 @@ impl EventLoop {
     }
 
     fn publish(&mut self, manifest: SignedManifest, reply: Reply<PublishReport>) {
+        // The announcement goes first: it reaches every node at once, while
+        // the DHT records take a few round trips.
+        let gossip_peers = self.announce(&manifest);
+        let record = kad::Record::new(dht::agent_key(&manifest.id()), manifest.encoded().to_vec());
+        let keywords = manifest.manifest().keywords();
+        let keys = std::iter::once(dht::agent_key(&manifest.id()))
+            .chain(keywords.iter().map(|k| dht::keyword_key(k)))
+            .collect();
+        self.start_publication(Some(record), keys, gossip_peers, reply);
+    }
+
+    /// Provides `keys`, as a publication without a record or announcement.
+    fn provide(&mut self, keys: Vec<RecordKey>, reply: Reply<PublishReport>) {
+        self.start_publication(None, keys, 0, reply);
+    }
+
+    /// Stores `record` and provides `keys`, answering `reply` once every
+    /// query is over.
+    fn start_publication(
+        &mut self,
+        record: Option<kad::Record>,
+        keys: Vec<RecordKey>,
+        gossip_peers: usize,
+        reply: Reply<PublishReport>,
+    ) {
         let number = self.next_publication;
         self.next_publication += 1;
         let mut publication = Publication {
             remaining: 0,
-            report: PublishReport::default(),
+            report: PublishReport {
+                gossip_peers,
+                ..PublishReport::default()
+            },
             reply,
         };
-        // The announcement goes first: it reaches every node at once, while
-        // the DHT records take a few round trips.
-        publication.report.gossip_peers = self.announce(&manifest);
-        let record = kad::Record::new(dht::agent_key(&manifest.id()), manifest.encoded().to_vec());
-        if self.send_publish_step(number, PublishStep::first(PublishQuery::Record(record))) {
+        if let Some(record) = record
+            && self.send_publish_step(number, PublishStep::first(PublishQuery::Record(record)))
+        {
             publication.remaining += 1;
         }
-        let keywords = manifest.manifest().keywords();
-        let keys = std::iter::once(dht::agent_key(&manifest.id()))
-            .chain(keywords.iter().map(|k| dht::keyword_key(k)));
         for key in keys {
             if self.send_publish_step(number, PublishStep::first(PublishQuery::Provide(key))) {
                 publication.remaining += 1;
@@ -638,6 +667,7 @@ impl EventLoop {
                     let key = record.key.as_ref();
                     if key.starts_with(b"/agentsite/agent/")
                         || key.starts_with(b"/agentsite/keyword/")
+                        || key.starts_with(b"/agentsite/llm/")
                     {
                         let store = self.swarm.behaviour_mut().kad.store_mut();
                         if let Err(e) = kad::store::RecordStore::add_provider(store, record) {
@@ -819,12 +849,12 @@ impl EventLoop {
         let Some((peer, message, channel)) = settle(&mut self.rpcs, event) else {
             return;
         };
-        // A message that is no tool call is answered here; only a call
-        // reaches the library.
-        let request = match CallRequest::from_json(&message) {
+        // A message that is no request of ours is answered here; the
+        // others reach the library.
+        let request = match rpc::Inbound::from_json(&message) {
             Ok(request) => request,
             Err(error) => {
-                let response = rpc::response(Err(error));
+                let response = rpc::response::<()>(Err(error));
                 let _ = self
                     .swarm
                     .behaviour_mut()
@@ -836,8 +866,14 @@ impl EventLoop {
         let library = self.library.clone();
         let answers = self.answers.clone();
         tokio::spawn(async move {
-            let outcome = library.call(peer, request).await;
-            let _ = answers.send(Answer::Rpc(channel, rpc::response(outcome)));
+            let response = match request {
+                rpc::Inbound::Call(call) => rpc::response(library.call(peer, call).await),
+                rpc::Inbound::Chat(chat) => rpc::response(library.chat(peer, chat).await),
+                rpc::Inbound::Models => rpc::response(Ok(serde_json::json!({
+                    "models": library.shared_models(),
+                }))),
+            };
+            let _ = answers.send(Answer::Rpc(channel, response));
         });
     }
 }

@@ -23,7 +23,7 @@ use crate::store::manifest::SignedManifest;
 use crate::tool::ToolOutput;
 use fetch::{FetchRequest, FetchResponse};
 pub use libp2p::{Multiaddr, PeerId, identity::Keypair};
-use rpc::{CallRequest, RpcError};
+use rpc::{CallRequest, ChatRelay, RpcError};
 use serde::Serialize;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -90,6 +90,18 @@ pub trait Library: Send + Sync + 'static {
     fn answer(&self, from: PeerId, request: FetchRequest) -> FetchResponse;
     /// Runs a tool call another node asked for.
     async fn call(&self, from: PeerId, request: CallRequest) -> Result<ToolOutput, RpcError>;
+    /// Completes a chat with a model this node shares: the answer in the
+    /// OpenAI chat-completions format.
+    async fn chat(&self, _from: PeerId, request: ChatRelay) -> Result<serde_json::Value, RpcError> {
+        Err(RpcError {
+            code: rpc::code::NOT_SHARED,
+            message: format!("this node shares no model {:?}", request.model),
+        })
+    }
+    /// The models this node shares.
+    fn shared_models(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// A valid announcement arrived: `host` says it hosts the agent.
     fn announced(&self, manifest: SignedManifest, host: PeerId);
     /// The node is now connected to `peers` peers.
@@ -234,6 +246,16 @@ impl Network {
         .await
     }
 
+    /// Makes this node a provider of `keys` in the DHT (as publishing an
+    /// agent does for its id and keywords).
+    pub async fn provide(
+        &self,
+        keys: Vec<libp2p::kad::RecordKey>,
+    ) -> Result<PublishReport, NetError> {
+        self.ask(|reply| event_loop::Command::Provide { keys, reply })
+            .await
+    }
+
     /// Finds hosts of `key`, stopping once `want` are known (or the lookup
     /// has asked every close peer).
     pub async fn providers(
@@ -274,19 +296,49 @@ impl Network {
         request: CallRequest,
         timeout: Duration,
     ) -> Result<Result<ToolOutput, RpcError>, NetError> {
+        let message = self.rpc(peer, request.to_json(), timeout).await?;
+        Ok(rpc::parse_response(message))
+    }
+
+    /// Asks `peer` to complete a chat with a model it shares, waiting up to
+    /// `timeout`: its answer (OpenAI format) or its refusal.
+    pub async fn chat(
+        &self,
+        peer: PeerId,
+        request: ChatRelay,
+        timeout: Duration,
+    ) -> Result<Result<serde_json::Value, RpcError>, NetError> {
+        let message = self.rpc(peer, request.to_json(), timeout).await?;
+        Ok(rpc::parse_result(message))
+    }
+
+    /// The names of the models `peer` shares.
+    pub async fn shared_models(
+        &self,
+        peer: PeerId,
+        timeout: Duration,
+    ) -> Result<Result<serde_json::Value, RpcError>, NetError> {
+        let message = self.rpc(peer, rpc::models_request(), timeout).await?;
+        Ok(rpc::parse_result(message))
+    }
+
+    async fn rpc(
+        &self,
+        peer: PeerId,
+        message: serde_json::Value,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, NetError> {
         let answer = self.ask(|reply| event_loop::Command::Rpc {
             peer,
-            message: request.to_json(),
+            message,
             reply,
         });
-        let message =
-            tokio::time::timeout(timeout, answer)
-                .await
-                .map_err(|_| NetError::Request {
-                    peer,
-                    reason: format!("no answer within {}", humantime::format_duration(timeout)),
-                })???;
-        Ok(rpc::parse_response(message))
+        tokio::time::timeout(timeout, answer)
+            .await
+            .map_err(|_| NetError::Request {
+                peer,
+                reason: format!("no answer within {}", humantime::format_duration(timeout)),
+            })??
     }
 
     /// Blocks `peer`: it sent data that fails verification.

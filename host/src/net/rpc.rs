@@ -7,6 +7,10 @@
 //! remaining time in `_meta`, so that the called node can refuse chains that
 //! are too deep and stop work nobody waits for. The called node applies its
 //! own limits and policy; the caller cannot raise them.
+//!
+//! Nodes that share their language models also answer `llm/models` (the
+//! names they share) and `llm/chat` (an OpenAI chat-completions request for
+//! one of them, answered in the same format), under the same rules.
 
 use crate::AgentId;
 use crate::tool::ToolOutput;
@@ -60,6 +64,106 @@ pub mod code {
     pub const DEADLINE_EXCEEDED: i64 = -32006;
     /// The agent has no tool of that name (the message is the name).
     pub const UNKNOWN_TOOL: i64 = -32007;
+    /// The node does not share that model.
+    pub const NOT_SHARED: i64 = -32008;
+    /// The model is busy, or the asking peer sent too many requests.
+    pub const BUSY: i64 = -32009;
+}
+
+/// A request another node sent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inbound {
+    /// `tools/call`
+    Call(CallRequest),
+    /// `llm/chat`
+    Chat(ChatRelay),
+    /// `llm/models`
+    Models,
+}
+
+impl Inbound {
+    /// Reads a JSON-RPC message from another node.
+    pub(super) fn from_json(message: &Value) -> Result<Inbound, RpcError> {
+        if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return Err(RpcError {
+                code: code::INVALID_PARAMS,
+                message: "not a JSON-RPC 2.0 request".into(),
+            });
+        }
+        match message.get("method").and_then(Value::as_str) {
+            Some("tools/call") => CallRequest::from_json(message).map(Inbound::Call),
+            Some("llm/chat") => ChatRelay::from_json(message).map(Inbound::Chat),
+            Some("llm/models") => Ok(Inbound::Models),
+            _ => Err(RpcError {
+                code: code::METHOD_NOT_FOUND,
+                message: "only tools/call, llm/chat and llm/models are served between nodes".into(),
+            }),
+        }
+    }
+}
+
+/// A chat completion for a model another node shares.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRelay {
+    /// The model's name on the sharing node.
+    pub model: String,
+    /// The request in the OpenAI chat-completions format.
+    pub request: Value,
+    /// Time the caller still waits for an answer.
+    pub deadline: Duration,
+}
+
+impl ChatRelay {
+    /// The JSON-RPC message.
+    pub(super) fn to_json(&self) -> Value {
+        json!({
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "llm/chat",
+            "params": {
+                "model": self.model,
+                "request": self.request,
+                "_meta": { "agentsite/deadlineMs": self.deadline.as_millis() as u64 },
+            },
+        })
+    }
+
+    fn from_json(message: &Value) -> Result<ChatRelay, RpcError> {
+        let invalid = |message: &str| RpcError {
+            code: code::INVALID_PARAMS,
+            message: message.to_owned(),
+        };
+        let params = message
+            .get("params")
+            .ok_or_else(|| invalid("llm/chat without params"))?;
+        let model = params
+            .get("model")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid("llm/chat without a model"))?
+            .to_owned();
+        let request = params
+            .get("request")
+            .filter(|r| r.is_object())
+            .cloned()
+            .ok_or_else(|| invalid("llm/chat without a request object"))?;
+        let deadline = params
+            .get("_meta")
+            .and_then(|meta| meta.get("agentsite/deadlineMs"))
+            .and_then(Value::as_u64)
+            .map(Duration::from_millis)
+            .unwrap_or(MAX_REMOTE_DEADLINE)
+            .min(MAX_REMOTE_DEADLINE);
+        Ok(ChatRelay {
+            model,
+            request,
+            deadline,
+        })
+    }
+}
+
+/// The `llm/models` request.
+pub(super) fn models_request() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "llm/models"})
 }
 
 /// Why a remote call did not return a tool result.
@@ -89,21 +193,12 @@ impl CallRequest {
         })
     }
 
-    /// Reads a JSON-RPC message from another node.
-    pub(super) fn from_json(message: &Value) -> Result<CallRequest, RpcError> {
+    /// Reads the params of a `tools/call` from another node.
+    fn from_json(message: &Value) -> Result<CallRequest, RpcError> {
         let invalid = |message: &str| RpcError {
             code: code::INVALID_PARAMS,
             message: message.to_owned(),
         };
-        if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return Err(invalid("not a JSON-RPC 2.0 request"));
-        }
-        if message.get("method").and_then(Value::as_str) != Some("tools/call") {
-            return Err(RpcError {
-                code: code::METHOD_NOT_FOUND,
-                message: "only tools/call is served between nodes".into(),
-            });
-        }
         let params = message
             .get("params")
             .ok_or_else(|| invalid("tools/call without params"))?;
@@ -147,7 +242,7 @@ impl CallRequest {
 }
 
 /// The JSON-RPC answer carrying `outcome`.
-pub(super) fn response(outcome: Result<ToolOutput, RpcError>) -> Value {
+pub(super) fn response<T: serde::Serialize>(outcome: Result<T, RpcError>) -> Value {
     match outcome {
         Ok(output) => json!({"jsonrpc": "2.0", "id": 1, "result": output}),
         Err(error) => json!({
@@ -158,8 +253,17 @@ pub(super) fn response(outcome: Result<ToolOutput, RpcError>) -> Value {
     }
 }
 
-/// Reads another node's answer.
+/// Reads another node's answer to a tool call.
 pub(super) fn parse_response(message: Value) -> Result<ToolOutput, RpcError> {
+    let result = parse_result(message)?;
+    serde_json::from_value(result).map_err(|e| RpcError {
+        code: code::INTERNAL,
+        message: format!("the remote node's result is not a CallToolResult: {e}"),
+    })
+}
+
+/// The `result` of another node's answer, or its error.
+pub(super) fn parse_result(message: Value) -> Result<Value, RpcError> {
     if let Some(error) = message.get("error") {
         return Err(RpcError {
             code: error
@@ -175,13 +279,9 @@ pub(super) fn parse_response(message: Value) -> Result<ToolOutput, RpcError> {
                 .collect(),
         });
     }
-    let result = message.get("result").cloned().ok_or_else(|| RpcError {
+    message.get("result").cloned().ok_or_else(|| RpcError {
         code: code::INTERNAL,
         message: "the remote node answered neither a result nor an error".into(),
-    })?;
-    serde_json::from_value(result).map_err(|e| RpcError {
-        code: code::INTERNAL,
-        message: format!("the remote node's result is not a CallToolResult: {e}"),
     })
 }
 
@@ -198,14 +298,31 @@ mod tests {
             depth: 2,
             deadline: Duration::from_millis(1500),
         };
-        assert_eq!(CallRequest::from_json(&request.to_json()), Ok(request));
+        assert_eq!(
+            Inbound::from_json(&request.to_json()),
+            Ok(Inbound::Call(request))
+        );
+        let relay = ChatRelay {
+            model: "local".into(),
+            request: json!({"messages": [{"role": "user", "content": "Hi"}]}),
+            deadline: Duration::from_secs(3),
+        };
+        assert_eq!(
+            Inbound::from_json(&relay.to_json()),
+            Ok(Inbound::Chat(relay))
+        );
+        assert_eq!(Inbound::from_json(&models_request()), Ok(Inbound::Models));
     }
 
     #[test]
     fn malformed_requests_get_json_rpc_errors() {
-        let error = CallRequest::from_json(&json!({"jsonrpc": "2.0", "method": "tools/list"}));
+        let error = Inbound::from_json(&json!({"jsonrpc": "2.0", "method": "tools/list"}));
         assert_eq!(error.unwrap_err().code, code::METHOD_NOT_FOUND);
-        let error = CallRequest::from_json(&json!({"jsonrpc": "2.0", "method": "tools/call",
+        let error = Inbound::from_json(
+            &json!({"jsonrpc": "2.0", "method": "llm/chat", "params": {"model": "m", "request": []}}),
+        );
+        assert_eq!(error.unwrap_err().code, code::INVALID_PARAMS);
+        let error = Inbound::from_json(&json!({"jsonrpc": "2.0", "method": "tools/call",
             "params": {"name": "add", "arguments": [1], "_meta": {"agentsite/agent": AgentId::of(b"x")}}}));
         assert_eq!(error.unwrap_err().code, code::INVALID_PARAMS);
         let deadline = CallRequest::from_json(&json!({"jsonrpc": "2.0", "method": "tools/call",

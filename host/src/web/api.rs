@@ -78,6 +78,7 @@ pub fn router(hub: Arc<Hub>, token: String) -> Router {
         .route("/api/peers", get(peers))
         .route("/api/publish", post(publish))
         .route("/api/search", get(search))
+        .route("/api/models/network", get(network_models))
         .route("/api/fetch", post(fetch))
         .route("/api/call", post(call))
         .route_layer(middleware::from_fn_with_state(
@@ -174,6 +175,13 @@ async fn search(State(api): State<Arc<Api>>, Query(query): Query<SearchQuery>) -
     match api.hub.search(&query.q, query.limit.clamp(1, 200)).await {
         Ok(found) => Json(found).into_response(),
         Err(e) => hub_failure(e),
+    }
+}
+
+async fn network_models(State(api): State<Arc<Api>>) -> Response {
+    match api.hub.shared_models().await {
+        Ok(found) => Json(found).into_response(),
+        Err(e) => failure(StatusCode::BAD_GATEWAY, e),
     }
 }
 

@@ -2,7 +2,10 @@
 //! tokenizer and chat template the GGUF file carries.
 
 use super::super::template::{self, ChatTemplate};
-use super::super::{ChatRequest, Completion, Delta, DeltaSink, LlmFailure, StopReason, Usage};
+use super::super::{
+    ChatRequest, Completion, Delta, DeltaSink, LlmFailure, StopReason, ToolChoice, ToolSpec, Usage,
+};
+use super::constraint::{Constraint, Grammars};
 use candle_core::quantized::gguf_file;
 use candle_core::quantized::tokenizer::TokenizerFromGguf;
 use candle_core::quantized::{GgmlDType, QTensor};
@@ -25,10 +28,70 @@ pub struct Loaded {
     weights: ModelWeights,
     tokenizer: Tokenizer,
     template: ChatTemplate,
+    /// Holds answers to a schema or to the tool-call form.
+    grammars: Grammars,
     /// Tokens that end the assistant's turn.
     stop_tokens: Vec<u32>,
     /// The smaller of the model's trained context and the configured one.
     context: usize,
+}
+
+/// What a GGUF file holds, read from its header without its weights.
+pub struct FileFacts {
+    /// Parameters of all its tensors.
+    pub parameters: u64,
+    /// The context the model was trained for, in tokens.
+    pub trained_context: Option<usize>,
+}
+
+/// Checks that the GGUF file at `path` holds a llama-family model with a
+/// tokenizer the node can run, reading only its header.
+pub fn inspect(path: &Path) -> Result<FileFacts, String> {
+    let mut file = open(path)?;
+    let content = read_header(path, &mut file)?;
+    Tokenizer::from_gguf(&content)
+        .map_err(|e| format!("{} carries no usable tokenizer: {e}", path.display()))?;
+    Ok(FileFacts {
+        parameters: content
+            .tensor_infos
+            .values()
+            .map(|info| info.shape.elem_count() as u64)
+            .sum(),
+        trained_context: content
+            .metadata
+            .get("llama.context_length")
+            .and_then(|v| v.to_u32().ok())
+            .map(|n| n as usize),
+    })
+}
+
+fn open(path: &Path) -> Result<std::fs::File, String> {
+    std::fs::File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!(
+            "no model file at {} (the set-up scripts put the default model there: bash scripts/model.sh)",
+            path.display()
+        ),
+        _ => format!("cannot open {}: {e}", path.display()),
+    })
+}
+
+/// The header of the GGUF file at `path`, refused unless of the llama family.
+fn read_header(path: &Path, file: &mut std::fs::File) -> Result<gguf_file::Content, String> {
+    let content = gguf_file::Content::read(file)
+        .map_err(|e| format!("{} is not a complete GGUF file: {e}", path.display()))?;
+    let architecture = content
+        .metadata
+        .get("general.architecture")
+        .and_then(|v| v.to_string().ok())
+        .cloned()
+        .unwrap_or_default();
+    if architecture != "llama" {
+        return Err(format!(
+            "{} holds a model of the {architecture:?} family; the node runs the llama family",
+            path.display()
+        ));
+    }
+    Ok(content)
 }
 
 /// Reads and checks the GGUF file at `path`.
@@ -37,13 +100,7 @@ pub fn read_model(
     expected_sha256: Option<&str>,
     context: usize,
 ) -> Result<Loaded, String> {
-    let mut file = std::fs::File::open(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => format!(
-            "no model file at {} (the set-up scripts put the default model there: bash scripts/model.sh)",
-            path.display()
-        ),
-        _ => format!("cannot open {}: {e}", path.display()),
-    })?;
+    let mut file = open(path)?;
     if let Some(expected) = expected_sha256 {
         let actual =
             sha256_of(&mut file).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
@@ -57,21 +114,10 @@ pub fn read_model(
     }
     let not_gguf =
         |e: candle_core::Error| format!("{} is not a complete GGUF file: {e}", path.display());
-    let content = gguf_file::Content::read(&mut file).map_err(not_gguf)?;
-    let architecture = content
-        .metadata
-        .get("general.architecture")
-        .and_then(|v| v.to_string().ok())
-        .cloned()
-        .unwrap_or_default();
-    if architecture != "llama" {
-        return Err(format!(
-            "{} holds a model of the {architecture:?} family; the node runs the llama family",
-            path.display()
-        ));
-    }
-    let tokenizer = Tokenizer::from_gguf(&content)
+    let content = read_header(path, &mut file)?;
+    let mut tokenizer = Tokenizer::from_gguf(&content)
         .map_err(|e| format!("{} carries no usable tokenizer: {e}", path.display()))?;
+    without_prefix_space(&mut tokenizer);
     let chat_template = content
         .metadata
         .get("tokenizer.chat_template")
@@ -98,17 +144,43 @@ pub fn read_model(
             stop_tokens.push(id);
         }
     }
+    let grammars =
+        Grammars::new(&tokenizer, &stop_tokens).map_err(|e| format!("{}: {e}", path.display()))?;
     let (content, mut reader) = requantized(content, &mut file).map_err(not_gguf)?;
     let weights = ModelWeights::from_gguf(content, &mut reader, &Device::Cpu).map_err(not_gguf)?;
     Ok(Loaded {
         weights,
         tokenizer,
         template,
+        grammars,
         stop_tokens,
         context: context
             .min(trained_context)
             .min(candle_transformers::models::quantized_llama::MAX_SEQ_LEN),
     })
+}
+
+/// Stops the tokenizer from putting a space before every piece of text.
+///
+/// candle builds GGUF byte-level tokenizers with GPT-2's pre-tokenizer
+/// defaults, which add a space before the text of each segment: after
+/// every `<|im_start|>` of the chat template the model would read
+/// " system", " user", " assistant", which is not what it was trained on
+/// (the models' own tokenizers, and llama.cpp, add none); and text held to
+/// a grammar would be tokenized with a space the grammar does not allow.
+fn without_prefix_space(tokenizer: &mut Tokenizer) {
+    use tokenizers::PreTokenizerWrapper;
+    fn fix(pre: &mut PreTokenizerWrapper) {
+        match pre {
+            PreTokenizerWrapper::ByteLevel(byte_level) => byte_level.add_prefix_space = false,
+            PreTokenizerWrapper::Sequence(sequence) => sequence.as_mut().iter_mut().for_each(fix),
+            _ => {}
+        }
+    }
+    if let Some(mut pre) = tokenizer.get_pre_tokenizer().cloned() {
+        fix(&mut pre);
+        tokenizer.with_pre_tokenizer(Some(pre));
+    }
 }
 
 /// The file's tensors with Q4_1 ones turned into Q8_0, as a GGUF in memory.
@@ -166,10 +238,16 @@ pub fn generate(
     sink: DeltaSink,
     abandoned: &AtomicBool,
 ) -> Result<Completion, LlmFailure> {
+    let tools: &[ToolSpec] = if request.tool_choice == ToolChoice::None {
+        &[]
+    } else {
+        &request.tools
+    };
     let prompt = loaded
         .template
-        .render(&request.messages, &request.tools)
+        .render(&request.messages, tools, request.response_schema.as_ref())
         .map_err(LlmFailure::InvalidRequest)?;
+    let mut constraint = loaded.grammars.for_request(&request)?;
     let encoding = loaded.tokenizer.encode(prompt, false).map_err(|e| {
         LlmFailure::InvalidRequest(format!("cannot tokenize the conversation: {e}"))
     })?;
@@ -231,11 +309,19 @@ pub fn generate(
     // Text is sent when it is whole: a token may end inside a character.
     let mut sent = 0;
     while generated.len() < max_tokens {
+        if let Some(constraint) = &mut constraint {
+            let mut values = logits.to_vec1::<f32>().map_err(failed)?;
+            constraint.mask(&mut values)?;
+            logits = Tensor::new(values, &Device::Cpu).map_err(failed)?;
+        }
         let next = sampler.sample(&logits).map_err(failed)?;
         time_to_first_token.get_or_insert_with(|| started.elapsed());
         if loaded.stop_tokens.contains(&next) {
             stop_reason = StopReason::EndTurn;
             break;
+        }
+        if let Some(constraint) = &mut constraint {
+            constraint.advance(next)?;
         }
         generated.push(next);
         text = loaded
@@ -245,12 +331,16 @@ pub fn generate(
         if let Some(sink) = &sink
             && !text.ends_with('\u{FFFD}')
             && text.len() > sent
-            && request.tools.is_empty()
+            && tools.is_empty()
         {
             // A receiver that went away stops nobody: the answer is
             // still returned whole.
             let _ = sink.blocking_send(Delta::Text(text[sent..].to_owned()));
             sent = text.len();
+        }
+        if constraint.as_ref().is_some_and(Constraint::is_finished) {
+            stop_reason = StopReason::EndTurn;
+            break;
         }
         if must_stop() {
             return Err(stopped());
@@ -267,15 +357,21 @@ pub fn generate(
     }
 
     let mut call_number = 0;
-    let (content, tool_calls) = template::parse_answer(&text, &request.tools, || {
+    let parsed = template::parse_answer(&text, tools, || {
         call_number += 1;
         format!("call_{call_number}")
-    })
-    .map_err(LlmFailure::Unavailable)?;
+    });
+    let (content, tool_calls) = match parsed {
+        Ok(parsed) => parsed,
+        // A call cut off by `max_tokens` is no call: the text is the answer,
+        // and the stop reason says why it is unfinished.
+        Err(_) if stop_reason == StopReason::MaxTokens => (text.clone(), Vec::new()),
+        Err(why) => return Err(LlmFailure::Unavailable(why)),
+    };
     if let Some(sink) = &sink {
-        if request.tools.is_empty() && text.len() > sent {
+        if tools.is_empty() && text.len() > sent {
             let _ = sink.blocking_send(Delta::Text(text[sent..].to_owned()));
-        } else if !request.tools.is_empty() {
+        } else if !tools.is_empty() {
             if !content.is_empty() {
                 let _ = sink.blocking_send(Delta::Text(content.clone()));
             }

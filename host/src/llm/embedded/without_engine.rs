@@ -9,6 +9,16 @@ use std::time::Instant;
 /// No model can be read into memory in this build.
 pub enum Loaded {}
 
+/// What a GGUF file holds (see the engine's).
+pub struct FileFacts {
+    pub parameters: u64,
+    pub trained_context: Option<usize>,
+}
+
+pub fn inspect(path: &Path) -> Result<FileFacts, String> {
+    read_model(path, None, 0).map(|loaded| match loaded {})
+}
+
 pub fn read_model(
     path: &Path,
     _expected_sha256: Option<&str>,

@@ -1,0 +1,407 @@
+//! Constrained generation: an embedded model's answer that must take a
+//! shape (JSON matching a schema, or a tool call) is made to, token by token.
+//!
+//! Before each token the grammar says which tokens may come next
+//! (llguidance, which builds the JSON-schema and Lark grammars and the
+//! token masks) and every other token's logit is set to minus infinity; so
+//! even a tiny model answers with valid JSON and well-formed tool calls. The
+//! tool-call form is the one the prompt teaches (see `template`):
+//! `<tool_call>[{"name": …, "arguments": {…}}]</tool_call>`.
+
+use super::super::template::{TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
+use super::super::{ChatRequest, LlmFailure, ToolChoice, ToolSpec};
+use llguidance::api::TopLevelGrammar;
+use llguidance::toktrie::{TokEnv, TokRxInfo, TokTrie, TokenId, TokenizerEnv};
+use llguidance::{Matcher, ParserFactory};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokenizers::Tokenizer;
+
+/// Tool calls one answer may hold: a small model otherwise repeats a call
+/// until its tokens run out.
+const MAX_CALLS: usize = 8;
+
+/// Builds the grammars of one model's requests: holds its vocabulary as
+/// bytes (the token trie), built once when the model loads.
+pub struct Grammars {
+    factory: ParserFactory,
+}
+
+impl Grammars {
+    /// For a byte-level BPE `tokenizer` (the kind GGUF files of the llama
+    /// family carry), whose turns end with any of `stop_tokens`.
+    pub fn new(tokenizer: &Tokenizer, stop_tokens: &[u32]) -> Result<Self, String> {
+        let env = TokenizerBytes::new(tokenizer.clone(), stop_tokens)?;
+        Self::with_env(Arc::new(env))
+    }
+
+    fn with_env(env: TokEnv) -> Result<Self, String> {
+        let mut factory = ParserFactory::new_simple(&env)
+            .map_err(|e| format!("cannot prepare constrained generation: {e}"))?;
+        // Warnings go to our own errors, not to the node's stderr.
+        factory.quiet();
+        Ok(Grammars { factory })
+    }
+
+    /// The constraint `request` puts on the answer, if any: a JSON schema, or
+    /// tool calls (required, or allowed after free text).
+    pub fn for_request(&self, request: &ChatRequest) -> Result<Option<Constraint>, LlmFailure> {
+        let grammar = match (&request.response_schema, tool_grammar(request)?) {
+            (Some(_), Some(_)) if request.tool_choice != ToolChoice::Auto => {
+                return Err(LlmFailure::InvalidRequest(
+                    "a request may require tool calls or a JSON answer, not both".into(),
+                ));
+            }
+            (_, Some(lark)) => TopLevelGrammar::from_lark(lark),
+            (Some(schema), None) => TopLevelGrammar::from_json_schema(schema.clone()),
+            (None, None) => return Ok(None),
+        };
+        let parser = self.factory.create_parser(grammar).map_err(|e| {
+            LlmFailure::InvalidRequest(format!(
+                "the model cannot be held to this schema: {}",
+                crate::text::one_line(&e.to_string(), 300)
+            ))
+        })?;
+        let matcher = Matcher::new(Ok(parser));
+        Ok(Some(Constraint { matcher }))
+    }
+}
+
+/// The grammar (in llguidance's Lark) of an answer to a request with tools:
+/// `None` when the tools leave the answer free.
+fn tool_grammar(request: &ChatRequest) -> Result<Option<String>, LlmFailure> {
+    if request.tools.is_empty() {
+        return match &request.tool_choice {
+            ToolChoice::Required | ToolChoice::Named(_) => Err(LlmFailure::InvalidRequest(
+                "the request requires a tool call and offers no tools".into(),
+            )),
+            ToolChoice::Auto | ToolChoice::None => Ok(None),
+        };
+    }
+    let tools: Vec<&ToolSpec> = match &request.tool_choice {
+        ToolChoice::None => return Ok(None),
+        ToolChoice::Auto | ToolChoice::Required => request.tools.iter().collect(),
+        ToolChoice::Named(name) => {
+            let named: Vec<&ToolSpec> = request.tools.iter().filter(|t| &t.name == name).collect();
+            if named.is_empty() {
+                return Err(LlmFailure::InvalidRequest(format!(
+                    "the request requires a call of tool {name:?}, which it does not offer"
+                )));
+            }
+            named
+        }
+    };
+    let calls = json!({
+        "type": "array",
+        "minItems": 1,
+        "maxItems": MAX_CALLS,
+        "items": { "anyOf": tools.iter().map(|tool| call_schema(tool)).collect::<Vec<_>>() },
+    });
+    let open = lark_string(TOOL_CALL_OPEN);
+    let close = lark_string(TOOL_CALL_CLOSE);
+    let calls_rule = format!("calls: %json {calls}");
+    Ok(Some(match request.tool_choice {
+        // Free text, or tool calls from where the text says `<tool_call>`.
+        ToolChoice::Auto => format!(
+            "start: TEXT | call\n\
+             call: call_head calls {close}\n\
+             call_head[lazy]: TEXT {open}\n\
+             {calls_rule}\n\
+             TEXT: /(?s:.*)/\n"
+        ),
+        _ => format!("start: {open} calls {close}\n{calls_rule}\n"),
+    }))
+}
+
+/// One call of `tool`: its name and arguments matching its schema. The
+/// arguments hold only the properties the schema names, unless it says
+/// otherwise (as OpenAI's strict mode does): a small model otherwise
+/// invents properties and fills them with prose.
+fn call_schema(tool: &ToolSpec) -> Value {
+    let arguments = match &tool.parameters {
+        Value::Object(schema) if !schema.is_empty() => {
+            let mut schema = schema.clone();
+            if schema.contains_key("properties") {
+                schema
+                    .entry("additionalProperties")
+                    .or_insert(Value::Bool(false));
+            }
+            Value::Object(schema)
+        }
+        _ => json!({ "type": "object" }),
+    };
+    json!({
+        "type": "object",
+        "properties": { "name": { "const": tool.name }, "arguments": arguments },
+        "required": ["name", "arguments"],
+        "additionalProperties": false,
+    })
+}
+
+/// `text` as a Lark string literal.
+fn lark_string(text: &str) -> String {
+    serde_json::to_string(text).expect("a string serializes")
+}
+
+/// The grammar state of one answer being generated.
+pub struct Constraint {
+    matcher: Matcher,
+}
+
+impl Constraint {
+    /// Leaves only the tokens the grammar allows next in `logits`.
+    pub fn mask(&mut self, logits: &mut [f32]) -> Result<(), LlmFailure> {
+        let allowed = self.matcher.compute_mask().map_err(failed)?;
+        if allowed.is_zero() {
+            // Only a grammar no text satisfies gets here: a schema that
+            // contradicts itself, or one the parser could not follow.
+            return Err(LlmFailure::InvalidRequest(
+                "no answer can match the requested schema".into(),
+            ));
+        }
+        for (token, logit) in logits.iter_mut().enumerate() {
+            if token >= allowed.len() || !allowed.is_allowed(token as TokenId) {
+                *logit = f32::NEG_INFINITY;
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves past `token`, which [`Constraint::mask`] allowed.
+    pub fn advance(&mut self, token: u32) -> Result<(), LlmFailure> {
+        self.matcher.consume_token(token).map_err(failed)
+    }
+
+    /// Whether the grammar is complete: nothing more may follow.
+    pub fn is_finished(&self) -> bool {
+        self.matcher.is_stopped()
+    }
+}
+
+fn failed(e: impl std::fmt::Display) -> LlmFailure {
+    LlmFailure::Unavailable(format!(
+        "constrained generation failed: {}",
+        crate::text::one_line(&e.to_string(), 300)
+    ))
+}
+
+/// A byte-level BPE vocabulary as the bytes each token stands for, which
+/// is what the grammar engine matches against.
+struct TokenizerBytes {
+    trie: TokTrie,
+    tokenizer: Tokenizer,
+}
+
+impl TokenizerBytes {
+    fn new(tokenizer: Tokenizer, stop_tokens: &[u32]) -> Result<Self, String> {
+        let vocab_size = tokenizer.get_vocab_size(true);
+        let specials: HashMap<u32, bool> = tokenizer
+            .get_added_tokens_decoder()
+            .into_iter()
+            .map(|(id, token)| (id, token.special))
+            .collect();
+        let chars = byte_level_chars();
+        let mut words = Vec::with_capacity(vocab_size);
+        for id in 0..vocab_size as u32 {
+            let Some(name) = tokenizer.id_to_token(id) else {
+                words.push(Vec::new());
+                continue;
+            };
+            let word = if specials.get(&id) == Some(&true) {
+                // The grammar never produces these unless asked by name.
+                let mut bytes = vec![TokTrie::SPECIAL_TOKEN_MARKER];
+                bytes.extend_from_slice(name.as_bytes());
+                bytes
+            } else {
+                name.chars()
+                    .map(|c| chars.get(&c).copied())
+                    .collect::<Option<Vec<u8>>>()
+                    // A token outside the byte-level alphabet (an added
+                    // plain-text token): its text is its bytes.
+                    .unwrap_or_else(|| name.as_bytes().to_vec())
+            };
+            words.push(word);
+        }
+        let eos = *stop_tokens
+            .first()
+            .ok_or("the model names no end-of-turn token")?;
+        let info = TokRxInfo::new(vocab_size as u32, eos);
+        let mut trie = TokTrie::from(&info, &words);
+        if stop_tokens.len() > 1 {
+            trie = trie.with_eos_tokens(stop_tokens);
+        }
+        Ok(TokenizerBytes { trie, tokenizer })
+    }
+}
+
+impl TokenizerEnv for TokenizerBytes {
+    fn tok_trie(&self) -> &TokTrie {
+        &self.trie
+    }
+
+    fn tokenize_bytes(&self, s: &[u8]) -> Vec<TokenId> {
+        self.trie.tokenize_with_greedy_fallback(s, |text| {
+            self.tokenizer
+                .encode(text, false)
+                .map(|encoding| encoding.get_ids().to_vec())
+                .unwrap_or_default()
+        })
+    }
+}
+
+/// GPT-2's byte-level alphabet backwards: the character each byte is
+/// written as in a vocabulary, mapped to the byte. Printable bytes stand for
+/// themselves; the others were moved to U+0100 and up, in byte order.
+fn byte_level_chars() -> HashMap<char, u8> {
+    let printable = |b: u8| matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
+    let mut moved = 0x100u32;
+    (0..=255u8)
+        .map(|byte| {
+            if printable(byte) {
+                (byte as char, byte)
+            } else {
+                let c = char::from_u32(moved).expect("below the surrogates");
+                moved += 1;
+                (c, byte)
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_byte_level_alphabet_covers_every_byte_once() {
+        let chars = byte_level_chars();
+        assert_eq!(chars.len(), 256);
+        assert_eq!(chars[&'Ġ'], b' ');
+        assert_eq!(chars[&'Ċ'], b'\n');
+        assert_eq!(chars[&'a'], b'a');
+    }
+
+    fn search_request(choice: ToolChoice) -> ChatRequest {
+        ChatRequest {
+            tools: vec![ToolSpec {
+                name: "search".into(),
+                description: "Searches.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {"q": {"type": "string"}},
+                    "required": ["q"],
+                }),
+            }],
+            tool_choice: choice,
+            ..ChatRequest::default()
+        }
+    }
+
+    /// Feeds `text` through `constraint` a byte at a time.
+    fn write(constraint: &mut Constraint, env: &TokEnv, text: &str) {
+        for token in env.tokenize_bytes(text.as_bytes()) {
+            let mut logits = vec![0.0; env.tok_trie().vocab_size()];
+            constraint.mask(&mut logits).unwrap();
+            assert!(logits[token as usize].is_finite(), "{text:?} refused");
+            constraint.advance(token).unwrap();
+        }
+    }
+
+    fn allowed(constraint: &mut Constraint, env: &TokEnv, text: &str) -> bool {
+        let token = env.tokenize_bytes(text.as_bytes())[0];
+        let mut logits = vec![0.0; env.tok_trie().vocab_size()];
+        constraint.mask(&mut logits).unwrap();
+        logits[token as usize].is_finite()
+    }
+
+    #[test]
+    fn free_text_may_turn_into_a_tool_call_which_must_then_be_well_formed() {
+        let env = llguidance::toktrie::ApproximateTokEnv::single_byte_env();
+        let grammars = Grammars::with_env(env.clone()).unwrap();
+
+        let auto = search_request(ToolChoice::Auto);
+        let mut constraint = grammars.for_request(&auto).unwrap().unwrap();
+        write(&mut constraint, &env, "Plain words, no call.");
+        assert!(allowed(&mut constraint, &env, "x"));
+
+        let mut constraint = grammars.for_request(&auto).unwrap().unwrap();
+        write(&mut constraint, &env, "Let me look. <tool_call>");
+        assert!(allowed(&mut constraint, &env, "["));
+        assert!(!allowed(&mut constraint, &env, "x"));
+        write(
+            &mut constraint,
+            &env,
+            r#"[{"name": "search", "arguments": {"q": "maps"}}]"#,
+        );
+        assert!(!allowed(&mut constraint, &env, "x"));
+        write(&mut constraint, &env, "</tool_call>");
+    }
+
+    #[test]
+    fn a_required_call_names_an_offered_tool_with_arguments_of_its_schema() {
+        let env = llguidance::toktrie::ApproximateTokEnv::single_byte_env();
+        let grammars = Grammars::with_env(env.clone()).unwrap();
+        let mut constraint = grammars
+            .for_request(&search_request(ToolChoice::Required))
+            .unwrap()
+            .unwrap();
+        assert!(!allowed(&mut constraint, &env, "S"));
+        write(&mut constraint, &env, r#"<tool_call>[{"name": ""#);
+        assert!(allowed(&mut constraint, &env, "s"));
+        assert!(!allowed(&mut constraint, &env, "f"));
+        write(&mut constraint, &env, r#"search", "arguments": {"#);
+        // `q` is the only property, and it is required.
+        assert!(!allowed(&mut constraint, &env, "}"));
+        write(&mut constraint, &env, r#""q": "rivers"}}]</tool_call>"#);
+        assert!(constraint.is_finished());
+    }
+
+    #[test]
+    fn a_schema_that_cannot_be_compiled_is_an_invalid_request() {
+        let env = llguidance::toktrie::ApproximateTokEnv::single_byte_env();
+        let grammars = Grammars::with_env(env).unwrap();
+        let request = ChatRequest {
+            response_schema: Some(json!({"type": "frobnicate"})),
+            ..ChatRequest::default()
+        };
+        let Err(LlmFailure::InvalidRequest(why)) = grammars.for_request(&request) else {
+            panic!("an unknown type compiled");
+        };
+        assert!(
+            why.starts_with("the model cannot be held to this schema"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn tool_grammars_follow_the_tool_choice() {
+        let tool = ToolSpec {
+            name: "search".into(),
+            description: "Searches.".into(),
+            parameters: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+        };
+        let mut request = ChatRequest {
+            tools: vec![tool],
+            ..ChatRequest::default()
+        };
+        let auto = tool_grammar(&request).unwrap().unwrap();
+        assert!(auto.contains("TEXT") && auto.contains("\"const\":\"search\""));
+        request.tool_choice = ToolChoice::Required;
+        let required = tool_grammar(&request).unwrap().unwrap();
+        assert!(required.starts_with("start: \"<tool_call>\" calls \"</tool_call>\""));
+        request.tool_choice = ToolChoice::None;
+        assert!(tool_grammar(&request).unwrap().is_none());
+        request.tool_choice = ToolChoice::Named("fetch".into());
+        assert!(matches!(
+            tool_grammar(&request),
+            Err(LlmFailure::InvalidRequest(_))
+        ));
+        request.tools.clear();
+        request.tool_choice = ToolChoice::Required;
+        assert!(matches!(
+            tool_grammar(&request),
+            Err(LlmFailure::InvalidRequest(_))
+        ));
+    }
+}
