@@ -347,6 +347,11 @@ impl Server {
         format!("{}{path}", self.base)
     }
 
+    /// The serving process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// What the node's `/metrics` says now.
     pub async fn metrics(&self) -> String {
         reqwest::get(self.url("/metrics"))
