@@ -111,7 +111,7 @@ impl Router {
             {
                 Some(Some(result)) => {
                     if let (Ok(completion), Some(sink)) = (&result, &sink) {
-                        send_whole(completion, sink).await;
+                        models::send_whole(completion, sink).await;
                     }
                     return result;
                 }
@@ -269,16 +269,6 @@ fn check_bounds(request: &models::ChatRequest) -> Result<(), LlmFailure> {
         )));
     }
     Ok(())
-}
-
-/// A completion that arrived whole (from the client's model), as pieces.
-async fn send_whole(completion: &Completion, sink: &mpsc::Sender<Delta>) {
-    if !completion.content.is_empty() {
-        let _ = sink.send(Delta::Text(completion.content.clone())).await;
-    }
-    for call in &completion.tool_calls {
-        let _ = sink.send(Delta::ToolCall(call.clone())).await;
-    }
 }
 
 // ---- llm (contract 0.1.0): text conversations ----
@@ -462,8 +452,8 @@ fn to_chat_error(failure: LlmFailure) -> chat::ChatError {
     }
 }
 
-fn past_deadline() -> chat::ChatError {
-    chat::ChatError::DeadlineExceeded("the call's deadline passed during generation".into())
+fn past_deadline() -> LlmFailure {
+    LlmFailure::DeadlineExceeded("the call's deadline passed during generation".into())
 }
 
 impl chat::Host for LlmState {
@@ -517,7 +507,7 @@ impl chat::HostGeneration for LlmState {
         }
         let piece = tokio::time::timeout_at(deadline.into(), generation.pieces.recv()).await;
         Ok(match piece {
-            Err(_) => Err(past_deadline()),
+            Err(_) => Err(to_chat_error(past_deadline())),
             Ok(Some(Delta::Text(text))) => Ok(Some(chat::Delta::Text(text))),
             Ok(Some(Delta::ToolCall(call))) => {
                 Ok(Some(chat::Delta::ToolCall(tool_call_to_chat(call))))
@@ -563,11 +553,7 @@ async fn finish(
     })
     .await;
     let result = match ended {
-        Err(_) => {
-            return Err(LlmFailure::DeadlineExceeded(
-                "the call's deadline passed during generation".into(),
-            ));
-        }
+        Err(_) => return Err(past_deadline()),
         Ok(Ok(result)) => result,
         Ok(Err(join)) => Err(LlmFailure::Unavailable(format!(
             "the generation stopped: {join}"

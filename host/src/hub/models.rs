@@ -35,22 +35,31 @@ impl Hub {
         }
     }
 
-    /// The models other nodes share, as far as one lookup finds them.
-    pub async fn shared_models(&self) -> Result<Vec<SharedModel>, String> {
-        let lookup = self
-            .network
-            .providers(dht::model_sharers_key(), SHARERS_LISTED)
-            .await
-            .map_err(|e| e.to_string())?;
+    /// Other nodes that provide `key`, at most `want` (one lookup).
+    async fn other_providers(
+        &self,
+        key: libp2p::kad::RecordKey,
+        want: usize,
+    ) -> Result<Vec<PeerId>, crate::net::NetError> {
+        let lookup = self.network.providers(key, want).await?;
         let me = self.peer_id();
-        let asks = lookup
+        Ok(lookup
             .providers
             .into_iter()
             .filter(|peer| *peer != me)
-            .map(|peer| async move {
-                let answer = self.network.shared_models(peer, ASK_TIMEOUT).await;
-                (peer, answer)
-            });
+            .collect())
+    }
+
+    /// The models other nodes share, as far as one lookup finds them.
+    pub async fn shared_models(&self) -> Result<Vec<SharedModel>, String> {
+        let sharers = self
+            .other_providers(dht::model_sharers_key(), SHARERS_LISTED)
+            .await
+            .map_err(|e| e.to_string())?;
+        let asks = sharers.into_iter().map(|peer| async move {
+            let answer = self.network.shared_models(peer, ASK_TIMEOUT).await;
+            (peer, answer)
+        });
         let mut by_name: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (peer, answer) in futures::future::join_all(asks).await {
             let Ok(Ok(answer)) = answer else {
@@ -88,19 +97,12 @@ impl ModelLink {
 #[async_trait::async_trait]
 impl ModelNetwork for ModelLink {
     async fn sharers(&self, model: &str, want: usize) -> Result<Vec<String>, LlmFailure> {
-        let hub = self.hub()?;
-        let lookup = hub
-            .network
-            .providers(dht::model_key(model), want)
+        let sharers = self
+            .hub()?
+            .other_providers(dht::model_key(model), want)
             .await
             .map_err(|e| LlmFailure::Unavailable(format!("cannot look up model {model:?}: {e}")))?;
-        let me = hub.peer_id();
-        Ok(lookup
-            .providers
-            .into_iter()
-            .filter(|peer| *peer != me)
-            .map(|peer| peer.to_string())
-            .collect())
+        Ok(sharers.iter().map(PeerId::to_string).collect())
     }
 
     async fn chat(

@@ -263,6 +263,18 @@ pub(crate) fn on_drop<F: FnOnce()>(f: F) -> impl Drop {
 /// Where generated pieces go while a completion runs, if anywhere.
 pub type DeltaSink = Option<mpsc::Sender<Delta>>;
 
+/// A completion that arrived whole (from a client's or another node's
+/// model) as the pieces a streamed one would have sent. A receiver that
+/// went away stops nobody: the completion is still returned whole.
+pub(crate) async fn send_whole(completion: &Completion, sink: &mpsc::Sender<Delta>) {
+    if !completion.content.is_empty() {
+        let _ = sink.send(Delta::Text(completion.content.clone())).await;
+    }
+    for call in &completion.tool_calls {
+        let _ = sink.send(Delta::ToolCall(call.clone())).await;
+    }
+}
+
 /// A model's state, as `agentsite models` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelStatus {

@@ -4,7 +4,6 @@
 //! `kind = "openai"`, can use them. Behind the same Host, Origin and token
 //! rules as MCP (see [`crate::web::guard`]).
 
-use super::MAX_MESSAGES;
 use super::models::Models;
 use super::wire::{self, ChatCompletionRequest};
 use super::{Completion, Delta, LlmFailure};
@@ -142,11 +141,6 @@ async fn chat_completions(
             );
         }
     };
-    if wire.messages.len() > MAX_MESSAGES {
-        return invalid(&format!(
-            "a request may carry at most {MAX_MESSAGES} messages"
-        ));
-    }
     let read = match wire::request_from_wire(wire) {
         Ok(read) => read,
         Err(why) => return invalid(&why),

@@ -11,7 +11,7 @@
 
 use super::models::Models;
 use super::wire;
-use super::{ChatModel, ChatRequest, Completion, Delta, DeltaSink, LlmFailure, ModelStatus};
+use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmFailure, ModelStatus};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -123,12 +123,7 @@ impl ChatModel for NetworkModel {
                     completion.model = self.name.clone();
                     completion.time_to_first_token = Some(started.elapsed());
                     if let Some(sink) = &sink {
-                        if !completion.content.is_empty() {
-                            let _ = sink.send(Delta::Text(completion.content.clone())).await;
-                        }
-                        for call in &completion.tool_calls {
-                            let _ = sink.send(Delta::ToolCall(call.clone())).await;
-                        }
+                        super::send_whole(&completion, sink).await;
                     }
                     return Ok(completion);
                 }
@@ -205,12 +200,6 @@ impl Sharing {
         }
         let request: wire::ChatCompletionRequest = serde_json::from_value(request)
             .map_err(|e| LlmFailure::InvalidRequest(format!("not a chat request: {e}")))?;
-        if request.messages.len() > super::MAX_MESSAGES {
-            return Err(LlmFailure::InvalidRequest(format!(
-                "a request may carry at most {} messages",
-                super::MAX_MESSAGES
-            )));
-        }
         let read = wire::request_from_wire(request).map_err(LlmFailure::InvalidRequest)?;
         let requester = format!("peer:{peer}");
         let completion = self

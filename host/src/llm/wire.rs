@@ -469,6 +469,12 @@ pub fn request_from_wire(wire: ChatCompletionRequest) -> Result<ReadRequest, Str
     if wire.messages.is_empty() {
         return Err("`messages` must hold at least one message".to_owned());
     }
+    if wire.messages.len() > super::MAX_MESSAGES {
+        return Err(format!(
+            "a request may carry at most {} messages",
+            super::MAX_MESSAGES
+        ));
+    }
     if wire.n.is_some_and(|n| n != 1) {
         return Err("this node answers with one choice (`n` must be 1)".to_owned());
     }
@@ -897,6 +903,10 @@ mod tests {
             (
                 serde_json::json!({"messages": [{"role": "user", "content": "x"}], "n": 3}),
                 "one choice",
+            ),
+            (
+                serde_json::json!({"messages": vec![serde_json::json!({"role": "user", "content": "x"}); crate::llm::MAX_MESSAGES + 1]}),
+                "at most 1000 messages",
             ),
             (
                 serde_json::json!({"messages": [{"role": "user", "content": "x"}], "tool_choice": "any"}),

@@ -85,10 +85,7 @@ impl Inbound {
     /// Reads a JSON-RPC message from another node.
     pub(super) fn from_json(message: &Value) -> Result<Inbound, RpcError> {
         if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-            return Err(RpcError {
-                code: code::INVALID_PARAMS,
-                message: "not a JSON-RPC 2.0 request".into(),
-            });
+            return Err(invalid("not a JSON-RPC 2.0 request"));
         }
         match message.get("method").and_then(Value::as_str) {
             Some("tools/call") => CallRequest::from_json(message).map(Inbound::Call),
@@ -129,10 +126,6 @@ impl ChatRelay {
     }
 
     fn from_json(message: &Value) -> Result<ChatRelay, RpcError> {
-        let invalid = |message: &str| RpcError {
-            code: code::INVALID_PARAMS,
-            message: message.to_owned(),
-        };
         let params = message
             .get("params")
             .ok_or_else(|| invalid("llm/chat without params"))?;
@@ -146,19 +139,31 @@ impl ChatRelay {
             .filter(|r| r.is_object())
             .cloned()
             .ok_or_else(|| invalid("llm/chat without a request object"))?;
-        let deadline = params
-            .get("_meta")
-            .and_then(|meta| meta.get("agentsite/deadlineMs"))
-            .and_then(Value::as_u64)
-            .map(Duration::from_millis)
-            .unwrap_or(MAX_REMOTE_DEADLINE)
-            .min(MAX_REMOTE_DEADLINE);
+        let deadline = deadline_in(params.get("_meta"));
         Ok(ChatRelay {
             model,
             request,
             deadline,
         })
     }
+}
+
+/// A request's params the node cannot read.
+fn invalid(message: &str) -> RpcError {
+    RpcError {
+        code: code::INVALID_PARAMS,
+        message: message.to_owned(),
+    }
+}
+
+/// The time the caller still waits, from a request's `_meta`: never more
+/// than [`MAX_REMOTE_DEADLINE`], which is also what an absent one means.
+fn deadline_in(meta: Option<&Value>) -> Duration {
+    meta.and_then(|meta| meta.get("agentsite/deadlineMs"))
+        .and_then(Value::as_u64)
+        .map(Duration::from_millis)
+        .unwrap_or(MAX_REMOTE_DEADLINE)
+        .min(MAX_REMOTE_DEADLINE)
 }
 
 /// The `llm/models` request.
@@ -195,10 +200,6 @@ impl CallRequest {
 
     /// Reads the params of a `tools/call` from another node.
     fn from_json(message: &Value) -> Result<CallRequest, RpcError> {
-        let invalid = |message: &str| RpcError {
-            code: code::INVALID_PARAMS,
-            message: message.to_owned(),
-        };
         let params = message
             .get("params")
             .ok_or_else(|| invalid("tools/call without params"))?;
@@ -225,12 +226,7 @@ impl CallRequest {
             .and_then(Value::as_u64)
             .unwrap_or(0)
             .min(u64::from(u32::MAX)) as u32;
-        let deadline = meta
-            .get("agentsite/deadlineMs")
-            .and_then(Value::as_u64)
-            .map(Duration::from_millis)
-            .unwrap_or(MAX_REMOTE_DEADLINE)
-            .min(MAX_REMOTE_DEADLINE);
+        let deadline = deadline_in(Some(meta));
         Ok(CallRequest {
             agent,
             tool,

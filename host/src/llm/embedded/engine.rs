@@ -49,8 +49,7 @@ pub struct FileFacts {
 pub fn inspect(path: &Path) -> Result<FileFacts, String> {
     let mut file = open(path)?;
     let content = read_header(path, &mut file)?;
-    Tokenizer::from_gguf(&content)
-        .map_err(|e| format!("{} carries no usable tokenizer: {e}", path.display()))?;
+    tokenizer_of(path, &content)?;
     Ok(FileFacts {
         parameters: content
             .tensor_infos
@@ -115,9 +114,7 @@ pub fn read_model(
     let not_gguf =
         |e: candle_core::Error| format!("{} is not a complete GGUF file: {e}", path.display());
     let content = read_header(path, &mut file)?;
-    let mut tokenizer = Tokenizer::from_gguf(&content)
-        .map_err(|e| format!("{} carries no usable tokenizer: {e}", path.display()))?;
-    without_prefix_space(&mut tokenizer);
+    let tokenizer = tokenizer_of(path, &content)?;
     let chat_template = content
         .metadata
         .get("tokenizer.chat_template")
@@ -158,6 +155,14 @@ pub fn read_model(
             .min(trained_context)
             .min(candle_transformers::models::quantized_llama::MAX_SEQ_LEN),
     })
+}
+
+/// The tokenizer the GGUF file at `path` carries.
+fn tokenizer_of(path: &Path, content: &gguf_file::Content) -> Result<Tokenizer, String> {
+    let mut tokenizer = Tokenizer::from_gguf(content)
+        .map_err(|e| format!("{} carries no usable tokenizer: {e}", path.display()))?;
+    without_prefix_space(&mut tokenizer);
+    Ok(tokenizer)
 }
 
 /// Stops the tokenizer from putting a space before every piece of text.
