@@ -271,7 +271,7 @@ async fn main() {
         / median(theirs.iter().map(|r| r.ttft.as_secs_f64()).collect());
     println!("| engine | prompt tokens | generated | prefill tok/s | decode tok/s | TTFT ms |");
     println!("|---|---:|---:|---:|---:|---:|");
-    println!("{}", row("agentsite (candle, in process)", &ours));
+    println!("{}", row("agentsite (in process)", &ours));
     println!("{}", row("llama.cpp (llama-cpp-python)", &theirs));
     println!();
     println!(

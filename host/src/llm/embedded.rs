@@ -1,9 +1,8 @@
-//! A GGUF model of the llama family, run inside the node with candle.
+//! A GGUF model of the llama family, run inside the node (agentsite-llama).
 //!
 //! The file is read once, on first use, into weights every request shares;
-//! each request gets its own key-value cache (a clone of the weights is a
-//! clone of reference-counted tensors plus an empty cache) and runs on a
-//! blocking thread, sending text as it is generated. The tokenizer and the
+//! each request gets its own key-value cache, sized for what it may fill,
+//! and runs on the model's thread pool, sending text as it is generated. The tokenizer and the
 //! chat template come from the file's own metadata: a GGUF file needs
 //! nothing beside it.
 //!
@@ -18,8 +17,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-// The engine is candle's; a build without the `embedded-model` feature
-// (the fuzz targets', which never run a model) leaves candle out.
+// A build without the `embedded-model` feature (the fuzz targets', which
+// never run a model) leaves the engine, candle and the tokenizer out.
 #[cfg(feature = "embedded-model")]
 mod constraint;
 #[cfg(feature = "embedded-model")]

@@ -1,31 +1,32 @@
-//! The engine of embedded models: candle's quantized llama, with the
-//! tokenizer and chat template the GGUF file carries.
+//! The engine of embedded models: the node's llama forward pass
+//! (`agentsite_llama`), with the tokenizer and chat template the GGUF file
+//! carries.
 
 use super::super::template::{self, ChatTemplate};
 use super::super::{
     ChatRequest, Completion, Delta, DeltaSink, LlmFailure, StopReason, ToolChoice, ToolSpec, Usage,
 };
 use super::constraint::{Constraint, Grammars};
+use agentsite_llama::{Llama, ReadError, Session};
 use candle_core::quantized::gguf_file;
 use candle_core::quantized::tokenizer::TokenizerFromGguf;
-use candle_core::quantized::{GgmlDType, QTensor};
-use candle_core::{Device, Tensor};
-use candle_transformers::generation::LogitsProcessor;
-use candle_transformers::models::quantized_llama::ModelWeights;
+use rand::{Rng as _, SeedableRng as _};
 use std::path::Path;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use tokenizers::Tokenizer;
 
 /// Tokens generated when a request does not say.
 const DEFAULT_MAX_TOKENS: usize = 512;
-/// Prompt tokens run through the model at once: longer prompts go in
-/// pieces so that attention never holds a prompt-squared matrix.
-const PREFILL_CHUNK: usize = 128;
+/// Prompt tokens run through the model at once: enough to share each
+/// weight's unpacking among many tokens, few enough that a step's
+/// activations stay in cache and the deadline is checked often.
+const PREFILL_CHUNK: usize = 64;
 
 /// A model read into memory.
 pub struct Loaded {
-    weights: ModelWeights,
+    weights: Llama,
     tokenizer: Tokenizer,
     template: ChatTemplate,
     /// Holds answers to a schema or to the tool-call form.
@@ -111,8 +112,6 @@ pub fn read_model(
         }
         std::io::Seek::rewind(&mut file).map_err(|e| e.to_string())?;
     }
-    let not_gguf =
-        |e: candle_core::Error| format!("{} is not a complete GGUF file: {e}", path.display());
     let content = read_header(path, &mut file)?;
     let tokenizer = tokenizer_of(path, &content)?;
     let chat_template = content
@@ -143,17 +142,20 @@ pub fn read_model(
     }
     let grammars =
         Grammars::new(&tokenizer, &stop_tokens).map_err(|e| format!("{}: {e}", path.display()))?;
-    let (content, mut reader) = requantized(content, &mut file).map_err(not_gguf)?;
-    let weights = ModelWeights::from_gguf(content, &mut reader, &Device::Cpu).map_err(not_gguf)?;
+    let weights =
+        Llama::read(&content, &mut std::io::BufReader::new(file)).map_err(|e| match e {
+            ReadError::CutShort(why) => {
+                format!("{} is not a complete GGUF file: {why}", path.display())
+            }
+            ReadError::Unfit(why) => format!("{} cannot be run: {why}", path.display()),
+        })?;
     Ok(Loaded {
         weights,
         tokenizer,
         template,
         grammars,
         stop_tokens,
-        context: context
-            .min(trained_context)
-            .min(candle_transformers::models::quantized_llama::MAX_SEQ_LEN),
+        context: context.min(trained_context),
     })
 }
 
@@ -188,44 +190,6 @@ fn without_prefix_space(tokenizer: &mut Tokenizer) {
     }
 }
 
-/// The file's tensors with Q4_1 ones turned into Q8_0, as a GGUF in memory.
-///
-/// candle 0.11 multiplies Q4_1 blocks with its portable scalar code only,
-/// while Q8_0 has an AVX2 kernel: about 3.5 times the speed here (see
-/// BENCHMARKS.md). Eight-bit blocks hold four-bit values with room to
-/// spare, so the answers are those of the file.
-fn requantized(
-    content: gguf_file::Content,
-    file: &mut std::fs::File,
-) -> candle_core::Result<(gguf_file::Content, std::io::Cursor<Vec<u8>>)> {
-    let device = Device::Cpu;
-    let mut names: Vec<&String> = content.tensor_infos.keys().collect();
-    names.sort();
-    let mut tensors = Vec::with_capacity(names.len());
-    for name in names {
-        let tensor = content.tensor(file, name, &device)?;
-        let tensor = if tensor.dtype() == GgmlDType::Q4_1 {
-            QTensor::quantize(&tensor.dequantize(&device)?, GgmlDType::Q8_0)?
-        } else {
-            tensor
-        };
-        tensors.push((name.as_str(), tensor));
-    }
-    let metadata: Vec<(&str, &gguf_file::Value)> = content
-        .metadata
-        .iter()
-        .map(|(k, v)| (k.as_str(), v))
-        .collect();
-    let refs: Vec<(&str, &QTensor)> = tensors.iter().map(|(k, v)| (*k, v)).collect();
-    let mut buffer = std::io::Cursor::new(Vec::new());
-    gguf_file::write(&mut buffer, &metadata, &refs)?;
-    drop(refs);
-    drop(tensors);
-    buffer.set_position(0);
-    let content = gguf_file::Content::read(&mut buffer)?;
-    Ok((content, buffer))
-}
-
 fn sha256_of(file: &mut std::fs::File) -> std::io::Result<String> {
     use sha2::Digest as _;
     let mut hasher = sha2::Sha256::new();
@@ -233,7 +197,21 @@ fn sha256_of(file: &mut std::fs::File) -> std::io::Result<String> {
     Ok(hex::encode(hasher.finalize()))
 }
 
-/// Runs one request to the end, on a blocking thread.
+/// The threads that run models' products: one per core, shared by all
+/// requests, so that concurrent requests take turns instead of
+/// oversubscribing the cores.
+fn threads() -> &'static rayon::ThreadPool {
+    static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .thread_name(|n| format!("agentsite-model-{n}"))
+            .build()
+            .expect("the model's threads start")
+    })
+}
+
+/// Runs one request to the end; called on a blocking thread, which waits
+/// while the model's threads do the work.
 pub fn generate(
     loaded: &Loaded,
     model_name: &str,
@@ -243,160 +221,190 @@ pub fn generate(
     sink: DeltaSink,
     abandoned: &AtomicBool,
 ) -> Result<Completion, LlmFailure> {
-    let tools: &[ToolSpec] = if request.tool_choice == ToolChoice::None {
-        &[]
-    } else {
-        &request.tools
-    };
-    let prompt = loaded
-        .template
-        .render(&request.messages, tools, request.response_schema.as_ref())
-        .map_err(LlmFailure::InvalidRequest)?;
-    let mut constraint = loaded.grammars.for_request(&request)?;
-    let encoding = loaded.tokenizer.encode(prompt, false).map_err(|e| {
-        LlmFailure::InvalidRequest(format!("cannot tokenize the conversation: {e}"))
-    })?;
-    let prompt_ids = encoding.get_ids();
-    let max_tokens = request
-        .max_tokens
-        .map_or(DEFAULT_MAX_TOKENS, |n| n as usize)
-        .max(1);
-    if prompt_ids.len() + 1 > loaded.context {
-        return Err(LlmFailure::InvalidRequest(format!(
-            "the conversation is {} tokens long; model {model_name:?} takes at most {} tokens",
-            prompt_ids.len(),
-            loaded.context
-        )));
-    }
-    let max_tokens = max_tokens.min(loaded.context - prompt_ids.len());
-    let failed = |e: candle_core::Error| {
-        LlmFailure::Unavailable(format!("model {model_name:?} failed: {e}"))
-    };
-    let stopped = || {
-        if abandoned.load(Ordering::Relaxed) {
-            LlmFailure::DeadlineExceeded(format!(
-                "model {model_name:?} stopped: the requester went away"
-            ))
+    // The whole request runs on the model's threads, so that sharing out
+    // a product among them is a push onto a work queue, not a wake-up.
+    threads().install(|| {
+        let tools: &[ToolSpec] = if request.tool_choice == ToolChoice::None {
+            &[]
         } else {
-            LlmFailure::DeadlineExceeded(format!(
-                "model {model_name:?} did not finish before the deadline"
-            ))
+            &request.tools
+        };
+        let prompt = loaded
+            .template
+            .render(&request.messages, tools, request.response_schema.as_ref())
+            .map_err(LlmFailure::InvalidRequest)?;
+        let mut constraint = loaded.grammars.for_request(&request)?;
+        let encoding = loaded.tokenizer.encode(prompt, false).map_err(|e| {
+            LlmFailure::InvalidRequest(format!("cannot tokenize the conversation: {e}"))
+        })?;
+        let prompt_ids = encoding.get_ids();
+        let max_tokens = request
+            .max_tokens
+            .map_or(DEFAULT_MAX_TOKENS, |n| n as usize)
+            .max(1);
+        if prompt_ids.len() + 1 > loaded.context {
+            return Err(LlmFailure::InvalidRequest(format!(
+                "the conversation is {} tokens long; model {model_name:?} takes at most {} tokens",
+                prompt_ids.len(),
+                loaded.context
+            )));
         }
-    };
-    let must_stop = || Instant::now() >= deadline || abandoned.load(Ordering::Relaxed);
-
-    let mut model = loaded.weights.clone();
-    let mut logits = None;
-    for (index, chunk) in prompt_ids.chunks(PREFILL_CHUNK).enumerate() {
-        if must_stop() {
-            return Err(stopped());
-        }
-        let input = Tensor::new(chunk, &Device::Cpu)
-            .and_then(|t| t.unsqueeze(0))
-            .map_err(failed)?;
-        logits = Some(
-            model
-                .forward(&input, index * PREFILL_CHUNK)
-                .map_err(failed)?,
-        );
-    }
-    let mut logits = logits
-        .expect("a prompt has tokens")
-        .squeeze(0)
-        .map_err(failed)?;
-
-    let temperature = request.temperature.filter(|t| *t > 0.0).map(f64::from);
-    let mut sampler = LogitsProcessor::new(request.seed.unwrap_or(0), temperature, None);
-    let mut generated: Vec<u32> = Vec::new();
-    let mut text = String::new();
-    let mut time_to_first_token = None;
-    let mut stop_reason = StopReason::MaxTokens;
-    // Text is sent when it is whole: a token may end inside a character.
-    let mut sent = 0;
-    while generated.len() < max_tokens {
-        if let Some(constraint) = &mut constraint {
-            let mut values = logits.to_vec1::<f32>().map_err(failed)?;
-            constraint.mask(&mut values)?;
-            logits = Tensor::new(values, &Device::Cpu).map_err(failed)?;
-        }
-        let next = sampler.sample(&logits).map_err(failed)?;
-        time_to_first_token.get_or_insert_with(|| started.elapsed());
-        if loaded.stop_tokens.contains(&next) {
-            stop_reason = StopReason::EndTurn;
-            break;
-        }
-        if let Some(constraint) = &mut constraint {
-            constraint.advance(next)?;
-        }
-        generated.push(next);
-        text = loaded
-            .tokenizer
-            .decode(&generated, true)
-            .map_err(|e| LlmFailure::Unavailable(format!("cannot decode the answer: {e}")))?;
-        if let Some(sink) = &sink
-            && !text.ends_with('\u{FFFD}')
-            && text.len() > sent
-            && tools.is_empty()
-        {
-            // A receiver that went away stops nobody: the answer is
-            // still returned whole.
-            let _ = sink.blocking_send(Delta::Text(text[sent..].to_owned()));
-            sent = text.len();
-        }
-        if constraint.as_ref().is_some_and(Constraint::is_finished) {
-            stop_reason = StopReason::EndTurn;
-            break;
-        }
-        if must_stop() {
-            return Err(stopped());
-        }
-        let position = prompt_ids.len() + generated.len() - 1;
-        let input = Tensor::new(&[next], &Device::Cpu)
-            .and_then(|t| t.unsqueeze(0))
-            .map_err(failed)?;
-        logits = model
-            .forward(&input, position)
-            .map_err(failed)?
-            .squeeze(0)
-            .map_err(failed)?;
-    }
-
-    let mut call_number = 0;
-    let parsed = template::parse_answer(&text, tools, || {
-        call_number += 1;
-        format!("call_{call_number}")
-    });
-    let (content, tool_calls) = match parsed {
-        Ok(parsed) => parsed,
-        // A call cut off by `max_tokens` is no call: the text is the answer,
-        // and the stop reason says why it is unfinished.
-        Err(_) if stop_reason == StopReason::MaxTokens => (text.clone(), Vec::new()),
-        Err(why) => return Err(LlmFailure::Unavailable(why)),
-    };
-    if let Some(sink) = &sink {
-        if tools.is_empty() && text.len() > sent {
-            let _ = sink.blocking_send(Delta::Text(text[sent..].to_owned()));
-        } else if !tools.is_empty() {
-            if !content.is_empty() {
-                let _ = sink.blocking_send(Delta::Text(content.clone()));
+        let max_tokens = max_tokens.min(loaded.context - prompt_ids.len());
+        let failed =
+            |e: String| LlmFailure::Unavailable(format!("model {model_name:?} failed: {e}"));
+        let stopped = || {
+            if abandoned.load(Ordering::Relaxed) {
+                LlmFailure::DeadlineExceeded(format!(
+                    "model {model_name:?} stopped: the requester went away"
+                ))
+            } else {
+                LlmFailure::DeadlineExceeded(format!(
+                    "model {model_name:?} did not finish before the deadline"
+                ))
             }
-            for call in &tool_calls {
-                let _ = sink.blocking_send(Delta::ToolCall(call.clone()));
+        };
+        let must_stop = || Instant::now() >= deadline || abandoned.load(Ordering::Relaxed);
+
+        // The cache holds what this request can fill, and no more.
+        let mut session = Session::new(&loaded.weights, prompt_ids.len() + max_tokens);
+        for chunk in prompt_ids.chunks(PREFILL_CHUNK) {
+            if must_stop() {
+                return Err(stopped());
+            }
+            session.forward(chunk).map_err(failed)?;
+        }
+
+        let mut sampler = Sampler::new(request.temperature, request.seed.unwrap_or(0));
+        let mut generated: Vec<u32> = Vec::new();
+        let mut text = String::new();
+        let mut time_to_first_token = None;
+        let mut stop_reason = StopReason::MaxTokens;
+        // Text is sent when it is whole: a token may end inside a character.
+        let mut sent = 0;
+        while generated.len() < max_tokens {
+            let logits = session.logits();
+            if let Some(constraint) = &mut constraint {
+                constraint.mask(logits)?;
+            }
+            let next = sampler.sample(logits);
+            time_to_first_token.get_or_insert_with(|| started.elapsed());
+            if loaded.stop_tokens.contains(&next) {
+                stop_reason = StopReason::EndTurn;
+                break;
+            }
+            if let Some(constraint) = &mut constraint {
+                constraint.advance(next)?;
+            }
+            generated.push(next);
+            text = loaded
+                .tokenizer
+                .decode(&generated, true)
+                .map_err(|e| LlmFailure::Unavailable(format!("cannot decode the answer: {e}")))?;
+            if let Some(sink) = &sink
+                && !text.ends_with('\u{FFFD}')
+                && text.len() > sent
+                && tools.is_empty()
+            {
+                // A receiver that went away stops nobody: the answer is
+                // still returned whole.
+                let _ = sink.blocking_send(Delta::Text(text[sent..].to_owned()));
+                sent = text.len();
+            }
+            if constraint.as_ref().is_some_and(Constraint::is_finished) {
+                stop_reason = StopReason::EndTurn;
+                break;
+            }
+            if generated.len() == max_tokens {
+                break;
+            }
+            if must_stop() {
+                return Err(stopped());
+            }
+            session.forward(&[next]).map_err(failed)?;
+        }
+
+        let mut call_number = 0;
+        let parsed = template::parse_answer(&text, tools, || {
+            call_number += 1;
+            format!("call_{call_number}")
+        });
+        let (content, tool_calls) = match parsed {
+            Ok(parsed) => parsed,
+            // A call cut off by `max_tokens` is no call: the text is the answer,
+            // and the stop reason says why it is unfinished.
+            Err(_) if stop_reason == StopReason::MaxTokens => (text.clone(), Vec::new()),
+            Err(why) => return Err(LlmFailure::Unavailable(why)),
+        };
+        if let Some(sink) = &sink {
+            if tools.is_empty() && text.len() > sent {
+                let _ = sink.blocking_send(Delta::Text(text[sent..].to_owned()));
+            } else if !tools.is_empty() {
+                if !content.is_empty() {
+                    let _ = sink.blocking_send(Delta::Text(content.clone()));
+                }
+                for call in &tool_calls {
+                    let _ = sink.blocking_send(Delta::ToolCall(call.clone()));
+                }
             }
         }
-    }
-    if !tool_calls.is_empty() {
-        stop_reason = StopReason::ToolCalls;
-    }
-    Ok(Completion {
-        content,
-        tool_calls,
-        model: model_name.to_owned(),
-        stop_reason,
-        usage: Usage {
-            prompt_tokens: prompt_ids.len() as u32,
-            completion_tokens: generated.len() as u32,
-        },
-        time_to_first_token,
+        if !tool_calls.is_empty() {
+            stop_reason = StopReason::ToolCalls;
+        }
+        Ok(Completion {
+            content,
+            tool_calls,
+            model: model_name.to_owned(),
+            stop_reason,
+            usage: Usage {
+                prompt_tokens: prompt_ids.len() as u32,
+                completion_tokens: generated.len() as u32,
+            },
+            time_to_first_token,
+        })
     })
+}
+
+/// Chooses each next token: the likeliest (greedy, reproducible), or drawn
+/// from the distribution at a temperature with a seeded generator.
+struct Sampler {
+    temperature: Option<f32>,
+    random: rand::rngs::StdRng,
+    weights: Vec<f32>,
+}
+
+impl Sampler {
+    fn new(temperature: Option<f32>, seed: u64) -> Self {
+        Sampler {
+            temperature: temperature.filter(|t| *t > 0.0 && t.is_finite()),
+            random: rand::rngs::StdRng::seed_from_u64(seed),
+            weights: Vec::new(),
+        }
+    }
+
+    fn sample(&mut self, logits: &[f32]) -> u32 {
+        let likeliest = logits
+            .iter()
+            .enumerate()
+            .fold((0, f32::NEG_INFINITY), |best, (i, &l)| {
+                if l > best.1 { (i, l) } else { best }
+            });
+        let Some(temperature) = self.temperature else {
+            return likeliest.0 as u32;
+        };
+        self.weights.clear();
+        self.weights.extend(
+            logits
+                .iter()
+                .map(|l| ((l - likeliest.1) / temperature).exp()),
+        );
+        let total: f32 = self.weights.iter().sum();
+        let mut point = self.random.random::<f32>() * total;
+        for (token, weight) in self.weights.iter().enumerate() {
+            if point < *weight {
+                return token as u32;
+            }
+            point -= weight;
+        }
+        likeliest.0 as u32
+    }
 }
