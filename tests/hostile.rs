@@ -47,7 +47,7 @@ async fn deep_recursion_is_a_stack_overflow_not_a_crash() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn huge_output_is_refused_and_output_floods_are_cut() {
-    let (node, _dir) = node_with(&["calculator", "hostile_flood"], test_limits()).await;
+    let (node, _dir) = node_with(&["calculator", "hostile_flood"], flood_limits()).await;
     let error = error_of(&node, "hostile-flood", "huge", r#"{"mib": 8}"#).await;
     assert_eq!(error, "output of 8.0 MiB exceeds the limit of 1.0 MiB");
     // A flood of stdout and log lines finishes; the excess is dropped, not kept.
@@ -61,7 +61,7 @@ async fn huge_output_is_refused_and_output_floods_are_cut() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_output_cap_bounds_the_result_as_sent() {
-    let (node, _dir) = node_with(&["calculator", "hostile_flood"], test_limits()).await;
+    let (node, _dir) = node_with(&["calculator", "hostile_flood"], flood_limits()).await;
     // Empty blocks: no text at all, 22 MiB once each has its JSON framing.
     let error = error_of(
         &node,
@@ -335,4 +335,15 @@ async fn host_memory_outside_the_instance_is_bounded_per_call() {
         .unwrap();
     assert_eq!(kept.text(), "kept 100 handles");
     assert_serving(&node).await;
+}
+
+/// Limits for the flooding agent: it does real work (hundreds of thousands
+/// of blocks), which a busy machine may stretch past `test_limits`' one
+/// second; the limits under test are the output caps, so the deadline is
+/// one that cannot be what stops it.
+fn flood_limits() -> Limits {
+    Limits {
+        deadline: Duration::from_secs(60),
+        ..test_limits()
+    }
 }
