@@ -112,22 +112,56 @@ impl SimNode {
     /// and tagged `tags`, as published by this node, and offers it.
     pub fn make_agent(&self, name: &str, tags: &[&str], size: usize) -> SignedManifest {
         let bytes: Vec<u8> = name.bytes().cycle().take(size.max(1)).collect();
+        let description = format!("{name}, a simulated agent");
+        self.offer_agent(&bytes, name, &description, tags, &[])
+    }
+
+    /// Signs and offers a manifest for a simulated agent with a card as an
+    /// author would write it, and `tools` (name, description).
+    pub fn make_described_agent(
+        &self,
+        name: &str,
+        description: &str,
+        tags: &[&str],
+        tools: &[(&str, &str)],
+    ) -> SignedManifest {
+        self.offer_agent(name.as_bytes(), name, description, tags, tools)
+    }
+
+    fn offer_agent(
+        &self,
+        bytes: &[u8],
+        name: &str,
+        description: &str,
+        tags: &[&str],
+        tools: &[(&str, &str)],
+    ) -> SignedManifest {
         let record = AgentRecord {
-            id: AgentId::of(&bytes),
+            id: AgentId::of(bytes),
             card: AgentCard {
                 name: name.to_owned(),
                 version: "1.0.0".into(),
-                description: format!("{name}, a simulated agent"),
+                description: description.to_owned(),
                 tags: tags.iter().map(|t| t.to_string()).collect(),
                 homepage: None,
             },
-            tools: Vec::new(),
+            tools: tools
+                .iter()
+                .map(|(name, description)| agentsite::tool::ToolSpec {
+                    name: name.to_string(),
+                    title: None,
+                    description: description.to_string(),
+                    input_schema: serde_json::json!({"type": "object"}),
+                    output_schema: None,
+                    annotations: Default::default(),
+                })
+                .collect(),
             imports: Vec::new(),
             size: bytes.len() as u64,
             origin: agentsite::policy::Origin::Local,
             added_at: 0,
         };
-        let manifest = Manifest::describe(&record, &bytes, &self.keypair.public());
+        let manifest = Manifest::describe(&record, bytes, &self.keypair.public());
         let signed = SignedManifest::sign(manifest, &self.keypair).expect("the manifest signs");
         self.shelf.offer(signed.clone());
         signed

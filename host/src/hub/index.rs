@@ -2,11 +2,14 @@
 //! publications, gossip announcements and search answers, with the nodes
 //! known to host each.
 //!
-//! It answers searches without touching the network. Entries are bounded;
-//! when full, the agent heard of longest ago goes first.
+//! It answers searches without touching the network, ranking agents by
+//! BM25 over the terms of their cards and tools (names weigh more than
+//! descriptions). Entries are bounded; when full, the agent heard of
+//! longest ago goes first.
 
 use crate::AgentId;
-use crate::store::manifest::{SignedManifest, normalize_keyword};
+use crate::store::manifest::{Manifest, SignedManifest};
+use crate::store::terms::terms;
 use libp2p::PeerId;
 use std::collections::{HashMap, HashSet};
 
@@ -20,6 +23,41 @@ pub struct Known {
     pub hosts: HashSet<PeerId>,
     /// A counter value: larger is more recent.
     heard: u64,
+    document: Document,
+}
+
+/// BM25's saturation of repeated terms.
+const K1: f32 = 1.2;
+/// BM25's normalisation by length.
+const B: f32 = 0.75;
+
+/// A manifest's terms, each weighted by where it appears.
+#[derive(Debug, Clone, Default)]
+struct Document {
+    weights: HashMap<String, f32>,
+    length: f32,
+}
+
+impl Document {
+    fn of(manifest: &Manifest) -> Self {
+        let mut document = Document::default();
+        let mut add = |text: &str, weight: f32| {
+            for term in terms(text) {
+                *document.weights.entry(term).or_default() += weight;
+                document.length += weight;
+            }
+        };
+        add(&manifest.card.name, 3.0);
+        for tag in &manifest.card.tags {
+            add(tag, 2.0);
+        }
+        add(&manifest.card.description, 1.0);
+        for tool in &manifest.tools {
+            add(&tool.name, 2.0);
+            add(&tool.description, 1.0);
+        }
+        document
+    }
 }
 
 pub struct Index {
@@ -49,6 +87,7 @@ impl Index {
         self.clock += 1;
         let heard = self.clock;
         let known = self.agents.entry(manifest.id()).or_insert_with(|| Known {
+            document: Document::of(manifest.manifest()),
             manifest: manifest.clone(),
             hosts: HashSet::new(),
             heard,
@@ -57,6 +96,7 @@ impl Index {
         if manifest.publisher() == known.manifest.publisher()
             && manifest.manifest().published_at > known.manifest.manifest().published_at
         {
+            known.document = Document::of(manifest.manifest());
             known.manifest = manifest;
         }
         known.hosts.insert(host);
@@ -83,18 +123,44 @@ impl Index {
         }
     }
 
-    /// Agents matching `words`, best first.
-    pub fn search(&self, words: &[String]) -> Vec<(u32, &Known)> {
-        let mut hits: Vec<(u32, &Known)> = self
+    /// Agents matching any of `terms` (see [`crate::store::terms`]), best
+    /// first by BM25; ties go to the agent with more hosts, then by name.
+    pub fn search(&self, terms: &[String]) -> Vec<(f32, &Known)> {
+        let count = self.agents.len() as f32;
+        if count == 0.0 {
+            return Vec::new();
+        }
+        let average_length = self.agents.values().map(|k| k.document.length).sum::<f32>() / count;
+        let rarity: Vec<f32> = terms
+            .iter()
+            .map(|term| {
+                let holders = self
+                    .agents
+                    .values()
+                    .filter(|k| k.document.weights.contains_key(term))
+                    .count() as f32;
+                ((count - holders + 0.5) / (holders + 0.5)).ln_1p()
+            })
+            .collect();
+        let mut hits: Vec<(f32, &Known)> = self
             .agents
             .values()
             .filter_map(|known| {
-                let score = relevance(known.manifest.manifest(), words);
-                (score > 0).then_some((score, known))
+                let document = &known.document;
+                let length = document.length / average_length.max(f32::MIN_POSITIVE);
+                let score: f32 = terms
+                    .iter()
+                    .zip(&rarity)
+                    .filter_map(|(term, rarity)| {
+                        let weight = document.weights.get(term)?;
+                        Some(rarity * weight * (K1 + 1.0) / (weight + K1 * (1.0 - B + B * length)))
+                    })
+                    .sum();
+                (score > 0.0).then_some((score, known))
             })
             .collect();
         hits.sort_by(|a, b| {
-            b.0.cmp(&a.0)
+            b.0.total_cmp(&a.0)
                 .then(b.1.hosts.len().cmp(&a.1.hosts.len()))
                 .then(
                     a.1.manifest
@@ -106,35 +172,6 @@ impl Index {
         });
         hits
     }
-}
-
-/// How well a manifest matches the query words: every word must match
-/// somewhere; names and tags count more than descriptions.
-pub fn relevance(manifest: &crate::store::manifest::Manifest, words: &[String]) -> u32 {
-    let keywords = manifest.keywords();
-    let description = manifest.card.description.to_lowercase();
-    let mut total = 0;
-    for word in words {
-        let word = normalize_keyword(word);
-        let score = if manifest.card.name == word {
-            8
-        } else if keywords.contains(&word) {
-            4
-        } else if keywords.iter().any(|k| k.contains(&word)) {
-            2
-        } else if description.contains(&word)
-            || manifest
-                .tools
-                .iter()
-                .any(|t| t.description.to_lowercase().contains(&word))
-        {
-            1
-        } else {
-            return 0;
-        };
-        total += score;
-    }
-    total
 }
 
 #[cfg(test)]
@@ -175,14 +212,18 @@ mod tests {
         SignedManifest::sign(Manifest::describe(&record, &bytes, &key.public()), &key).unwrap()
     }
 
-    fn names(hits: &[(u32, &Known)]) -> Vec<String> {
+    fn names(hits: &[(f32, &Known)]) -> Vec<String> {
         hits.iter()
             .map(|(_, k)| k.manifest.manifest().card.name.clone())
             .collect()
     }
 
+    fn search(index: &Index, query: &str) -> Vec<String> {
+        names(&index.search(&terms(query).collect::<Vec<_>>()))
+    }
+
     #[test]
-    fn names_rank_above_tags_above_parts_of_words_above_descriptions() {
+    fn names_rank_above_tags_above_descriptions() {
         let mut index = Index::default();
         let host = PeerId::random();
         index.insert(agent("weather", &["forecast"], "today's sky"), host);
@@ -191,19 +232,35 @@ mod tests {
         index.insert(agent("diary", &["notes"], "notes on the weather"), host);
         index.insert(agent("calculator", &["math"], "adds"), host);
         let hits = index.search(&["weather".into()]);
-        assert_eq!(
-            names(&hits),
-            ["weather", "sky-reader", "almanac", "diary"],
+        assert_eq!(names(&hits), ["weather", "sky-reader", "diary"], "{hits:?}");
+        assert!(
+            hits.windows(2).all(|pair| pair[0].0 > pair[1].0),
             "{hits:?}"
-        );
-        assert_eq!(
-            hits.iter().map(|(score, _)| *score).collect::<Vec<_>>(),
-            [8, 4, 2, 1]
         );
     }
 
     #[test]
-    fn every_word_must_match_and_more_hosts_rank_first() {
+    fn any_word_matches_and_the_whole_query_ranks_first() {
+        let mut index = Index::default();
+        let host = PeerId::random();
+        index.insert(
+            agent("text", &["strings"], "Counts the words of a text"),
+            host,
+        );
+        index.insert(
+            agent("counter", &["tally"], "counts people at a door"),
+            host,
+        );
+        index.insert(agent("calculator", &["math"], "adds numbers"), host);
+        assert_eq!(search(&index, "count words"), ["text", "counter"]);
+        assert_eq!(search(&index, "uppercase text"), ["text"]);
+        assert_eq!(search(&index, "adding numbers"), ["calculator"]);
+        assert!(search(&index, "snow").is_empty());
+        assert!(search(&index, "the of a").is_empty());
+    }
+
+    #[test]
+    fn equal_scores_go_to_more_hosts_then_by_name() {
         let mut index = Index::default();
         let (one, two) = (PeerId::random(), PeerId::random());
         index.insert(agent("b-weather", &["sky"], "x"), one);
@@ -211,10 +268,10 @@ mod tests {
         index.insert(agent("c-weather", &["sky"], "x"), one);
         index.insert(agent("c-weather", &["sky"], "x"), two);
         index.insert(agent("rain", &["weather"], "x"), one);
-        let hits = index.search(&["weather".into(), "sky".into()]);
-        // Equal scores: the agent with two hosts first, then by name.
-        assert_eq!(names(&hits), ["c-weather", "a-weather", "b-weather"]);
-        assert!(index.search(&["weather".into(), "snow".into()]).is_empty());
+        assert_eq!(
+            search(&index, "weather sky"),
+            ["c-weather", "a-weather", "b-weather", "rain"]
+        );
     }
 
     #[test]

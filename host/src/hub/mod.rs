@@ -17,7 +17,7 @@ use crate::net::fetch::{self, DownloadReport, FetchRequest, FetchResponse};
 use crate::net::rpc::{CallRequest, RpcError, code};
 use crate::net::{Keypair, NetConfig, NetError, Network, PeerId, PublishReport, dht};
 use crate::policy::{MAX_DEPTH, Origin};
-use crate::store::manifest::{Manifest, SignedManifest, normalize_keyword};
+use crate::store::manifest::{Manifest, SignedManifest};
 use crate::store::{AgentRecord, StoreError};
 use crate::tool::{AgentCard, ToolOutput, ToolSpec};
 use crate::{AgentId, Node};
@@ -317,14 +317,11 @@ impl Hub {
             .collect()
     }
 
-    /// Agents matching `query` (words): this node's index, completed by a DHT
-    /// provider lookup per word and the matches those hosts return.
+    /// Agents matching `query`, best first: any of its terms (words, stemmed,
+    /// without common ones) found in this node's index, completed by a DHT
+    /// provider lookup per term and the matches those hosts return.
     pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<Found>, HubError> {
-        let mut words: Vec<String> = query
-            .split_whitespace()
-            .map(normalize_keyword)
-            .filter(|w| !w.is_empty())
-            .collect();
+        let mut words: Vec<String> = crate::store::terms::terms(query).collect();
         // The same word twice would be looked up twice.
         let mut seen = std::collections::HashSet::new();
         words.retain(|word| seen.insert(word.clone()));

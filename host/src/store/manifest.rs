@@ -22,6 +22,9 @@ pub const CHUNK_SIZE: u32 = 256 * 1024;
 pub const MAX_AGENT_SIZE: u64 = 256 * 1024 * 1024;
 /// The largest encoded manifest accepted (a DHT record holds at most 64 KiB).
 pub const MAX_MANIFEST_BYTES: usize = 60 * 1024;
+/// Keywords an agent is published under at most: each is a DHT provider
+/// record, so a card with a long description cannot flood the DHT.
+pub const MAX_KEYWORDS: usize = 24;
 
 /// Signatures are over this prefix and the manifest body, so that a
 /// signature made for anything else with the same key never verifies here.
@@ -122,17 +125,25 @@ impl Manifest {
             && hex::encode(Sha256::digest(bytes)) == *expected
     }
 
-    /// The words this agent is found by: its name, tags and tool names,
-    /// lowercased. Each becomes a provider key in the DHT.
+    /// The terms this agent is found by (see [`super::terms`]): those of
+    /// its name, tags and tool names, then of its descriptions, at most
+    /// [`MAX_KEYWORDS`]. Each becomes a provider key in the DHT.
     pub fn keywords(&self) -> Vec<String> {
-        let mut words: Vec<String> = std::iter::once(self.card.name.as_str())
+        let named = std::iter::once(self.card.name.as_str())
             .chain(self.card.tags.iter().map(String::as_str))
-            .chain(self.tools.iter().map(|t| t.name.as_str()))
-            .map(normalize_keyword)
-            .filter(|w| !w.is_empty())
-            .collect();
+            .chain(self.tools.iter().map(|t| t.name.as_str()));
+        let described = std::iter::once(self.card.description.as_str())
+            .chain(self.tools.iter().map(|t| t.description.as_str()));
+        let mut words: Vec<String> = Vec::new();
+        for term in named.chain(described).flat_map(super::terms::terms) {
+            if words.len() == MAX_KEYWORDS {
+                break;
+            }
+            if !words.contains(&term) {
+                words.push(term);
+            }
+        }
         words.sort();
-        words.dedup();
         words
     }
 
@@ -299,7 +310,23 @@ pub(crate) mod tests {
         assert_eq!(manifest.chunk_count(), 3);
         assert!(manifest.chunk_matches(2, &bytes[manifest.chunk_range(2)]));
         assert!(!manifest.chunk_matches(1, &bytes[manifest.chunk_range(2)]));
-        assert_eq!(manifest.keywords(), ["arithmetic", "calculator", "math"]);
+        assert_eq!(
+            manifest.keywords(),
+            ["add", "arithmet", "calcul", "math", "number"]
+        );
+    }
+
+    #[test]
+    fn a_long_description_cannot_flood_the_keywords() {
+        let signed = sample(b"\0asm component bytes", &Keypair::generate_ed25519());
+        let mut manifest = signed.manifest().clone();
+        manifest.card.description = (0..200).map(|n| format!("topic{n} ")).collect();
+        let keywords = manifest.keywords();
+        assert_eq!(keywords.len(), MAX_KEYWORDS);
+        // Name and tags come before description words.
+        for term in ["calcul", "math", "arithmet"] {
+            assert!(keywords.iter().any(|k| k == term), "{keywords:?}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod blobs;
 mod catalog;
 mod compiled;
 pub mod manifest;
+pub mod terms;
 
 pub use blobs::BlobStore;
 pub use catalog::{AgentRecord, Catalog, ResolveError, resolve_in};
