@@ -9,6 +9,11 @@ apt_install() {
 
 # Reuse one build of wasmtime across checkouts and CI runs.
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/agentsite-target}"
+# CI builds each crate once: incremental caches would only take disk (26 GB
+# had piled up here, and a full disk kills the linker with a bus error).
+if [ "${CI:-}" = true ]; then
+    export CARGO_INCREMENTAL=0
+fi
 
 if ! rustup target list --installed | grep -qx wasm32-wasip2; then
     rustup target add wasm32-wasip2
