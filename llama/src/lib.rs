@@ -6,4 +6,4 @@
 mod model;
 mod quant;
 
-pub use model::{Llama, ReadError, Session, Shape};
+pub use model::{Llama, ReadError, Session};

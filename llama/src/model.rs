@@ -20,7 +20,7 @@ use std::io::{Read, Seek, SeekFrom};
 
 /// The shape of a model, from the file's metadata.
 #[derive(Clone, Debug)]
-pub struct Shape {
+struct Shape {
     pub layers: usize,
     /// Width of the residual stream.
     pub width: usize,
@@ -214,23 +214,8 @@ impl Llama {
         Ok(model)
     }
 
-    pub fn shape(&self) -> &Shape {
-        &self.shape
-    }
-
     fn output_matrix(&self) -> &Matrix {
         self.output.as_ref().unwrap_or(&self.embeddings)
-    }
-
-    /// Bytes the weights take in memory.
-    pub fn size(&self) -> usize {
-        let norms = self.shape.width * (2 * self.layers.len() + 1) * 4;
-        let matrices: usize = self
-            .layers
-            .iter()
-            .map(|l| l.qkv.size() + l.output.size() + l.gate_up.size() + l.down.size())
-            .sum();
-        norms + matrices + self.embeddings.size() + self.output.as_ref().map_or(0, Matrix::size)
     }
 }
 
@@ -280,9 +265,14 @@ fn to_q8_0(matrix: Matrix) -> Result<Matrix, String> {
     }
     let tensor = Tensor::from_vec(values, (matrix.rows(), matrix.columns()), &Device::Cpu)
         .map_err(|e| e.to_string())?;
-    let quantized = QTensor::quantize(&tensor, GgmlDType::Q8_0).map_err(|e| e.to_string())?;
+    q8_0_of(&tensor, matrix.rows(), matrix.columns())
+}
+
+/// `values` (`rows` × `columns`, f32) quantized to Q8_0 by candle.
+fn q8_0_of(values: &Tensor, rows: usize, columns: usize) -> Result<Matrix, String> {
+    let quantized = QTensor::quantize(values, GgmlDType::Q8_0).map_err(|e| e.to_string())?;
     let bytes = quantized.data().map_err(|e| e.to_string())?.into_owned();
-    Matrix::new(Format::Q8_0, matrix.rows(), matrix.columns(), bytes)
+    Matrix::new(Format::Q8_0, rows, columns, bytes)
 }
 
 /// The 2-D tensor `name`, as the file holds it if the kernels take its
@@ -317,15 +307,11 @@ fn matrix<R: Read + Seek>(
             Matrix::new(format, rows, columns, bytes).map_err(bad)
         }
         None => {
-            let tensor = content
+            let values = content
                 .tensor(file, name, &Device::Cpu)
+                .and_then(|tensor| tensor.dequantize(&Device::Cpu))
                 .map_err(|e| bad(e.to_string()))?;
-            let values = tensor
-                .dequantize(&Device::Cpu)
-                .and_then(|t| QTensor::quantize(&t, GgmlDType::Q8_0))
-                .map_err(|e| bad(e.to_string()))?;
-            let bytes = values.data().map_err(|e| bad(e.to_string()))?.into_owned();
-            Matrix::new(Format::Q8_0, rows, columns, bytes).map_err(bad)
+            q8_0_of(&values, rows, columns).map_err(bad)
         }
     }
 }

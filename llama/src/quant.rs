@@ -150,11 +150,6 @@ impl Matrix {
         self.columns
     }
 
-    /// Bytes the weights take in memory.
-    pub fn size(&self) -> usize {
-        self.bytes.len()
-    }
-
     fn row(&self, row: usize) -> &[u8] {
         let row_bytes = self.columns / BLOCK * self.format.block_bytes();
         &self.bytes[row * row_bytes..][..row_bytes]

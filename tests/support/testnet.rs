@@ -75,7 +75,7 @@ impl Library for Shelf {
             FetchRequest::Matching { keyword } => FetchResponse::Matching(
                 offered
                     .values()
-                    .filter(|m| m.manifest().keywords().contains(&keyword))
+                    .filter(|m| m.keywords().contains(&keyword))
                     .map(|m| serde_bytes::ByteBuf::from(m.encoded().to_vec()))
                     .collect(),
             ),

@@ -64,7 +64,7 @@ impl crate::net::Library for NodeLibrary {
                 let matches = shared
                     .offers()
                     .into_iter()
-                    .filter(|m| m.manifest().keywords().contains(&keyword))
+                    .filter(|m| m.keywords().contains(&keyword))
                     .take(MAX_MATCHES)
                     .map(|m| serde_bytes::ByteBuf::from(m.encoded().to_vec()))
                     .collect();

@@ -374,7 +374,7 @@ impl Hub {
             };
             for bytes in manifests {
                 match SignedManifest::decode(&bytes) {
-                    Ok(manifest) if manifest.manifest().keywords().iter().any(|k| k == word) => {
+                    Ok(manifest) if manifest.keywords().iter().any(|k| k == word) => {
                         self.shared.remember(manifest, host)
                     }
                     Ok(_) => {}

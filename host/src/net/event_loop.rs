@@ -407,7 +407,7 @@ impl EventLoop {
         // the DHT records take a few round trips.
         let gossip_peers = self.announce(&manifest);
         let record = kad::Record::new(dht::agent_key(&manifest.id()), manifest.encoded().to_vec());
-        let keywords = manifest.manifest().keywords();
+        let keywords = manifest.keywords();
         let keys = std::iter::once(dht::agent_key(&manifest.id()))
             .chain(keywords.iter().map(|k| dht::keyword_key(k)))
             .collect();

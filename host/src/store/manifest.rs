@@ -58,6 +58,9 @@ pub struct SignedManifest {
     publisher: PublicKey,
     /// The encoded form: what the DHT stores and gossip carries.
     encoded: Vec<u8>,
+    /// [`Manifest::keywords`], computed once: every search a peer asks
+    /// for is matched against them.
+    keywords: Vec<String>,
 }
 
 /// The wire form: the body is kept as text so the signature covers exactly
@@ -237,6 +240,7 @@ impl SignedManifest {
         }
         manifest.check()?;
         Ok(SignedManifest {
+            keywords: manifest.keywords(),
             manifest,
             publisher,
             encoded: bytes.to_vec(),
@@ -245,6 +249,11 @@ impl SignedManifest {
 
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
+    }
+
+    /// The terms the agent is found by (see [`Manifest::keywords`]).
+    pub fn keywords(&self) -> &[String] {
+        &self.keywords
     }
 
     pub fn id(&self) -> AgentId {

@@ -152,7 +152,7 @@ async fn publish(State(api): State<Arc<Api>>, Json(request): Json<PublishRequest
         Ok((manifest, report)) => Json(PublishAnswer {
             id: manifest.id(),
             name: manifest.manifest().card.name.clone(),
-            keywords: manifest.manifest().keywords(),
+            keywords: manifest.keywords().to_vec(),
             report,
         })
         .into_response(),
