@@ -13,6 +13,11 @@
 //! | `agentsite_listing_failures_total` | agent, list | agents left out of a resource or prompt list |
 //! | `agentsite_agents_installed` | | agents installed (gauge) |
 //! | `agentsite_peers_connected` | | peers connected on the network (gauge; 0 off the network) |
+//! | `agentsite_goals_total` | outcome | goal rounds that ended: `concluded`, `failed`, `cancelled` |
+//! | `agentsite_goal_turns_total` | | turns members of goals' teams took |
+//! | `agentsite_goal_tasks_total` | outcome | goals' tasks that ended: `done`, `failed` |
+//! | `agentsite_goal_tokens_total` | | model tokens goals used |
+//! | `agentsite_goal_tool_calls_total` | | tool calls goals' members made |
 //! | `agentsite_build_info` | version | the node's version (info) |
 //!
 //! Every family is described (`# HELP`, `# TYPE`) from the first scrape,
@@ -132,6 +137,16 @@ pub struct Audit {
     llm_first_token: Family<ModelLabels, Histogram>,
     agents_installed: Gauge,
     peers_connected: Gauge,
+    goals: Family<OutcomeLabel, Counter>,
+    goal_turns: Counter,
+    goal_tasks: Family<OutcomeLabel, Counter>,
+    goal_tokens: Counter,
+    goal_tool_calls: Counter,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: &'static str,
 }
 
 /// A family that is described even while it has no member yet:
@@ -184,6 +199,11 @@ impl Audit {
         });
         let agents_installed = Gauge::default();
         let peers_connected = Gauge::default();
+        let goals = Family::<OutcomeLabel, Counter>::default();
+        let goal_turns = Counter::default();
+        let goal_tasks = Family::<OutcomeLabel, Counter>::default();
+        let goal_tokens = Counter::default();
+        let goal_tool_calls = Counter::default();
         let mut describe = |name: &str, help: &str, metric: Described| {
             registry.register(name, help, metric);
         };
@@ -247,6 +267,31 @@ impl Audit {
             "Peers this node is connected to on the network",
             Described::new(peers_connected.clone()),
         );
+        describe(
+            "goals",
+            "Goal rounds that ended, per outcome (concluded, failed, cancelled)",
+            Described::new(goals.clone()),
+        );
+        describe(
+            "goal_turns",
+            "Turns members of goals' teams took",
+            Described::new(goal_turns.clone()),
+        );
+        describe(
+            "goal_tasks",
+            "Tasks of goals that ended, per outcome (done, failed)",
+            Described::new(goal_tasks.clone()),
+        );
+        describe(
+            "goal_tokens",
+            "Tokens of the node's models that goals used",
+            Described::new(goal_tokens.clone()),
+        );
+        describe(
+            "goal_tool_calls",
+            "Tool calls members of goals' teams made",
+            Described::new(goal_tool_calls.clone()),
+        );
         registry.register(
             "build",
             "The node's version",
@@ -266,7 +311,31 @@ impl Audit {
             latency,
             agents_installed,
             peers_connected,
+            goals,
+            goal_turns,
+            goal_tasks,
+            goal_tokens,
+            goal_tool_calls,
         }
+    }
+
+    /// Records a turn of a goal's member.
+    pub fn goal_turn(&self) {
+        self.goal_turns.inc();
+    }
+
+    /// Records a goal's task that ended (`done` or `failed`).
+    pub fn goal_task(&self, outcome: &'static str) {
+        self.goal_tasks
+            .get_or_create(&OutcomeLabel { outcome })
+            .inc();
+    }
+
+    /// Records a round of a goal that ended, and what it used.
+    pub fn goal_ended(&self, outcome: &'static str, usage: &crate::goals::message::GoalUsage) {
+        self.goals.get_or_create(&OutcomeLabel { outcome }).inc();
+        self.goal_tokens.inc_by(usage.tokens);
+        self.goal_tool_calls.inc_by(u64::from(usage.tool_calls));
     }
 
     /// Sets how many agents are installed, as a scrape reports it.

@@ -49,6 +49,9 @@ pub struct Config {
     /// The node's language models.
     #[serde(default)]
     pub llm: crate::llm::LlmConfig,
+    /// Goals carried out by teams of agents.
+    #[serde(default)]
+    pub goals: crate::goals::GoalsConfig,
     /// The policy file, when not `<data-dir>/policy.toml`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<PathBuf>,
@@ -206,6 +209,7 @@ impl Config {
             .limits
             .validate()
             .and_then(|()| config.llm.validate())
+            .and_then(|()| config.goals.validate())
             .with_context(|| format!("invalid config {}", path.display()))?;
         Ok(config)
     }
@@ -278,6 +282,11 @@ impl DataDir {
     /// Signed manifests of the agents this node offers the network.
     pub fn published(&self) -> PathBuf {
         self.root.join("published")
+    }
+
+    /// Goals and their conversations (a redb database).
+    pub fn goals(&self) -> PathBuf {
+        self.root.join("goals.redb")
     }
 
     /// Written by a running `agentsite serve`: where its control API is.

@@ -24,6 +24,7 @@ pub mod bindings;
 pub mod capabilities;
 pub mod cli;
 pub mod config;
+pub mod goals;
 pub mod hub;
 pub mod llm;
 pub mod mcp;

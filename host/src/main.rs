@@ -177,9 +177,23 @@ enum Command {
         /// Agent name, id, or unique id prefix.
         agent: String,
     },
-    /// Find agents on the network by keyword (name, tag, tool).
+    /// Give the running node a goal: it forms a team of agents (here and on
+    /// the network), runs their conversation and prints it as it happens,
+    /// then the conclusion. Also: goal show|say|cancel ID.
+    #[command(
+        after_help = "Examples:\n  agentsite goal \"count the words of 'to be or not to be' and double the count\"\n  agentsite goal --team calculator,text --max-turns 6 \"...\"\n  agentsite goal show g1a2b3c4d5e6f7a8b\n  agentsite goal say g1a2b3c4d5e6f7a8b \"now in upper case\""
+    )]
+    Goal(Box<cli::goals::GoalArgs>),
+    /// List the running node's goals: state, age, team, cost.
+    Goals {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Find agents on the network by what they do (words of their names,
+    /// tags, tools and descriptions), best match first.
     Search {
-        /// Words that must all match.
+        /// Words; any may match, agents matching more rank higher.
         #[arg(required = true)]
         words: Vec<String>,
         /// Show at most this many agents.
@@ -326,6 +340,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
             return cli::search(&data, &words, limit, json).await;
         }
         Command::Fetch { id } => return cli::fetch(&data, &id).await,
+        Command::Goal(args) => {
+            let concluded = cli::goals::goal(&data, *args).await?;
+            if !concluded {
+                std::process::exit(1);
+            }
+            return Ok(());
+        }
+        Command::Goals { json } => return cli::goals::list(&data, json).await,
         Command::Models {
             command:
                 Some(ModelsCommand::Add {
@@ -435,6 +457,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         | Command::Publish { .. }
         | Command::Search { .. }
         | Command::Fetch { .. }
+        | Command::Goal(_)
+        | Command::Goals { .. }
         | Command::Models { .. } => unreachable!("network commands returned above"),
         Command::Mcp { agents } => cli::mcp(std::sync::Arc::new(node), &agents).await,
     }

@@ -10,11 +10,11 @@
 
 use crate::AgentId;
 use crate::audit::{self, Audit, Outcome};
-use crate::capabilities::caller::Caller;
-use crate::capabilities::peers::PeerFailure;
+use crate::capabilities::caller::{Caller, ChainCaller};
+use crate::capabilities::peers::{Hop, PeerFailure};
 use crate::config::{Config, DataDir};
 use crate::llm::models::Models;
-use crate::policy::{Grants, Origin, PolicyFile, Refused};
+use crate::policy::{Grants, MAX_DEPTH, Origin, PolicyFile, Refused};
 use crate::prompt::{PromptOutput, PromptSpec};
 use crate::resource::{ResourceCatalog, ResourceContents};
 use crate::runtime::background::{BackgroundRuntime, RuntimeUnavailable};
@@ -334,6 +334,39 @@ impl Node {
         let grants = self.grants(&record)?;
         self.call_record(&record, tool, arguments, grants, caller)
             .await
+    }
+
+    /// Calls `tool` of the installed agent `record` for another agent (here
+    /// or on another node) or a goal's member, at `hop`: the one path of
+    /// every call made on an agent's behalf that runs on this node. It runs
+    /// under this node's grants and limits, never longer than the caller
+    /// still waits, and is refused past the longest chain.
+    pub async fn call_at_hop(
+        &self,
+        record: &AgentRecord,
+        tool: &str,
+        arguments: &str,
+        hop: Hop,
+    ) -> Result<ToolOutput, PeerFailure> {
+        if hop.depth > MAX_DEPTH {
+            return Err(PeerFailure::DepthExceeded(format!(
+                "agents calling agents may chain at most {MAX_DEPTH} deep"
+            )));
+        }
+        let mut grants = self
+            .grants(record)
+            .map_err(|e| PeerFailure::Unavailable(e.to_string()))?;
+        grants.limits.deadline = grants.limits.deadline.min(hop.remaining());
+        if grants.limits.deadline.is_zero() {
+            return Err(PeerFailure::DeadlineExceeded(
+                "the caller's deadline has already passed".into(),
+            ));
+        }
+        let caller = Arc::new(ChainCaller { depth: hop.depth });
+        let outcome = self
+            .call_record(record, tool, arguments, grants, Some(caller))
+            .await;
+        NodeCallError::answer(outcome)
     }
 
     /// Calls `tool` of an already resolved agent under `grants` (usually

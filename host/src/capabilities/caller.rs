@@ -102,3 +102,35 @@ impl CallerLink {
             .ok()
     }
 }
+
+/// The caller of a call made by another agent (here or on another node) or
+/// by a goal's member: it has nobody to ask and no model to lend; only the
+/// hop count travels on.
+pub struct ChainCaller {
+    pub depth: u32,
+}
+
+#[async_trait::async_trait]
+impl Caller for ChainCaller {
+    fn progress(&self, _report: Progress) {}
+
+    fn log(&self, _agent: &str, _level: Level, _message: &str) {}
+
+    async fn sample(
+        &self,
+        _request: &ChatRequest,
+        _model_hint: Option<&str>,
+    ) -> Option<Result<Completion, LlmFailure>> {
+        None
+    }
+
+    async fn elicit(&self, _message: String, _schema: Value) -> Result<Elicitation, ElicitFailure> {
+        Err(ElicitFailure::Unavailable(
+            "the call came from another agent; there is nobody to ask".into(),
+        ))
+    }
+
+    fn depth(&self) -> u32 {
+        self.depth
+    }
+}

@@ -4,6 +4,7 @@
 //! Output meant for programs (ids, results, `--json`) goes to stdout; notes
 //! for people go to stderr, so that `agentsite add x.wasm` can be captured.
 
+pub mod goals;
 pub mod models;
 mod network;
 pub mod policy;
@@ -367,42 +368,50 @@ pub async fn serve(
     let watcher = tokio::spawn(hosted.clone().watch(stop.clone()));
     let agents = hosted.records().len();
     let models = crate::llm::serve::router(node.models().clone(), options.guard());
+    let guard = options.guard();
     let mut router = http::router(hosted, options, stop.clone()).merge(models);
-    let mut _node_files = None;
+    let api_host = if address.ip().is_unspecified() {
+        std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), address.port())
+    } else {
+        address
+    };
+    let mut node_file = control::NodeFile {
+        api: format!("http://{api_host}"),
+        peer_id: String::new(),
+        addresses: Vec::new(),
+        pid: std::process::id(),
+    };
     let mut hub = None;
     if let Some(p2p) = p2p {
         let keypair = crate::net::identity::load_or_create(&node.data_dir().identity())?;
         let joined = crate::hub::Hub::start(node.clone(), keypair, p2p.net, p2p.hub)
             .await
             .context("cannot join the network")?;
-        let addresses: Vec<String> = joined
+        node_file.peer_id = joined.peer_id().to_string();
+        node_file.addresses = joined
             .network()
             .addresses()
             .await?
             .iter()
             .map(ToString::to_string)
             .collect();
-        let api_host = if address.ip().is_unspecified() {
-            std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), address.port())
-        } else {
-            address
-        };
-        let file = control::NodeFile {
-            api: format!("http://{api_host}"),
-            peer_id: joined.peer_id().to_string(),
-            addresses: addresses.clone(),
-            pid: std::process::id(),
-        };
-        let (files, token) = control::NodeFiles::write(node.data_dir(), &file)?;
-        _node_files = Some(files);
-        router = router.merge(crate::web::api::router(joined.clone(), token));
         eprintln!(
             "peer id {} listening on {}",
             joined.peer_id(),
-            addresses.join(" ")
+            node_file.addresses.join(" ")
         );
         hub = Some(joined);
     }
+    // The command line finds the node by these files, on the network or not.
+    let (_node_files, token) = control::NodeFiles::write(node.data_dir(), &node_file)?;
+    if let Some(hub) = &hub {
+        router = router.merge(crate::web::api::router(hub.clone(), token.clone()));
+    }
+    let goals = crate::goals::Goals::for_node(&node, hub.clone())?;
+    router = router.merge(crate::goals::api::router(
+        goals,
+        guard.also_accepting(token),
+    ));
     // The address line is the one a script or test waits for.
     eprintln!(
         "serving {agents} agents over MCP at http://{address}/mcp and the node's models at http://{address}/v1 (health: /health)"

@@ -38,6 +38,17 @@ impl NodeClient {
         Ok(NodeClient { node, token, http })
     }
 
+    /// The running node of `data`, which must be on the network.
+    pub fn connect_networked(data: &DataDir) -> anyhow::Result<NodeClient> {
+        let client = NodeClient::connect(data)?;
+        anyhow::ensure!(
+            !client.node.peer_id.is_empty(),
+            "the node running for {} is not on the network (it was started with --no-p2p)",
+            data.root().display()
+        );
+        Ok(client)
+    }
+
     async fn send(&self, request: reqwest::RequestBuilder) -> anyhow::Result<reqwest::Response> {
         let response = request
             .bearer_auth(&self.token)
@@ -58,7 +69,7 @@ impl NodeClient {
         anyhow::bail!("{message} (HTTP {})", status.as_u16())
     }
 
-    async fn get<T: DeserializeOwned>(
+    pub(crate) async fn get<T: DeserializeOwned>(
         &self,
         path: &str,
         query: &[(&str, &str)],
@@ -71,7 +82,17 @@ impl NodeClient {
             .context("the node's answer is not what this command expects")
     }
 
-    async fn post(&self, path: &str, body: Value) -> anyhow::Result<reqwest::Response> {
+    /// A GET whose answer is read as it arrives (server-sent events).
+    pub(crate) async fn stream(
+        &self,
+        path: &str,
+        query: &[(&str, &str)],
+    ) -> anyhow::Result<reqwest::Response> {
+        let url = format!("{}{path}", self.node.api);
+        self.send(self.http.get(url).query(query)).await
+    }
+
+    pub(crate) async fn post(&self, path: &str, body: Value) -> anyhow::Result<reqwest::Response> {
         let url = format!("{}{path}", self.node.api);
         self.send(self.http.post(url).json(&body)).await
     }
@@ -79,7 +100,7 @@ impl NodeClient {
 
 /// `agentsite id`: the node's peer id and the addresses peers reach it at.
 pub async fn id(data: &DataDir, json: bool) -> anyhow::Result<()> {
-    let (peer_id, addresses, running) = match NodeClient::connect(data) {
+    let (peer_id, addresses, running) = match NodeClient::connect_networked(data) {
         Ok(client) => {
             let node: NodeAnswer = client.get("/api/node", &[]).await?;
             (node.peer_id, node.addresses, true)
@@ -108,7 +129,9 @@ pub async fn id(data: &DataDir, json: bool) -> anyhow::Result<()> {
 
 /// `agentsite peers`
 pub async fn peers(data: &DataDir, json: bool) -> anyhow::Result<()> {
-    let peers: Vec<PeerInfo> = NodeClient::connect(data)?.get("/api/peers", &[]).await?;
+    let peers: Vec<PeerInfo> = NodeClient::connect_networked(data)?
+        .get("/api/peers", &[])
+        .await?;
     if json {
         return super::print_json(&peers);
     }
@@ -133,7 +156,7 @@ pub async fn peers(data: &DataDir, json: bool) -> anyhow::Result<()> {
 
 /// `agentsite publish AGENT`
 pub async fn publish(data: &DataDir, agent: &str) -> anyhow::Result<()> {
-    let answer: PublishAnswer = NodeClient::connect(data)?
+    let answer: PublishAnswer = NodeClient::connect_networked(data)?
         .post("/api/publish", json!({ "agent": agent }))
         .await
         .with_context(|| format!("cannot publish {agent}"))?
@@ -167,7 +190,7 @@ pub async fn publish(data: &DataDir, agent: &str) -> anyhow::Result<()> {
 /// `agentsite search WORDS...`
 /// `agentsite models --network`: the models other nodes share.
 pub async fn network_models(data: &DataDir, json: bool) -> anyhow::Result<()> {
-    let found: Vec<crate::llm::share::SharedModel> = NodeClient::connect(data)?
+    let found: Vec<crate::llm::share::SharedModel> = NodeClient::connect_networked(data)?
         .get("/api/models/network", &[])
         .await?;
     if json {
@@ -201,7 +224,7 @@ pub async fn search(
 ) -> anyhow::Result<()> {
     let query = words.join(" ");
     let limit = limit.to_string();
-    let found: Vec<Found> = NodeClient::connect(data)?
+    let found: Vec<Found> = NodeClient::connect_networked(data)?
         .get("/api/search", &[("q", &query), ("limit", &limit)])
         .await?;
     if json {
@@ -231,7 +254,7 @@ pub async fn search(
 /// `agentsite fetch sha256:...`: a progress bar on a terminal; the id on stdout.
 pub async fn fetch(data: &DataDir, id: &str) -> anyhow::Result<()> {
     let id: crate::AgentId = id.parse()?;
-    let mut response = NodeClient::connect(data)?
+    let mut response = NodeClient::connect_networked(data)?
         .post("/api/fetch", json!({ "id": id }))
         .await
         .with_context(|| format!("cannot fetch {id}"))?;
@@ -310,7 +333,7 @@ pub async fn call_remote(
     if let Some(deadline) = deadline {
         request["deadline_ms"] = json!(deadline.as_millis() as u64);
     }
-    let answer: CallAnswer = NodeClient::connect(data)?
+    let answer: CallAnswer = NodeClient::connect_networked(data)?
         .post("/api/call", request)
         .await
         .with_context(|| format!("{agent}.{tool} failed"))?

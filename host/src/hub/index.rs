@@ -10,6 +10,7 @@
 use crate::AgentId;
 use crate::store::manifest::{Manifest, SignedManifest};
 use crate::store::terms::terms;
+use crate::tool::{AgentCard, ToolSpec};
 use libp2p::PeerId;
 use std::collections::{HashMap, HashSet};
 
@@ -40,6 +41,10 @@ struct Document {
 
 impl Document {
     fn of(manifest: &Manifest) -> Self {
+        Document::describe(&manifest.card, &manifest.tools)
+    }
+
+    fn describe(card: &AgentCard, tools: &[ToolSpec]) -> Self {
         let mut document = Document::default();
         let mut add = |text: &str, weight: f32| {
             for term in terms(text) {
@@ -47,17 +52,63 @@ impl Document {
                 document.length += weight;
             }
         };
-        add(&manifest.card.name, 3.0);
-        for tag in &manifest.card.tags {
+        add(&card.name, 3.0);
+        for tag in &card.tags {
             add(tag, 2.0);
         }
-        add(&manifest.card.description, 1.0);
-        for tool in &manifest.tools {
+        add(&card.description, 1.0);
+        for tool in tools {
             add(&tool.name, 2.0);
             add(&tool.description, 1.0);
         }
         document
     }
+}
+
+/// The BM25 score of each of `documents` for `terms` (0: no term matches).
+fn scores(documents: &[&Document], terms: &[String]) -> Vec<f32> {
+    let count = documents.len() as f32;
+    if count == 0.0 {
+        return Vec::new();
+    }
+    let average_length = documents.iter().map(|d| d.length).sum::<f32>() / count;
+    let rarity: Vec<f32> = terms
+        .iter()
+        .map(|term| {
+            let holders = documents
+                .iter()
+                .filter(|d| d.weights.contains_key(term))
+                .count() as f32;
+            ((count - holders + 0.5) / (holders + 0.5)).ln_1p()
+        })
+        .collect();
+    documents
+        .iter()
+        .map(|document| {
+            let length = document.length / average_length.max(f32::MIN_POSITIVE);
+            terms
+                .iter()
+                .zip(&rarity)
+                .filter_map(|(term, rarity)| {
+                    let weight = document.weights.get(term)?;
+                    Some(rarity * weight * (K1 + 1.0) / (weight + K1 * (1.0 - B + B * length)))
+                })
+                .sum()
+        })
+        .collect()
+}
+
+/// The BM25 score of each agent (card and tools) for `terms`, ranked among
+/// themselves as the index ranks what it knows: for agents that are not in
+/// the index, such as this node's unpublished ones.
+pub fn rank<'a>(
+    agents: impl Iterator<Item = (&'a AgentCard, &'a [ToolSpec])>,
+    terms: &[String],
+) -> Vec<f32> {
+    let documents: Vec<Document> = agents
+        .map(|(card, tools)| Document::describe(card, tools))
+        .collect();
+    scores(&documents.iter().collect::<Vec<_>>(), terms)
 }
 
 pub struct Index {
@@ -126,38 +177,12 @@ impl Index {
     /// Agents matching any of `terms` (see [`crate::store::terms`]), best
     /// first by BM25; ties go to the agent with more hosts, then by name.
     pub fn search(&self, terms: &[String]) -> Vec<(f32, &Known)> {
-        let count = self.agents.len() as f32;
-        if count == 0.0 {
-            return Vec::new();
-        }
-        let average_length = self.agents.values().map(|k| k.document.length).sum::<f32>() / count;
-        let rarity: Vec<f32> = terms
-            .iter()
-            .map(|term| {
-                let holders = self
-                    .agents
-                    .values()
-                    .filter(|k| k.document.weights.contains_key(term))
-                    .count() as f32;
-                ((count - holders + 0.5) / (holders + 0.5)).ln_1p()
-            })
-            .collect();
-        let mut hits: Vec<(f32, &Known)> = self
-            .agents
-            .values()
-            .filter_map(|known| {
-                let document = &known.document;
-                let length = document.length / average_length.max(f32::MIN_POSITIVE);
-                let score: f32 = terms
-                    .iter()
-                    .zip(&rarity)
-                    .filter_map(|(term, rarity)| {
-                        let weight = document.weights.get(term)?;
-                        Some(rarity * weight * (K1 + 1.0) / (weight + K1 * (1.0 - B + B * length)))
-                    })
-                    .sum();
-                (score > 0.0).then_some((score, known))
-            })
+        let known: Vec<&Known> = self.agents.values().collect();
+        let documents: Vec<&Document> = known.iter().map(|k| &k.document).collect();
+        let mut hits: Vec<(f32, &Known)> = scores(&documents, terms)
+            .into_iter()
+            .zip(known)
+            .filter(|(score, _)| *score > 0.0)
             .collect();
         hits.sort_by(|a, b| {
             b.0.total_cmp(&a.0)

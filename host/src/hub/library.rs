@@ -8,8 +8,6 @@
 //! refused past the maximum hop count.
 
 use super::Shared;
-use crate::capabilities::caller::{Caller, ElicitFailure, Elicitation, Progress};
-use crate::capabilities::guest_log::Level;
 use crate::capabilities::peers::{Hop, PeerFailure};
 use crate::net::fetch::{FetchRequest, FetchResponse, MAX_MATCHES};
 use crate::net::rpc::{CallRequest, RpcError, code};
@@ -165,35 +163,6 @@ pub(super) fn from_wire(error: RpcError) -> PeerFailure {
 
 /// The caller of a call made by another agent, here or on another node: it
 /// carries the hop count; there is no client to report to, lend a model or ask.
-pub(super) struct ChainCaller {
-    pub(super) depth: u32,
-}
-
-#[async_trait::async_trait]
-impl Caller for ChainCaller {
-    fn progress(&self, _report: Progress) {}
-
-    fn log(&self, _agent: &str, _level: Level, _message: &str) {}
-
-    async fn sample(
-        &self,
-        _request: &crate::llm::ChatRequest,
-        _model_hint: Option<&str>,
-    ) -> Option<Result<crate::llm::Completion, crate::llm::LlmFailure>> {
-        None
-    }
-
-    async fn elicit(&self, _message: String, _schema: Value) -> Result<Elicitation, ElicitFailure> {
-        Err(ElicitFailure::Unavailable(
-            "the call came from another agent; there is nobody to ask".into(),
-        ))
-    }
-
-    fn depth(&self) -> u32 {
-        self.depth
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

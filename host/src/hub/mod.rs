@@ -10,13 +10,13 @@ mod index;
 mod library;
 mod models;
 
-pub use index::Known;
+pub use index::{Known, rank};
 
 use crate::capabilities::peers::{Discovered, Hop, PeerFailure, PeerNetwork};
 use crate::net::fetch::{self, DownloadReport, FetchRequest, FetchResponse};
 use crate::net::rpc::{CallRequest, RpcError, code};
 use crate::net::{Keypair, NetConfig, NetError, Network, PeerId, PublishReport, dht};
-use crate::policy::{MAX_DEPTH, Origin};
+use crate::policy::Origin;
 use crate::store::manifest::{Manifest, SignedManifest};
 use crate::store::{AgentRecord, StoreError};
 use crate::tool::{AgentCard, ToolOutput, ToolSpec};
@@ -47,10 +47,7 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// Calls `tool` of the installed agent `record` for another agent, here
-    /// or on another node, at `hop`: the one path of every agent-to-agent
-    /// call that runs on this node. It runs under this node's grants and
-    /// limits, never longer than the caller still waits, and is refused
-    /// past the longest chain.
+    /// or on another node, at `hop` (see [`Node::call_at_hop`]).
     async fn call_for_agent(
         &self,
         record: &AgentRecord,
@@ -58,27 +55,7 @@ impl Shared {
         arguments: &str,
         hop: Hop,
     ) -> Result<ToolOutput, PeerFailure> {
-        if hop.depth > MAX_DEPTH {
-            return Err(PeerFailure::DepthExceeded(format!(
-                "agents calling agents may chain at most {MAX_DEPTH} deep"
-            )));
-        }
-        let mut grants = self
-            .node
-            .grants(record)
-            .map_err(|e| PeerFailure::Unavailable(e.to_string()))?;
-        grants.limits.deadline = grants.limits.deadline.min(hop.remaining());
-        if grants.limits.deadline.is_zero() {
-            return Err(PeerFailure::DeadlineExceeded(
-                "the caller's deadline has already passed".into(),
-            ));
-        }
-        let caller = Arc::new(library::ChainCaller { depth: hop.depth });
-        let outcome = self
-            .node
-            .call_record(record, tool, arguments, grants, Some(caller))
-            .await;
-        crate::NodeCallError::answer(outcome)
+        self.node.call_at_hop(record, tool, arguments, hop).await
     }
 
     fn offered(&self, id: &AgentId) -> Option<SignedManifest> {
@@ -389,6 +366,15 @@ impl Hub {
         }
     }
 
+    /// Nodes this node knows to host `id` (from announcements and searches).
+    pub fn hosts_of(&self, id: &AgentId) -> Vec<PeerId> {
+        self.shared
+            .index()
+            .get(id)
+            .map(|known| known.hosts.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
     /// The signed manifest of `id`: from the index, else from the DHT.
     async fn manifest(&self, id: AgentId) -> Result<SignedManifest, HubError> {
         if let Some(known) = self.shared.index().get(&id) {
@@ -484,6 +470,17 @@ impl Hub {
         arguments: serde_json::Value,
         hop: Hop,
     ) -> Result<ToolOutput, HubError> {
+        Ok(self.call_remote_at(id, tool, arguments, hop).await?.0)
+    }
+
+    /// [`Hub::call_remote`], also saying which node answered.
+    pub async fn call_remote_at(
+        &self,
+        id: AgentId,
+        tool: &str,
+        arguments: serde_json::Value,
+        hop: Hop,
+    ) -> Result<(ToolOutput, PeerId), HubError> {
         let providers = self.providers(id, 3).await?;
         if providers.is_empty() {
             return Err(HubError::NoProvider(id));
@@ -498,7 +495,7 @@ impl Hub {
                 deadline: hop.remaining(),
             };
             match self.network.call(provider, request, hop.remaining()).await {
-                Ok(Ok(output)) => return Ok(output),
+                Ok(Ok(output)) => return Ok((output, provider)),
                 // That host no longer offers it: try the next.
                 Ok(Err(error)) if error.code == code::NOT_FOUND => last_error = error.into(),
                 Ok(Err(error)) => return Err(error.into()),
@@ -509,6 +506,35 @@ impl Hub {
             }
         }
         Err(last_error)
+    }
+
+    /// Calls `tool` of the agent `agent` for an agent or a goal at `hop`:
+    /// here if it is installed here (under this node's limits), else on a
+    /// node that hosts it. Also says which node ran it (`None`: this one).
+    pub async fn call_agent(
+        &self,
+        agent: AgentId,
+        tool: &str,
+        arguments: &str,
+        hop: Hop,
+    ) -> Result<(ToolOutput, Option<PeerId>), PeerFailure> {
+        if let Ok(record) = self.shared.node.resolve(&agent.to_string()) {
+            let output = self
+                .shared
+                .call_for_agent(&record, tool, arguments, hop)
+                .await?;
+            return Ok((output, None));
+        }
+        let arguments: serde_json::Value = serde_json::from_str(arguments)
+            .map_err(|e| PeerFailure::InvalidArguments(format!("arguments are not JSON: {e}")))?;
+        match self.call_remote_at(agent, tool, arguments, hop).await {
+            Ok((output, host)) => Ok((output, Some(host))),
+            Err(HubError::NoProvider(id)) => {
+                Err(PeerFailure::NotFound(format!("no node offers {id}")))
+            }
+            Err(HubError::Remote(error)) => Err(library::from_wire(error)),
+            Err(e) => Err(PeerFailure::Unavailable(e.to_string())),
+        }
     }
 }
 
@@ -559,23 +585,6 @@ impl PeerNetwork for HubLink {
         arguments: &str,
         hop: Hop,
     ) -> Result<ToolOutput, PeerFailure> {
-        let hub = self.hub()?;
-        // Installed here: call it here, under this node's limits.
-        if let Ok(record) = hub.shared.node.resolve(&agent.to_string()) {
-            return hub
-                .shared
-                .call_for_agent(&record, tool, arguments, hop)
-                .await;
-        }
-        let arguments: serde_json::Value = serde_json::from_str(arguments)
-            .map_err(|e| PeerFailure::InvalidArguments(format!("arguments are not JSON: {e}")))?;
-        match hub.call_remote(agent, tool, arguments, hop).await {
-            Ok(output) => Ok(output),
-            Err(HubError::NoProvider(id)) => {
-                Err(PeerFailure::NotFound(format!("no node offers {id}")))
-            }
-            Err(HubError::Remote(error)) => Err(library::from_wire(error)),
-            Err(e) => Err(PeerFailure::Unavailable(e.to_string())),
-        }
+        Ok(self.hub()?.call_agent(agent, tool, arguments, hop).await?.0)
     }
 }

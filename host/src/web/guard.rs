@@ -35,6 +35,9 @@ pub struct Guard {
     hosts: Vec<Authority>,
     origins: Vec<Origin>,
     token: Option<String>,
+    /// Another token that passes where `token` is asked for: the control
+    /// token of the node's own command line.
+    also: Option<String>,
 }
 
 /// Why a request was turned away.
@@ -119,7 +122,15 @@ impl Guard {
                 .collect(),
             origins: origins.iter().filter_map(|o| origin(o)).collect(),
             token: token.filter(|t| !t.is_empty()),
+            also: None,
         }
+    }
+
+    /// Also lets requests carrying `token` through where the node's token
+    /// is asked for.
+    pub fn also_accepting(mut self, token: String) -> Guard {
+        self.also = Some(token).filter(|t| !t.is_empty());
+        self
     }
 
     /// Checks a request's headers.
@@ -160,6 +171,10 @@ impl Guard {
         }
         if let Some(expected) = &self.token
             && !crate::mcp::http::bearer_matches(headers, expected)
+            && !self
+                .also
+                .as_ref()
+                .is_some_and(|also| crate::mcp::http::bearer_matches(headers, also))
         {
             return Err(Refusal::Unauthorized);
         }

@@ -1,0 +1,262 @@
+//! Goals over HTTP, on `agentsite serve`, behind the node's token and its
+//! Host and Origin rules (the command line passes with its control token):
+//!
+//! | request | does |
+//! |---|---|
+//! | `POST /api/goals` `{"text", "team"?, "limits"?, "model"?}` | starts a goal (201, its record) |
+//! | `GET /api/goals` | lists goals, newest first |
+//! | `GET /api/goals/{id}` | the record and every message |
+//! | `GET /api/goals/{id}/events?after=N` | server-sent events: the messages after N, then new ones as they happen, until the goal stops |
+//! | `POST /api/goals/{id}/messages` `{"text"}` | a person's message (202) |
+//! | `POST /api/goals/{id}/cancel` | stops it (202) |
+//!
+//! Errors are `{"error": "<one line>"}`.
+
+use super::{GoalError, GoalEvent, GoalRecord, Goals, Message, NewGoal};
+use crate::web::guard::Guard;
+use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::convert::Infallible;
+use std::sync::Arc;
+use tokio::sync::broadcast;
+
+/// The largest request body: a goal's text and its options.
+const MAX_BODY: usize = super::MAX_TEXT * 2 + 4096;
+/// Messages sent in one page of a replay.
+const PAGE: usize = 500;
+
+/// `GET /api/goals/{id}`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GoalAnswer {
+    pub record: GoalRecord,
+    pub messages: Vec<Message>,
+}
+
+/// The `/api/goals` routes, behind `guard`.
+pub fn router(goals: Arc<Goals>, guard: Guard) -> Router {
+    Router::new()
+        .route("/api/goals", post(create).get(list))
+        .route("/api/goals/{id}", get(show))
+        .route("/api/goals/{id}/events", get(events))
+        .route("/api/goals/{id}/messages", post(say))
+        .route("/api/goals/{id}/cancel", post(cancel))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .route_layer(middleware::from_fn_with_state(Arc::new(guard), require))
+        .with_state(goals)
+}
+
+async fn require(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    match guard.check(request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => failure(refusal.status(), refusal.message()),
+    }
+}
+
+fn failure(status: StatusCode, message: impl std::fmt::Display) -> Response {
+    let message = crate::text::one_line(&message.to_string(), 500);
+    (status, Json(json!({ "error": message }))).into_response()
+}
+
+fn refused(error: GoalError) -> Response {
+    let status = match &error {
+        GoalError::Invalid(_) => StatusCode::BAD_REQUEST,
+        GoalError::NotFound(_) => StatusCode::NOT_FOUND,
+        GoalError::Conflict(_) => StatusCode::CONFLICT,
+        GoalError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
+        GoalError::Storage(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    failure(status, error)
+}
+
+/// A JSON body, or the one-line reason it is not one.
+fn body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| format!("the request body is not what this endpoint takes: {e}"))
+}
+
+async fn create(State(goals): State<Arc<Goals>>, bytes: axum::body::Bytes) -> Response {
+    let new: NewGoal = match body(&bytes) {
+        Ok(new) => new,
+        Err(why) => return failure(StatusCode::BAD_REQUEST, why),
+    };
+    match goals.start(new).await {
+        Ok(record) => (StatusCode::CREATED, Json(record)).into_response(),
+        Err(error) => refused(error),
+    }
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    limit: Option<usize>,
+}
+
+async fn list(State(goals): State<Arc<Goals>>, Query(query): Query<ListQuery>) -> Response {
+    match goals.list(query.limit.unwrap_or(50)).await {
+        Ok(records) => Json(records).into_response(),
+        Err(error) => refused(error),
+    }
+}
+
+async fn show(State(goals): State<Arc<Goals>>, Path(id): Path<String>) -> Response {
+    let record = match goals.record(&id).await {
+        Ok(record) => record,
+        Err(error) => return refused(error),
+    };
+    match goals.messages(&id, 0, super::run::MAX_MESSAGES).await {
+        Ok(messages) => Json(GoalAnswer { record, messages }).into_response(),
+        Err(error) => refused(error),
+    }
+}
+
+#[derive(Deserialize)]
+struct Said {
+    text: String,
+}
+
+async fn say(
+    State(goals): State<Arc<Goals>>,
+    Path(id): Path<String>,
+    bytes: axum::body::Bytes,
+) -> Response {
+    let said: Said = match body(&bytes) {
+        Ok(said) => said,
+        Err(why) => return failure(StatusCode::BAD_REQUEST, why),
+    };
+    match goals.say(&id, said.text).await {
+        Ok(record) => (StatusCode::ACCEPTED, Json(record)).into_response(),
+        Err(error) => refused(error),
+    }
+}
+
+async fn cancel(State(goals): State<Arc<Goals>>, Path(id): Path<String>) -> Response {
+    if let Err(error) = goals.record(&id).await {
+        return refused(error);
+    }
+    match goals.cancel(&id) {
+        Ok(()) => (StatusCode::ACCEPTED, Json(json!({ "cancelled": id }))).into_response(),
+        Err(error) => refused(error),
+    }
+}
+
+#[derive(Deserialize)]
+struct EventsQuery {
+    #[serde(default)]
+    after: u64,
+}
+
+/// One event of the stream: `message` (a [`Message`]) or `state` (a
+/// [`GoalRecord`]), with the message's number as the event id so that a
+/// client reconnecting with `Last-Event-ID` (or `after`) catches up.
+fn sse_event(event: &GoalEvent) -> Event {
+    match event {
+        GoalEvent::Message { message, .. } => Event::default()
+            .event("message")
+            .id(message.seq.to_string())
+            .json_data(message)
+            .unwrap_or_default(),
+        GoalEvent::State { record, .. } => Event::default()
+            .event("state")
+            .json_data(record)
+            .unwrap_or_default(),
+    }
+}
+
+async fn events(
+    State(goals): State<Arc<Goals>>,
+    Path(id): Path<String>,
+    Query(query): Query<EventsQuery>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    if let Err(error) = goals.record(&id).await {
+        return refused(error);
+    }
+    let after = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(query.after);
+    // Listen first, then read what is stored: nothing falls in between.
+    let live = goals.subscribe();
+    let (sender, receiver) = tokio::sync::mpsc::channel::<Event>(64);
+    tokio::spawn(follow(goals, id, after, live, sender));
+    let stream = futures::stream::unfold(receiver, |mut receiver| async move {
+        let event = receiver.recv().await?;
+        Some((Ok::<_, Infallible>(event), receiver))
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// Sends goal `id`'s messages after `after`, then its live events, until
+/// it stops (or the client goes away).
+async fn follow(
+    goals: Arc<Goals>,
+    id: String,
+    mut after: u64,
+    mut live: broadcast::Receiver<GoalEvent>,
+    sender: tokio::sync::mpsc::Sender<Event>,
+) {
+    loop {
+        // Catch up from the store (again after falling behind).
+        loop {
+            let Ok(page) = goals.messages(&id, after, PAGE).await else {
+                return;
+            };
+            let done = page.len() < PAGE;
+            for message in page {
+                after = message.seq;
+                let event = GoalEvent::Message {
+                    goal: id.clone(),
+                    message: Box::new(message),
+                };
+                if sender.send(sse_event(&event)).await.is_err() {
+                    return;
+                }
+            }
+            if done {
+                break;
+            }
+        }
+        let Ok(record) = goals.record(&id).await else {
+            return;
+        };
+        let state = GoalEvent::State {
+            goal: id.clone(),
+            record: Box::new(record.clone()),
+        };
+        if sender.send(sse_event(&state)).await.is_err() || !record.state.is_active() {
+            return;
+        }
+        loop {
+            match live.recv().await {
+                Ok(event) if event.goal() == id => {
+                    if let GoalEvent::Message { message, .. } = &event {
+                        if message.seq <= after {
+                            continue;
+                        }
+                        after = message.seq;
+                    }
+                    if sender.send(sse_event(&event)).await.is_err() {
+                        return;
+                    }
+                    if let GoalEvent::State { record, .. } = &event
+                        && !record.state.is_active()
+                    {
+                        return;
+                    }
+                }
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(_)) => break,
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+}
