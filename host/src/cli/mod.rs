@@ -407,11 +407,16 @@ pub async fn serve(
     if let Some(hub) = &hub {
         router = router.merge(crate::web::api::router(hub.clone(), token.clone()));
     }
-    let goals = crate::goals::Goals::for_node(&node, hub.clone())?;
-    router = router.merge(crate::goals::api::router(
-        goals,
-        guard.also_accepting(token),
-    ));
+    let guard = guard.also_accepting(token);
+    router = router.merge(match crate::goals::Goals::for_node(&node, hub.clone()) {
+        Ok(goals) => crate::goals::api::router(goals, guard),
+        // Another node serving the same data directory holds the goals:
+        // this one serves everything else and says why goals are missing.
+        Err(e) => {
+            tracing::warn!("goals are unavailable on this node: {e:#}");
+            crate::goals::api::unavailable(format!("{e:#}"), guard)
+        }
+    });
     // The address line is the one a script or test waits for.
     eprintln!(
         "serving {agents} agents over MCP at http://{address}/mcp and the node's models at http://{address}/v1 (health: /health)"

@@ -52,6 +52,20 @@ pub fn router(goals: Arc<Goals>, guard: Guard) -> Router {
         .with_state(goals)
 }
 
+/// The `/api/goals` routes of a node whose goals cannot be had, each
+/// answering 503 with `reason`.
+pub fn unavailable(reason: String, guard: Guard) -> Router {
+    let reason = Arc::new(format!("goals are unavailable on this node: {reason}"));
+    let answer = move || {
+        let reason = reason.clone();
+        async move { failure(StatusCode::SERVICE_UNAVAILABLE, reason) }
+    };
+    Router::new()
+        .route("/api/goals", axum::routing::any(answer.clone()))
+        .route("/api/goals/{*rest}", axum::routing::any(answer))
+        .route_layer(middleware::from_fn_with_state(Arc::new(guard), require))
+}
+
 async fn require(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
     match guard.check(request.headers()) {
         Ok(()) => next.run(request).await,
