@@ -37,6 +37,8 @@ struct Request {
     speaker: String,
     /// A turn (an answer of the turn schema), with the allowed types.
     turn: Option<Vec<String>>,
+    /// The first turn, which may only assign tasks.
+    opening: bool,
     /// The model is asked for search queries.
     queries: bool,
     /// The model is asked to pick members.
@@ -79,8 +81,12 @@ fn read(request: &ChatRequest) -> Request {
         .nth(1)
         .filter(|_| system.contains("Do the task"))
         .map(str::to_owned);
+    let opening = turn
+        .as_ref()
+        .is_some_and(|kinds: &Vec<String>| !kinds.iter().any(|k| k == "discussion"));
     Request {
         speaker,
+        opening,
         turn,
         queries: !schema["properties"]["queries"].is_null(),
         pick: !schema["properties"]["members"].is_null(),
@@ -185,6 +191,11 @@ fn turn(kind: &str, text: &str, tasks: &[(&str, &str)], next: &str) -> Answer {
         .map(|(assignee, task)| json!({"assignee": assignee, "task": task}))
         .collect();
     Answer::Json(json!({"type": kind, "text": text, "tasks": tasks, "next": next}))
+}
+
+/// The opening that hands the calculator "add 6 and 10", `next` speaking next.
+fn add_six_and_ten(next: &str) -> Answer {
+    turn("assign_sync", "go", &[("calculator", "add 6 and 10")], next)
 }
 
 /// A task step of a member that calls one tool, then reports its result.
@@ -539,12 +550,7 @@ async fn max_turns_forces_a_conclusion_that_names_the_limit() {
                 );
                 turn("conclude", "out of turns: 16 so far", &[], "text")
             }
-            Some(kinds) if !kinds.contains(&"discussion".to_owned()) => turn(
-                "assign_sync",
-                "go",
-                &[("calculator", "add 6 and 10")],
-                "text",
-            ),
+            _ if request.opening => add_six_and_ten("text"),
             _ => turn("discussion", "let us talk more", &[], "calculator"),
         }
     });
@@ -568,12 +574,7 @@ async fn a_token_budget_ends_the_goal_with_what_is_known() {
             return answer;
         }
         match request.turn.as_deref() {
-            Some(kinds) if !kinds.contains(&"discussion".to_owned()) => turn(
-                "assign_sync",
-                "go",
-                &[("calculator", "add 6 and 10")],
-                "text",
-            ),
+            _ if request.opening => add_six_and_ten("text"),
             _ => turn("discussion", "more talk", &[], "calculator"),
         }
     });
@@ -673,12 +674,7 @@ async fn a_malformed_answer_is_retried_once_then_the_turn_fails_and_the_goal_goe
         match (request.speaker.as_str(), request.turn.as_deref()) {
             // text never answers in shape.
             ("text", _) => Answer::Text("Sure! Here is my plan: …".into()),
-            (_, Some(kinds)) if !kinds.contains(&"discussion".to_owned()) => turn(
-                "assign_sync",
-                "go",
-                &[("calculator", "add 6 and 10")],
-                "text",
-            ),
+            _ if request.opening => add_six_and_ten("text"),
             _ => turn("conclude", "16", &[], "calculator"),
         }
     });
@@ -772,12 +768,7 @@ async fn a_person_continues_a_finished_goal() {
             return answer;
         }
         match request.turn.as_deref() {
-            Some(kinds) if !kinds.contains(&"discussion".to_owned()) => turn(
-                "assign_sync",
-                "go",
-                &[("calculator", "add 6 and 10")],
-                "calculator",
-            ),
+            _ if request.opening => add_six_and_ten("calculator"),
             _ if request.text.contains("now multiply")
                 && request.text.contains("multiply done") =>
             {
@@ -866,7 +857,7 @@ async fn without_a_team_the_model_picks_members_among_what_search_finds() {
             return answer;
         }
         match request.turn.as_deref() {
-            Some(kinds) if !kinds.contains(&"discussion".to_owned()) => turn(
+            _ if request.opening => turn(
                 "assign_async",
                 "go",
                 &[("text", "count the words")],

@@ -205,8 +205,8 @@ async fn follow(client: &NodeClient, id: &str, after: u64) -> anyhow::Result<boo
             .await?;
         let bytes = response
             .bytes_stream()
-            .map(|c| c.map_err(|e| e.to_string()));
-        let mut events = sse_stream::SseStream::from_bytes_stream(bytes.map(|r| r.map_err(Broke)));
+            .map(|c| c.map_err(|e| crate::llm::openai::StreamBroke(e.to_string())));
+        let mut events = sse_stream::SseStream::from_bytes_stream(bytes);
         loop {
             let event = tokio::select! {
                 event = events.next() => event,
@@ -244,17 +244,6 @@ async fn follow(client: &NodeClient, id: &str, after: u64) -> anyhow::Result<boo
         "lost the node's event stream; `agentsite goal show {id}` shows where the goal is"
     )
 }
-
-#[derive(Debug)]
-struct Broke(String);
-
-impl std::fmt::Display for Broke {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Broke {}
 
 /// The conversation as the terminal shows it.
 struct View {

@@ -17,13 +17,12 @@ use crate::web::guard::Guard;
 use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use std::convert::Infallible;
 use std::sync::Arc;
 use tokio::sync::broadcast;
 
@@ -200,13 +199,7 @@ async fn events(
     let live = goals.subscribe();
     let (sender, receiver) = tokio::sync::mpsc::channel::<Event>(64);
     tokio::spawn(follow(goals, id, after, live, sender));
-    let stream = futures::stream::unfold(receiver, |mut receiver| async move {
-        let event = receiver.recv().await?;
-        Some((Ok::<_, Infallible>(event), receiver))
-    });
-    Sse::new(stream)
-        .keep_alive(KeepAlive::default())
-        .into_response()
+    crate::web::event_stream(receiver)
 }
 
 /// Sends goal `id`'s messages after `after`, then its live events, until

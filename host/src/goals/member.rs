@@ -87,13 +87,15 @@ pub struct Floor<'a> {
     pub note: Option<&'a str>,
 }
 
-fn tools_line(tools: &[crate::tool::ToolSpec]) -> String {
+/// The first `most` of `tools` as the model reads them: one line, each
+/// description bounded.
+pub(super) fn tools_line(tools: &[crate::tool::ToolSpec], most: usize) -> String {
     if tools.is_empty() {
         return "none".into();
     }
     tools
         .iter()
-        .take(12)
+        .take(most)
         .map(|t| format!("{} ({})", t.name, excerpt(&t.description, 80)))
         .collect::<Vec<_>>()
         .join("; ")
@@ -140,7 +142,7 @@ pub async fn speak(
                 "- {}: {} Tools: {}",
                 m.name,
                 excerpt(&m.description, 200),
-                tools_line(&m.tools)
+                tools_line(&m.tools, 12)
             )
         })
         .collect();
@@ -157,7 +159,7 @@ pub async fn speak(
          text). \"next\" names who speaks after you.",
         name = speaker.name,
         about = excerpt(&speaker.description, 300),
-        tools = tools_line(&speaker.tools),
+        tools = tools_line(&speaker.tools, 12),
         team = team.join("\n"),
     );
     let mut user = format!(

@@ -69,6 +69,15 @@ impl GoalStore {
             )),
             other => failed("cannot open the goals database", other),
         })?;
+        // Both tables exist from here on: readers never find one missing.
+        let write = db.begin_write().map_err(|e| failed("cannot write", e))?;
+        write
+            .open_table(GOALS)
+            .map_err(|e| failed("cannot write", e))?;
+        write
+            .open_table(MESSAGES)
+            .map_err(|e| failed("cannot write", e))?;
+        write.commit().map_err(|e| failed("cannot commit", e))?;
         let db = std::sync::Arc::new(db);
         interrupt_running(&db)?;
         let (writes, queue) = mpsc::channel();
@@ -111,11 +120,9 @@ impl GoalStore {
     pub async fn goal(&self, id: &str) -> Result<Option<GoalRecord>, StoreError> {
         self.flush().await;
         let read = self.db.begin_read().map_err(|e| failed("cannot read", e))?;
-        let table = match read.open_table(GOALS) {
-            Ok(table) => table,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(failed("cannot read", e)),
-        };
+        let table = read
+            .open_table(GOALS)
+            .map_err(|e| failed("cannot read", e))?;
         let Some(bytes) = table.get(id).map_err(|e| failed("cannot read", e))? else {
             return Ok(None);
         };
@@ -150,11 +157,9 @@ fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError>
 }
 
 fn all_goals(read: &redb::ReadTransaction) -> Result<Vec<GoalRecord>, StoreError> {
-    let table = match read.open_table(GOALS) {
-        Ok(table) => table,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-        Err(e) => return Err(failed("cannot read", e)),
-    };
+    let table = read
+        .open_table(GOALS)
+        .map_err(|e| failed("cannot read", e))?;
     let mut goals = Vec::new();
     for entry in table.iter().map_err(|e| failed("cannot read", e))? {
         let (_, bytes) = entry.map_err(|e| failed("cannot read", e))?;
@@ -172,11 +177,9 @@ fn read_messages(
     after: u64,
     limit: usize,
 ) -> Result<Vec<Message>, StoreError> {
-    let table = match read.open_table(MESSAGES) {
-        Ok(table) => table,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-        Err(e) => return Err(failed("cannot read", e)),
-    };
+    let table = read
+        .open_table(MESSAGES)
+        .map_err(|e| failed("cannot read", e))?;
     let start = after.saturating_add(1);
     let mut messages = Vec::new();
     for entry in table
@@ -296,53 +299,37 @@ fn interrupt_running(db: &redb::Database) -> Result<(), StoreError> {
     if running.is_empty() {
         return Ok(());
     }
-    let write = db.begin_write().map_err(|e| failed("cannot write", e))?;
-    {
-        let mut goals = write
-            .open_table(GOALS)
-            .map_err(|e| failed("cannot write", e))?;
-        let mut messages = write
-            .open_table(MESSAGES)
-            .map_err(|e| failed("cannot write", e))?;
-        let now = unix_millis();
-        for (mut goal, last) in running.into_iter().zip(last_seqs) {
-            let reason = "the node stopped while the goal ran";
-            goal.state = GoalState::Interrupted;
-            goal.reason = Some(reason.into());
-            goal.updated_at = now;
-            let note = Message {
-                seq: last + 1,
-                at: now,
-                team: None,
-                speaker: Speaker::Node,
-                body: Body::Notice {
-                    text: format!(
-                        "{reason}; `agentsite goal say {} \"...\"` resumes it",
-                        goal.id
-                    ),
-                },
-                next: None,
-            };
-            let record = serde_json::to_vec(&goal).map_err(|e| failed("cannot encode", e))?;
-            let note_bytes = serde_json::to_vec(&note).map_err(|e| failed("cannot encode", e))?;
-            goals
-                .insert(goal.id.as_str(), record.as_slice())
-                .map_err(|e| failed("cannot write", e))?;
-            messages
-                .insert((goal.id.as_str(), note.seq), note_bytes.as_slice())
-                .map_err(|e| failed("cannot write", e))?;
-        }
+    let now = unix_millis();
+    let mut writes = Vec::new();
+    for (mut goal, last) in running.into_iter().zip(last_seqs) {
+        let reason = "the node stopped while the goal ran";
+        let note = Message {
+            seq: last + 1,
+            at: now,
+            team: None,
+            speaker: Speaker::Node,
+            body: Body::Notice {
+                text: format!(
+                    "{reason}; `agentsite goal say {} \"...\"` resumes it",
+                    goal.id
+                ),
+            },
+            next: None,
+        };
+        goal.state = GoalState::Interrupted;
+        goal.reason = Some(reason.into());
+        goal.updated_at = now;
+        writes.push(Write::Message(goal.id.clone(), note));
+        writes.push(Write::Goal(goal));
     }
-    write.commit().map_err(|e| failed("cannot commit", e))
+    commit(db, writes, &mut Vec::new())
 }
 
 /// The number of the last message of goal `id` (0 when it has none).
 fn last_seq(read: &redb::ReadTransaction, id: &str) -> Result<u64, StoreError> {
-    let table = match read.open_table(MESSAGES) {
-        Ok(table) => table,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(0),
-        Err(e) => return Err(failed("cannot read", e)),
-    };
+    let table = read
+        .open_table(MESSAGES)
+        .map_err(|e| failed("cannot read", e))?;
     let last = table
         .range((id, 0)..=(id, u64::MAX))
         .map_err(|e| failed("cannot read", e))?

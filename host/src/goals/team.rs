@@ -169,16 +169,10 @@ async fn ask_queries(asker: &Asker<'_>, goal: &str) -> Result<Vec<String>, AskFa
 
 /// A candidate as the model sees it: one line, bounded.
 fn describe(label: &str, candidate: &Candidate) -> String {
-    let tools: Vec<String> = candidate
-        .tools
-        .iter()
-        .take(8)
-        .map(|t| format!("{} ({})", t.name, excerpt(&t.description, 80)))
-        .collect();
     format!(
         "- {label}: {} Tools: {}",
         excerpt(&candidate.description, 200),
-        tools.join("; ")
+        super::member::tools_line(&candidate.tools, 8)
     )
 }
 

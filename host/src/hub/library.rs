@@ -3,7 +3,7 @@
 //!
 //! Only agents this node offers (published, or fetched and seeded) are
 //! served; other installed agents stay private. A remote call takes the
-//! same path as an agent's call of an agent here ([`Shared::call_for_agent`]):
+//! same path as an agent's call of an agent here ([`crate::Node::call_at_hop`]):
 //! this node's own limits, never longer than the caller still waits,
 //! refused past the maximum hop count.
 
@@ -90,7 +90,8 @@ impl crate::net::Library for NodeLibrary {
         };
         let arguments = request.arguments.to_string();
         shared
-            .call_for_agent(&record, &request.tool, &arguments, hop)
+            .node
+            .call_at_hop(&record, &request.tool, &arguments, hop)
             .await
             .map_err(to_wire)
     }

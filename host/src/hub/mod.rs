@@ -46,18 +46,6 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// Calls `tool` of the installed agent `record` for another agent, here
-    /// or on another node, at `hop` (see [`Node::call_at_hop`]).
-    async fn call_for_agent(
-        &self,
-        record: &AgentRecord,
-        tool: &str,
-        arguments: &str,
-        hop: Hop,
-    ) -> Result<ToolOutput, PeerFailure> {
-        self.node.call_at_hop(record, tool, arguments, hop).await
-    }
-
     fn offered(&self, id: &AgentId) -> Option<SignedManifest> {
         self.offered
             .read()
@@ -521,7 +509,8 @@ impl Hub {
         if let Ok(record) = self.shared.node.resolve(&agent.to_string()) {
             let output = self
                 .shared
-                .call_for_agent(&record, tool, arguments, hop)
+                .node
+                .call_at_hop(&record, tool, arguments, hop)
                 .await?;
             return Ok((output, None));
         }

@@ -200,7 +200,7 @@ where
 
 /// Why a stream's bytes stopped, as an error the SSE reader carries.
 #[derive(Debug)]
-struct StreamBroke(String);
+pub(crate) struct StreamBroke(pub(crate) String);
 
 impl std::fmt::Display for StreamBroke {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

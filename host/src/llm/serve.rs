@@ -11,12 +11,11 @@ use crate::web::guard::{self, Guard};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router, middleware};
 use serde_json::json;
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc;
@@ -186,13 +185,7 @@ async fn chat_completions(
         chunk,
         events,
     ));
-    let stream = futures::stream::unfold(receiver, |mut receiver| async move {
-        let event = receiver.recv().await?;
-        Some((Ok::<_, Infallible>(event), receiver))
-    });
-    Sse::new(stream)
-        .keep_alive(KeepAlive::default())
-        .into_response()
+    crate::web::event_stream(receiver)
 }
 
 /// Runs a streamed request, sending its events to `events` until the
