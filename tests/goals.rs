@@ -902,3 +902,76 @@ async fn a_goal_no_agent_matches_fails_clearly() {
             .contains("no agent on this node or the network matches")
     );
 }
+
+/// The value of the metric `name` (without labels) in `node`'s scrape.
+fn metric(node: &Node, name: &str) -> f64 {
+    let scrape = node.audit().encode();
+    scrape
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_goal_stops_the_call_it_started_on_another_node() {
+    use support::testnet::{node_with_hub, node_with_hub_config};
+    // The member's node would let the call spin for two minutes.
+    let host_dir = tempfile::tempdir().unwrap();
+    let mut config = agentsite::config::Config::default();
+    config.limits.deadline = Duration::from_secs(120);
+    let (host_node, host) = node_with_hub_config(host_dir.path(), &[], config).await;
+    let spinner = host_node
+        .add(&std::fs::read(support::wasm("hostile_loop")).unwrap())
+        .await
+        .unwrap();
+    host.publish(&spinner.id.to_string()).await.unwrap();
+    let entry = host.network().addresses().await.unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let (node, hub) = node_with_hub(dir.path(), &entry).await;
+    let name = spinner.card.name.clone();
+    let model = Scripted::new(move |request| {
+        if request.task.is_some() {
+            return Answer::Call("spin", json!({}));
+        }
+        turn("assign_sync", "go", &[(name.as_str(), "spin")], &name)
+    });
+    let store = GoalStore::open(&dir.path().join("goals.redb")).unwrap();
+    let directory = NodeDirectory::new(node.clone(), Some(hub), false);
+    let goals = Goals::new(
+        store,
+        model,
+        Arc::new(directory),
+        GoalsConfig::default(),
+        None,
+    );
+    let record = goals
+        .start(goal("spin", &[&spinner.id.to_string()]))
+        .await
+        .unwrap();
+    support::eventually_async(
+        Duration::from_secs(60),
+        "the call runs there",
+        async || match metric(&host_node, "agentsite_remote_calls_running") {
+            1.0 => Ok(()),
+            n => Err(format!("{n} remote calls running")),
+        },
+    )
+    .await;
+    goals.cancel(&record.id).unwrap();
+    let record = tokio::time::timeout(Duration::from_secs(30), goals.finished(&record.id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.state, GoalState::Cancelled);
+    // Stopped there too, long before its two minutes.
+    support::eventually_async(Duration::from_secs(30), "the call stops", async || {
+        let running = metric(&host_node, "agentsite_remote_calls_running");
+        let scrape = host_node.audit().encode();
+        match scrape.contains("agentsite_remote_calls_total{outcome=\"cancelled\"} 1") {
+            true if running == 0.0 => Ok(()),
+            _ => Err(format!("{running} running; {scrape}")),
+        }
+    })
+    .await;
+}

@@ -366,12 +366,7 @@ async fn foreign_origins_and_hosts_are_refused() {
         200
     );
 
-    let health: Value = reqwest::get(server.url("/health"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health = server.health().await;
     assert_eq!(health["status"], "ok");
     assert_eq!(health["agents"], 1);
 }

@@ -11,17 +11,8 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use support::{Cli, Server, eventually};
 
-/// Starts a node on the network, joining through `bootstrap` if given.
 fn join(cli: &Cli, bootstrap: Option<&Server>) -> Server {
-    let mut args = vec!["--p2p-listen", "/ip4/127.0.0.1/tcp/0"];
-    let address;
-    if let Some(peer) = bootstrap {
-        address = peer.p2p.clone().expect("the bootstrap node has an address");
-        args.extend(["--bootstrap", address.as_str()]);
-    }
-    let server = Server::start(cli.data(), &args);
-    assert!(server.p2p.is_some(), "the node printed no libp2p address");
-    server
+    Server::join(cli.data(), bootstrap)
 }
 
 /// Calls `tool` over MCP at `url`; returns the structured result.

@@ -122,6 +122,34 @@ impl std::fmt::Display for Failure<'_> {
     }
 }
 
+/// A tool call another node asked for, while it runs (see [`Audit::remote_call`]).
+pub struct RemoteCall<'a> {
+    audit: &'a Audit,
+    answered: bool,
+}
+
+impl RemoteCall<'_> {
+    pub fn answered(mut self) {
+        self.answered = true;
+    }
+}
+
+impl Drop for RemoteCall<'_> {
+    fn drop(&mut self) {
+        self.audit.remote_calls_running.dec();
+        let outcome = if self.answered {
+            "answered"
+        } else {
+            tracing::info!(target: TARGET, "a remote call was cancelled by its caller");
+            "cancelled"
+        };
+        self.audit
+            .remote_calls
+            .get_or_create(&OutcomeLabel { outcome })
+            .inc();
+    }
+}
+
 /// The node's audit trail and metrics.
 pub struct Audit {
     registry: Registry,
@@ -142,6 +170,8 @@ pub struct Audit {
     goal_tasks: Family<OutcomeLabel, Counter>,
     goal_tokens: Counter,
     goal_tool_calls: Counter,
+    remote_calls: Family<OutcomeLabel, Counter>,
+    remote_calls_running: Gauge,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -204,6 +234,8 @@ impl Audit {
         let goal_tasks = Family::<OutcomeLabel, Counter>::default();
         let goal_tokens = Counter::default();
         let goal_tool_calls = Counter::default();
+        let remote_calls = Family::<OutcomeLabel, Counter>::default();
+        let remote_calls_running = Gauge::default();
         let mut describe = |name: &str, help: &str, metric: Described| {
             registry.register(name, help, metric);
         };
@@ -292,6 +324,16 @@ impl Audit {
             "Tool calls members of goals' teams made",
             Described::new(goal_tool_calls.clone()),
         );
+        describe(
+            "remote_calls",
+            "Tool calls other nodes asked of this one that ended, per outcome (answered, cancelled)",
+            Described::new(remote_calls.clone()),
+        );
+        describe(
+            "remote_calls_running",
+            "Tool calls other nodes asked of this one, running now",
+            Described::new(remote_calls_running.clone()),
+        );
         registry.register(
             "build",
             "The node's version",
@@ -316,6 +358,19 @@ impl Audit {
             goal_tasks,
             goal_tokens,
             goal_tool_calls,
+            remote_calls,
+            remote_calls_running,
+        }
+    }
+
+    /// Counts a tool call another node asked for as running until the
+    /// returned guard is dropped: as answered if it was told so, else as
+    /// cancelled (its caller stopped waiting).
+    pub fn remote_call(&self) -> RemoteCall<'_> {
+        self.remote_calls_running.inc();
+        RemoteCall {
+            audit: self,
+            answered: false,
         }
     }
 

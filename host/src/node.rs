@@ -153,7 +153,7 @@ impl Node {
     }
 
     /// The node's audit trail and metrics.
-    pub(crate) fn audit(&self) -> &Arc<Audit> {
+    pub fn audit(&self) -> &Arc<Audit> {
         &self.audit
     }
 

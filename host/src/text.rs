@@ -101,7 +101,7 @@ pub fn one_line(text: &str, max: usize) -> String {
         .to_owned()
 }
 
-fn floor_char_boundary(text: &str, max: usize) -> usize {
+pub(crate) fn floor_char_boundary(text: &str, max: usize) -> usize {
     let mut cut = max.min(text.len());
     while !text.is_char_boundary(cut) {
         cut -= 1;

@@ -337,6 +337,25 @@ impl Server {
         }
     }
 
+    /// Starts the node in `data` on the network (loopback TCP), joining
+    /// through `bootstrap` if given.
+    pub fn join(data: &Path, bootstrap: Option<&Server>) -> Server {
+        let mut args = vec!["--p2p-listen", "/ip4/127.0.0.1/tcp/0"];
+        let address;
+        if let Some(peer) = bootstrap {
+            address = peer.p2p.clone().expect("the bootstrap node has an address");
+            args.extend(["--bootstrap", address.as_str()]);
+        }
+        let server = Server::start(data, &args);
+        assert!(server.p2p.is_some(), "the node printed no libp2p address");
+        server
+    }
+
+    /// The node's peer id, when it is on the network.
+    pub fn peer_id(&self) -> Option<&str> {
+        self.p2p.as_deref()?.rsplit("/p2p/").next()
+    }
+
     /// What the node has written on stderr so far (its last lines).
     pub fn log(&self) -> String {
         let kept = self.log.lock().unwrap();
@@ -350,6 +369,16 @@ impl Server {
     /// The serving process's id.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// What the node's `/health` says now.
+    pub async fn health(&self) -> serde_json::Value {
+        reqwest::get(self.url("/health"))
+            .await
+            .expect("the node answers /health")
+            .json()
+            .await
+            .expect("health is JSON")
     }
 
     /// What the node's `/metrics` says now.

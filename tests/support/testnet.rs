@@ -180,8 +180,16 @@ pub fn memory_config(bootstrap: Vec<Multiaddr>) -> NetConfig {
 /// A full node (store, runtime, hub) with its data in `dir`, on the memory
 /// transport, joining through `bootstrap`.
 pub async fn node_with_hub(dir: &Path, bootstrap: &[Multiaddr]) -> (Arc<Node>, Arc<Hub>) {
-    let node =
-        Arc::new(Node::open(DataDir::new(dir), Config::default(), Capacity::OneShot).unwrap());
+    node_with_hub_config(dir, bootstrap, Config::default()).await
+}
+
+/// [`node_with_hub`] with `config`.
+pub async fn node_with_hub_config(
+    dir: &Path,
+    bootstrap: &[Multiaddr],
+    config: Config,
+) -> (Arc<Node>, Arc<Hub>) {
+    let node = Arc::new(Node::open(DataDir::new(dir), config, Capacity::OneShot).unwrap());
     let options = HubOptions {
         public: Vec::new(),
         seed_fetched: false,

@@ -405,6 +405,8 @@ fn request_from_chat(
         temperature: request.temperature,
         response_schema,
         seed: request.seed,
+        frequency_penalty: None,
+        presence_penalty: None,
     };
     Ok((converted, request.model_hint))
 }

@@ -369,7 +369,7 @@ pub async fn serve(
     let agents = hosted.records().len();
     let models = crate::llm::serve::router(node.models().clone(), options.guard());
     let guard = options.guard();
-    let mut router = http::router(hosted, options, stop.clone()).merge(models);
+    let mut router = http::router(hosted.clone(), options, stop.clone()).merge(models);
     let api_host = if address.ip().is_unspecified() {
         std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), address.port())
     } else {
@@ -409,7 +409,10 @@ pub async fn serve(
     }
     let guard = guard.also_accepting(token);
     router = router.merge(match crate::goals::Goals::for_node(&node, hub.clone()) {
-        Ok(goals) => crate::goals::api::router(goals, guard),
+        Ok(goals) => {
+            hosted.offer_goals(goals.clone());
+            crate::goals::api::router(goals, guard)
+        }
         // Another node serving the same data directory holds the goals:
         // this one serves everything else and says why goals are missing.
         Err(e) => {

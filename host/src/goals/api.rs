@@ -24,12 +24,9 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::sync::Arc;
-use tokio::sync::broadcast;
 
 /// The largest request body: a goal's text and its options.
 const MAX_BODY: usize = super::MAX_TEXT * 2 + 4096;
-/// Messages sent in one page of a replay.
-const PAGE: usize = 500;
 
 /// `GET /api/goals/{id}`
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -195,75 +192,7 @@ async fn events(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok())
         .unwrap_or(query.after);
-    // Listen first, then read what is stored: nothing falls in between.
-    let live = goals.subscribe();
-    let (sender, receiver) = tokio::sync::mpsc::channel::<Event>(64);
-    tokio::spawn(follow(goals, id, after, live, sender));
-    crate::web::event_stream(receiver)
-}
-
-/// Sends goal `id`'s messages after `after`, then its live events, until
-/// it stops (or the client goes away).
-async fn follow(
-    goals: Arc<Goals>,
-    id: String,
-    mut after: u64,
-    mut live: broadcast::Receiver<GoalEvent>,
-    sender: tokio::sync::mpsc::Sender<Event>,
-) {
-    loop {
-        // Catch up from the store (again after falling behind).
-        loop {
-            let Ok(page) = goals.messages(&id, after, PAGE).await else {
-                return;
-            };
-            let done = page.len() < PAGE;
-            for message in page {
-                after = message.seq;
-                let event = GoalEvent::Message {
-                    goal: id.clone(),
-                    message: Box::new(message),
-                };
-                if sender.send(sse_event(&event)).await.is_err() {
-                    return;
-                }
-            }
-            if done {
-                break;
-            }
-        }
-        let Ok(record) = goals.record(&id).await else {
-            return;
-        };
-        let state = GoalEvent::State {
-            goal: id.clone(),
-            record: Box::new(record.clone()),
-        };
-        if sender.send(sse_event(&state)).await.is_err() || !record.state.is_active() {
-            return;
-        }
-        loop {
-            match live.recv().await {
-                Ok(event) if event.goal() == id => {
-                    if let GoalEvent::Message { message, .. } = &event {
-                        if message.seq <= after {
-                            continue;
-                        }
-                        after = message.seq;
-                    }
-                    if sender.send(sse_event(&event)).await.is_err() {
-                        return;
-                    }
-                    if let GoalEvent::State { record, .. } = &event
-                        && !record.state.is_active()
-                    {
-                        return;
-                    }
-                }
-                Ok(_) => {}
-                Err(broadcast::error::RecvError::Lagged(_)) => break,
-                Err(broadcast::error::RecvError::Closed) => return,
-            }
-        }
-    }
+    let (sender, receiver) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(goals.follow(id, after, sender));
+    crate::web::event_stream(receiver, |event| sse_event(&event))
 }

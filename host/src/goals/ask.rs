@@ -27,6 +27,11 @@ pub trait GoalModel: Send + Sync {
 
     /// The name of the model `model` resolves to, or why there is none.
     fn resolve(&self, model: Option<&str>) -> Result<String, String>;
+
+    /// Tokens a request to `model` may fill, when known.
+    fn context_window(&self, _model: Option<&str>) -> Option<usize> {
+        None
+    }
 }
 
 #[async_trait::async_trait]
@@ -45,7 +50,20 @@ impl GoalModel for Models {
             .map(|gated| gated.name().to_owned())
             .map_err(|e| e.to_string())
     }
+
+    fn context_window(&self, model: Option<&str>) -> Option<usize> {
+        self.get(model).ok()?.context_window()
+    }
 }
+
+/// The frequency penalty of a goal's requests (see [`Asker::complete`]).
+const FREQUENCY_PENALTY: f32 = 1.0;
+
+/// Characters per token, counted low: English runs near four, JSON and
+/// numbers nearer two or three.
+const CHARS_PER_TOKEN: usize = 3;
+/// Tokens a chat template adds around the messages, at most.
+const TEMPLATE_TOKENS: usize = 64;
 
 /// Why a step that asked the model did not get its answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,6 +91,17 @@ pub struct Asker<'a> {
 }
 
 impl Asker<'_> {
+    /// Characters of variable text (a transcript, results) a prompt may
+    /// still hold besides `fixed` characters, leaving room for an answer of
+    /// `answer_tokens`; unbounded when the model's window is unknown.
+    pub fn room(&self, fixed: usize, answer_tokens: u32) -> usize {
+        let Some(window) = self.model.context_window(self.name) else {
+            return usize::MAX;
+        };
+        let used = fixed.div_ceil(CHARS_PER_TOKEN) + answer_tokens as usize + TEMPLATE_TOKENS;
+        window.saturating_sub(used) * CHARS_PER_TOKEN
+    }
+
     /// One request, within the budget's tokens and deadline: at most
     /// `max_tokens` generated.
     pub async fn complete(
@@ -81,6 +110,12 @@ impl Asker<'_> {
         max_tokens: u32,
     ) -> Result<Completion, AskFailure> {
         let left = self.budget.tokens_left().map_err(AskFailure::Limit)?;
+        // A small model decoding greedily falls into loops ("The fox is a
+        // cat. The fox is a cat. ..."); a mild penalty on repeats keeps it
+        // out, and a large model is not hurt by it.
+        if request.frequency_penalty.is_none() {
+            request.frequency_penalty = Some(FREQUENCY_PENALTY);
+        }
         request.max_tokens = Some(max_tokens.min(left.min(u64::from(u32::MAX)) as u32));
         let outcome = self
             .model
@@ -128,9 +163,11 @@ impl Asker<'_> {
             match parsed {
                 Ok(value) => return Ok(value),
                 Err(error) if attempt == 0 => {
+                    // What was wrong, not the whole answer: a long wrong
+                    // answer would crowd the model's window.
                     messages.push(Message::new(
                         crate::llm::Role::Assistant,
-                        completion.content,
+                        crate::text::excerpt(&completion.content, 300).into_owned(),
                     ));
                     messages.push(Message::user(format!(
                         "That answer cannot be used: {error}. Answer again with only a JSON value \

@@ -106,6 +106,19 @@ impl NodeDirectory {
     }
 }
 
+/// An agent found on the network, hosted by `node`.
+fn remote(found: crate::hub::Found, node: String) -> Candidate {
+    Candidate {
+        agent: found.id,
+        name: found.card.name,
+        description: found.card.description,
+        tags: found.card.tags,
+        tools: found.tools,
+        local: false,
+        node,
+    }
+}
+
 #[async_trait::async_trait]
 impl Directory for NodeDirectory {
     fn this_node(&self) -> String {
@@ -119,8 +132,8 @@ impl Directory for NodeDirectory {
         let mut found = self.search_local(query);
         if let Some(hub) = &self.hub {
             match hub.search(query, limit).await {
-                Ok(remote) => {
-                    for agent in remote {
+                Ok(hits) => {
+                    for agent in hits {
                         if found.iter().any(|c| c.agent == agent.id) {
                             continue;
                         }
@@ -129,15 +142,7 @@ impl Directory for NodeDirectory {
                             .first()
                             .map(ToString::to_string)
                             .unwrap_or_default();
-                        found.push(Candidate {
-                            agent: agent.id,
-                            name: agent.card.name,
-                            description: agent.card.description,
-                            tags: agent.card.tags,
-                            tools: agent.tools,
-                            local: false,
-                            node,
-                        });
+                        found.push(remote(agent, node));
                     }
                 }
                 Err(e) => tracing::debug!("network search for a goal failed: {e}"),
@@ -155,6 +160,14 @@ impl Directory for NodeDirectory {
             return Err(format!(
                 "unknown team member {named:?}: no agent of that name or id is installed"
             ));
+        }
+        if let (Some(hub), Ok(id)) = (&self.hub, named.parse::<AgentId>()) {
+            let (found, hosts) = hub
+                .lookup(id)
+                .await
+                .map_err(|e| format!("unknown team member {named}: {e}"))?;
+            let node = hosts.first().map(ToString::to_string).unwrap_or_default();
+            return Ok(remote(found, node));
         }
         let found = self.search(named, 8).await;
         let exact = found

@@ -30,6 +30,12 @@ const MAX_RESULT_FOR_MODEL: usize = 4000;
 const MAX_RESULT_KEPT: usize = 2000;
 /// The pseudo-tool that hands a task to a sub-team.
 pub const FORM_TEAM: &str = "form_team";
+/// Tokens a turn's answer may take: its text and up to four tasks fit.
+const TURN_TOKENS: u32 = 700;
+/// Tokens a task step's answer may take: tool calls, or the result.
+const STEP_TOKENS: u32 = 400;
+/// A task's result in the member's words, at most.
+const MAX_TASK_ANSWER: usize = 1200;
 
 /// The kinds of turn a member may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +107,21 @@ pub(super) fn tools_line(tools: &[crate::tool::ToolSpec], most: usize) -> String
         .join("; ")
 }
 
+/// The newest lines of `text` that fit in `max` bytes, saying when older
+/// ones were left out.
+fn newest_lines(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max {
+        return text.into();
+    }
+    const LEFT_OUT: &str = "(earlier lines left out)\n";
+    let keep = max.saturating_sub(LEFT_OUT.len());
+    let mut start = crate::text::floor_char_boundary(text, text.len() - keep);
+    while start < text.len() && !text[..start].ends_with('\n') {
+        start += text[start..].chars().next().map_or(1, char::len_utf8);
+    }
+    format!("{LEFT_OUT}{}", &text[start..]).into()
+}
+
 /// The model's turn for `speaker`, of one of the `allowed` kinds.
 pub async fn speak(
     asker: &Asker<'_>,
@@ -114,7 +135,7 @@ pub async fn speak(
         "type": "object",
         "properties": {
             "type": {"enum": kinds},
-            "text": {"type": "string", "minLength": 1, "maxLength": 600},
+            "text": {"type": "string", "minLength": 1, "maxLength": 500},
             "tasks": {
                 "type": "array",
                 "maxItems": 4,
@@ -122,7 +143,7 @@ pub async fn speak(
                     "type": "object",
                     "properties": {
                         "assignee": {"enum": names},
-                        "task": {"type": "string", "minLength": 3, "maxLength": 300}
+                        "task": {"type": "string", "minLength": 3, "maxLength": 240}
                     },
                     "required": ["assignee", "task"],
                     "additionalProperties": false
@@ -162,18 +183,24 @@ pub async fn speak(
         tools = tools_line(&speaker.tools, 12),
         team = team.join("\n"),
     );
+    // The transcript and the tasks get what room the model's window
+    // leaves, the newest part of each.
+    let fixed = system.len() + floor.goal.len() + floor.note.map_or(0, str::len) + 200;
+    let room = asker.room(fixed, TURN_TOKENS);
+    let tasks = newest_lines(floor.tasks, room / 3);
+    let transcript = newest_lines(floor.transcript, room - tasks.len());
     let mut user = format!(
         "Goal: {}\n\nConversation so far:\n{}\n\nTasks:\n{}\n",
         floor.goal,
-        if floor.transcript.is_empty() {
+        if transcript.is_empty() {
             "(nothing yet)"
         } else {
-            floor.transcript
+            &transcript
         },
-        if floor.tasks.is_empty() {
+        if tasks.is_empty() {
             "(none yet)"
         } else {
-            floor.tasks
+            &tasks
         },
     );
     if let Some(note) = floor.note {
@@ -186,7 +213,7 @@ pub async fn speak(
     ));
     let messages = vec![Message::system(system), Message::user(user)];
     asker
-        .structured(messages, schema, 800, |value| {
+        .structured(messages, schema, TURN_TOKENS, |value| {
             check_turn(value, allowed, &names, floor.known_tasks)
         })
         .await
@@ -231,7 +258,11 @@ fn check_turn(
         if what.is_empty() {
             return Err("each task must say what to do".into());
         }
-        tasks.push((assignee.to_owned(), what.to_owned()));
+        // The same task twice to the same member would do the work twice.
+        let task = (assignee.to_owned(), what.to_owned());
+        if !tasks.contains(&task) {
+            tasks.push(task);
+        }
     }
     if matches!(kind, TurnKind::AssignSync | TurnKind::AssignAsync) && tasks.is_empty() {
         return Err("an assignment needs at least one task".into());
@@ -319,26 +350,40 @@ fn tool_specs(work: &Work<'_>) -> Vec<ToolSpec> {
 pub async fn do_task(work: Work<'_>, report: &(dyn Fn(Step) + Send + Sync)) -> TaskEnd {
     let member = work.member;
     let tools = tool_specs(&work);
+    let system = format!(
+        "You are {name}, an agent in a team working on a goal. About you: {about} Do the task \
+         you are given with your tools: call them with arguments that match their schemas. \
+         When you have the result, answer with it in plain text, briefly.",
+        name = member.name,
+        about = excerpt(&member.description, 300),
+    );
+    // Half the room the model's window leaves goes to what the team knows,
+    // the rest to the tool results of the steps.
+    let schemas: usize = tools
+        .iter()
+        .map(|t| t.description.len() + t.parameters.to_string().len() + t.name.len())
+        .sum();
+    let fixed = system.len() + schemas + work.goal.len() + work.task.len() + 100;
+    let room = work.asker.room(fixed, STEP_TOKENS);
+    let result_room = (room / 2 / MAX_TASK_STEPS).clamp(200, MAX_RESULT_FOR_MODEL);
+    let context = excerpt(work.context, room / 2);
     let mut messages = vec![
-        Message::system(format!(
-            "You are {name}, an agent in a team working on a goal. About you: {about} Do the task \
-             you are given with your tools: call them with arguments that match their schemas. \
-             When you have the result, answer with it in plain text, briefly.",
-            name = member.name,
-            about = excerpt(&member.description, 300),
-        )),
+        Message::system(system),
         Message::user(format!(
             "Goal of the team: {}\n\nWhat the team knows:\n{}\n\nYour task: {}",
             work.goal,
-            if work.context.is_empty() {
+            if context.is_empty() {
                 "(nothing yet)"
             } else {
-                work.context
+                &context
             },
             work.task
         )),
     ];
     let mut last_result: Option<String> = None;
+    // Calls made, as (tool, arguments): a call made again would only
+    // repeat its answer, so the task ends with what it has.
+    let mut made: Vec<(String, String)> = Vec::new();
     for step in 0..MAX_TASK_STEPS {
         let tool_choice = if tools.is_empty() {
             ToolChoice::None
@@ -360,13 +405,23 @@ pub async fn do_task(work: Work<'_>, report: &(dyn Fn(Step) + Send + Sync)) -> T
             temperature: Some(0.0),
             ..Default::default()
         };
-        let completion = match work.asker.complete(request, 400).await {
+        let completion = match work.asker.complete(request, STEP_TOKENS).await {
             Ok(completion) => completion,
             Err(AskFailure::Limit(limit)) => return limit_end(limit, last_result),
             Err(AskFailure::Failed(why)) => return TaskEnd::Failed(why),
         };
         if completion.tool_calls.is_empty() {
-            let text = completion.content.trim();
+            if completion.stop_reason == crate::llm::StopReason::MaxTokens {
+                // An answer cut off is no result, nor a call: the step is
+                // lost, and the model is told.
+                messages.push(Message::user(format!(
+                    "Your answer was cut off at {STEP_TOKENS} tokens. Call a tool, or answer \
+                     briefly."
+                )));
+                continue;
+            }
+            let text = excerpt(completion.content.trim(), MAX_TASK_ANSWER);
+            let text = text.as_ref();
             return match (text.is_empty(), last_result) {
                 // The answer keeps the tool result it rests on, so that the
                 // team reads the data and not only the model's words.
@@ -379,6 +434,19 @@ pub async fn do_task(work: Work<'_>, report: &(dyn Fn(Step) + Send + Sync)) -> T
                 (true, None) => TaskEnd::Failed(format!("{} gave no result", member.name)),
             };
         }
+        let repeats = completion.tool_calls.iter().all(|call| {
+            made.iter()
+                .any(|(tool, arguments)| *tool == call.name && *arguments == call.arguments)
+        });
+        if repeats && let Some(result) = last_result {
+            return TaskEnd::Done(result);
+        }
+        made.extend(
+            completion
+                .tool_calls
+                .iter()
+                .map(|call| (call.name.clone(), call.arguments.clone())),
+        );
         let mut assistant = Message::new(Role::Assistant, completion.content.clone());
         assistant.tool_calls = completion.tool_calls.clone();
         messages.push(assistant);
@@ -411,8 +479,7 @@ pub async fn do_task(work: Work<'_>, report: &(dyn Fn(Step) + Send + Sync)) -> T
                 Err(ToolStop::Limit(limit)) => return limit_end(limit, last_result),
                 Err(ToolStop::Unreachable(why)) => return TaskEnd::Failed(why),
             };
-            let mut tool_message =
-                Message::new(Role::Tool, truncated(answer, MAX_RESULT_FOR_MODEL));
+            let mut tool_message = Message::new(Role::Tool, truncated(answer, result_room));
             tool_message.tool_call_id = Some(call.id.clone());
             messages.push(tool_message);
         }

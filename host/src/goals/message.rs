@@ -279,6 +279,43 @@ pub struct Message {
     pub next: Option<String>,
 }
 
+impl Message {
+    /// The message in one line of at most `max` bytes (who, what kind, what
+    /// it says), for a progress notification or a log line.
+    pub fn summary(&self, max: usize) -> String {
+        let text = match &self.body {
+            Body::Goal { text }
+            | Body::Say { text }
+            | Body::Discussion { text }
+            | Body::Failure { text }
+            | Body::Notice { text }
+            | Body::Conclusion { text, .. } => text.clone(),
+            Body::Team { members, .. } => {
+                let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+                names.join(", ")
+            }
+            Body::Assign { tasks, .. } => {
+                let tasks: Vec<String> = tasks
+                    .iter()
+                    .map(|t| format!("#{} {}: {}", t.task, t.assignee, t.text))
+                    .collect();
+                tasks.join("; ")
+            }
+            Body::Pause { text, tasks } => {
+                let tasks: Vec<String> = tasks.iter().map(|t| format!("#{t}")).collect();
+                format!("waits for {}: {text}", tasks.join(", "))
+            }
+            Body::Progress { task, text, .. } => format!("#{task} {text}"),
+            Body::Result { task, ok, text } => {
+                let how = if *ok { "done" } else { "failed" };
+                format!("#{task} {how}: {text}")
+            }
+        };
+        let line = format!("{} [{}] {text}", self.speaker.name(), self.body.kind());
+        crate::text::one_line(&line, max)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

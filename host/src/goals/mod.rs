@@ -9,7 +9,8 @@
 //! - [`controller`] runs a team's conversation (the state machine);
 //! - [`member`] is a member speaking and doing tasks through the model;
 //! - [`store`] keeps goals and messages in the node's database;
-//! - [`api`] serves them over HTTP and the command line reads them there.
+//! - [`api`] serves them over HTTP and the command line reads them there;
+//! - [`mcp`] is the `goal` tool on the node's `/mcp`.
 //!
 //! Every step is bounded by the goal's [`budget`] and runs under the grants
 //! and limits that apply to any call of an agent.
@@ -20,6 +21,7 @@ pub mod budget;
 pub mod config;
 pub mod controller;
 pub mod directory;
+pub mod mcp;
 pub mod member;
 pub mod message;
 mod run;
@@ -47,6 +49,8 @@ use tokio_util::sync::CancellationToken;
 pub const MAX_TEXT: usize = 8 * 1024;
 /// Goals listed at most.
 pub const MAX_LISTED: usize = 200;
+/// Messages read from the store at a time when a listener catches up.
+const REPLAY_PAGE: usize = 500;
 /// A person's messages waiting for a running goal to read them, at most.
 const INBOX: usize = 16;
 
@@ -358,6 +362,71 @@ impl Goals {
                     Err(broadcast::error::RecvError::Closed) => {
                         return Err(GoalError::Conflict("the node is stopping".into()));
                     }
+                }
+            }
+        }
+    }
+
+    /// Sends goal `id`'s messages after `after` to `sender`, then its events
+    /// as they happen, until it stops or `sender`'s receiver goes away. The
+    /// stored messages are read after listening starts, so that none falls
+    /// in between; a listener that falls behind catches up from the store.
+    pub async fn follow(
+        self: Arc<Self>,
+        id: GoalId,
+        mut after: u64,
+        sender: mpsc::Sender<GoalEvent>,
+    ) {
+        let mut live = self.subscribe();
+        loop {
+            loop {
+                let Ok(page) = self.messages(&id, after, REPLAY_PAGE).await else {
+                    return;
+                };
+                let done = page.len() < REPLAY_PAGE;
+                for message in page {
+                    after = message.seq;
+                    let event = GoalEvent::Message {
+                        goal: id.clone(),
+                        message: Box::new(message),
+                    };
+                    if sender.send(event).await.is_err() {
+                        return;
+                    }
+                }
+                if done {
+                    break;
+                }
+            }
+            let Ok(record) = self.record(&id).await else {
+                return;
+            };
+            let active = record.state.is_active();
+            let state = GoalEvent::State {
+                goal: id.clone(),
+                record: Box::new(record),
+            };
+            if sender.send(state).await.is_err() || !active {
+                return;
+            }
+            loop {
+                match live.recv().await {
+                    Ok(event) if event.goal() == id => {
+                        let ended = match &event {
+                            GoalEvent::Message { message, .. } if message.seq <= after => continue,
+                            GoalEvent::Message { message, .. } => {
+                                after = message.seq;
+                                false
+                            }
+                            GoalEvent::State { record, .. } => !record.state.is_active(),
+                        };
+                        if sender.send(event).await.is_err() || ended {
+                            return;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(broadcast::error::RecvError::Lagged(_)) => break,
+                    Err(broadcast::error::RecvError::Closed) => return,
                 }
             }
         }

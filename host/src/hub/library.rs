@@ -89,11 +89,14 @@ impl crate::net::Library for NodeLibrary {
             deadline: Instant::now() + request.deadline,
         };
         let arguments = request.arguments.to_string();
-        shared
+        let running = shared.node.audit().remote_call();
+        let answer = shared
             .node
             .call_at_hop(&record, &request.tool, &arguments, hop)
             .await
-            .map_err(to_wire)
+            .map_err(to_wire);
+        running.answered();
+        answer
     }
 
     async fn chat(

@@ -96,13 +96,17 @@ pub struct Found {
 
 impl Found {
     fn from_known(known: &Known) -> Found {
-        let manifest = known.manifest.manifest();
+        Found::from_manifest(&known.manifest, known.hosts.len())
+    }
+
+    fn from_manifest(signed: &SignedManifest, providers: usize) -> Found {
+        let manifest = signed.manifest();
         Found {
             id: manifest.id,
             card: manifest.card.clone(),
             tools: manifest.tools.clone(),
-            providers: known.hosts.len(),
-            publisher: known.manifest.publisher_id().to_string(),
+            providers,
+            publisher: signed.publisher_id().to_string(),
             size: manifest.size,
             capabilities: manifest.capabilities.clone(),
         }
@@ -361,6 +365,14 @@ impl Hub {
             .get(id)
             .map(|known| known.hosts.iter().copied().collect())
             .unwrap_or_default()
+    }
+
+    /// The agent `id` as the network knows it (its signed manifest, from
+    /// this node's index or the DHT) and other nodes that host it.
+    pub async fn lookup(&self, id: AgentId) -> Result<(Found, Vec<PeerId>), HubError> {
+        let manifest = self.manifest(id).await?;
+        let hosts = self.providers(id, 3).await?;
+        Ok((Found::from_manifest(&manifest, hosts.len()), hosts))
     }
 
     /// The signed manifest of `id`: from the index, else from the DHT.

@@ -122,6 +122,10 @@ impl ChatModel for EmbeddedModel {
         &self.name
     }
 
+    fn context_window(&self) -> Option<usize> {
+        Some(self.context)
+    }
+
     async fn complete(
         &self,
         request: ChatRequest,

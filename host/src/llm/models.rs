@@ -38,6 +38,10 @@ impl Gated {
         self.model.name()
     }
 
+    pub fn context_window(&self) -> Option<usize> {
+        self.model.context_window()
+    }
+
     /// Completes `request` once a slot is free, failing as busy if the
     /// queue is full or the deadline passes while waiting.
     pub async fn complete(

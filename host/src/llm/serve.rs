@@ -185,7 +185,7 @@ async fn chat_completions(
         chunk,
         events,
     ));
-    crate::web::event_stream(receiver)
+    crate::web::event_stream(receiver, std::convert::identity)
 }
 
 /// Runs a streamed request, sending its events to `events` until the

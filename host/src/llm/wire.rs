@@ -38,6 +38,10 @@ pub struct ChatCompletionRequest {
     pub temperature: Option<f32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f32>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stream: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -335,6 +339,8 @@ pub fn request_to_wire(model: &str, request: &ChatRequest, stream: bool) -> Chat
         max_completion_tokens: None,
         temperature: request.temperature,
         seed: request.seed,
+        frequency_penalty: request.frequency_penalty,
+        presence_penalty: request.presence_penalty,
         stream,
         stream_options: stream.then_some(StreamOptions {
             include_usage: true,
@@ -478,6 +484,14 @@ pub fn request_from_wire(wire: ChatCompletionRequest) -> Result<ReadRequest, Str
     if wire.n.is_some_and(|n| n != 1) {
         return Err("this node answers with one choice (`n` must be 1)".to_owned());
     }
+    for (name, penalty) in [
+        ("frequency_penalty", wire.frequency_penalty),
+        ("presence_penalty", wire.presence_penalty),
+    ] {
+        if penalty.is_some_and(|p| !(-2.0..=2.0).contains(&p)) {
+            return Err(format!("`{name}` must be between -2 and 2"));
+        }
+    }
     let tool_choice = tool_choice_from_wire(wire.tool_choice)?;
     let tools_off = tool_choice == ToolChoice::None;
     let messages = wire
@@ -526,6 +540,8 @@ pub fn request_from_wire(wire: ChatCompletionRequest) -> Result<ReadRequest, Str
             temperature: wire.temperature,
             response_schema,
             seed: wire.seed,
+            frequency_penalty: wire.frequency_penalty,
+            presence_penalty: wire.presence_penalty,
         },
         stream: wire.stream,
         include_usage: wire.stream_options.is_some_and(|o| o.include_usage),
@@ -878,11 +894,13 @@ mod tests {
             "top_p": 0.9,
             "stream": true,
             "stream_options": {"include_usage": true},
-            "response_format": {"type": "json_object"}
+            "response_format": {"type": "json_object"},
+            "frequency_penalty": 0.5
         }))
         .unwrap();
         let read = request_from_wire(wire).unwrap();
         assert_eq!(read.model.as_deref(), Some("local"));
+        assert_eq!(read.request.frequency_penalty, Some(0.5));
         assert!(read.stream && read.include_usage);
         assert_eq!(read.request.max_tokens, Some(5));
         assert_eq!(read.request.messages[0].role, Role::System);
@@ -912,6 +930,10 @@ mod tests {
                 serde_json::json!({"messages": [{"role": "user", "content": "x"}], "tool_choice": "any"}),
                 "`tool_choice` must be",
             ),
+            (
+                serde_json::json!({"messages": [{"role": "user", "content": "x"}], "presence_penalty": 3.0}),
+                "between -2 and 2",
+            ),
         ] {
             let wire: ChatCompletionRequest = serde_json::from_value(request).unwrap();
             let error = request_from_wire(wire).unwrap_err();
@@ -933,6 +955,8 @@ mod tests {
             temperature: Some(0.0),
             response_schema: None,
             seed: Some(3),
+            frequency_penalty: None,
+            presence_penalty: None,
         };
         for choice in [
             ToolChoice::Auto,

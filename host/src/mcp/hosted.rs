@@ -27,6 +27,8 @@ pub struct Hosted {
     /// What each agent lists, shared by every session and endpoint.
     pub(super) resources: Listings<ResourceCatalog>,
     pub(super) prompts: Listings<Vec<PromptSpec>>,
+    /// The node's goals, offered as the `goal` tool on `/mcp` once set.
+    goals: std::sync::OnceLock<Arc<crate::goals::Goals>>,
 }
 
 impl Hosted {
@@ -39,11 +41,22 @@ impl Hosted {
             records,
             resources: Listings::new("resources"),
             prompts: Listings::new("prompts"),
+            goals: std::sync::OnceLock::new(),
         }))
     }
 
     pub fn node(&self) -> &Arc<Node> {
         &self.node
+    }
+
+    /// Offers `goals` as the `goal` tool of the endpoint for all agents
+    /// (set once, before serving).
+    pub fn offer_goals(&self, goals: Arc<crate::goals::Goals>) {
+        let _ = self.goals.set(goals);
+    }
+
+    pub fn goals(&self) -> Option<&Arc<crate::goals::Goals>> {
+        self.goals.get()
     }
 
     /// The installed agents now.
@@ -130,6 +143,12 @@ impl ScopedTools {
             scope,
             cache: Mutex::new(None),
         }
+    }
+
+    /// Whether the node's own tools (`goal`) are served beside the agents'
+    /// ones: on the endpoint for all agents only.
+    pub fn with_node_tools(&self) -> bool {
+        self.scope == Scope::All
     }
 
     /// The exposed tools for `records`.

@@ -60,6 +60,28 @@ impl AgentServer {
         self.tools.get(self.hosted.records())
     }
 
+    /// The node's goals, when this endpoint offers the `goal` tool.
+    fn goals(&self) -> Option<&Arc<crate::goals::Goals>> {
+        self.hosted.goals().filter(|_| self.tools.with_node_tools())
+    }
+
+    /// Runs the `goal` tool: the goal's messages go to the client as
+    /// progress, its end is the result.
+    async fn run_goal(
+        &self,
+        goals: &Arc<crate::goals::Goals>,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let arguments = request.arguments.as_ref();
+        let output = self
+            .with_client(&context, |caller| async move {
+                crate::goals::mcp::call(goals, arguments, &*caller).await
+            })
+            .await?;
+        call_tool_result(output)
+    }
+
     /// Runs the call and turns every outcome a client can act on into a
     /// result; only a broken node is a protocol error.
     async fn run(
@@ -67,6 +89,11 @@ impl AgentServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
+        if let Some(goals) = self.goals()
+            && request.name == crate::goals::mcp::TOOL_NAME
+        {
+            return self.run_goal(goals, request, context).await;
+        }
         let exposed = self.exposed();
         let Some(tool) = exposed.get(&request.name) else {
             return Err(McpError::invalid_params(
@@ -248,17 +275,26 @@ impl ServerHandler for AgentServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let exposed = self.exposed();
-        let (tools, next_cursor) = answered(
+        let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
+        let (mut tools, next_cursor) = answered(
             "tools/list",
             "",
             page(exposed.tools(), request, |t| Ok(t.descriptor.clone())),
         )?;
+        // The node's own tool leads the first page; the agents' pages stay
+        // as they are, so cursors keep their meaning.
+        if first_page && self.goals().is_some() {
+            tools.insert(0, crate::goals::mcp::descriptor());
+        }
         let mut result = ListToolsResult::with_all_items(tools);
         result.next_cursor = next_cursor;
         Ok(result)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
+        if name == crate::goals::mcp::TOOL_NAME && self.goals().is_some() {
+            return Some(crate::goals::mcp::descriptor());
+        }
         self.exposed().get(name).map(|t| t.descriptor.clone())
     }
 

@@ -27,6 +27,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 type Reply<T> = oneshot::Sender<T>;
 
@@ -91,7 +92,9 @@ pub(super) enum Command {
 /// An answer the library computed off the event loop, to send back.
 enum Answer {
     Fetch(ResponseChannel<FetchResponse>, FetchResponse),
-    Rpc(ResponseChannel<Value>, Value),
+    /// The answer to a request, and the key under which it could be
+    /// cancelled while it ran.
+    Rpc(ResponseChannel<Value>, Value, Option<(PeerId, u64)>),
 }
 
 /// A DHT query someone waits for.
@@ -165,6 +168,10 @@ pub(super) struct EventLoop {
     next_publication: u64,
     fetches: HashMap<OutboundRequestId, Reply<Result<FetchResponse, NetError>>>,
     rpcs: HashMap<OutboundRequestId, Reply<Result<Value, NetError>>>,
+    /// Requests of other nodes being worked on, by their sender and id, so
+    /// that their sender can cancel them. Bounded by the streams a
+    /// connection may have open.
+    serving: HashMap<(PeerId, u64), CancellationToken>,
     peers: HashMap<PeerId, Peer>,
     listen_addresses: Vec<Multiaddr>,
     bootstrapped: bool,
@@ -202,6 +209,7 @@ impl EventLoop {
             next_publication: 0,
             fetches: HashMap::new(),
             rpcs: HashMap::new(),
+            serving: HashMap::new(),
             peers: HashMap::new(),
             listen_addresses: Vec::new(),
             bootstrapped: false,
@@ -536,8 +544,11 @@ impl EventLoop {
             Answer::Fetch(channel, response) => {
                 let _ = behaviour.fetch.send_response(channel, response);
             }
-            Answer::Rpc(channel, response) => {
+            Answer::Rpc(channel, response, key) => {
                 let _ = behaviour.rpc.send_response(channel, response);
+                if let Some(key) = key {
+                    self.serving.remove(&key);
+                }
             }
         }
     }
@@ -849,12 +860,22 @@ impl EventLoop {
         let Some((peer, message, channel)) = settle(&mut self.rpcs, event) else {
             return;
         };
-        // A message that is no request of ours is answered here; the
-        // others reach the library.
+        // A message that is no request of ours, and a cancel, are answered
+        // here; the others reach the library.
         let request = match rpc::Inbound::from_json(&message) {
+            Ok(rpc::Inbound::Cancel(id)) => {
+                if let Some(work) = self.serving.get(&(peer, id)) {
+                    work.cancel();
+                }
+                Err(Ok(serde_json::json!({})))
+            }
+            Ok(request) => Ok(request),
+            Err(error) => Err(Err(error)),
+        };
+        let request = match request {
             Ok(request) => request,
-            Err(error) => {
-                let response = rpc::response::<()>(Err(error));
+            Err(answer) => {
+                let response = rpc::response(answer);
                 let _ = self
                     .swarm
                     .behaviour_mut()
@@ -863,17 +884,36 @@ impl EventLoop {
                 return;
             }
         };
+        // A request with an id its sender does not use already can be
+        // cancelled by it.
+        let id = rpc::request_id(&message);
+        let cancel = CancellationToken::new();
+        let key = (id != 0 && !self.serving.contains_key(&(peer, id))).then(|| {
+            self.serving.insert((peer, id), cancel.clone());
+            (peer, id)
+        });
         let library = self.library.clone();
         let answers = self.answers.clone();
         tokio::spawn(async move {
-            let response = match request {
-                rpc::Inbound::Call(call) => rpc::response(library.call(peer, call).await),
-                rpc::Inbound::Chat(chat) => rpc::response(library.chat(peer, chat).await),
-                rpc::Inbound::Models => rpc::response(Ok(serde_json::json!({
-                    "models": library.shared_models(),
-                }))),
+            let work = async {
+                match request {
+                    rpc::Inbound::Call(call) => rpc::response(library.call(peer, call).await),
+                    rpc::Inbound::Chat(chat) => rpc::response(library.chat(peer, chat).await),
+                    rpc::Inbound::Models => rpc::response(Ok(serde_json::json!({
+                        "models": library.shared_models(),
+                    }))),
+                    rpc::Inbound::Cancel(_) => unreachable!("answered above"),
+                }
             };
-            let _ = answers.send(Answer::Rpc(channel, response));
+            // Dropping the work stops it (an agent at its next epoch check).
+            let response = tokio::select! {
+                response = work => response,
+                _ = cancel.cancelled() => rpc::response::<()>(Err(rpc::RpcError {
+                    code: rpc::code::CANCELLED,
+                    message: "cancelled by the caller".into(),
+                })),
+            };
+            let _ = answers.send(Answer::Rpc(channel, response, key));
         });
     }
 }

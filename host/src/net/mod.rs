@@ -108,6 +108,29 @@ pub trait Library: Send + Sync + 'static {
     fn connections_changed(&self, _peers: usize) {}
 }
 
+/// Tells a peer to drop a request unless it was answered (see [`rpc`]).
+struct CancelUnanswered {
+    commands: mpsc::Sender<event_loop::Command>,
+    peer: PeerId,
+    /// The request's id until its answer came.
+    id: Option<u64>,
+}
+
+impl Drop for CancelUnanswered {
+    fn drop(&mut self) {
+        let Some(id) = self.id else { return };
+        // Nobody waits for the acknowledgement. If the command queue is
+        // full, the peer runs the work until its deadline, as it would
+        // without this.
+        let (reply, _) = oneshot::channel();
+        let _ = self.commands.try_send(event_loop::Command::Rpc {
+            peer: self.peer,
+            message: rpc::cancel_request(id),
+            reply,
+        });
+    }
+}
+
 /// Why a network operation failed.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum NetError {
@@ -322,23 +345,38 @@ impl Network {
         Ok(rpc::parse_result(message))
     }
 
+    /// Sends `message` to `peer` under a fresh id and waits up to `timeout`
+    /// for the answer. When this stops waiting without one (its caller was
+    /// dropped, or the time ran out), `peer` is told to drop the work.
     async fn rpc(
         &self,
         peer: PeerId,
-        message: serde_json::Value,
+        mut message: serde_json::Value,
         timeout: Duration,
     ) -> Result<serde_json::Value, NetError> {
+        let id = rpc::new_request_id();
+        message["id"] = id.into();
+        let mut waiting = CancelUnanswered {
+            commands: self.commands.clone(),
+            peer,
+            id: Some(id),
+        };
         let answer = self.ask(|reply| event_loop::Command::Rpc {
             peer,
             message,
             reply,
         });
-        tokio::time::timeout(timeout, answer)
-            .await
-            .map_err(|_| NetError::Request {
-                peer,
-                reason: format!("no answer within {}", humantime::format_duration(timeout)),
-            })??
+        let answer =
+            tokio::time::timeout(timeout, answer)
+                .await
+                .map_err(|_| NetError::Request {
+                    peer,
+                    reason: format!("no answer within {}", humantime::format_duration(timeout)),
+                })?;
+        if answer.is_ok() {
+            waiting.id = None;
+        }
+        answer?
     }
 
     /// Blocks `peer`: it sent data that fails verification.

@@ -11,6 +11,12 @@
 //! Nodes that share their language models also answer `llm/models` (the
 //! names they share) and `llm/chat` (an OpenAI chat-completions request for
 //! one of them, answered in the same format), under the same rules.
+//!
+//! Every request carries an `id` the caller chose at random. A caller that
+//! stops waiting (its own caller cancelled, or its time ran out) sends
+//! MCP's `notifications/cancelled` with that `requestId`, and the called
+//! node drops the work, which stops the agent at its next epoch check and
+//! frees its slot rather than running on until the deadline.
 
 use crate::AgentId;
 use crate::tool::ToolOutput;
@@ -68,6 +74,8 @@ pub mod code {
     pub const NOT_SHARED: i64 = -32008;
     /// The model is busy, or the asking peer sent too many requests.
     pub const BUSY: i64 = -32009;
+    /// The caller cancelled the request.
+    pub const CANCELLED: i64 = -32010;
 }
 
 /// A request another node sent.
@@ -79,6 +87,9 @@ pub enum Inbound {
     Chat(ChatRelay),
     /// `llm/models`
     Models,
+    /// `notifications/cancelled`: the caller no longer waits for its
+    /// request with this id.
+    Cancel(u64),
 }
 
 impl Inbound {
@@ -91,9 +102,15 @@ impl Inbound {
             Some("tools/call") => CallRequest::from_json(message).map(Inbound::Call),
             Some("llm/chat") => ChatRelay::from_json(message).map(Inbound::Chat),
             Some("llm/models") => Ok(Inbound::Models),
+            Some("notifications/cancelled") => message
+                .pointer("/params/requestId")
+                .and_then(Value::as_u64)
+                .filter(|&id| id != 0)
+                .map(Inbound::Cancel)
+                .ok_or_else(|| invalid("notifications/cancelled without a requestId")),
             _ => Err(RpcError {
                 code: code::METHOD_NOT_FOUND,
-                message: "only tools/call, llm/chat and llm/models are served between nodes".into(),
+                message: "only tools/call, llm/chat, llm/models and notifications/cancelled are served between nodes".into(),
             }),
         }
     }
@@ -146,6 +163,31 @@ impl ChatRelay {
             deadline,
         })
     }
+}
+
+/// The id a caller gave its request; 0 when it gave none (such a request
+/// cannot be cancelled).
+pub(super) fn request_id(message: &Value) -> u64 {
+    message.get("id").and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// A fresh, random request id (never 0).
+pub(super) fn new_request_id() -> u64 {
+    getrandom::u64().unwrap_or_else(|_| {
+        // No entropy: ids from a clock only need to differ per caller.
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |t| t.as_nanos() as u64)
+    }) | 1
+}
+
+/// The message cancelling the request with `id`.
+pub(super) fn cancel_request(id: u64) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": id, "reason": "the caller stopped waiting"},
+    })
 }
 
 /// A request's params the node cannot read.
@@ -308,6 +350,12 @@ mod tests {
             Ok(Inbound::Chat(relay))
         );
         assert_eq!(Inbound::from_json(&models_request()), Ok(Inbound::Models));
+        let id = new_request_id();
+        assert_ne!(id, 0);
+        assert_eq!(
+            Inbound::from_json(&cancel_request(id)),
+            Ok(Inbound::Cancel(id))
+        );
     }
 
     #[test]

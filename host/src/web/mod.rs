@@ -8,13 +8,17 @@ pub mod guard;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 
-/// A response of server-sent events: each event sent to the other end of
-/// `events`, with keep-alive comments between them, until that end is
-/// dropped. A client going away drops `events`, which tells the sender.
-pub fn event_stream(events: tokio::sync::mpsc::Receiver<Event>) -> Response {
-    let stream = futures::stream::unfold(events, |mut events| async move {
-        let event = events.recv().await?;
-        Some((Ok::<_, std::convert::Infallible>(event), events))
+/// A response of server-sent events: each item sent to the other end of
+/// `items`, as `to_event` writes it, with keep-alive comments between them,
+/// until that end is dropped. A client going away drops `items`, which
+/// tells the sender.
+pub fn event_stream<T: Send + 'static>(
+    items: tokio::sync::mpsc::Receiver<T>,
+    to_event: fn(T) -> Event,
+) -> Response {
+    let stream = futures::stream::unfold(items, move |mut items| async move {
+        let item = items.recv().await?;
+        Some((Ok::<_, std::convert::Infallible>(to_event(item)), items))
     });
     Sse::new(stream)
         .keep_alive(KeepAlive::default())

@@ -11,6 +11,7 @@ use agentsite_llama::{Llama, ReadError, Session};
 use candle_core::quantized::gguf_file;
 use candle_core::quantized::tokenizer::TokenizerFromGguf;
 use rand::{Rng as _, SeedableRng as _};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -275,6 +276,7 @@ pub fn generate(
         }
 
         let mut sampler = Sampler::new(request.temperature, request.seed.unwrap_or(0));
+        let mut penalties = Penalties::new(request.frequency_penalty, request.presence_penalty);
         let mut generated: Vec<u32> = Vec::new();
         let mut text = String::new();
         let mut time_to_first_token = None;
@@ -283,6 +285,7 @@ pub fn generate(
         let mut sent = 0;
         while generated.len() < max_tokens {
             let logits = session.logits();
+            penalties.apply(logits);
             if let Some(constraint) = &mut constraint {
                 constraint.mask(logits)?;
             }
@@ -296,6 +299,7 @@ pub fn generate(
                 constraint.advance(next)?;
             }
             generated.push(next);
+            penalties.count(next);
             text = loaded
                 .tokenizer
                 .decode(&generated, true)
@@ -364,6 +368,39 @@ pub fn generate(
     })
 }
 
+/// The OpenAI API's frequency and presence penalties: each token already
+/// generated loses `frequency` per time it was, and `presence` once.
+struct Penalties {
+    frequency: f32,
+    presence: f32,
+    counts: HashMap<u32, u32>,
+}
+
+impl Penalties {
+    fn new(frequency: Option<f32>, presence: Option<f32>) -> Self {
+        let valid = |p: Option<f32>| p.filter(|p| p.is_finite()).unwrap_or(0.0);
+        Penalties {
+            frequency: valid(frequency),
+            presence: valid(presence),
+            counts: HashMap::new(),
+        }
+    }
+
+    fn count(&mut self, token: u32) {
+        if self.frequency != 0.0 || self.presence != 0.0 {
+            *self.counts.entry(token).or_default() += 1;
+        }
+    }
+
+    fn apply(&self, logits: &mut [f32]) {
+        for (&token, &count) in &self.counts {
+            if let Some(logit) = logits.get_mut(token as usize) {
+                *logit -= self.frequency * count as f32 + self.presence;
+            }
+        }
+    }
+}
+
 /// Chooses each next token: the likeliest (greedy, reproducible), or drawn
 /// from the distribution at a temperature with a seeded generator.
 struct Sampler {
@@ -406,5 +443,27 @@ impl Sampler {
             point -= weight;
         }
         likeliest.0 as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn penalties_lower_tokens_by_how_often_they_came() {
+        let mut penalties = Penalties::new(Some(0.5), Some(1.0));
+        for token in [2, 2, 3] {
+            penalties.count(token);
+        }
+        let mut logits = vec![4.0; 5];
+        penalties.apply(&mut logits);
+        assert_eq!(logits, [4.0, 4.0, 2.0, 2.5, 4.0]);
+        // Off unless asked for: nothing is even counted.
+        let mut off = Penalties::new(None, Some(f32::NAN));
+        off.count(1);
+        let mut logits = vec![1.0; 3];
+        off.apply(&mut logits);
+        assert_eq!(logits, [1.0; 3]);
     }
 }
