@@ -96,6 +96,10 @@ id=$(agentsite add "$wasm/calculator.wasm" 2>/dev/null)
 second fetch "$id"
 second call calculator multiply '{"a": 6, "b": 7}'
 second call text upper '{"text": "called where it lives"}' --remote
+
+printf '\n\033[1m--- a goal across two nodes: the second node forms a team (its calculator, the first node'"'"'s text agent) ---\033[0m\n'
+second goal "Add 1200 and 345, then count the words in 'the quick brown fox'." --depth 0 --max-turns 3
+second goals
 kill $server $server2 2>/dev/null; wait $server $server2 2>/dev/null || true
 
 printf '\ndone: every call above ran in a fresh WebAssembly instance.\n'

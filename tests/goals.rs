@@ -12,22 +12,14 @@ use agentsite::goals::config::{AskedLimits, GoalsConfig};
 use agentsite::goals::directory::NodeDirectory;
 use agentsite::goals::store::GoalStore;
 use agentsite::goals::{Body, GoalError, GoalRecord, GoalState, Goals, Message, NewGoal};
-use agentsite::llm::{ChatRequest, Completion, LlmFailure, Role, StopReason, ToolCall, Usage};
+use agentsite::llm::{ChatRequest, Completion, LlmFailure, Role};
 use agentsite::{Node, config::Limits};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::hostile::node_with;
-
-/// What the scripted model says to one request.
-enum Answer {
-    Json(Value),
-    Text(String),
-    Call(&'static str, Value),
-    /// Waits, then answers.
-    Later(Duration, Box<Answer>),
-}
+use support::scripted::{Answer, completion, turn};
 
 type Rules = dyn Fn(&Request) -> Answer + Send + Sync;
 
@@ -125,37 +117,6 @@ impl Scripted {
     }
 }
 
-fn completion(answer: Answer, tokens: u32) -> Completion {
-    let (content, tool_calls) = match answer {
-        Answer::Json(value) => (value.to_string(), Vec::new()),
-        Answer::Text(text) => (text, Vec::new()),
-        Answer::Call(name, arguments) => (
-            String::new(),
-            vec![ToolCall {
-                id: "call-1".into(),
-                name: name.into(),
-                arguments: arguments.to_string(),
-            }],
-        ),
-        Answer::Later(..) => unreachable!("waited for above"),
-    };
-    Completion {
-        stop_reason: if tool_calls.is_empty() {
-            StopReason::EndTurn
-        } else {
-            StopReason::ToolCalls
-        },
-        content,
-        tool_calls,
-        model: "scripted".into(),
-        usage: Usage {
-            prompt_tokens: tokens / 2,
-            completion_tokens: tokens - tokens / 2,
-        },
-        time_to_first_token: None,
-    }
-}
-
 #[async_trait::async_trait]
 impl GoalModel for Scripted {
     async fn complete(
@@ -182,15 +143,6 @@ impl GoalModel for Scripted {
     fn resolve(&self, model: Option<&str>) -> Result<String, String> {
         Ok(model.unwrap_or("scripted").to_owned())
     }
-}
-
-/// A turn's answer.
-fn turn(kind: &str, text: &str, tasks: &[(&str, &str)], next: &str) -> Answer {
-    let tasks: Vec<Value> = tasks
-        .iter()
-        .map(|(assignee, task)| json!({"assignee": assignee, "task": task}))
-        .collect();
-    Answer::Json(json!({"type": kind, "text": text, "tasks": tasks, "next": next}))
 }
 
 /// The opening that hands the calculator "add 6 and 10", `next` speaking next.

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod hostile;
+pub mod scripted;
 pub mod testnet;
 
 use std::fmt::Display;

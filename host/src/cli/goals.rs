@@ -366,7 +366,11 @@ impl View {
                     bar.finish_and_clear();
                 }
                 let mark = if *ok { "done" } else { "failed" };
-                vec![format!("  #{task} {mark} ({who}): {}", safe(text))]
+                let mut lines = text.lines();
+                let first = lines.next().unwrap_or_default();
+                let mut shown = vec![format!("  #{task} {mark} ({who}): {}", safe(first))];
+                shown.extend(lines.map(|line| format!("     {}", safe(line))));
+                shown
             }
             Body::Failure { text } => vec![format!("failure: {}", safe(text))],
             Body::Notice { text } => vec![format!("note: {}", safe(text))],
