@@ -467,6 +467,65 @@ async fn a_member_forms_a_sub_team_whose_conclusion_is_its_result() {
 }
 
 #[tokio::test]
+async fn cancel_during_a_nested_team_stops_the_sub_team_and_its_tasks() {
+    let model = Scripted::new(|request| {
+        if request.queries {
+            return Answer::Json(json!({"queries": ["add numbers"]}));
+        }
+        if let Some(_task) = &request.task {
+            if request.speaker == "text" {
+                return Answer::Call("form_team", json!({"goal": "add 6 and 10 slowly"}));
+            }
+            // The sub-team's member works for a minute.
+            return Answer::Later(
+                Duration::from_secs(60),
+                Box::new(Answer::Text("late".into())),
+            );
+        }
+        if request.text.contains("Goal: sum it up") {
+            return turn(
+                "assign_sync",
+                "text, get the sum",
+                &[("text", "find 6 + 10")],
+                "text",
+            );
+        }
+        add_six_and_ten("calculator")
+    });
+    let h = harness(model, GoalsConfig::default()).await;
+    let mut events = h.goals.subscribe();
+    let record = h.goals.start(goal("sum it up", &["text"])).await.unwrap();
+    // Cancel once the sub-team has handed out its task.
+    tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if let Ok(agentsite::goals::GoalEvent::Message { message, .. }) = events.recv().await
+                && message.team == Some(1)
+                && message.body.kind() == "assign_sync"
+            {
+                break;
+            }
+        }
+    })
+    .await
+    .expect("the sub-team assigns its task");
+    h.goals.cancel(&record.id).unwrap();
+    let (record, messages) = tokio::time::timeout(Duration::from_secs(10), h.finish(&record.id))
+        .await
+        .expect("a cancelled goal stops at once, its sub-team too");
+    assert_eq!(record.state, GoalState::Cancelled);
+    assert!(
+        !messages
+            .iter()
+            .any(|m| matches!(&m.body, Body::Conclusion { .. })),
+        "{:?}",
+        kinds(&messages)
+    );
+    assert!(
+        matches!(&messages.last().unwrap().body, Body::Notice { text } if text.contains("cancelled"))
+    );
+}
+
+#[tokio::test]
 async fn depth_zero_offers_no_sub_team() {
     let model = Scripted::new(|request| {
         if let Some(task) = &request.task {
