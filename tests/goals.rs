@@ -526,6 +526,58 @@ async fn cancel_during_a_nested_team_stops_the_sub_team_and_its_tasks() {
 }
 
 #[tokio::test]
+async fn a_failing_tool_goes_back_to_the_model_and_a_task_that_never_succeeds_fails() {
+    let model = Scripted::new(|request| {
+        if request.task.is_some() {
+            // Every step divides by zero, whatever the tool said before.
+            return Answer::Call("divide", json!({"a": 1, "b": 0}));
+        }
+        match request.turn.as_deref() {
+            _ if request.opening => turn(
+                "assign_sync",
+                "go",
+                &[("calculator", "divide 1 by 0")],
+                "calculator",
+            ),
+            _ => turn("conclude", "1 / 0 has no value", &[], "calculator"),
+        }
+    });
+    let h = harness(model.clone(), GoalsConfig::default()).await;
+    let (record, messages) = h.run(goal("divide 1 by 0", &["calculator"])).await;
+    assert_eq!(record.state, GoalState::Concluded, "{messages:#?}");
+    // Each failed call is in the transcript with its error...
+    let calls: Vec<_> = messages
+        .iter()
+        .filter_map(|m| match &m.body {
+            Body::Progress {
+                call: Some(call), ..
+            } => Some(call),
+            _ => None,
+        })
+        .collect();
+    assert!(!calls.is_empty());
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.is_error && c.result.contains("division by zero"))
+    );
+    // ...the model read the error on its next step...
+    let seen = model.seen.lock().unwrap();
+    assert!(seen.iter().any(|request| {
+        request
+            .messages
+            .iter()
+            .any(|m| m.role == Role::Tool && m.content.contains("division by zero"))
+    }));
+    // ...and a task whose calls never succeed fails with the reason.
+    assert!(messages.iter().any(|m| matches!(
+        &m.body,
+        Body::Result { ok: false, text, .. } if text.contains("no result")
+    )));
+    assert_eq!(conclusion(&messages).0, "1 / 0 has no value");
+}
+
+#[tokio::test]
 async fn depth_zero_offers_no_sub_team() {
     let model = Scripted::new(|request| {
         if let Some(task) = &request.task {

@@ -438,8 +438,14 @@ pub async fn do_task(work: Work<'_>, report: &(dyn Fn(Step) + Send + Sync)) -> T
             made.iter()
                 .any(|(tool, arguments)| *tool == call.name && *arguments == call.arguments)
         });
-        if repeats && let Some(result) = last_result {
-            return TaskEnd::Done(result);
+        if repeats {
+            return match last_result {
+                Some(result) => TaskEnd::Done(result),
+                None => TaskEnd::Failed(format!(
+                    "{} found no result: it repeated calls that had failed",
+                    member.name
+                )),
+            };
         }
         made.extend(
             completion
