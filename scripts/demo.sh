@@ -36,7 +36,11 @@ run inspect notes
 run policy show
 
 printf '\n\033[1m--- hostile agents: each is contained, the node keeps working ---\033[0m\n'
-agentsite add "$wasm"/hostile_*.wasm >/dev/null 2>&1
+for hostile in loop bomb recurse flood trap snoop; do
+    agentsite add "$wasm/hostile_$hostile.wasm" >/dev/null 2>&1
+done
+# One whose card is 24 MB of description is refused before it is installed.
+run add "$wasm/hostile_bloat.wasm"
 run call hostile-loop spin '{}' --deadline 1s
 run call hostile-bomb explode '{}'
 run call hostile-recurse dive '{}'
