@@ -382,3 +382,59 @@ async fn the_goals_api_refuses_bad_requests_with_one_line_reasons() {
     let listed = http.get(node.url("/api/goals")).send().await.unwrap();
     assert_eq!(listed.status(), 200);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_that_goes_away_cancels_its_goal() {
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    let node = Server::start(cli.data(), &[]);
+    let client = ().serve(StreamableHttpClientTransport::from_uri(node.url("/mcp"))).await.unwrap();
+    let params = CallToolRequestParams::new("goal").with_arguments(
+        json!({"text": "add 1200 and 345", "team": ["calculator"], "depth": 0})
+            .as_object()
+            .cloned()
+            .unwrap(),
+    );
+    let peer = client.peer().clone();
+    let call = tokio::spawn(async move { peer.call_tool(params).await });
+    let goals = async || -> Vec<Value> {
+        let listed: Value = reqwest::get(node.url("/api/goals"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        listed.as_array().unwrap().clone()
+    };
+    let id =
+        support::eventually_async(
+            Duration::from_secs(30),
+            "the goal runs",
+            async || match goals().await.first() {
+                Some(goal) if goal["state"] == "running" || goal["state"] == "forming" => {
+                    Ok(goal["id"].as_str().unwrap().to_owned())
+                }
+                other => Err(format!("{other:?}")),
+            },
+        )
+        .await;
+    // The client leaves mid-goal: its session ends, and the goal with it.
+    client.cancel().await.ok();
+    call.abort();
+    support::eventually_async(
+        Duration::from_secs(30),
+        "the goal is cancelled",
+        async || {
+            let state = goals()
+                .await
+                .into_iter()
+                .find(|g| g["id"] == id.as_str())
+                .map(|g| g["state"].clone());
+            match state {
+                Some(state) if state == "cancelled" => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+}
