@@ -691,18 +691,7 @@ impl Team {
             };
             lines.push(line);
         }
-        let mut kept: Vec<String> = Vec::new();
-        let mut size = 0;
-        for line in lines.into_iter().rev() {
-            size += line.len() + 1;
-            if size > MAX_TRANSCRIPT {
-                kept.push("(earlier messages left out)".into());
-                break;
-            }
-            kept.push(line);
-        }
-        kept.reverse();
-        kept.join("\n")
+        member::newest_lines(&lines.join("\n"), MAX_TRANSCRIPT).into_owned()
     }
 }
 

@@ -190,7 +190,9 @@ async fn run(
     arguments: Arguments,
     caller: &dyn Caller,
 ) -> Result<ToolOutput, GoalError> {
-    let (id, after) = match arguments.goal_id {
+    // A continued goal's team was formed in an earlier round: it is read
+    // with the messages that are already known and not reported again.
+    let (id, after, mut team) = match arguments.goal_id {
         None => {
             let new = NewGoal {
                 text: arguments.text,
@@ -203,7 +205,7 @@ async fn run(
                 },
                 model: arguments.model,
             };
-            (goals.start(new).await?.id, 0)
+            (goals.start(new).await?.id, 0, Vec::new())
         }
         Some(id) => {
             if !arguments.team.is_empty() || arguments.model.is_some() {
@@ -212,14 +214,18 @@ async fn run(
                         .into(),
                 ));
             }
-            // Only what the person's message brings is reported.
-            let seen = goals
-                .messages(&id, 0, super::run::MAX_MESSAGES)
-                .await?
-                .last()
-                .map_or(0, |m| m.seq);
+            let earlier = goals.messages(&id, 0, super::run::MAX_MESSAGES).await?;
+            let seen = earlier.last().map_or(0, |m| m.seq);
+            let team = earlier
+                .into_iter()
+                .rev()
+                .find_map(|m| match (m.team, m.body) {
+                    (None, Body::Team { members, .. }) => Some(members),
+                    _ => None,
+                })
+                .unwrap_or_default();
             goals.say(&id, arguments.text).await?;
-            (id, seen)
+            (id, seen, team)
         }
     };
     let mut cancel = CancelOnDrop {
@@ -228,7 +234,6 @@ async fn run(
     };
     let (sender, mut events) = mpsc::channel(64);
     tokio::spawn(goals.clone().follow(id.clone(), after, sender));
-    let mut team: Vec<Member> = Vec::new();
     let mut results: Vec<TaskResult> = Vec::new();
     let mut end: Option<GoalRecord> = None;
     while let Some(event) = events.recv().await {
@@ -263,19 +268,6 @@ async fn run(
         Some(record) => record,
         None => goals.record(&id).await?,
     };
-    if team.is_empty() {
-        // A continued goal's team was formed in an earlier round.
-        team = goals
-            .messages(&id, 0, super::run::MAX_MESSAGES)
-            .await?
-            .into_iter()
-            .rev()
-            .find_map(|m| match (m.team, m.body) {
-                (None, Body::Team { members, .. }) => Some(members),
-                _ => None,
-            })
-            .unwrap_or_default();
-    }
     Ok(output(&record, &team, &results))
 }
 

@@ -109,7 +109,7 @@ pub(super) fn tools_line(tools: &[crate::tool::ToolSpec], most: usize) -> String
 
 /// The newest lines of `text` that fit in `max` bytes, saying when older
 /// ones were left out.
-fn newest_lines(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+pub(super) fn newest_lines(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     if text.len() <= max {
         return text.into();
     }
