@@ -25,14 +25,12 @@ mod support;
 
 use agentsite::goals::ask::GoalModel;
 use agentsite::goals::config::GoalsConfig;
-use agentsite::goals::directory::NodeDirectory;
-use agentsite::goals::store::GoalStore;
 use agentsite::goals::{Body, GoalEvent, GoalState, Goals, NewGoal};
 use agentsite::llm::{ChatRequest, Completion, LlmFailure, Role};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::scripted::{Answer, completion, turn};
+use support::scripted::{Answer, completion, goals_for, turn};
 use support::testnet::node_with_hub;
 
 /// Answers of the model double, by what the request asks.
@@ -187,9 +185,7 @@ async fn turn_overhead() {
         max_tokens: 10_000_000,
         ..GoalsConfig::default()
     };
-    let store = GoalStore::open(&dir.path().join("goals.redb")).unwrap();
-    let directory = NodeDirectory::new(node.clone(), None, false);
-    let goals = Goals::new(store, model.clone(), Arc::new(directory), config, None);
+    let goals = goals_for(dir.path(), &node, None, model.clone(), config);
     let started = Instant::now();
     let record = goals
         .start(named(
@@ -306,14 +302,12 @@ async fn parallel_tasks() {
         }
         turn("conclude", "all waited", &[], names[0])
     });
-    let store = GoalStore::open(&dirs[0].path().join("goals.redb")).unwrap();
-    let directory = NodeDirectory::new(home.clone(), Some(home_hub.clone()), false);
-    let goals = Goals::new(
-        store,
+    let goals = goals_for(
+        dirs[0].path(),
+        &home,
+        Some(home_hub.clone()),
         model.clone(),
-        Arc::new(directory),
         GoalsConfig::default(),
-        None,
     );
     let mut one = Vec::new();
     let mut eight = Vec::new();
@@ -423,14 +417,12 @@ async fn embedded_goal() {
     // The model is read once, before the first goal: reading it is not
     // the goal's work.
     timed.inner.get(None).unwrap().prepare().await.unwrap();
-    let store = GoalStore::open(&dirs[0].path().join("goals.redb")).unwrap();
-    let directory = NodeDirectory::new(home.clone(), Some(home_hub.clone()), false);
-    let goals = Goals::new(
-        store,
+    let goals = goals_for(
+        dirs[0].path(),
+        &home,
+        Some(home_hub.clone()),
         timed.clone(),
-        Arc::new(directory),
         GoalsConfig::default(),
-        None,
     );
     println!("\n## 3. A goal on the embedded model across three nodes\n");
     println!(

@@ -9,8 +9,6 @@ mod support;
 
 use agentsite::goals::ask::GoalModel;
 use agentsite::goals::config::{AskedLimits, GoalsConfig};
-use agentsite::goals::directory::NodeDirectory;
-use agentsite::goals::store::GoalStore;
 use agentsite::goals::{Body, GoalError, GoalRecord, GoalState, Goals, Message, NewGoal};
 use agentsite::llm::{ChatRequest, Completion, LlmFailure, Role};
 use agentsite::{Node, config::Limits};
@@ -19,7 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::hostile::node_with;
-use support::scripted::{Answer, completion, turn};
+use support::scripted::{Answer, completion, goals_for, turn};
 
 type Rules = dyn Fn(&Request) -> Answer + Send + Sync;
 
@@ -167,9 +165,7 @@ struct Harness {
 
 async fn harness(model: Arc<Scripted>, config: GoalsConfig) -> Harness {
     let (node, dir) = node_with(&["calculator", "text"], Limits::default()).await;
-    let store = GoalStore::open(&dir.path().join("goals.redb")).unwrap();
-    let directory = NodeDirectory::new(node.clone(), None, false);
-    let goals = Goals::new(store, model, Arc::new(directory), config, None);
+    let goals = goals_for(dir.path(), &node, None, model, config);
     Harness {
         goals,
         node,
@@ -200,6 +196,26 @@ impl Harness {
         let messages = self.goals.messages(id, 0, 10_000).await.unwrap();
         (record, messages)
     }
+}
+
+/// Waits (up to 30 s) for a message of any goal that `matches`.
+async fn until_message(
+    events: &mut tokio::sync::broadcast::Receiver<agentsite::goals::GoalEvent>,
+    what: &str,
+    matches: impl Fn(&Message) -> bool,
+) {
+    let found = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if let Ok(agentsite::goals::GoalEvent::Message { message, .. }) = events.recv().await
+                && matches(&message)
+            {
+                return;
+            }
+        }
+    });
+    found
+        .await
+        .unwrap_or_else(|_| panic!("{what}: not within 30 s"));
 }
 
 fn kinds(messages: &[Message]) -> Vec<&'static str> {
@@ -496,18 +512,10 @@ async fn cancel_during_a_nested_team_stops_the_sub_team_and_its_tasks() {
     let mut events = h.goals.subscribe();
     let record = h.goals.start(goal("sum it up", &["text"])).await.unwrap();
     // Cancel once the sub-team has handed out its task.
-    tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            if let Ok(agentsite::goals::GoalEvent::Message { message, .. }) = events.recv().await
-                && message.team == Some(1)
-                && message.body.kind() == "assign_sync"
-            {
-                break;
-            }
-        }
+    until_message(&mut events, "the sub-team assigns its task", |m| {
+        m.team == Some(1) && m.body.kind() == "assign_sync"
     })
-    .await
-    .expect("the sub-team assigns its task");
+    .await;
     h.goals.cancel(&record.id).unwrap();
     let (record, messages) = tokio::time::timeout(Duration::from_secs(10), h.finish(&record.id))
         .await
@@ -795,17 +803,10 @@ async fn cancel_stops_the_goal_and_its_tasks() {
         .await
         .unwrap();
     // Cancel once the task is running.
-    tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            if let Ok(agentsite::goals::GoalEvent::Message { message, .. }) = events.recv().await
-                && message.body.kind() == "assign_sync"
-            {
-                break;
-            }
-        }
+    until_message(&mut events, "the task is assigned", |m| {
+        m.body.kind() == "assign_sync"
     })
-    .await
-    .unwrap();
+    .await;
     let started = Instant::now();
     h.goals.cancel(&record.id).unwrap();
     let (record, messages) = h.finish(&record.id).await;
@@ -999,15 +1000,7 @@ async fn cancelling_a_goal_stops_the_call_it_started_on_another_node() {
         }
         turn("assign_sync", "go", &[(name.as_str(), "spin")], &name)
     });
-    let store = GoalStore::open(&dir.path().join("goals.redb")).unwrap();
-    let directory = NodeDirectory::new(node.clone(), Some(hub), false);
-    let goals = Goals::new(
-        store,
-        model,
-        Arc::new(directory),
-        GoalsConfig::default(),
-        None,
-    );
+    let goals = goals_for(dir.path(), &node, Some(hub), model, GoalsConfig::default());
     let record = goals
         .start(goal("spin", &[&spinner.id.to_string()]))
         .await

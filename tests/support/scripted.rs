@@ -1,9 +1,33 @@
 //! The pieces of a scripted model for goals (a test double behind the
-//! node's model interface): the answers it can give, as completions.
+//! node's model interface): the answers it can give, as completions, and
+//! the goals of a node that ask it.
 
+use agentsite::Node;
+use agentsite::goals::Goals;
+use agentsite::goals::ask::GoalModel;
+use agentsite::goals::config::GoalsConfig;
+use agentsite::goals::directory::NodeDirectory;
+use agentsite::goals::store::GoalStore;
+use agentsite::hub::Hub;
 use agentsite::llm::{Completion, StopReason, ToolCall, Usage};
 use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
+
+/// The goals of `node` (and of the network, through `hub`), kept in `dir`
+/// and spoken for by `model`.
+pub fn goals_for(
+    dir: &Path,
+    node: &Arc<Node>,
+    hub: Option<Arc<Hub>>,
+    model: Arc<dyn GoalModel>,
+    config: GoalsConfig,
+) -> Arc<Goals> {
+    let store = GoalStore::open(&dir.join("goals.redb")).unwrap();
+    let directory = NodeDirectory::new(node.clone(), hub, false);
+    Goals::new(store, model, Arc::new(directory), config, None)
+}
 
 /// What the scripted model says to one request.
 pub enum Answer {
