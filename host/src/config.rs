@@ -52,6 +52,9 @@ pub struct Config {
     /// Goals carried out by teams of agents.
     #[serde(default)]
     pub goals: crate::goals::GoalsConfig,
+    /// The node's web pages.
+    #[serde(default)]
+    pub web: crate::web::site::WebConfig,
     /// The policy file, when not `<data-dir>/policy.toml`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<PathBuf>,

@@ -48,7 +48,7 @@ pub struct ResourceContents {
 }
 
 /// What an agent offers to read.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ResourceCatalog {
     pub resources: Vec<ResourceSpec>,
     pub templates: Vec<ResourceTemplateSpec>,

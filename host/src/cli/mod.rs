@@ -14,7 +14,6 @@ pub use network::{call_remote, fetch, id, network_models, peers, publish, search
 use crate::Node;
 use crate::capabilities::caller::{Caller, ElicitFailure, Elicitation, Progress};
 use crate::capabilities::guest_log::Level;
-use crate::store::AgentRecord;
 use crate::text::terminal_safe as safe;
 use crate::tool::ToolSpec;
 use anyhow::Context as _;
@@ -130,7 +129,7 @@ pub async fn call(
 pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
     let record = node.resolve(agent)?;
     let compiled = node.compiled_path(&record.id);
-    let asks = requested_capabilities(&record);
+    let asks = crate::policy::asked_for(&record.imports);
     let granted = node.grants(&record);
     if json {
         let mut value = serde_json::to_value(&record)?;
@@ -200,27 +199,6 @@ pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
     }
     print!("{out}");
     Ok(())
-}
-
-/// The capabilities an agent's imports show it asks for, by grant name.
-/// Files and environment variables are left out: every program built for
-/// WASI links those interfaces, whether it uses them or not.
-fn requested_capabilities(record: &AgentRecord) -> Vec<&'static str> {
-    [
-        ("agentsite:agent/kv", "kv"),
-        ("agentsite:agent/peers", "peers"),
-        ("agentsite:agent/llm", "llm"),
-        ("agentsite:agent/chat", "llm"),
-        ("wasi:http/outgoing-handler", "http"),
-    ]
-    .into_iter()
-    .filter(|(interface, _)| record.imports_interface(interface))
-    .fold(Vec::new(), |mut grants, (_, grant)| {
-        if !grants.contains(&grant) {
-            grants.push(grant);
-        }
-        grants
-    })
 }
 
 /// `agentsite rm AGENT`
@@ -369,6 +347,13 @@ pub async fn serve(
     let agents = hosted.records().len();
     let models = crate::llm::serve::router(node.models().clone(), options.guard());
     let guard = options.guard();
+    let page_rules =
+        crate::web::guard::Guard::new(&options.allowed_hosts(), &options.allowed_origins(), None);
+    let sessions = crate::web::site::session::Sessions::new(
+        options.token.clone(),
+        address.port(),
+        node.config().web.public_read,
+    )?;
     let mut router = http::router(hosted.clone(), options, stop.clone()).merge(models);
     let api_host = if address.ip().is_unspecified() {
         std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), address.port())
@@ -407,6 +392,12 @@ pub async fn serve(
     if let Some(hub) = &hub {
         router = router.merge(crate::web::api::router(hub.clone(), token.clone()));
     }
+    router = router.merge(crate::web::site::router(crate::web::site::Site::new(
+        node.clone(),
+        hub.clone(),
+        page_rules,
+        sessions,
+    )));
     let guard = guard.also_accepting(token);
     router = router.merge(match crate::goals::Goals::for_node(&node, hub.clone()) {
         Ok(goals) => {
@@ -422,7 +413,7 @@ pub async fn serve(
     });
     // The address line is the one a script or test waits for.
     eprintln!(
-        "serving {agents} agents over MCP at http://{address}/mcp and the node's models at http://{address}/v1 (health: /health)"
+        "serving {agents} agents over MCP at http://{address}/mcp and the node's models at http://{address}/v1 (health: /health); pages at http://{address}/"
     );
     tokio::spawn({
         let stop = stop.clone();

@@ -270,30 +270,47 @@ fn remove_from<T>(
 
 /// `agentsite grant [AGENT | --publisher KEY] ITEM...`
 pub fn grant(node: &Node, subject: &Subject, items: &[String]) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        !items.is_empty(),
-        "name what to grant, such as kv=1MiB or llm"
-    );
-    let file = node.policy();
-    let limits = node.config().limits;
-    let grant = file.update(|policy| {
-        apply_grants(table(policy, subject), items)?;
-        Ok(table(policy, subject).clone())
-    })?;
-    eprintln!("granted to {subject} in {}", file.path().display());
-    print_grant(&grant, limits);
+    let grant = add_grants(node.policy(), subject, items)?;
+    eprintln!("granted to {subject} in {}", node.policy().path().display());
+    print_grant(&grant, node.config().limits);
     Ok(())
 }
 
 /// `agentsite revoke [AGENT | --publisher KEY] ITEM...`
 pub fn revoke(node: &Node, subject: &Subject, items: &[String]) -> anyhow::Result<()> {
+    let grant = remove_grants(node.policy(), subject, items)?;
+    eprintln!(
+        "revoked from {subject} in {}",
+        node.policy().path().display()
+    );
+    print_grant(&grant, node.config().limits);
+    Ok(())
+}
+
+/// Grants `items` to `subject` in `file`; the subject's table as it is now.
+pub fn add_grants(file: &PolicyFile, subject: &Subject, items: &[String]) -> anyhow::Result<Grant> {
+    anyhow::ensure!(
+        !items.is_empty(),
+        "name what to grant, such as kv=1MiB or llm"
+    );
+    file.update(|policy| {
+        apply_grants(table(policy, subject), items)?;
+        Ok(table(policy, subject).clone())
+    })
+}
+
+/// Revokes `items` from `subject` in `file`; what the subject's table
+/// still grants.
+pub fn remove_grants(
+    file: &PolicyFile,
+    subject: &Subject,
+    items: &[String],
+) -> anyhow::Result<Grant> {
     anyhow::ensure!(
         !items.is_empty(),
         "name what to revoke, such as kv, fs=/data or all"
     );
-    let file = node.policy();
-    let limits = node.config().limits;
-    let grant = file.update(|policy| {
+    file.update(|policy| {
         let grant = table(policy, subject);
         apply_revokes(grant, items)?;
         let left = grant.clone();
@@ -305,10 +322,7 @@ pub fn revoke(node: &Node, subject: &Subject, items: &[String]) -> anyhow::Resul
             policy.agents.remove(id);
         }
         Ok(left)
-    })?;
-    eprintln!("revoked from {subject} in {}", file.path().display());
-    print_grant(&grant, limits);
-    Ok(())
+    })
 }
 
 /// `agentsite trust KEY` / `agentsite untrust KEY`

@@ -174,6 +174,11 @@ impl Index {
         }
     }
 
+    /// Every agent in the index.
+    pub fn all(&self) -> impl Iterator<Item = &Known> {
+        self.agents.values()
+    }
+
     /// Agents matching any of `terms` (see [`crate::store::terms`]), best
     /// first by BM25; ties go to the agent with more hosts, then by name.
     pub fn search(&self, terms: &[String]) -> Vec<(f32, &Known)> {

@@ -35,6 +35,16 @@ const HOSTS_ASKED_PER_WORD: usize = 8;
 /// How long one host may take to answer a search or manifest request.
 const ASK_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The distinct search terms of `query`, at most [`MAX_SEARCH_WORDS`].
+fn search_words(query: &str) -> Vec<String> {
+    let mut words: Vec<String> = crate::store::terms::terms(query).collect();
+    // The same word twice would be looked up twice.
+    let mut seen = std::collections::HashSet::new();
+    words.retain(|word| seen.insert(word.clone()));
+    words.truncate(MAX_SEARCH_WORDS);
+    words
+}
+
 /// State shared by the hub and the library it offers the network.
 pub(crate) struct Shared {
     node: Arc<Node>,
@@ -290,23 +300,77 @@ impl Hub {
     /// without common ones) found in this node's index, completed by a DHT
     /// provider lookup per term and the matches those hosts return.
     pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<Found>, HubError> {
-        let mut words: Vec<String> = crate::store::terms::terms(query).collect();
-        // The same word twice would be looked up twice.
-        let mut seen = std::collections::HashSet::new();
-        words.retain(|word| seen.insert(word.clone()));
-        words.truncate(MAX_SEARCH_WORDS);
-        if words.is_empty() {
-            return Ok(Vec::new());
-        }
+        let words = search_words(query);
         let lookups = words.iter().map(|word| self.search_network(word));
         futures::future::join_all(lookups).await;
+        Ok(self.ranked(&words, limit).0)
+    }
+
+    /// [`Hub::search`] as it goes: `found` gets the ranking of what the
+    /// index holds at once, then again each time the network's answers for
+    /// one word have come in. Each ranking is the best `limit` of all hits
+    /// so far, with how many there are in all.
+    pub async fn search_live(
+        &self,
+        query: &str,
+        limit: usize,
+        found: &(dyn Fn(Vec<Found>, usize) + Send + Sync),
+    ) {
+        use futures::StreamExt as _;
+        let words = search_words(query);
+        if words.is_empty() {
+            return found(Vec::new(), 0);
+        }
+        let (ranked, total) = self.ranked(&words, limit);
+        found(ranked, total);
+        let mut lookups: futures::stream::FuturesUnordered<_> =
+            words.iter().map(|word| self.search_network(word)).collect();
+        while lookups.next().await.is_some() {
+            let (ranked, total) = self.ranked(&words, limit);
+            found(ranked, total);
+        }
+    }
+
+    /// The best `limit` agents of the index for `query`, without asking
+    /// the network, and how many match.
+    pub fn search_index(&self, query: &str, limit: usize) -> (Vec<Found>, usize) {
+        self.ranked(&search_words(query), limit)
+    }
+
+    /// The best `limit` agents of the index for `words`, and how many match.
+    fn ranked(&self, words: &[String], limit: usize) -> (Vec<Found>, usize) {
         let index = self.shared.index();
-        Ok(index
-            .search(&words)
+        let hits = index.search(words);
+        let total = hits.len();
+        let best = hits
             .into_iter()
             .take(limit)
             .map(|(_, known)| Found::from_known(known))
-            .collect())
+            .collect();
+        (best, total)
+    }
+
+    /// Every agent the index holds (this node's published ones, what was
+    /// announced and what searches found), by name.
+    pub fn known(&self) -> Vec<Found> {
+        let mut all: Vec<Found> = self.shared.index().all().map(Found::from_known).collect();
+        all.sort_by(|a, b| a.card.name.cmp(&b.card.name).then(a.id.cmp(&b.id)));
+        all
+    }
+
+    /// The key this node signs what it publishes with, in peer-id form.
+    pub fn publisher_id(&self) -> PeerId {
+        self.publisher.public().to_peer_id()
+    }
+
+    /// The agent `id` as the index knows it, without asking the network.
+    pub fn known_agent(&self, id: &AgentId) -> Option<Found> {
+        self.shared.index().get(id).map(Found::from_known)
+    }
+
+    /// Whether this node offers `id` to the network (published or seeded).
+    pub fn is_offered(&self, id: &AgentId) -> bool {
+        self.shared.offered(id).is_some()
     }
 
     /// Finds the hosts of `word` and asks each for its matching manifests,

@@ -109,6 +109,33 @@ pub enum Source {
     Untrusted,
 }
 
+/// The grants an agent importing `imports` (interface names such as
+/// `agentsite:agent/kv@0.1.0`) asks for, by their names in `agentsite grant`.
+/// Files and environment variables are left out: every program built for
+/// WASI links those interfaces, whether it uses them or not.
+pub fn asked_for(imports: &[String]) -> Vec<&'static str> {
+    let imports_interface = |interface: &str| {
+        imports
+            .iter()
+            .any(|name| name.split('@').next() == Some(interface))
+    };
+    [
+        ("agentsite:agent/kv", "kv"),
+        ("agentsite:agent/peers", "peers"),
+        ("agentsite:agent/llm", "llm"),
+        ("agentsite:agent/chat", "llm"),
+        ("wasi:http/outgoing-handler", "http"),
+    ]
+    .into_iter()
+    .filter(|(interface, _)| imports_interface(interface))
+    .fold(Vec::new(), |mut grants, (_, grant)| {
+        if !grants.contains(&grant) {
+            grants.push(grant);
+        }
+        grants
+    })
+}
+
 impl Policy {
     /// Parses and checks a policy file's text.
     pub fn parse(text: &str) -> anyhow::Result<Policy> {

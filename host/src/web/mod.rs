@@ -4,6 +4,7 @@
 pub mod api;
 pub mod control;
 pub mod guard;
+pub mod site;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
