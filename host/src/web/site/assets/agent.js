@@ -128,7 +128,8 @@ document.getElementById("install")?.addEventListener("click", async (event) => {
     });
     if (!failed) {
       toast("Installed");
-      location.reload();
+      // Long enough to read that it worked; then its page as installed.
+      setTimeout(() => location.reload(), 600);
       return;
     }
   } catch (e) {
