@@ -288,6 +288,11 @@ impl DataDir {
     }
 
     /// Goals and their conversations (a redb database).
+    /// The conversations of the node's chat pages.
+    pub fn chats(&self) -> PathBuf {
+        self.root.join("chat.redb")
+    }
+
     pub fn goals(&self) -> PathBuf {
         self.root.join("goals.redb")
     }

@@ -22,6 +22,7 @@ mod agent_id;
 pub mod audit;
 pub mod bindings;
 pub mod capabilities;
+pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod goals;

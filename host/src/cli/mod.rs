@@ -392,14 +392,21 @@ pub async fn serve(
     if let Some(hub) = &hub {
         router = router.merge(crate::web::api::router(hub.clone(), token.clone()));
     }
+    let guard = guard.also_accepting(token);
+    let goals = crate::goals::Goals::for_node(&node, hub.clone());
+    let chats = crate::chat::Chats::open(node.clone(), hub.clone(), goals.as_ref().ok().cloned())
+        .map_err(|e| {
+            tracing::warn!("chat is unavailable on this node: {e}");
+            format!("chat is unavailable on this node: {e}")
+        });
     router = router.merge(crate::web::site::router(crate::web::site::Site::new(
         node.clone(),
         hub.clone(),
         page_rules,
         sessions,
+        chats,
     )));
-    let guard = guard.also_accepting(token);
-    router = router.merge(match crate::goals::Goals::for_node(&node, hub.clone()) {
+    router = router.merge(match goals {
         Ok(goals) => {
             hosted.offer_goals(goals.clone());
             crate::goals::api::router(goals, guard)

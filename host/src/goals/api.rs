@@ -164,7 +164,7 @@ struct EventsQuery {
 /// One event of the stream: `message` (a [`Message`]) or `state` (a
 /// [`GoalRecord`]), with the message's number as the event id so that a
 /// client reconnecting with `Last-Event-ID` (or `after`) catches up.
-fn sse_event(event: &GoalEvent) -> Event {
+pub(crate) fn sse_event(event: &GoalEvent) -> Event {
     match event {
         GoalEvent::Message { message, .. } => Event::default()
             .event("message")

@@ -34,6 +34,8 @@ static ASSETS: &[Asset] = &[
     asset!("agent.js", JS),
     asset!("schema-form.js", JS),
     asset!("result.js", JS),
+    asset!("chat.js", JS),
+    asset!("goal.js", JS),
 ];
 
 /// Each asset's `ETag`, computed once.

@@ -11,10 +11,12 @@
 //! |---|---|
 //! | `/` | the hub: this node's agents and the network's, searched |
 //! | `/hub/agents/{agent}` | one agent: tools, resources, prompts, grants; try, install, publish, grant |
+//! | `/chat`, `/chat/{id}` | conversations with agents, and teams at work on goals |
 //! | `/login` | asks for the node's token |
 
 mod agent;
 mod assets;
+mod chat;
 mod hub;
 mod pages;
 pub mod session;
@@ -42,6 +44,8 @@ pub struct Site {
     sessions: Sessions,
     /// The `Host` and `Origin` rules of the node's HTTP front end.
     guard: Guard,
+    /// The node's conversations, or why it has none.
+    chats: Result<Arc<crate::chat::Chats>, String>,
 }
 
 /// `[web]` in the configuration file.
@@ -60,6 +64,7 @@ impl Site {
         hub: Option<Arc<Hub>>,
         guard: Guard,
         sessions: Sessions,
+        chats: Result<Arc<crate::chat::Chats>, String>,
     ) -> Arc<Site> {
         Arc::new(Site {
             node,
@@ -67,6 +72,7 @@ impl Site {
             pages: Pages::new(),
             sessions,
             guard,
+            chats,
         })
     }
 
@@ -105,6 +111,14 @@ pub fn router(site: Arc<Site>) -> Router {
         .route("/hub/agents/{agent}/grant", post(agent::grant))
         .route("/hub/agents/{agent}/revoke", post(agent::revoke))
         .route("/hub/agents/{agent}/call", post(agent::call))
+        .route("/chat", get(chat::list).post(chat::create))
+        .route("/chat/{id}", get(chat::conversation))
+        .route("/chat/{id}/messages", post(chat::say))
+        .route("/chat/{id}/rename", post(chat::rename))
+        .route("/chat/{id}/delete", post(chat::delete))
+        .route("/chat/{id}/events", get(chat::events))
+        .route("/chat/goals/{goal}/events", get(chat::goal_events))
+        .route("/chat/goals/{goal}/cancel", post(chat::cancel_goal))
         .route("/login", get(login_page).post(login))
         .route("/logout", post(logout))
         .route("/assets/{name}", get(assets::serve))

@@ -28,6 +28,7 @@ impl Pages {
         template!(env, "hub.html");
         template!(env, "agent.html");
         template!(env, "login.html");
+        template!(env, "chat.html");
         template!(env, "error.html");
         // For data attributes scripts read: `true` or `false`.
         env.add_filter(

@@ -86,6 +86,9 @@ async function act(button, action, done) {
 document.getElementById("publish")?.addEventListener("click", (event) =>
   act(event.target, () => postJson(`${base}/publish`), () => location.reload()));
 
+document.getElementById("chat-with")?.addEventListener("click", (event) =>
+  act(event.target, () => postJson("/chat", { agent: installed ? agentName : agentId }), (made) => { location.href = made.url; }));
+
 document.getElementById("remove")?.addEventListener("click", (event) => {
   if (!confirm(`Remove ${agentName} from this node? Its stored data stays.`)) return;
   act(event.target, () => postJson(`${base}/remove`), () => { location.href = "/"; });

@@ -121,6 +121,15 @@ function block(content) {
   }
 }
 
+/** The blocks of a tool's output: its content, then structured content. */
+export function renderOutput(output) {
+  const parts = (output.content ?? []).map(block);
+  if (output.structuredContent !== undefined) {
+    parts.push(h("p", { class: "hint" }, "structured content"), tree(output.structuredContent));
+  }
+  return parts;
+}
+
 /** Shows `answer` (`{output, elapsed_ms, ran_on}`) in `container`. */
 export function showResult(container, answer, tool) {
   const output = answer.output;
@@ -129,10 +138,7 @@ export function showResult(container, answer, tool) {
   container.append(h("p", { class: "meta" },
     output.isError ? h("strong", { class: "problem" }, "The tool reported an error") : "Result",
     ` · ${answer.elapsed_ms.toFixed(1)} ms · ran on ${answer.ran_on}`));
-  for (const content of output.content ?? []) container.append(block(content));
-  if (output.structuredContent !== undefined) {
-    container.append(h("p", { class: "hint" }, "structured content"), tree(output.structuredContent));
-  }
+  container.append(...renderOutput(output));
   const size = JSON.stringify(output).length;
   if (size > MAX_TEXT) container.append(h("p", {}, download(output, `${tool}-result.json`)));
 }

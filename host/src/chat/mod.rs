@@ -1,0 +1,736 @@
+//! AgentChat: conversations between a person and the node's agents, kept
+//! by the node ([`store`]) and answered by its language model, which uses
+//! the tools of the agents the person talks to (the conversation's agent,
+//! and any `@name` mentioned) wherever those agents live. A message sent
+//! with "team up" becomes a goal (see [`crate::goals`]); the next such
+//! message continues it.
+//!
+//! Each step of an answer is an entry, stored as it happens (the person's
+//! message, each tool call with its result, the reply), so a page that
+//! loses its stream catches up from the store; the reply's text also
+//! streams as the model writes it.
+
+pub mod store;
+
+use crate::Node;
+use crate::capabilities::peers::Hop;
+use crate::goals::directory::{Candidate, Directory, NodeDirectory};
+use crate::goals::message::Member;
+use crate::goals::{Goals, NewGoal};
+use crate::hub::Hub;
+use crate::llm::{ChatRequest, Delta, Message, Role, ToolCall, ToolChoice, ToolSpec};
+use crate::tool::ToolOutput;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use store::{ChatStore, StoreError};
+use tokio::sync::{broadcast, mpsc};
+
+/// The longest message a person may send, in bytes.
+pub const MAX_TEXT: usize = 16 * 1024;
+/// The longest title.
+const MAX_TITLE: usize = 120;
+/// Agents one message may bring in by `@name`.
+const MAX_MENTIONS: usize = 8;
+/// Tools offered to the model at most.
+const MAX_TOOLS: usize = 64;
+/// Rounds of tool calls one answer may take before it must reply.
+const MAX_ROUNDS: usize = 6;
+/// Entries of the conversation the model reads before the new message.
+const HISTORY: usize = 16;
+/// Characters of one earlier entry (or tool result) the model reads.
+const ENTRY_CHARS: usize = 2000;
+/// Characters of a tool result's text kept in the conversation.
+const KEPT_RESULT_CHARS: usize = 16 * 1024;
+/// How long one answer may take in all, and one tool call.
+const ANSWER_DEADLINE: Duration = Duration::from_secs(300);
+const CALL_DEADLINE: Duration = Duration::from_secs(60);
+
+pub(crate) use crate::goals::message::unix_millis;
+
+/// A conversation's record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Conversation {
+    pub id: String,
+    pub title: String,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: u64,
+    pub updated_at: u64,
+    /// The agents it is with (names or ids), besides those mentioned.
+    #[serde(default)]
+    pub agents: Vec<String>,
+    /// The goal its "team up" messages carry on, once there is one.
+    #[serde(default)]
+    pub goal: Option<String>,
+}
+
+/// One step of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub seq: u64,
+    pub at: u64,
+    #[serde(flatten)]
+    pub body: EntryBody,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EntryBody {
+    /// What the person said.
+    Person { text: String, team_up: bool },
+    /// A tool the model called for the answer.
+    ToolUse {
+        agent: String,
+        tool: String,
+        arguments: Value,
+        output: Box<ToolOutput>,
+        elapsed_ms: f64,
+        /// The node it ran on (a peer id, or `this node`).
+        node: String,
+    },
+    /// The model's answer.
+    Reply { text: String, model: String },
+    /// The message became (or continued) this goal.
+    Goal { goal: String },
+    /// Why there is no answer.
+    Problem { text: String },
+}
+
+/// What a follower of a conversation is told.
+#[derive(Debug, Clone)]
+pub enum ChatEvent {
+    Entry(Box<Entry>),
+    /// Text of the reply being written.
+    Delta(String),
+    /// The answer to the last message is complete.
+    Idle,
+}
+
+/// Why a chat request was refused. One line each.
+#[derive(Debug, thiserror::Error)]
+pub enum ChatError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Busy(String),
+    #[error(transparent)]
+    Storage(#[from] StoreError),
+}
+
+/// The node's conversations.
+pub struct Chats {
+    store: ChatStore,
+    node: Arc<Node>,
+    directory: NodeDirectory,
+    goals: Option<Arc<Goals>>,
+    /// Followers of each conversation with a live answer or follower.
+    live: Mutex<HashMap<String, broadcast::Sender<ChatEvent>>>,
+    /// Conversations being answered now.
+    answering: Mutex<std::collections::HashSet<String>>,
+}
+
+fn new_id() -> String {
+    let mut bytes = [0u8; 8];
+    let _ = getrandom::fill(&mut bytes);
+    format!("c-{}", hex::encode(bytes))
+}
+
+fn check_title(title: &str) -> Result<String, ChatError> {
+    let title = title.trim();
+    if title.is_empty() || title.len() > MAX_TITLE || title.chars().any(char::is_control) {
+        return Err(ChatError::Invalid(format!(
+            "a title is 1 to {MAX_TITLE} bytes of text on one line"
+        )));
+    }
+    Ok(title.to_owned())
+}
+
+/// The names a message mentions with `@`, in order, each once.
+pub fn mentions(text: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for word in text.split(|c: char| c.is_whitespace() || ",;:!?()[]".contains(c)) {
+        let Some(name) = word.strip_prefix('@') else {
+            continue;
+        };
+        let name = name.trim_end_matches(['.', '\'', '"']);
+        if !name.is_empty() && name.len() <= 80 && !names.iter().any(|n| n == name) {
+            names.push(name.to_owned());
+        }
+    }
+    names
+}
+
+/// The name a tool goes by for the model: `agent__tool`, in the letters
+/// function names may have.
+fn function_name(agent: &str, tool: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    let name = format!("{}__{}", clean(agent), clean(tool));
+    name.chars().take(64).collect()
+}
+
+impl Chats {
+    /// The conversations of `node` (the network's agents through `hub`;
+    /// "team up" through `goals`).
+    pub fn open(
+        node: Arc<Node>,
+        hub: Option<Arc<Hub>>,
+        goals: Option<Arc<Goals>>,
+    ) -> Result<Arc<Chats>, StoreError> {
+        let store = ChatStore::open(&node.data_dir().chats())?;
+        Ok(Arc::new(Chats {
+            store,
+            directory: NodeDirectory::new(node.clone(), hub, false),
+            node,
+            goals,
+            live: Mutex::new(HashMap::new()),
+            answering: Mutex::new(Default::default()),
+        }))
+    }
+
+    pub fn goals(&self) -> Option<&Arc<Goals>> {
+        self.goals.as_ref()
+    }
+
+    /// Starts a conversation, with `agent` when given.
+    pub async fn create(
+        &self,
+        title: Option<&str>,
+        agent: Option<&str>,
+    ) -> Result<Conversation, ChatError> {
+        let mut agents = Vec::new();
+        if let Some(agent) = agent {
+            let found = self
+                .directory
+                .resolve(agent)
+                .await
+                .map_err(ChatError::NotFound)?;
+            agents.push(found.name);
+        }
+        let title = match title {
+            Some(title) => check_title(title)?,
+            None => match agents.first() {
+                Some(agent) => format!("Chat with {agent}"),
+                None => "New conversation".to_owned(),
+            },
+        };
+        let now = unix_millis();
+        let conversation = Conversation {
+            id: new_id(),
+            title,
+            created_at: now,
+            updated_at: now,
+            agents,
+            goal: None,
+        };
+        self.store.save(conversation.clone()).await?;
+        Ok(conversation)
+    }
+
+    pub async fn list(&self) -> Result<Vec<Conversation>, ChatError> {
+        Ok(self.store.conversations().await?)
+    }
+
+    pub async fn get(&self, id: &str) -> Result<Conversation, ChatError> {
+        self.store
+            .conversation(id)
+            .await?
+            .ok_or_else(|| ChatError::NotFound(format!("no conversation {id:?} on this node")))
+    }
+
+    pub async fn entries(&self, id: &str, after: u64) -> Result<Vec<Entry>, ChatError> {
+        Ok(self.store.entries(id, after).await?)
+    }
+
+    pub async fn rename(&self, id: &str, title: &str) -> Result<Conversation, ChatError> {
+        let mut conversation = self.get(id).await?;
+        conversation.title = check_title(title)?;
+        self.store.save(conversation.clone()).await?;
+        Ok(conversation)
+    }
+
+    pub async fn delete(&self, id: &str) -> Result<(), ChatError> {
+        if self.busy(id) {
+            return Err(ChatError::Busy(
+                "the conversation is being answered; delete it when the answer is done".into(),
+            ));
+        }
+        if !self.store.delete(id).await? {
+            return Err(ChatError::NotFound(format!(
+                "no conversation {id:?} on this node"
+            )));
+        }
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
+        Ok(())
+    }
+
+    fn busy(&self, id: &str) -> bool {
+        self.answering
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(id)
+    }
+
+    fn channel(&self, id: &str) -> broadcast::Sender<ChatEvent> {
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(id.to_owned())
+            .or_insert_with(|| broadcast::channel(1024).0)
+            .clone()
+    }
+
+    async fn append(&self, id: &str, body: EntryBody) -> Result<Entry, ChatError> {
+        let entry = self.store.append(id, body).await?;
+        let _ = self
+            .channel(id)
+            .send(ChatEvent::Entry(Box::new(entry.clone())));
+        Ok(entry)
+    }
+
+    /// The person says `text` in conversation `id`; the answer (or the
+    /// goal, with `team_up`) follows as entries.
+    pub async fn send(
+        self: &Arc<Self>,
+        id: &str,
+        text: &str,
+        team_up: bool,
+    ) -> Result<Entry, ChatError> {
+        let text = text.trim();
+        if text.is_empty() || text.len() > MAX_TEXT {
+            return Err(ChatError::Invalid(format!(
+                "a message is 1 to {MAX_TEXT} bytes of text"
+            )));
+        }
+        if team_up && self.goals.is_none() {
+            return Err(ChatError::Invalid(
+                "goals are unavailable on this node, so it cannot team agents up".into(),
+            ));
+        }
+        let mut conversation = self.get(id).await?;
+        {
+            let mut answering = self
+                .answering
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if !answering.insert(id.to_owned()) {
+                return Err(ChatError::Busy(
+                    "the last message is still being answered".into(),
+                ));
+            }
+        }
+        let stored = self
+            .append(
+                id,
+                EntryBody::Person {
+                    text: text.to_owned(),
+                    team_up,
+                },
+            )
+            .await;
+        let entry = match stored {
+            Ok(entry) => entry,
+            Err(e) => {
+                self.answering
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(id);
+                return Err(e);
+            }
+        };
+        conversation.updated_at = unix_millis();
+        let _ = self.store.save(conversation.clone()).await;
+        let chats = self.clone();
+        let text = text.to_owned();
+        let seq = entry.seq;
+        tokio::spawn(async move {
+            let outcome = if team_up {
+                chats.team_up(&mut conversation, &text).await
+            } else {
+                chats.answer(&conversation, &text, seq).await
+            };
+            if let Err(problem) = outcome {
+                let _ = chats
+                    .append(&conversation.id, EntryBody::Problem { text: problem })
+                    .await;
+            }
+            chats
+                .answering
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&conversation.id);
+            let _ = chats.channel(&conversation.id).send(ChatEvent::Idle);
+        });
+        Ok(entry)
+    }
+
+    /// Sends `id`'s entries after `after`, then its events as they happen,
+    /// to `sender` until the receiver goes away.
+    pub async fn follow(
+        self: Arc<Self>,
+        id: String,
+        mut after: u64,
+        sender: mpsc::Sender<ChatEvent>,
+    ) {
+        let mut live = self.channel(&id).subscribe();
+        let Ok(stored) = self.store.entries(&id, after).await else {
+            return;
+        };
+        for entry in stored {
+            after = entry.seq;
+            if sender
+                .send(ChatEvent::Entry(Box::new(entry)))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
+        if !self.busy(&id) && sender.send(ChatEvent::Idle).await.is_err() {
+            return;
+        }
+        loop {
+            let event = match live.recv().await {
+                Ok(ChatEvent::Entry(entry)) if entry.seq <= after => continue,
+                Ok(event) => event,
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    // Fell behind: what was missed is in the store.
+                    let Ok(stored) = self.store.entries(&id, after).await else {
+                        return;
+                    };
+                    for entry in stored {
+                        after = entry.seq;
+                        if sender
+                            .send(ChatEvent::Entry(Box::new(entry)))
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                    continue;
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            };
+            if let ChatEvent::Entry(entry) = &event {
+                after = entry.seq;
+            }
+            if sender.send(event).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Carries the message on as the conversation's goal: the team is the
+    /// agents it is with and those mentioned (the node forms one when none).
+    async fn team_up(&self, conversation: &mut Conversation, text: &str) -> Result<(), String> {
+        let goals = self
+            .goals
+            .clone()
+            .ok_or("goals are unavailable on this node")?;
+        let record = match &conversation.goal {
+            Some(goal) => goals.say(goal, text.to_owned()).await,
+            None => {
+                let mut team = conversation.agents.clone();
+                team.extend(mentions(text).into_iter().take(MAX_MENTIONS));
+                team.dedup();
+                goals
+                    .start(NewGoal {
+                        text: text.to_owned(),
+                        team,
+                        limits: Default::default(),
+                        model: None,
+                    })
+                    .await
+            }
+        }
+        .map_err(|e| e.to_string())?;
+        conversation.goal = Some(record.id.clone());
+        self.store
+            .save(conversation.clone())
+            .await
+            .map_err(|e| e.to_string())?;
+        self.append(&conversation.id, EntryBody::Goal { goal: record.id })
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// The agents an answer may use: the conversation's and those the
+    /// message mentions.
+    async fn participants(
+        &self,
+        conversation: &Conversation,
+        text: &str,
+    ) -> Result<Vec<Candidate>, String> {
+        let mut named = conversation.agents.clone();
+        for mention in mentions(text) {
+            if !named.contains(&mention) {
+                named.push(mention);
+            }
+        }
+        if named.len() > MAX_MENTIONS {
+            return Err(format!(
+                "a message may bring in at most {MAX_MENTIONS} agents"
+            ));
+        }
+        let mut agents = Vec::new();
+        for name in named {
+            let found = self.directory.resolve(&name).await.map_err(|_| {
+                format!("no agent named @{name} is installed here or found on the network")
+            })?;
+            agents.push(found);
+        }
+        Ok(agents)
+    }
+
+    /// Answers the message `text` (entry `seq`) with the node's model.
+    async fn answer(
+        &self,
+        conversation: &Conversation,
+        text: &str,
+        seq: u64,
+    ) -> Result<(), String> {
+        let deadline = Instant::now() + ANSWER_DEADLINE;
+        let agents = self.participants(conversation, text).await?;
+        let mut by_function: HashMap<String, (&Candidate, String)> = HashMap::new();
+        let mut tools = Vec::new();
+        for agent in &agents {
+            for tool in &agent.tools {
+                if tools.len() == MAX_TOOLS {
+                    break;
+                }
+                let name = function_name(&agent.name, &tool.name);
+                by_function.insert(name.clone(), (agent, tool.name.clone()));
+                tools.push(ToolSpec {
+                    name,
+                    description: format!(
+                        "{} (agent {}): {}",
+                        tool.name, agent.name, tool.description
+                    ),
+                    parameters: tool.input_schema.clone(),
+                });
+            }
+        }
+        let mut messages = vec![Message::system(system_prompt(&agents))];
+        let earlier = self
+            .store
+            .entries(&conversation.id, 0)
+            .await
+            .map_err(|e| e.to_string())?;
+        let earlier: Vec<&Entry> = earlier.iter().filter(|e| e.seq < seq).collect();
+        for entry in earlier.iter().skip(earlier.len().saturating_sub(HISTORY)) {
+            if let Some(message) = as_message(entry) {
+                messages.push(message);
+            }
+        }
+        messages.push(Message::user(text));
+        let models = self.node.models().clone();
+        for _ in 0..MAX_ROUNDS {
+            let request = ChatRequest {
+                messages: messages.clone(),
+                tools: tools.clone(),
+                tool_choice: if tools.is_empty() {
+                    ToolChoice::None
+                } else {
+                    ToolChoice::Auto
+                },
+                max_tokens: Some(1024),
+                ..Default::default()
+            };
+            let (sink, mut deltas) = mpsc::channel::<Delta>(256);
+            let live = self.channel(&conversation.id);
+            let forward = tokio::spawn(async move {
+                while let Some(delta) = deltas.recv().await {
+                    if let Delta::Text(text) = delta {
+                        let _ = live.send(ChatEvent::Delta(text));
+                    }
+                }
+            });
+            let completion = models
+                .complete(None, request, deadline, Some(sink), "chat")
+                .await;
+            let _ = forward.await;
+            let completion =
+                completion.map_err(|e| format!("the node's model could not answer: {e}"))?;
+            if completion.tool_calls.is_empty() {
+                self.append(
+                    &conversation.id,
+                    EntryBody::Reply {
+                        text: completion.content,
+                        model: completion.model,
+                    },
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+                return Ok(());
+            }
+            let mut assistant = Message::new(Role::Assistant, completion.content.clone());
+            assistant.tool_calls = completion.tool_calls.clone();
+            messages.push(assistant);
+            for call in &completion.tool_calls {
+                let result = self
+                    .run_tool(conversation, call, &by_function, deadline)
+                    .await;
+                let mut answer =
+                    Message::new(Role::Tool, crate::text::one_line(&result, ENTRY_CHARS));
+                answer.tool_call_id = Some(call.id.clone());
+                messages.push(answer);
+            }
+        }
+        Err(format!(
+            "the model was still calling tools after {MAX_ROUNDS} rounds; ask more simply"
+        ))
+    }
+
+    /// Runs one tool call of the model, records it, and says what the
+    /// model is told of it.
+    async fn run_tool(
+        &self,
+        conversation: &Conversation,
+        call: &ToolCall,
+        by_function: &HashMap<String, (&Candidate, String)>,
+        deadline: Instant,
+    ) -> String {
+        let Some((agent, tool)) = by_function.get(&call.name) else {
+            return format!("there is no tool {:?}", call.name);
+        };
+        let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+        let member = Member {
+            name: agent.name.clone(),
+            agent: agent.agent,
+            node: agent.node.clone(),
+            local: agent.local,
+            description: agent.description.clone(),
+            tools: agent.tools.clone(),
+            reason: String::new(),
+        };
+        let hop = Hop {
+            depth: 0,
+            deadline: (Instant::now() + CALL_DEADLINE).min(deadline),
+        };
+        let started = Instant::now();
+        let (output, node) = match self
+            .directory
+            .call(&member, tool, &call.arguments, hop)
+            .await
+        {
+            Ok(answered) => (answered.output, answered.node),
+            Err(failure) => (ToolOutput::failure(failure.to_string()), String::new()),
+        };
+        let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let told = if output.is_error {
+            format!("error: {}", output.text())
+        } else {
+            match &output.structured_content {
+                Some(structured) => structured.to_string(),
+                None => output.text(),
+            }
+        };
+        let kept = ToolOutput {
+            content: output
+                .content
+                .into_iter()
+                .map(|content| match content {
+                    crate::tool::Content::Text { text } if text.len() > KEPT_RESULT_CHARS => {
+                        crate::tool::Content::Text {
+                            text: format!(
+                                "{}…",
+                                &text[..crate::text::floor_char_boundary(&text, KEPT_RESULT_CHARS)]
+                            ),
+                        }
+                    }
+                    other => other,
+                })
+                .collect(),
+            ..output
+        };
+        let node = if node.is_empty() || node == self.directory.this_node() {
+            "this node".to_owned()
+        } else {
+            node
+        };
+        let _ = self
+            .append(
+                &conversation.id,
+                EntryBody::ToolUse {
+                    agent: agent.name.clone(),
+                    tool: tool.clone(),
+                    arguments,
+                    output: Box::new(kept),
+                    elapsed_ms,
+                    node,
+                },
+            )
+            .await;
+        told
+    }
+}
+
+fn system_prompt(agents: &[Candidate]) -> String {
+    let mut prompt = String::from(
+        "You are the assistant of an agentsite node, talking with a person. Answer briefly and plainly.",
+    );
+    if !agents.is_empty() {
+        prompt.push_str(" Use the tools of these agents when they help, and say what they found:");
+        for agent in agents {
+            prompt.push_str(&format!("\n- {}: {}", agent.name, agent.description));
+        }
+    }
+    prompt
+}
+
+/// An earlier entry as the model reads it.
+fn as_message(entry: &Entry) -> Option<Message> {
+    let cut = |text: &str| crate::text::one_line(text, ENTRY_CHARS);
+    match &entry.body {
+        EntryBody::Person { text, .. } => Some(Message::user(cut(text))),
+        EntryBody::Reply { text, .. } => Some(Message::new(Role::Assistant, cut(text))),
+        EntryBody::ToolUse {
+            agent,
+            tool,
+            output,
+            ..
+        } => Some(Message::new(
+            Role::Assistant,
+            cut(&format!("({agent}.{tool} answered: {})", output.text())),
+        )),
+        EntryBody::Goal { .. } | EntryBody::Problem { .. } => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_are_read_once_each() {
+        assert_eq!(
+            mentions("ask @calculator, then @text-tools and @calculator again. Mail me@x"),
+            vec!["calculator", "text-tools"]
+        );
+        assert!(mentions("no one here").is_empty());
+    }
+
+    #[test]
+    fn function_names_keep_to_the_allowed_letters() {
+        assert_eq!(function_name("my agent", "do.it"), "my_agent__do_it");
+        assert!(function_name(&"a".repeat(100), "t").len() <= 64);
+    }
+}

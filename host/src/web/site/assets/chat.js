@@ -1,0 +1,128 @@
+// A conversation: its entries as they are stored and as they happen (the
+// reply's words while the model writes them), each tool call folded under
+// its summary, goals shown live; sending, renaming, deleting.
+import { h, postJson, toast } from "./common.js";
+import { markdown, renderOutput, tree } from "./result.js";
+import { goalView } from "./goal.js";
+
+document.getElementById("new-conversation")?.addEventListener("click", async () => {
+  try {
+    location.href = (await postJson("/chat", {})).url;
+  } catch (e) {
+    toast(e.message, true);
+  }
+});
+
+const head = document.getElementById("conversation");
+if (head) follow(head.dataset.id, head.dataset.operator === "true");
+
+function follow(id, operator) {
+  const log = document.getElementById("log");
+  const streamState = document.getElementById("stream-state");
+  const form = document.getElementById("composer");
+  const send = document.getElementById("send");
+  const shownGoals = new Set();
+  let last = 0;
+  let pending = null;
+
+  const atBottom = () => window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
+  function append(element) {
+    const stick = atBottom();
+    log.append(element);
+    if (stick) element.scrollIntoView({ block: "end" });
+  }
+
+  function render(entry) {
+    switch (entry.kind) {
+      case "person":
+        return h("div", { class: "bubble person", "data-seq": entry.seq },
+          h("span", { class: "who" }, entry.team_up ? "you · team up" : "you"), entry.text);
+      case "reply":
+        return h("div", { class: "bubble reply", "data-seq": entry.seq },
+          h("span", { class: "who" }, `model ${entry.model}`), markdown(entry.text));
+      case "tool_use": {
+        const failed = entry.output.isError;
+        return h("details", { class: `tool-use${failed ? " failed" : ""}`, "data-seq": entry.seq },
+          h("summary", {}, `${failed ? "✗" : "✓"} ${entry.agent}.${entry.tool} · ${entry.elapsed_ms.toFixed(1)} ms · on ${entry.node}`),
+          h("p", { class: "hint" }, "arguments"), tree(entry.arguments),
+          h("p", { class: "hint" }, failed ? "error" : "result"), ...renderOutput(entry.output));
+      }
+      case "goal":
+        if (shownGoals.has(entry.goal)) return h("p", { class: "hint", "data-seq": entry.seq }, "(the team's goal goes on above)");
+        shownGoals.add(entry.goal);
+        return goalView(entry.goal);
+      case "problem":
+        return h("p", { class: "note problem", role: "alert", "data-seq": entry.seq }, entry.text);
+      default:
+        return h("p", { class: "hint" }, `(an entry of kind ${entry.kind})`);
+    }
+  }
+
+  function idle(isIdle) {
+    if (send) send.disabled = !isIdle;
+    if (isIdle && pending) { pending.remove(); pending = null; }
+  }
+
+  const events = new EventSource(`/chat/${encodeURIComponent(id)}/events?after=0`);
+  events.addEventListener("open", () => { streamState.hidden = true; });
+  events.addEventListener("error", () => {
+    streamState.textContent = "The connection to the node was lost; reconnecting…";
+    streamState.hidden = false;
+  });
+  events.addEventListener("entry", (event) => {
+    const entry = JSON.parse(event.data);
+    if (entry.seq <= last) return;
+    last = entry.seq;
+    if (entry.kind === "person") idle(false);
+    if (entry.kind === "reply" && pending) { pending.remove(); pending = null; }
+    append(render(entry));
+  });
+  events.addEventListener("delta", (event) => {
+    if (!pending) {
+      pending = h("div", { class: "bubble reply pending", "aria-busy": "true" }, h("span", { class: "who" }, "model"), h("span", { class: "text" }));
+      append(pending);
+    }
+    pending.querySelector(".text").append(JSON.parse(event.data));
+  });
+  events.addEventListener("idle", () => idle(true));
+
+  if (!operator) return;
+  const message = document.getElementById("message");
+  message.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) form.requestSubmit();
+  });
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const text = message.value.trim();
+    if (!text) return;
+    send.disabled = true;
+    try {
+      await postJson(`/chat/${encodeURIComponent(id)}/messages`, { text, team_up: document.getElementById("team-up")?.checked ?? false });
+      message.value = "";
+    } catch (e) {
+      toast(e.message, true);
+      send.disabled = false;
+    }
+  });
+  document.getElementById("rename").addEventListener("click", async () => {
+    const title = prompt("A new title for this conversation", document.getElementById("title").textContent);
+    if (!title) return;
+    try {
+      const renamed = await postJson(`/chat/${encodeURIComponent(id)}/rename`, { title });
+      document.getElementById("title").textContent = renamed.title;
+      document.querySelector(`#conversation-list a[href="/chat/${id}"]`).textContent = renamed.title;
+      document.title = `${renamed.title} · Chat · agentsite`;
+    } catch (e) {
+      toast(e.message, true);
+    }
+  });
+  document.getElementById("delete").addEventListener("click", async () => {
+    if (!confirm("Delete this conversation for good?")) return;
+    try {
+      await postJson(`/chat/${encodeURIComponent(id)}/delete`);
+      location.href = "/chat";
+    } catch (e) {
+      toast(e.message, true);
+    }
+  });
+}

@@ -1,0 +1,280 @@
+//! AgentChat's pages (`/chat`): the node's conversations, one at a time,
+//! its entries streamed to the page (server-sent events that a reconnecting
+//! page resumes from the last entry it has), and the goals "team up"
+//! messages start, shown as they happen.
+
+use super::session::Access;
+use super::{Site, failure};
+use crate::chat::{ChatError, ChatEvent, Chats};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::Event;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use minijinja::value::Serde;
+use serde::Deserialize;
+use serde_json::json;
+use std::sync::Arc;
+
+impl Site {
+    /// The node's conversations, or why it has none.
+    fn chats(&self) -> Result<&Arc<Chats>, &str> {
+        self.chats.as_ref().map_err(String::as_str)
+    }
+}
+
+fn refused(error: ChatError) -> Response {
+    let status = match &error {
+        ChatError::Invalid(_) => StatusCode::BAD_REQUEST,
+        ChatError::NotFound(_) => StatusCode::NOT_FOUND,
+        ChatError::Busy(_) => StatusCode::CONFLICT,
+        ChatError::Storage(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    failure(status, error)
+}
+
+/// `GET /chat` and `GET /chat/{id}`: the conversations, and one of them.
+async fn chat_page(site: &Site, access: Access, id: Option<String>) -> Response {
+    let chats = match &site.chats {
+        Ok(chats) => chats,
+        Err(why) => return site.error_page(Some(access), StatusCode::SERVICE_UNAVAILABLE, why),
+    };
+    let conversations = match chats.list().await {
+        Ok(list) => list,
+        Err(e) => {
+            return site.error_page(
+                Some(access),
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &e.to_string(),
+            );
+        }
+    };
+    let current = match &id {
+        Some(id) => match chats.get(id).await {
+            Ok(conversation) => Some(conversation),
+            Err(e) => return site.error_page(Some(access), StatusCode::NOT_FOUND, &e.to_string()),
+        },
+        None => None,
+    };
+    let frame = site.frame(access, "chat");
+    site.pages.render(
+        StatusCode::OK,
+        "chat.html",
+        minijinja::context! {
+            conversations => Serde(conversations),
+            current => Serde(current),
+            goals_enabled => chats.goals().is_some(),
+            ..frame,
+        },
+    )
+}
+
+pub async fn list(State(site): State<Arc<Site>>, Extension(access): Extension<Access>) -> Response {
+    chat_page(&site, access, None).await
+}
+
+pub async fn conversation(
+    State(site): State<Arc<Site>>,
+    Extension(access): Extension<Access>,
+    Path(id): Path<String>,
+) -> Response {
+    chat_page(&site, access, Some(id)).await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewConversation {
+    #[serde(default)]
+    title: Option<String>,
+    /// An agent (name or id) to talk to.
+    #[serde(default)]
+    agent: Option<String>,
+}
+
+/// `POST /chat` `{"title"?, "agent"?}`: a new conversation, `{"id", "url"}`.
+pub async fn create(
+    State(site): State<Arc<Site>>,
+    new: Result<Json<NewConversation>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let chats = match site.chats() {
+        Ok(chats) => chats,
+        Err(why) => return failure(StatusCode::SERVICE_UNAVAILABLE, why),
+    };
+    let Json(new) = match new {
+        Ok(new) => new,
+        Err(e) => return failure(StatusCode::BAD_REQUEST, e.body_text()),
+    };
+    match chats
+        .create(new.title.as_deref(), new.agent.as_deref())
+        .await
+    {
+        Ok(conversation) => (
+            StatusCode::CREATED,
+            Json(json!({ "id": conversation.id, "url": format!("/chat/{}", conversation.id) })),
+        )
+            .into_response(),
+        Err(e) => refused(e),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Said {
+    text: String,
+    #[serde(default)]
+    team_up: bool,
+}
+
+/// `POST /chat/{id}/messages` `{"text", "team_up"?}` (202): the answer
+/// follows on the conversation's events.
+pub async fn say(
+    State(site): State<Arc<Site>>,
+    Path(id): Path<String>,
+    said: Result<Json<Said>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let chats = match site.chats() {
+        Ok(chats) => chats,
+        Err(why) => return failure(StatusCode::SERVICE_UNAVAILABLE, why),
+    };
+    let Json(said) = match said {
+        Ok(said) => said,
+        Err(e) => return failure(StatusCode::BAD_REQUEST, e.body_text()),
+    };
+    match chats.send(&id, &said.text, said.team_up).await {
+        Ok(entry) => (StatusCode::ACCEPTED, Json(entry)).into_response(),
+        Err(e) => refused(e),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Renamed {
+    title: String,
+}
+
+/// `POST /chat/{id}/rename` `{"title"}`
+pub async fn rename(
+    State(site): State<Arc<Site>>,
+    Path(id): Path<String>,
+    renamed: Result<Json<Renamed>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let chats = match site.chats() {
+        Ok(chats) => chats,
+        Err(why) => return failure(StatusCode::SERVICE_UNAVAILABLE, why),
+    };
+    let Json(renamed) = match renamed {
+        Ok(renamed) => renamed,
+        Err(e) => return failure(StatusCode::BAD_REQUEST, e.body_text()),
+    };
+    match chats.rename(&id, &renamed.title).await {
+        Ok(conversation) => Json(conversation).into_response(),
+        Err(e) => refused(e),
+    }
+}
+
+/// `POST /chat/{id}/delete`
+pub async fn delete(State(site): State<Arc<Site>>, Path(id): Path<String>) -> Response {
+    let chats = match site.chats() {
+        Ok(chats) => chats,
+        Err(why) => return failure(StatusCode::SERVICE_UNAVAILABLE, why),
+    };
+    match chats.delete(&id).await {
+        Ok(()) => Json(json!({ "deleted": id })).into_response(),
+        Err(e) => refused(e),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct After {
+    #[serde(default)]
+    after: u64,
+}
+
+/// Where a stream resumes: the browser's `Last-Event-ID` when it
+/// reconnects, else `after`.
+fn resume_from(headers: &HeaderMap, after: u64) -> u64 {
+    headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(after)
+}
+
+fn chat_event(event: ChatEvent) -> Event {
+    match event {
+        ChatEvent::Entry(entry) => Event::default()
+            .event("entry")
+            .id(entry.seq.to_string())
+            .json_data(&entry)
+            .unwrap_or_default(),
+        ChatEvent::Delta(text) => Event::default()
+            .event("delta")
+            .json_data(&text)
+            .unwrap_or_default(),
+        ChatEvent::Idle => Event::default().event("idle").data("idle"),
+    }
+}
+
+/// `GET /chat/{id}/events?after=N`: `entry` events (with the entry's
+/// number as id), `delta` (text of the reply being written) and `idle`.
+pub async fn events(
+    State(site): State<Arc<Site>>,
+    Path(id): Path<String>,
+    Query(query): Query<After>,
+    headers: HeaderMap,
+) -> Response {
+    let chats = match site.chats() {
+        Ok(chats) => chats.clone(),
+        Err(why) => return failure(StatusCode::SERVICE_UNAVAILABLE, why),
+    };
+    if let Err(e) = chats.get(&id).await {
+        return refused(e);
+    }
+    let (sender, receiver) = tokio::sync::mpsc::channel(256);
+    tokio::spawn(chats.follow(id, resume_from(&headers, query.after), sender));
+    crate::web::event_stream(receiver, chat_event)
+}
+
+/// `GET /chat/goals/{goal}/events?after=N`: the goal's messages and states,
+/// as `/api/goals/{goal}/events` sends them.
+pub async fn goal_events(
+    State(site): State<Arc<Site>>,
+    Path(goal): Path<String>,
+    Query(query): Query<After>,
+    headers: HeaderMap,
+) -> Response {
+    let goals = match site.chats().map(|chats| chats.goals().cloned()) {
+        Ok(Some(goals)) => goals,
+        Ok(None) => {
+            return failure(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "goals are unavailable on this node",
+            );
+        }
+        Err(why) => return failure(StatusCode::SERVICE_UNAVAILABLE, why),
+    };
+    if let Err(e) = goals.record(&goal).await {
+        return failure(StatusCode::NOT_FOUND, e);
+    }
+    let (sender, receiver) = tokio::sync::mpsc::channel(256);
+    tokio::spawn(goals.follow(goal, resume_from(&headers, query.after), sender));
+    crate::web::event_stream(receiver, |event| crate::goals::api::sse_event(&event))
+}
+
+/// `POST /chat/goals/{goal}/cancel`
+pub async fn cancel_goal(State(site): State<Arc<Site>>, Path(goal): Path<String>) -> Response {
+    let goals = match site.chats().map(|chats| chats.goals().cloned()) {
+        Ok(Some(goals)) => goals,
+        Ok(None) => {
+            return failure(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "goals are unavailable on this node",
+            );
+        }
+        Err(why) => return failure(StatusCode::SERVICE_UNAVAILABLE, why),
+    };
+    match goals.cancel(&goal) {
+        Ok(()) => Json(json!({ "cancelled": goal })).into_response(),
+        Err(e) => failure(StatusCode::CONFLICT, e),
+    }
+}
