@@ -382,26 +382,11 @@ impl Chats {
 
     /// Sends `id`'s entries after `after`, then its events as they happen,
     /// to `sender` until the receiver goes away.
-    pub async fn follow(
-        self: Arc<Self>,
-        id: String,
-        mut after: u64,
-        sender: mpsc::Sender<ChatEvent>,
-    ) {
+    pub async fn follow(self: Arc<Self>, id: String, after: u64, sender: mpsc::Sender<ChatEvent>) {
         let mut live = self.channel(&id).subscribe();
-        let Ok(stored) = self.store.entries(&id, after).await else {
+        let Some(mut after) = self.replay(&id, after, &sender).await else {
             return;
         };
-        for entry in stored {
-            after = entry.seq;
-            if sender
-                .send(ChatEvent::Entry(Box::new(entry)))
-                .await
-                .is_err()
-            {
-                return;
-            }
-        }
         if !self.busy(&id) && sender.send(ChatEvent::Idle).await.is_err() {
             return;
         }
@@ -411,18 +396,9 @@ impl Chats {
                 Ok(event) => event,
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     // Fell behind: what was missed is in the store.
-                    let Ok(stored) = self.store.entries(&id, after).await else {
-                        return;
-                    };
-                    for entry in stored {
-                        after = entry.seq;
-                        if sender
-                            .send(ChatEvent::Entry(Box::new(entry)))
-                            .await
-                            .is_err()
-                        {
-                            return;
-                        }
+                    match self.replay(&id, after, &sender).await {
+                        Some(caught_up) => after = caught_up,
+                        None => return,
                     }
                     continue;
                 }
@@ -435,6 +411,21 @@ impl Chats {
                 return;
             }
         }
+    }
+
+    /// Sends the stored entries of `id` after `after` to `sender`; the last
+    /// one sent, or `None` when the store or the receiver is gone.
+    async fn replay(
+        &self,
+        id: &str,
+        mut after: u64,
+        sender: &mpsc::Sender<ChatEvent>,
+    ) -> Option<u64> {
+        for entry in self.store.entries(id, after).await.ok()? {
+            after = entry.seq;
+            sender.send(ChatEvent::Entry(Box::new(entry))).await.ok()?;
+        }
+        Some(after)
     }
 
     /// Carries the message on as the conversation's goal: the team is the

@@ -4,7 +4,9 @@
 //! transaction, done on a blocking thread.
 
 use super::{Conversation, Entry, EntryBody};
-use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
+use redb::{
+    ReadableDatabase as _, ReadableTable as _, ReadableTableMetadata as _, TableDefinition,
+};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -28,20 +30,13 @@ fn failed(context: &str, error: impl std::fmt::Display) -> StoreError {
 
 pub struct ChatStore {
     db: Arc<redb::Database>,
+    /// Conversations kept at most ([`MAX_CONVERSATIONS`]).
+    capacity: usize,
 }
 
 impl ChatStore {
     pub fn open(path: &Path) -> Result<ChatStore, StoreError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| failed("cannot create its folder", e))?;
-        }
-        let db = redb::Database::create(path).map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => StoreError(format!(
-                "{} is in use by another agentsite process",
-                path.display()
-            )),
-            other => failed("cannot open the chat database", other),
-        })?;
+        let db = crate::store::open_database(path, "chat").map_err(StoreError)?;
         let write = db.begin_write().map_err(|e| failed("cannot write", e))?;
         write
             .open_table(CONVERSATIONS)
@@ -50,7 +45,10 @@ impl ChatStore {
             .open_table(ENTRIES)
             .map_err(|e| failed("cannot write", e))?;
         write.commit().map_err(|e| failed("cannot commit", e))?;
-        Ok(ChatStore { db: Arc::new(db) })
+        Ok(ChatStore {
+            db: Arc::new(db),
+            capacity: MAX_CONVERSATIONS,
+        })
     }
 
     /// Runs `work` on the database on a blocking thread.
@@ -67,30 +65,34 @@ impl ChatStore {
     /// Saves `conversation`, replacing its earlier record; past
     /// [`MAX_CONVERSATIONS`] the least recently used one goes.
     pub async fn save(&self, conversation: Conversation) -> Result<(), StoreError> {
+        let capacity = self.capacity as u64;
         self.with_db(move |db| {
-            let mut all = all_conversations(db)?;
             let write = db.begin_write().map_err(|e| failed("cannot write", e))?;
+            let (is_new, count) = {
+                let table = write
+                    .open_table(CONVERSATIONS)
+                    .map_err(|e| failed("cannot write", e))?;
+                let stored = table
+                    .get(conversation.id.as_str())
+                    .map_err(|e| failed("cannot read", e))?;
+                let count = table.len().map_err(|e| failed("cannot read", e))?;
+                (stored.is_none(), count)
+            };
+            if is_new && count >= capacity {
+                let oldest = {
+                    let table = write
+                        .open_table(CONVERSATIONS)
+                        .map_err(|e| failed("cannot write", e))?;
+                    least_recently_used(&table)?
+                };
+                if let Some(oldest) = oldest {
+                    remove_conversation(&write, &oldest)?;
+                }
+            }
             {
                 let mut table = write
                     .open_table(CONVERSATIONS)
                     .map_err(|e| failed("cannot write", e))?;
-                let is_new = !all.iter().any(|c| c.id == conversation.id);
-                if is_new && all.len() >= MAX_CONVERSATIONS {
-                    all.sort_by_key(|c| c.updated_at);
-                    let oldest = all[0].id.clone();
-                    table
-                        .remove(oldest.as_str())
-                        .map_err(|e| failed("cannot write", e))?;
-                    let mut entries = write
-                        .open_table(ENTRIES)
-                        .map_err(|e| failed("cannot write", e))?;
-                    entries
-                        .retain_in(
-                            (oldest.as_str(), 0)..=(oldest.as_str(), u64::MAX),
-                            |_, _| false,
-                        )
-                        .map_err(|e| failed("cannot write", e))?;
-                }
                 let bytes =
                     serde_json::to_vec(&conversation).map_err(|e| failed("cannot encode", e))?;
                 table
@@ -135,22 +137,7 @@ impl ChatStore {
         let id = id.to_owned();
         self.with_db(move |db| {
             let write = db.begin_write().map_err(|e| failed("cannot write", e))?;
-            let existed = {
-                let mut table = write
-                    .open_table(CONVERSATIONS)
-                    .map_err(|e| failed("cannot write", e))?;
-                let existed = table
-                    .remove(id.as_str())
-                    .map_err(|e| failed("cannot write", e))?
-                    .is_some();
-                let mut entries = write
-                    .open_table(ENTRIES)
-                    .map_err(|e| failed("cannot write", e))?;
-                entries
-                    .retain_in((id.as_str(), 0)..=(id.as_str(), u64::MAX), |_, _| false)
-                    .map_err(|e| failed("cannot write", e))?;
-                existed
-            };
+            let existed = remove_conversation(&write, &id)?;
             write.commit().map_err(|e| failed("cannot commit", e))?;
             Ok(existed)
         })
@@ -218,6 +205,43 @@ impl ChatStore {
     }
 }
 
+/// Removes conversation `id` and its entries within `write`; whether it
+/// was there.
+fn remove_conversation(write: &redb::WriteTransaction, id: &str) -> Result<bool, StoreError> {
+    let mut table = write
+        .open_table(CONVERSATIONS)
+        .map_err(|e| failed("cannot write", e))?;
+    let existed = table
+        .remove(id)
+        .map_err(|e| failed("cannot write", e))?
+        .is_some();
+    let mut entries = write
+        .open_table(ENTRIES)
+        .map_err(|e| failed("cannot write", e))?;
+    entries
+        .retain_in((id, 0)..=(id, u64::MAX), |_, _| false)
+        .map_err(|e| failed("cannot write", e))?;
+    Ok(existed)
+}
+
+/// The id of the conversation used longest ago.
+fn least_recently_used(
+    table: &impl redb::ReadableTable<&'static str, &'static [u8]>,
+) -> Result<Option<String>, StoreError> {
+    let mut oldest: Option<Conversation> = None;
+    for item in table.iter().map_err(|e| failed("cannot read", e))? {
+        let (_, bytes) = item.map_err(|e| failed("cannot read", e))?;
+        let conversation: Conversation = decode(bytes.value())?;
+        if oldest
+            .as_ref()
+            .is_none_or(|o| conversation.updated_at < o.updated_at)
+        {
+            oldest = Some(conversation);
+        }
+    }
+    Ok(oldest.map(|c| c.id))
+}
+
 fn all_conversations(db: &redb::Database) -> Result<Vec<Conversation>, StoreError> {
     let read = db.begin_read().map_err(|e| failed("cannot read", e))?;
     let table = read
@@ -233,4 +257,89 @@ fn all_conversations(db: &redb::Database) -> Result<Vec<Conversation>, StoreErro
 
 fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, StoreError> {
     serde_json::from_slice(bytes).map_err(|e| failed("a stored record is damaged", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conversation(id: &str, updated_at: u64) -> Conversation {
+        Conversation {
+            id: id.into(),
+            title: format!("about {id}"),
+            created_at: updated_at,
+            updated_at,
+            agents: Vec::new(),
+            goal: None,
+        }
+    }
+
+    fn said(text: &str) -> EntryBody {
+        EntryBody::Person {
+            text: text.into(),
+            team_up: false,
+        }
+    }
+
+    #[tokio::test]
+    async fn conversations_and_entries_survive_a_reopen_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chat.redb");
+        {
+            let store = ChatStore::open(&path).unwrap();
+            store.save(conversation("a", 1)).await.unwrap();
+            for text in ["one", "two", "three"] {
+                store.append("a", said(text)).await.unwrap();
+            }
+            // Another process cannot open it meanwhile, and says why.
+            let busy = ChatStore::open(&path).err().unwrap().to_string();
+            assert!(
+                busy.contains("in use by another agentsite process"),
+                "{busy}"
+            );
+        }
+        let store = ChatStore::open(&path).unwrap();
+        assert_eq!(
+            store.conversation("a").await.unwrap().unwrap().title,
+            "about a"
+        );
+        let after_one = store.entries("a", 1).await.unwrap();
+        assert_eq!(
+            after_one.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            vec![2, 3]
+        );
+        assert_eq!(after_one[1].body, said("three"));
+    }
+
+    #[tokio::test]
+    async fn deleting_takes_the_entries_and_the_least_recently_used_goes_when_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = ChatStore::open(&dir.path().join("chat.redb")).unwrap();
+        store.capacity = 3;
+        for (id, used) in [("a", 30), ("b", 10), ("c", 20)] {
+            store.save(conversation(id, used)).await.unwrap();
+            store.append(id, said(id)).await.unwrap();
+        }
+        // Saving one that is there already drops nothing.
+        store.save(conversation("a", 40)).await.unwrap();
+        assert_eq!(store.conversations().await.unwrap().len(), 3);
+        // A new one drops "b", used longest ago, with its entries.
+        store.save(conversation("d", 50)).await.unwrap();
+        let ids: Vec<String> = store
+            .conversations()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        assert_eq!(ids, vec!["d", "a", "c"]);
+        assert!(store.entries("b", 0).await.unwrap().is_empty());
+        // A new "b" starts from its first entry again.
+        store.save(conversation("b", 60)).await.unwrap();
+        assert_eq!(store.append("b", said("again")).await.unwrap().seq, 1);
+
+        assert!(store.delete("a").await.unwrap());
+        assert!(!store.delete("a").await.unwrap());
+        assert!(store.entries("a", 0).await.unwrap().is_empty());
+    }
 }

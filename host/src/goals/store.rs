@@ -59,16 +59,7 @@ impl GoalStore {
     /// Opens (or creates) the store at `path` and marks goals that were
     /// running when the node stopped as interrupted.
     pub fn open(path: &Path) -> Result<GoalStore, StoreError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| failed("cannot create its folder", e))?;
-        }
-        let db = redb::Database::create(path).map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => StoreError(format!(
-                "{} is in use by another agentsite process",
-                path.display()
-            )),
-            other => failed("cannot open the goals database", other),
-        })?;
+        let db = crate::store::open_database(path, "goals").map_err(StoreError)?;
         // Both tables exist from here on: readers never find one missing.
         let write = db.begin_write().map_err(|e| failed("cannot write", e))?;
         write

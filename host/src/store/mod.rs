@@ -183,6 +183,21 @@ pub fn sweep_unfinished_writes(dir: &Path, older_than: std::time::Duration) -> u
     removed
 }
 
+/// Opens (or creates) the redb database at `path`, with its folder; `what`
+/// names it in the error, which is one line: another process holding the
+/// file is said as such.
+pub(crate) fn open_database(path: &Path, what: &str) -> Result<redb::Database, String> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create its folder: {e}"))?;
+    }
+    redb::Database::create(path).map_err(|e| match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => {
+            format!("{} is in use by another agentsite process", path.display())
+        }
+        other => format!("cannot open the {what} database: {other}"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@ use crate::hub::{FetchProgress, Fetched, Hub, HubError};
 use crate::net::PublishReport;
 use crate::tool::ToolOutput;
 use axum::extract::{Query, Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -212,21 +212,7 @@ async fn fetch(State(api): State<Arc<Api>>, Json(request): Json<FetchRequest>) -
         };
         let _ = lines.send(FetchLine::Outcome(outcome));
     });
-    let stream = ndjson_lines(body);
-    Response::builder()
-        .header(header::CONTENT_TYPE, "application/x-ndjson")
-        .body(axum::body::Body::from_stream(stream))
-        .unwrap_or_else(|e| failure(StatusCode::INTERNAL_SERVER_ERROR, e))
-}
-
-/// One JSON value per line, as they come.
-fn ndjson_lines(
-    lines: tokio::sync::mpsc::UnboundedReceiver<FetchLine>,
-) -> impl futures::Stream<Item = Result<String, serde_json::Error>> {
-    futures::stream::unfold(lines, |mut lines| async move {
-        let line = lines.recv().await?;
-        Some((serde_json::to_string(&line).map(|text| text + "\n"), lines))
-    })
+    crate::web::ndjson_stream(body)
 }
 
 #[derive(Deserialize)]

@@ -6,6 +6,7 @@ pub mod control;
 pub mod guard;
 pub mod site;
 
+use axum::http::header;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 
@@ -23,5 +24,25 @@ pub fn event_stream<T: Send + 'static>(
     });
     Sse::new(stream)
         .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// A response of newline-delimited JSON: each item sent to the other end
+/// of `items`, one per line as it comes, until that end is dropped (a
+/// progress stream a script reads as it arrives).
+pub fn ndjson_stream<T: serde::Serialize + Send + 'static>(
+    items: tokio::sync::mpsc::UnboundedReceiver<T>,
+) -> Response {
+    let stream = futures::stream::unfold(items, |mut items| async move {
+        let item = items.recv().await?;
+        Some((serde_json::to_string(&item).map(|text| text + "\n"), items))
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "application/x-ndjson"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        axum::body::Body::from_stream(stream),
+    )
         .into_response()
 }

@@ -5,7 +5,7 @@
 
 use super::session::Access;
 use super::views::AgentView;
-use super::{Site, failure};
+use super::{JsonBody, Site, failure};
 use crate::AgentId;
 use crate::capabilities::peers::Hop;
 use crate::cli::policy::{Subject, add_grants, remove_grants};
@@ -14,7 +14,7 @@ use crate::policy::{Grant, Origin};
 use crate::store::AgentRecord;
 use crate::tool::ToolSpec;
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use minijinja::value::Serde;
@@ -339,18 +339,7 @@ pub async fn install(State(site): State<Arc<Site>>, Path(agent): Path<String>) -
         };
         let _ = lines.send(outcome);
     });
-    let stream = futures::stream::unfold(body, |mut body| async move {
-        let line = body.recv().await?;
-        Some((Ok::<_, std::convert::Infallible>(format!("{line}\n")), body))
-    });
-    (
-        [
-            (header::CONTENT_TYPE, "application/x-ndjson"),
-            (header::CACHE_CONTROL, "no-store"),
-        ],
-        axum::body::Body::from_stream(stream),
-    )
-        .into_response()
+    crate::web::ndjson_stream(body)
 }
 
 /// `POST /hub/agents/{agent}/publish`
@@ -400,35 +389,31 @@ fn subject(site: &Site, agent: &str) -> Result<Subject, crate::ParseAgentIdError
 pub async fn grant(
     State(site): State<Arc<Site>>,
     Path(agent): Path<String>,
-    items: Result<Json<Items>, axum::extract::rejection::JsonRejection>,
+    JsonBody(items): JsonBody<Items>,
 ) -> Response {
-    edit(&site, &agent, items, add_grants)
+    edit(&site, &agent, &items, add_grants)
 }
 
 /// `POST /hub/agents/{agent}/revoke` `{"items": [...]}`
 pub async fn revoke(
     State(site): State<Arc<Site>>,
     Path(agent): Path<String>,
-    items: Result<Json<Items>, axum::extract::rejection::JsonRejection>,
+    JsonBody(items): JsonBody<Items>,
 ) -> Response {
-    edit(&site, &agent, items, remove_grants)
+    edit(&site, &agent, &items, remove_grants)
 }
 
 fn edit(
     site: &Site,
     agent: &str,
-    items: Result<Json<Items>, axum::extract::rejection::JsonRejection>,
+    Items { items }: &Items,
     change: fn(&crate::policy::PolicyFile, &Subject, &[String]) -> anyhow::Result<Grant>,
 ) -> Response {
-    let Json(Items { items }) = match items {
-        Ok(items) => items,
-        Err(e) => return failure(StatusCode::BAD_REQUEST, e.body_text()),
-    };
     let subject = match subject(site, agent) {
         Ok(subject) => subject,
         Err(e) => return failure(StatusCode::NOT_FOUND, e),
     };
-    match change(site.node.policy(), &subject, &items) {
+    match change(site.node.policy(), &subject, items) {
         Ok(grant) => Json(json!({
             "granted": crate::cli::policy::describe(&grant.resolve(site.node.config().limits)),
         }))
@@ -453,12 +438,8 @@ pub struct CallRequest {
 pub async fn call(
     State(site): State<Arc<Site>>,
     Path(agent): Path<String>,
-    request: Result<Json<CallRequest>, axum::extract::rejection::JsonRejection>,
+    JsonBody(request): JsonBody<CallRequest>,
 ) -> Response {
-    let Json(request) = match request {
-        Ok(request) => request,
-        Err(e) => return failure(StatusCode::BAD_REQUEST, e.body_text()),
-    };
     let arguments = request.arguments.unwrap_or_else(|| json!({}));
     if !arguments.is_object() {
         return failure(StatusCode::BAD_REQUEST, "arguments must be a JSON object");

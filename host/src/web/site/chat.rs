@@ -4,7 +4,7 @@
 //! messages start, shown as they happen.
 
 use super::session::Access;
-use super::{Site, failure};
+use super::{JsonBody, Site, failure};
 use crate::chat::{ChatError, ChatEvent, Chats};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -94,15 +94,11 @@ pub struct NewConversation {
 /// `POST /chat` `{"title"?, "agent"?}`: a new conversation, `{"id", "url"}`.
 pub async fn create(
     State(site): State<Arc<Site>>,
-    new: Result<Json<NewConversation>, axum::extract::rejection::JsonRejection>,
+    JsonBody(new): JsonBody<NewConversation>,
 ) -> Response {
     let chats = match site.chats() {
         Ok(chats) => chats,
         Err(why) => return failure(StatusCode::SERVICE_UNAVAILABLE, why),
-    };
-    let Json(new) = match new {
-        Ok(new) => new,
-        Err(e) => return failure(StatusCode::BAD_REQUEST, e.body_text()),
     };
     match chats
         .create(new.title.as_deref(), new.agent.as_deref())
@@ -130,15 +126,11 @@ pub struct Said {
 pub async fn say(
     State(site): State<Arc<Site>>,
     Path(id): Path<String>,
-    said: Result<Json<Said>, axum::extract::rejection::JsonRejection>,
+    JsonBody(said): JsonBody<Said>,
 ) -> Response {
     let chats = match site.chats() {
         Ok(chats) => chats,
         Err(why) => return failure(StatusCode::SERVICE_UNAVAILABLE, why),
-    };
-    let Json(said) = match said {
-        Ok(said) => said,
-        Err(e) => return failure(StatusCode::BAD_REQUEST, e.body_text()),
     };
     match chats.send(&id, &said.text, said.team_up).await {
         Ok(entry) => (StatusCode::ACCEPTED, Json(entry)).into_response(),
@@ -156,15 +148,11 @@ pub struct Renamed {
 pub async fn rename(
     State(site): State<Arc<Site>>,
     Path(id): Path<String>,
-    renamed: Result<Json<Renamed>, axum::extract::rejection::JsonRejection>,
+    JsonBody(renamed): JsonBody<Renamed>,
 ) -> Response {
     let chats = match site.chats() {
         Ok(chats) => chats,
         Err(why) => return failure(StatusCode::SERVICE_UNAVAILABLE, why),
-    };
-    let Json(renamed) = match renamed {
-        Ok(renamed) => renamed,
-        Err(e) => return failure(StatusCode::BAD_REQUEST, e.body_text()),
     };
     match chats.rename(&id, &renamed.title).await {
         Ok(conversation) => Json(conversation).into_response(),

@@ -8,8 +8,8 @@ use super::views::{AgentView, Show};
 use super::{Site, failure};
 use axum::Extension;
 use axum::extract::{Query, State};
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use minijinja::value::Serde;
 use serde::Deserialize;
 use serde_json::json;
@@ -196,16 +196,5 @@ pub async fn search(
         hub.search_live(&query.q, SEARCH_LIMIT, &on_found).await;
         let _ = lines.send(json!({ "done": true }));
     });
-    let stream = futures::stream::unfold(body, |mut body| async move {
-        let line = body.recv().await?;
-        Some((Ok::<_, std::convert::Infallible>(format!("{line}\n")), body))
-    });
-    (
-        [
-            (header::CONTENT_TYPE, "application/x-ndjson"),
-            (header::CACHE_CONTROL, "no-store"),
-        ],
-        axum::body::Body::from_stream(stream),
-    )
-        .into_response()
+    crate::web::ndjson_stream(body)
 }

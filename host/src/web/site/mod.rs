@@ -227,6 +227,21 @@ fn with_page_headers(mut response: Response) -> Response {
     response
 }
 
+/// A JSON request body; one that is not (or not this shape) is answered
+/// 400 with the reason, as `{"error"}`.
+pub struct JsonBody<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned, S: Send + Sync> axum::extract::FromRequest<S> for JsonBody<T> {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Response> {
+        match Json::<T>::from_request(request, state).await {
+            Ok(Json(body)) => Ok(JsonBody(body)),
+            Err(e) => Err(failure(StatusCode::BAD_REQUEST, e.body_text())),
+        }
+    }
+}
+
 /// `{"error": "<one line>"}` with `status`: what scripts read.
 fn failure(status: StatusCode, message: impl std::fmt::Display) -> Response {
     let message = crate::text::one_line(&message.to_string(), 500);

@@ -201,19 +201,14 @@ impl Site {
             .filter(|(score, _)| *score > 0.0)
             .collect();
         hits.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.card.name.cmp(&b.1.card.name)));
-        let known: HashMap<AgentId, Found> = self
-            .hub
-            .as_ref()
-            .map(|hub| {
-                hub.known()
-                    .into_iter()
-                    .filter(|f| hits.iter().any(|(_, r)| r.id == f.id))
-                    .map(|f| (f.id, f))
-                    .collect()
-            })
-            .unwrap_or_default();
         hits.into_iter()
-            .map(|(_, record)| self.installed_view(record, known.get(&record.id)))
+            .map(|(_, record)| {
+                let found = self
+                    .hub
+                    .as_ref()
+                    .and_then(|hub| hub.known_agent(&record.id));
+                self.installed_view(record, found.as_ref())
+            })
             .collect()
     }
 }
