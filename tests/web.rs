@@ -6,9 +6,12 @@
 
 mod support;
 
+use agentsite::llm::{ChatRequest, Role};
+use serde_json::json;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
+use support::scripted::{Answer, ModelServer, turn};
 use support::{Cli, Server, eventually, installed_tool, repo, run_bounded, tools_dir};
 
 /// The longest one journey may take, browser start included.
@@ -135,6 +138,28 @@ fn install_from_a_peer_with_progress_and_grant_kv() {
     drop(other);
 }
 
+/// The network page: this node's peer id, its peer, the agents it hosts,
+/// an agent another node publishes arriving live, and the calls chart
+/// moving with calls and failed calls made from the page.
+#[test]
+fn network_page_shows_peers_announcements_and_calls() {
+    let here = Cli::new();
+    here.add(&["calculator"]);
+    let there = Cli::new();
+    there.add(&["text"]);
+    let node = Server::join(here.data(), None);
+    let other = Server::join(there.data(), Some(&node));
+    journey(
+        "network",
+        &[
+            ("AGENTSITE_URL", &node.base),
+            ("OTHER_URL", &other.base),
+            ("PEER_ID", node.peer_id().unwrap()),
+            ("OTHER_PEER_ID", other.peer_id().unwrap()),
+        ],
+    );
+}
+
 /// Access: a reader browses a node with a token and public reading and is
 /// refused a change; the operator logs in (after a wrong token) to an
 /// HttpOnly, SameSite=Strict cookie; another site's form post is refused.
@@ -155,4 +180,151 @@ fn login_with_the_token_and_a_cross_site_post_refused() {
     );
     let policy = std::fs::read_to_string(here.data().join("policy.toml")).unwrap_or_default();
     assert!(!policy.contains("kv"), "nothing was granted: {policy}");
+}
+
+/// AgentChat, answered by a scripted model the node reaches over the OpenAI
+/// API as it would a hosted one: a message that makes a tool call (shown
+/// folded) with the reply streamed in; a team-up goal shown live to its
+/// conclusion and continued by a follow-up; rename; the node restarted
+/// under the page (its streams reconnect and catch up, the conversation
+/// survives); delete.
+#[test]
+fn chat_with_a_tool_call_and_a_team_goal_shown_live() {
+    let model = ModelServer::start(chat_model);
+    let here = Cli::new();
+    here.add(&["calculator"]);
+    std::fs::write(here.data().join("config.toml"), model.node_config()).unwrap();
+    let node = Server::start(here.data(), &[]);
+    let base = node.base.clone();
+    let signals = tempfile::tempdir().unwrap();
+    let restarts = Restarts::serve(node, here.data(), signals.path());
+    journey(
+        "chat",
+        &[
+            ("AGENTSITE_URL", &base),
+            ("AGENTSITE_SIGNALS", signals.path().to_str().unwrap()),
+        ],
+    );
+    assert_eq!(restarts.finish(), 1, "the journey restarted the node once");
+}
+
+/// Restarts a node, on the same address and data, each time its journey
+/// asks: the journey writes `restart` in the signals folder and waits for
+/// `restarted`.
+struct Restarts {
+    done: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<usize>,
+}
+
+impl Restarts {
+    fn serve(node: Server, data: &std::path::Path, signals: &std::path::Path) -> Restarts {
+        let (done, finished) = std::sync::mpsc::channel();
+        let data = data.to_owned();
+        let signals = signals.to_owned();
+        let thread = std::thread::spawn(move || {
+            let mut node = node;
+            let mut count = 0;
+            let (asked, answered) = (signals.join("restart"), signals.join("restarted"));
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                finished.recv_timeout(Duration::from_millis(50))
+            {
+                if std::fs::remove_file(&asked).is_err() {
+                    continue;
+                }
+                let listen = node.base.trim_start_matches("http://").to_owned();
+                drop(node);
+                node = Server::start(&data, &["--listen", &listen]);
+                count += 1;
+                std::fs::write(&answered, count.to_string()).unwrap();
+            }
+            count
+        });
+        Restarts { done, thread }
+    }
+
+    /// Stops restarting (and the node); how many restarts there were.
+    fn finish(self) -> usize {
+        let _ = self.done.send(());
+        self.thread.join().expect("the restarting thread")
+    }
+}
+
+/// The chat journey's model. In a chat it adds the two numbers of the
+/// person's message with the calculator and says the sum. In a goal the
+/// coordinator has the calculator add 2 and 3, then concludes; a follow-up
+/// that asks to double it has the calculator multiply the sum by 2.
+fn chat_model(request: &ChatRequest) -> Answer {
+    let system = request.messages.first().map_or("", |m| m.content.as_str());
+    let last = request.messages.last().expect("a request has messages");
+    let tool_results: Vec<&str> = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Tool)
+        .map(|m| m.content.as_str())
+        .collect();
+    if system.contains("Do the task") {
+        // A member's task step: one tool call, then its result said.
+        if let Some(result) = tool_results.last() {
+            return Answer::Text(sum(result));
+        }
+        return if last.content.contains("multiply 5 by 2") {
+            Answer::Call("multiply", json!({"a": 5, "b": 2}))
+        } else {
+            Answer::Call("add", json!({"a": 2, "b": 3}))
+        };
+    }
+    if request.response_schema.is_some() {
+        let transcript: String = request
+            .messages
+            .iter()
+            .map(|m| m.content.as_str())
+            .collect();
+        let results = transcript.matches("result of #").count();
+        let doubling = transcript.contains("double it");
+        return match (doubling, results) {
+            (false, 0) => turn(
+                "assign_sync",
+                "The calculator adds the two numbers",
+                &[("calculator", "add 2 and 3")],
+                "calculator",
+            ),
+            (false, _) => turn("conclude", "2 + 3 = **5**.", &[], "calculator"),
+            (true, 1) => turn(
+                "assign_sync",
+                "Doubling the sum",
+                &[("calculator", "multiply 5 by 2")],
+                "calculator",
+            ),
+            (true, _) => turn("conclude", "Doubled, the sum is **10**.", &[], "calculator"),
+        };
+    }
+    match last.role {
+        Role::Tool => Answer::Text(format!(
+            "The calculator says the sum is {}.",
+            sum(&last.content)
+        )),
+        _ => {
+            let numbers: Vec<i64> = last
+                .content
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|n| n.parse().ok())
+                .collect();
+            match numbers[..] {
+                [a, b] if request.tools.iter().any(|t| t.name == "calculator__add") => {
+                    Answer::Call("calculator__add", json!({"a": a, "b": b}))
+                }
+                _ => Answer::Text("Mention @calculator and give me two numbers to add.".into()),
+            }
+        }
+    }
+}
+
+/// The number in a calculator's result (`{"result": 5.0}`), as a person
+/// writes it.
+fn sum(result: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(result).unwrap_or_default();
+    match value["result"].as_f64() {
+        Some(number) => number.to_string(),
+        None => result.trim().to_owned(),
+    }
 }

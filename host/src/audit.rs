@@ -32,6 +32,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Metric, Registry};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Where audit events go. They are `info` events (grant decisions `debug`),
@@ -172,6 +173,10 @@ pub struct Audit {
     goal_tool_calls: Counter,
     remote_calls: Family<OutcomeLabel, Counter>,
     remote_calls_running: Gauge,
+    /// Every agent's calls and failed calls together, for the node's own
+    /// charts (the families above keep them per agent).
+    calls_total: AtomicU64,
+    call_errors_total: AtomicU64,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -360,7 +365,17 @@ impl Audit {
             goal_tool_calls,
             remote_calls,
             remote_calls_running,
+            calls_total: AtomicU64::new(0),
+            call_errors_total: AtomicU64::new(0),
         }
+    }
+
+    /// Tool calls finished since the node started, and how many failed.
+    pub fn call_totals(&self) -> (u64, u64) {
+        (
+            self.calls_total.load(Ordering::Relaxed),
+            self.call_errors_total.load(Ordering::Relaxed),
+        )
     }
 
     /// Counts a tool call another node asked for as running until the
@@ -420,10 +435,12 @@ impl Audit {
             agent: agent.to_owned(),
         };
         self.calls.get_or_create(&label).inc();
+        self.calls_total.fetch_add(1, Ordering::Relaxed);
         self.latency
             .get_or_create(&label)
             .observe(elapsed.as_secs_f64());
         let error = |kind| {
+            self.call_errors_total.fetch_add(1, Ordering::Relaxed);
             self.errors
                 .get_or_create(&ErrorLabels {
                     agent: agent.to_owned(),

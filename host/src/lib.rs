@@ -41,7 +41,8 @@ pub mod tool;
 pub(crate) mod web;
 
 /// What the integration tests, benches and fuzz targets check against
-/// inside the node: its limits. Not an API; the
+/// inside the node: its limits, and the guard a test's own server (a
+/// scripted model on the OpenAI API) stands behind. Not an API; the
 /// modules these come from are the crate's own.
 #[doc(hidden)]
 pub mod testing {
@@ -51,6 +52,7 @@ pub mod testing {
     pub use crate::runtime::complexity::{
         MAX_BLOCKS, MAX_FUNCTION_SIZE, MAX_LOCALS, TooComplex, check as check_complexity,
     };
+    pub use crate::web::guard::Guard;
 }
 
 pub use agent_id::{AgentId, ParseAgentIdError};

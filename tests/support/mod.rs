@@ -268,7 +268,8 @@ const KEPT_LOG_LINES: usize = 10_000;
 impl Server {
     /// Starts serving the node in `data` with extra `args`, and waits (up to
     /// 30 s) for the line announcing its address. Unless `args` give a
-    /// `--p2p-listen` address, the node stays off the network.
+    /// `--p2p-listen` address, the node stays off the network; unless they
+    /// give a `--listen` address, it listens on a free loopback port.
     pub fn start(data: &Path, args: &[&str]) -> Server {
         use std::io::BufRead as _;
         let offline: &[&str] = if args.contains(&"--p2p-listen") {
@@ -276,10 +277,16 @@ impl Server {
         } else {
             &["--no-p2p"]
         };
+        let listen: &[&str] = if args.contains(&"--listen") {
+            &[]
+        } else {
+            &["--listen", "127.0.0.1:0"]
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_agentsite"))
             .arg("--data-dir")
             .arg(data)
-            .args(["serve", "--listen", "127.0.0.1:0"])
+            .arg("serve")
+            .args(listen)
             .args(offline)
             .args(args)
             .env_remove("AGENTSITE_CONFIG")

@@ -79,3 +79,125 @@ pub fn turn(kind: &str, text: &str, tasks: &[(&str, &str)], next: &str) -> Answe
         .collect();
     Answer::Json(json!({"type": kind, "text": text, "tasks": tasks, "next": next}))
 }
+
+/// A scripted model as a language model of the node's own kind: its text
+/// answers stream word by word to whoever asked for a stream, as a real
+/// model's tokens do.
+pub struct ScriptedChat {
+    rules: Box<dyn Fn(&agentsite::llm::ChatRequest) -> Answer + Send + Sync>,
+    /// The pause between streamed words, so a stream is seen arriving.
+    pace: Duration,
+}
+
+#[async_trait::async_trait]
+impl agentsite::llm::ChatModel for ScriptedChat {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    async fn complete(
+        &self,
+        request: agentsite::llm::ChatRequest,
+        deadline: std::time::Instant,
+        sink: agentsite::llm::DeltaSink,
+    ) -> Result<Completion, agentsite::llm::LlmFailure> {
+        let mut answer = (self.rules)(&request);
+        while let Answer::Later(wait, then) = answer {
+            tokio::time::sleep(wait).await;
+            answer = *then;
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(agentsite::llm::LlmFailure::DeadlineExceeded(
+                "the scripted model's deadline passed".into(),
+            ));
+        }
+        let streamed = matches!(answer, Answer::Text(_));
+        let completion = completion(answer, 10);
+        // A model that streams hands over all of its answer as deltas:
+        // text word by word, tool calls whole.
+        if let Some(sink) = &sink {
+            use agentsite::llm::Delta;
+            if streamed {
+                for word in completion.content.split_inclusive(' ') {
+                    let _ = sink.send(Delta::Text(word.to_owned())).await;
+                    tokio::time::sleep(self.pace).await;
+                }
+            } else if !completion.content.is_empty() {
+                let _ = sink.send(Delta::Text(completion.content.clone())).await;
+            }
+            for call in &completion.tool_calls {
+                let _ = sink.send(Delta::ToolCall(call.clone())).await;
+            }
+        }
+        Ok(completion)
+    }
+
+    async fn status(&self) -> agentsite::llm::ModelStatus {
+        agentsite::llm::ModelStatus {
+            name: "scripted".into(),
+            kind: "scripted".into(),
+            location: "the test".into(),
+            state: "ready".into(),
+            size: None,
+            default: true,
+        }
+    }
+}
+
+/// A scripted model served over the OpenAI API on loopback (by the node's
+/// own `/v1` routes), for nodes started as processes: they reach it with
+/// `kind = "openai"`. Stops when dropped.
+pub struct ModelServer {
+    /// `http://127.0.0.1:PORT/v1`
+    pub base_url: String,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl ModelServer {
+    pub fn start(
+        rules: impl Fn(&agentsite::llm::ChatRequest) -> Answer + Send + Sync + 'static,
+    ) -> ModelServer {
+        use agentsite::llm::models::{Gated, Models};
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let model = ScriptedChat {
+            rules: Box::new(rules),
+            pace: Duration::from_millis(40),
+        };
+        let models = Models::with_models(
+            vec![Gated::new(Arc::new(model), 8, 64)],
+            Arc::new(agentsite::audit::Audit::new()),
+        )
+        .unwrap();
+        let guard = agentsite::testing::Guard::new(&["127.0.0.1".into()], &[], None);
+        let router = agentsite::llm::serve::router(Arc::new(models), guard);
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let port = listener.local_addr().unwrap().port();
+        runtime.spawn(async move { axum::serve(listener, router).await });
+        ModelServer {
+            base_url: format!("http://127.0.0.1:{port}/v1"),
+            runtime: Some(runtime),
+        }
+    }
+
+    /// A node configuration whose only model is this one.
+    pub fn node_config(&self) -> String {
+        format!(
+            "[[llm.models]]\nname = \"scripted\"\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"scripted\"\n",
+            self.base_url
+        )
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}

@@ -371,6 +371,8 @@ impl Goals {
     /// as they happen, until it stops or `sender`'s receiver goes away. The
     /// stored messages are read after listening starts, so that none falls
     /// in between; a listener that falls behind catches up from the store.
+    /// The state sent after them may be older than the last of them (read
+    /// first, see below); a newer state then follows from the live events.
     pub async fn follow(
         self: Arc<Self>,
         id: GoalId,
@@ -379,6 +381,12 @@ impl Goals {
     ) {
         let mut live = self.subscribe();
         loop {
+            // The state is read before the messages: a goal that has ended
+            // stored all of its messages before its final state, so none
+            // of them is missed by a follower that stops at that state.
+            let Ok(record) = self.record(&id).await else {
+                return;
+            };
             loop {
                 let Ok(page) = self.messages(&id, after, REPLAY_PAGE).await else {
                     return;
@@ -398,9 +406,6 @@ impl Goals {
                     break;
                 }
             }
-            let Ok(record) = self.record(&id).await else {
-                return;
-            };
             let active = record.state.is_active();
             let state = GoalEvent::State {
                 goal: id.clone(),

@@ -6,10 +6,12 @@
 //! network ([`crate::net`]): the network layer knows nothing of agents
 //! beyond manifests and bytes, and the node knows nothing of peers.
 
+mod announced;
 mod index;
 mod library;
 mod models;
 
+pub use announced::Announced;
 pub use index::{Known, rank};
 
 use crate::capabilities::peers::{Discovered, Hop, PeerFailure, PeerNetwork};
@@ -53,6 +55,7 @@ pub(crate) struct Shared {
     index: Mutex<Index>,
     /// The node's models other nodes may use, if it shares any.
     sharing: Option<crate::llm::share::Sharing>,
+    announcements: announced::Announcements,
 }
 
 impl Shared {
@@ -203,6 +206,7 @@ impl Hub {
             offered: RwLock::new(HashMap::new()),
             index: Mutex::new(Index::default()),
             sharing,
+            announcements: Default::default(),
         });
         let library = Arc::new(library::NodeLibrary(shared.clone()));
         let publisher = options.publisher.clone().unwrap_or_else(|| keypair.clone());
@@ -247,6 +251,24 @@ impl Hub {
 
     pub fn peer_id(&self) -> PeerId {
         self.network.peer_id()
+    }
+
+    /// The agents peers announced last, newest first, and those that
+    /// arrive from now on.
+    pub fn announcements(&self) -> (Vec<Announced>, tokio::sync::broadcast::Receiver<Announced>) {
+        self.shared.announcements.follow()
+    }
+
+    /// The agents this node offers the network, by name.
+    pub fn published(&self) -> Vec<Found> {
+        let mut offers: Vec<Found> = self
+            .shared
+            .offers()
+            .iter()
+            .map(|manifest| Found::from_manifest(manifest, 1))
+            .collect();
+        offers.sort_by(|a, b| a.card.name.cmp(&b.card.name));
+        offers
     }
 
     /// Publishes the installed agent meant by `query`: signs its manifest,

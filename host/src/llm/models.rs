@@ -140,6 +140,25 @@ impl Models {
         })
     }
 
+    /// The models a program made itself (a test's scripted model, an
+    /// embedder's own backend), the first the default. Network sharing is
+    /// off; nothing is loaded or contacted yet.
+    pub fn with_models(models: Vec<Gated>, audit: Arc<Audit>) -> anyhow::Result<Models> {
+        let default = models
+            .first()
+            .map(|gated| gated.name().to_owned())
+            .ok_or_else(|| anyhow::anyhow!("a node needs at least one model"))?;
+        Ok(Models {
+            models,
+            default,
+            audit,
+            ledger: None,
+            network: NetworkSlot::default(),
+            share: Vec::new(),
+            share_rate: 0,
+        })
+    }
+
     /// Lets the models borrowed from the network reach it; false if they
     /// already could.
     pub fn set_network(&self, network: Arc<dyn ModelNetwork>) -> bool {

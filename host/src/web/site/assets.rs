@@ -36,6 +36,7 @@ static ASSETS: &[Asset] = &[
     asset!("result.js", JS),
     asset!("chat.js", JS),
     asset!("goal.js", JS),
+    asset!("network.js", JS),
 ];
 
 /// Each asset's `ETag`, computed once.

@@ -18,6 +18,7 @@ mod agent;
 mod assets;
 mod chat;
 mod hub;
+mod network;
 mod pages;
 pub mod session;
 mod views;
@@ -46,6 +47,8 @@ pub struct Site {
     guard: Guard,
     /// The node's conversations, or why it has none.
     chats: Result<Arc<crate::chat::Chats>, String>,
+    /// Its calls per second, for the network page's chart.
+    call_rates: Arc<network::CallRates>,
 }
 
 /// `[web]` in the configuration file.
@@ -67,6 +70,7 @@ impl Site {
         chats: Result<Arc<crate::chat::Chats>, String>,
     ) -> Arc<Site> {
         Arc::new(Site {
+            call_rates: network::CallRates::start(node.audit().clone()),
             node,
             hub,
             pages: Pages::new(),
@@ -119,6 +123,9 @@ pub fn router(site: Arc<Site>) -> Router {
         .route("/chat/{id}/events", get(chat::events))
         .route("/chat/goals/{goal}/events", get(chat::goal_events))
         .route("/chat/goals/{goal}/cancel", post(chat::cancel_goal))
+        .route("/network", get(network::page))
+        .route("/network/rates", get(network::rates))
+        .route("/network/announcements", get(network::announcements))
         .route("/login", get(login_page).post(login))
         .route("/logout", post(logout))
         .route("/assets/{name}", get(assets::serve))

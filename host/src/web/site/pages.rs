@@ -29,6 +29,7 @@ impl Pages {
         template!(env, "agent.html");
         template!(env, "login.html");
         template!(env, "chat.html");
+        template!(env, "network.html");
         template!(env, "error.html");
         // For data attributes scripts read: `true` or `false`.
         env.add_filter(

@@ -21,7 +21,7 @@ function follow(id, operator) {
   const streamState = document.getElementById("stream-state");
   const form = document.getElementById("composer");
   const send = document.getElementById("send");
-  const shownGoals = new Set();
+  const shownGoals = new Map();
   let last = 0;
   let pending = null;
 
@@ -47,10 +47,16 @@ function follow(id, operator) {
           h("p", { class: "hint" }, "arguments"), tree(entry.arguments),
           h("p", { class: "hint" }, failed ? "error" : "result"), ...renderOutput(entry.output));
       }
-      case "goal":
-        if (shownGoals.has(entry.goal)) return h("p", { class: "hint", "data-seq": entry.seq }, "(the team's goal goes on above)");
-        shownGoals.add(entry.goal);
-        return goalView(entry.goal);
+      case "goal": {
+        const shown = shownGoals.get(entry.goal);
+        if (shown) {
+          shown.resume();
+          return h("p", { class: "hint", "data-seq": entry.seq }, "(the team's goal goes on above)");
+        }
+        const goal = goalView(entry.goal);
+        shownGoals.set(entry.goal, goal);
+        return goal.view;
+      }
       case "problem":
         return h("p", { class: "note problem", role: "alert", "data-seq": entry.seq }, entry.text);
       default:

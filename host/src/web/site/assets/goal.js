@@ -14,7 +14,8 @@ function shortPeer(peer) {
   return peer && peer.length > 12 ? `…${peer.slice(-8)}` : peer || "";
 }
 
-/** A live view of goal `id`, to put in the conversation's log. */
+/** A live view of goal `id` (`view`, to put in the conversation's log),
+ * and `resume` to follow it again when a message continues it. */
 export function goalView(id) {
   const state = h("span", { class: "pill" }, "starting");
   const cancel = h("button", { type: "button", class: "link" }, "Stop");
@@ -50,8 +51,10 @@ export function goalView(id) {
     last = message.seq;
     const speaker = message.speaker.kind === "member" ? message.speaker.name : message.speaker.kind;
     const node = message.speaker.kind === "member" ? message.speaker.node : "";
-    const kind = message.type.startsWith("assign") ? "assign" : message.type;
-    const line = h("li", { class: `message ${kind}${message.team ? " sub" : ""}`, "data-type": message.type },
+    const kind = message.type;
+    // Styled by its type attribute: type names such as "team" and
+    // "progress" are class names of other parts of the page.
+    const line = h("li", { class: `message${message.team ? " sub" : ""}`, "data-type": message.type },
       h("span", { class: "kind" }, KINDS[kind] ?? kind), h("strong", {}, speaker),
       node ? h("span", { class: "hint", title: node }, ` on ${shortPeer(node)}`) : null,
       message.team ? h("span", { class: "hint" }, ` · sub-team of task ${message.team}`) : null, " ");
@@ -65,9 +68,8 @@ export function goalView(id) {
         }
         line.append(message.members.map((m) => m.name).join(", "));
         break;
-      case "assign_sync":
-      case "assign_async":
-        line.append(message.text);
+      case "assign":
+        line.append(message.mode === "async" ? "(goes on meanwhile) " : "(waits for the results) ", message.text);
         for (const task of message.tasks) setTask(task.task, task.text, "working", task.assignee);
         break;
       case "progress":
@@ -93,19 +95,32 @@ export function goalView(id) {
     state.textContent = record.state;
     state.className = `pill ${record.state === "concluded" ? "pill-ok" : ""}`;
     cancel.hidden = !["forming", "running"].includes(record.state);
-    if (!cancel.hidden) return;
+    if (!cancel.hidden) {
+      conclusion.replaceChildren();
+      return;
+    }
     next.hidden = true;
     conclusion.replaceChildren(
       record.reason ? h("p", { class: "hint" }, record.reason) : "",
       h("p", { class: "hint" }, `${record.usage.turns} turns · ${record.usage.tasks} tasks · ${record.usage.tool_calls} tool calls · ${record.usage.tokens} tokens`));
   }
 
-  const events = new EventSource(`/chat/goals/${encodeURIComponent(id)}/events?after=0`);
-  events.addEventListener("message", (event) => add(JSON.parse(event.data)));
-  events.addEventListener("state", (event) => {
-    const record = JSON.parse(event.data);
-    setState(record);
-    if (!["forming", "running"].includes(record.state)) events.close();
-  });
-  return view;
+  // Followed while the goal runs; a follow-up message that continues it
+  // after it stopped calls `resume`, which picks up after the last message.
+  let events = null;
+  function resume() {
+    if (events) return;
+    events = new EventSource(`/chat/goals/${encodeURIComponent(id)}/events?after=${last}`);
+    events.addEventListener("message", (event) => add(JSON.parse(event.data)));
+    events.addEventListener("state", (event) => {
+      const record = JSON.parse(event.data);
+      setState(record);
+      if (!["forming", "running"].includes(record.state)) {
+        events.close();
+        events = null;
+      }
+    });
+  }
+  resume();
+  return { view, resume };
 }

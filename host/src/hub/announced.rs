@@ -1,0 +1,62 @@
+//! Announcements as they arrive from the network: the last few kept for a
+//! page that opens, each told to whoever follows them live.
+
+use super::Found;
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::sync::{Mutex, PoisonError};
+use tokio::sync::broadcast;
+
+/// Announcements kept for a page that opens.
+const RECENT: usize = 20;
+/// Announcements a slow follower may fall behind by before it misses some
+/// (it is told it lagged, and goes on with the newest).
+const FOLLOWER_BACKLOG: usize = 64;
+
+/// An agent a peer announced, when it arrived.
+#[derive(Debug, Clone, Serialize)]
+pub struct Announced {
+    /// Unix milliseconds.
+    pub at: u64,
+    /// The node that announced it (a peer id).
+    pub host: String,
+    pub agent: Found,
+}
+
+pub(super) struct Announcements {
+    recent: Mutex<VecDeque<Announced>>,
+    live: broadcast::Sender<Announced>,
+}
+
+impl Default for Announcements {
+    fn default() -> Self {
+        Announcements {
+            recent: Mutex::new(VecDeque::with_capacity(RECENT)),
+            live: broadcast::channel(FOLLOWER_BACKLOG).0,
+        }
+    }
+}
+
+impl Announcements {
+    pub(super) fn arrived(&self, announced: Announced) {
+        {
+            let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+            if recent.len() == RECENT {
+                recent.pop_front();
+            }
+            recent.push_back(announced.clone());
+        }
+        // No follower is no error.
+        let _ = self.live.send(announced);
+    }
+
+    /// The last announcements, newest first, and the ones that follow.
+    pub(super) fn follow(&self) -> (Vec<Announced>, broadcast::Receiver<Announced>) {
+        let recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        // Subscribed under the lock: nothing arrives between the two.
+        (
+            recent.iter().rev().cloned().collect(),
+            self.live.subscribe(),
+        )
+    }
+}

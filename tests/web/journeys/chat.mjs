@@ -1,0 +1,133 @@
+// A person chats with the calculator: the node's model (scripted, reached
+// over the OpenAI API) calls a tool, shown folded, and its reply streams in
+// word by word. Then the person teams agents up on a goal, watches it live
+// to its conclusion and continues it with a follow-up. The node restarts
+// under the page: the page says so, reconnects and catches up, and the
+// conversation is still there. Renamed, then deleted.
+import assert from "node:assert/strict";
+import { existsSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { env, newPage, recordEvents, run, screenshot } from "../browser.mjs";
+
+const base = env("AGENTSITE_URL");
+const signals = env("AGENTSITE_SIGNALS");
+
+/** Asks the test to restart the node, and waits until it has. */
+async function restartNode() {
+  const restarted = path.join(signals, "restarted");
+  writeFileSync(path.join(signals, "restart"), "");
+  for (let waited = 0; !existsSync(restarted); waited += 50) {
+    if (waited > 60000) throw new Error("the node was not restarted within 60 s");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Sends `text` from the composer, teamed up or not. */
+async function send(page, text, { teamUp = false } = {}) {
+  await page.getByRole("button", { name: "Send" }).waitFor();
+  await page.locator("#send:not([disabled])").waitFor();
+  await page.getByLabel(/Team up/).setChecked(teamUp);
+  await page.getByRole("textbox", { name: /^Message/ }).fill(text);
+  await page.getByRole("button", { name: "Send" }).click();
+}
+
+await run(async (browser) => {
+  const page = await newPage(browser);
+  await recordEvents(page);
+  page.on("dialog", (dialog) => dialog.accept(dialog.type() === "prompt" ? "Sums with the calculator" : undefined));
+
+  // From the calculator's page to a conversation with it.
+  await page.goto(`${base}/hub/agents/calculator`);
+  await page.getByRole("button", { name: /Chat with/ }).click();
+  await page.waitForURL(/\/chat\/[^/]+$/);
+  await page.getByText("@calculator").waitFor();
+
+  // Every piece of text the reply being written receives, as it comes.
+  await page.evaluate(() => {
+    window.replyPieces = [];
+    new MutationObserver((records) => {
+      for (const record of records) {
+        if (record.target.closest?.(".pending")) {
+          for (const node of record.addedNodes) window.replyPieces.push(node.textContent);
+        }
+      }
+    }).observe(document.getElementById("log"), { childList: true, subtree: true });
+  });
+  await send(page, "What is 2 plus 3?");
+  const reply = page.locator(".bubble.reply:not(.pending)").last();
+  await reply.getByText("The calculator says the sum is 5.").waitFor();
+  const pieces = await page.evaluate(() => window.replyPieces);
+  assert.ok(pieces.length >= 5, `the reply streamed in word by word: ${JSON.stringify(pieces)}`);
+  assert.equal(pieces.join(""), "The calculator says the sum is 5.");
+  assert.equal(await page.locator(".pending").count(), 0, "the streamed draft gave way to the reply");
+
+  // The tool call: folded, with where it ran; its arguments and result inside.
+  const call = page.locator("details.tool-use");
+  assert.equal(await call.count(), 1);
+  assert.equal(await call.getAttribute("open"), null, "folded by default");
+  assert.match(await call.locator(":scope > summary").textContent(), /^✓ calculator\.add · [\d.]+ ms · on this node$/);
+  await call.locator(":scope > summary").click();
+  assert.match(await call.textContent(), /a\W+2[\s\S]*b\W+3[\s\S]*5/);
+
+  // Team up: a goal, live, to its conclusion.
+  await send(page, "Work out 2 plus 3 as a team.", { teamUp: true });
+  const goal = page.locator("section.goal");
+  await goal.getByText("concluded").waitFor();
+  assert.match(await goal.getByRole("list", { name: "team" }).textContent(), /calculator on this node/);
+  assert.match(await goal.getByRole("list", { name: "tasks" }).textContent(), /task 1 calculator: add 2 and 3 done/);
+  const kinds = await goal.locator(".messages li").evaluateAll((items) => items.map((i) => i.dataset.type));
+  for (const kind of ["goal", "team", "assign", "result", "conclusion"]) {
+    assert.ok(kinds.includes(kind), `a ${kind} message among ${kinds}`);
+  }
+  await goal.locator(".messages").getByText("2 + 3 = 5.").waitFor();
+  await call.locator(":scope > summary").click();
+  await screenshot(page, "chat");
+
+  // A follow-up continues the same goal, shown in the same place.
+  await send(page, "Now double it.", { teamUp: true });
+  await page.getByText("(the team's goal goes on above)").waitFor();
+  await goal.locator(".messages").getByText("Doubled, the sum is 10.").waitFor();
+  await goal.getByText("concluded").waitFor();
+  assert.match(await goal.getByRole("list", { name: "tasks" }).textContent(), /task 2 calculator: multiply 5 by 2 done/);
+  assert.equal(await page.locator("section.goal").count(), 1, "one goal, continued");
+
+  // Renamed (the page asks for the title).
+  await page.getByRole("button", { name: "Rename" }).click();
+  await page.locator("#title").getByText("Sums with the calculator").waitFor();
+  const url = page.url();
+
+  // The node restarts under the page: it says so, then reconnects. A
+  // message sent meanwhile from another tab shows up once, in order.
+  await page.evaluate(() => {
+    const state = document.getElementById("stream-state");
+    window.streamLost = "";
+    new MutationObserver(() => {
+      if (!state.hidden) window.streamLost ||= state.textContent;
+    }).observe(state, { attributes: true, childList: true });
+  });
+  await restartNode();
+  const other = await newPage(browser);
+  await other.goto(url);
+  await send(other, "And 4 plus 4?");
+  await other.getByText("The calculator says the sum is 8.").waitFor();
+  await page.getByText("The calculator says the sum is 8.").waitFor({ timeout: 60000 });
+  await page.locator("#stream-state").waitFor({ state: "hidden" });
+  assert.match(await page.evaluate(() => window.streamLost), /connection to the node was lost; reconnecting/);
+  const people = await page.locator(".bubble.person").allTextContents();
+  assert.deepEqual(people.map((t) => t.replace(/^you( · team up)?/, "")), [
+    "What is 2 plus 3?", "Work out 2 plus 3 as a team.", "Now double it.", "And 4 plus 4?",
+  ], "each message once, in order");
+  assert.equal(await page.locator("details.tool-use").count(), 2);
+
+  // Still there after the restart, as a fresh page sees it.
+  await page.reload();
+  await page.locator("#title").getByText("Sums with the calculator").waitFor();
+  await page.getByText("The calculator says the sum is 8.").waitFor();
+  await page.locator("section.goal").getByText("concluded").waitFor();
+  assert.equal(await page.locator("#conversation-list a").getByText("Sums with the calculator").count(), 1);
+
+  // Deleted: gone from the list.
+  await page.getByRole("button", { name: "Delete" }).click();
+  await page.waitForURL(`${base}/chat`);
+  assert.equal(await page.getByText("Sums with the calculator").count(), 0);
+});
