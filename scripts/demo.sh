@@ -104,7 +104,30 @@ second call text upper '{"text": "called where it lives"}' --remote
 printf '\n\033[1m--- a goal across two nodes: the second node forms a team (its calculator, the first node'"'"'s text agent) ---\033[0m\n'
 second goal "Add 1200 and 345, then count the words in 'the quick brown fox'." --depth 0 --max-turns 3
 second goals
-kill $server $server2 2>/dev/null; wait $server $server2 2>/dev/null || true
+
+printf '\n\033[1m--- a chat on the second node'"'"'s web page: its model answers with the calculator'"'"'s tools ---\033[0m\n'
+site=$(grep -o 'http://[0-9.:]*/mcp' "$log2" | head -1)
+site=${site%/mcp}
+# What the page itself sends: the node's origin and the page's anti-forgery value.
+csrf=$(curl -s "$site/" | grep -o '<meta name="csrf" content="[^"]*"' | cut -d'"' -f4)
+page_post() {
+    curl -s "$site$1" -H 'content-type: application/json' -H "origin: $site" -H "x-agentsite-csrf: $csrf" -d "$2"
+}
+chat=$(page_post /chat '{"agent": "calculator"}' | grep -o '"id":"[^"]*"' | cut -d'"' -f4)
+page_post "/chat/$chat/messages" '{"text": "What is 6 times 7?"}' >/dev/null
+echo "you: What is 6 times 7?"
+# The conversation's events until the model's reply (the keep-alive after
+# it ends the stream); the embedded model takes some seconds on a CPU.
+reply=$(curl -sN --max-time 300 "$site/chat/$chat/events" | grep -m1 '"kind":"reply"' || true)
+printf 'model: %s\n' "$(printf '%s' "$reply" | grep -o '"text":"[^"]*"' | head -1 | cut -d'"' -f4)"
 
 printf '\ndone: every call above ran in a fresh WebAssembly instance.\n'
 printf 'serve them to Claude Code with: claude mcp add agentsite -- agentsite mcp\n'
+printf '\n\033[1mopen %s/ in a browser:\033[0m the hub with its agents and the network'"'"'s, the chat above,\n' "$site"
+printf 'and the finished goal under Chat. The two nodes keep serving until Ctrl-C.\n'
+if [ -t 0 ]; then
+    wait $server2
+else
+    # Not at a terminal (a script ran the demo): a while to look, then stop.
+    sleep "${AGENTSITE_DEMO_SERVE:-0}"
+fi

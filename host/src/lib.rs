@@ -53,6 +53,26 @@ pub mod testing {
         MAX_BLOCKS, MAX_FUNCTION_SIZE, MAX_LOCALS, TooComplex, check as check_complexity,
     };
     pub use crate::web::guard::Guard;
+
+    /// The web pages of `node` (and of the network, through `hub`) as the
+    /// operator on loopback sees them, without chat, for a benchmark to
+    /// serve: the routes `agentsite serve` adds, on their own.
+    pub fn web_pages(
+        node: std::sync::Arc<crate::Node>,
+        hub: Option<std::sync::Arc<crate::hub::Hub>>,
+        port: u16,
+    ) -> anyhow::Result<axum::Router> {
+        let guard = Guard::new(&["127.0.0.1".into()], &[], None);
+        let sessions = crate::web::site::session::Sessions::new(None, port, false)?;
+        let site = crate::web::site::Site::new(
+            node,
+            hub,
+            guard,
+            sessions,
+            Err("chat is not part of this benchmark".into()),
+        );
+        Ok(crate::web::site::router(site))
+    }
 }
 
 pub use agent_id::{AgentId, ParseAgentIdError};

@@ -380,6 +380,13 @@ impl Hub {
         all
     }
 
+    /// Runs `read` over every agent the index holds, without copying them.
+    /// The index is locked meanwhile: `read` must be quick and must not
+    /// call back into the hub.
+    pub fn with_known<T>(&self, read: impl FnOnce(&mut dyn Iterator<Item = &Known>) -> T) -> T {
+        read(&mut self.shared.index().all())
+    }
+
     /// The key this node signs what it publishes with, in peer-id form.
     pub fn publisher_id(&self) -> PeerId {
         self.publisher.public().to_peer_id()

@@ -126,6 +126,13 @@ await run(async (browser) => {
   await page.locator("section.goal").getByText("concluded").waitFor();
   assert.equal(await page.locator("#conversation-list a").getByText("Sums with the calculator").count(), 1);
 
+  // The goal has a page of its own, listed beside the conversations.
+  await page.locator("#goal-list").getByRole("link", { name: "Work out 2 plus 3 as a team." }).click();
+  await page.waitForURL(/\/chat\/goals\/[^/]+$/);
+  await page.locator("section.goal").getByText("concluded").waitFor();
+  await page.locator("section.goal").getByText("Doubled, the sum is 10.").waitFor();
+  await page.goBack();
+
   // Deleted: gone from the list.
   await page.getByRole("button", { name: "Delete" }).click();
   await page.waitForURL(`${base}/chat`);

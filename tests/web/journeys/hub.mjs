@@ -10,6 +10,13 @@ const remoteName = env("REMOTE_AGENT");
 await run(async (browser) => {
   const page = await newPage(browser);
   await page.goto(base);
+  // A first visit stays small: the page and everything it loads, as the
+  // browser counts what went over the wire (headers included).
+  await page.waitForLoadState("networkidle");
+  const weight = await page.evaluate(() =>
+    [...performance.getEntriesByType("navigation"), ...performance.getEntriesByType("resource")]
+      .reduce((sum, entry) => sum + entry.transferSize, 0));
+  assert.ok(weight > 10_000 && weight <= 150 * 1024, `a first visit transferred ${weight} bytes`);
   await page.getByLabel("Search agents on this node and the network").fill("add numbers");
   await page.getByRole("button", { name: "Search" }).click();
   const calculator = page.locator("article.card", { has: page.getByRole("link", { name: "calculator" }) });
@@ -24,6 +31,11 @@ await run(async (browser) => {
   assert.match(await remote.textContent(), /not installed/);
   assert.match(await remote.textContent(), /on the network/);
   await page.locator("#searching").waitFor({ state: "hidden" });
+
+  // The hub with no search: this node's agents and what it knows of the
+  // network's, together.
+  await page.goto(base);
+  await remote.waitFor();
   await screenshot(page, "hub");
 
   // Odd characters are words like any other: the page stays whole.

@@ -187,13 +187,13 @@ pub async fn page(
     };
     let (view, tools, id, origin): (AgentView, &[ToolSpec], AgentId, Origin) = match &known {
         Known::Installed(record, found) => (
-            site.installed_view(record, found.as_ref()),
+            site.installed_view(record, found.as_ref(), &site.trust()),
             &record.tools,
             record.id,
             record.origin,
         ),
         Known::Network(found) => (
-            site.found_view(found),
+            site.found_view(found, &site.trust()),
             &found.tools,
             found.id,
             Origin::Network {

@@ -33,8 +33,21 @@ fn refused(error: ChatError) -> Response {
     failure(status, error)
 }
 
-/// `GET /chat` and `GET /chat/{id}`: the conversations, and one of them.
-async fn chat_page(site: &Site, access: Access, id: Option<String>) -> Response {
+/// Goals listed beside the conversations (the newest).
+const GOALS_LISTED: usize = 20;
+
+/// What the chat pages show: the conversations list, and one conversation
+/// or one goal.
+enum Shown {
+    Nothing,
+    Conversation(String),
+    Goal(String),
+}
+
+/// `GET /chat`, `GET /chat/{id}` and `GET /chat/goals/{goal}`: the
+/// conversations and the node's goals (started here, from the command
+/// line, over MCP), and one of them.
+async fn chat_page(site: &Site, access: Access, shown: Shown) -> Response {
     let chats = match &site.chats {
         Ok(chats) => chats,
         Err(why) => return site.error_page(Some(access), StatusCode::SERVICE_UNAVAILABLE, why),
@@ -49,12 +62,30 @@ async fn chat_page(site: &Site, access: Access, id: Option<String>) -> Response 
             );
         }
     };
-    let current = match &id {
-        Some(id) => match chats.get(id).await {
+    let current = match &shown {
+        Shown::Conversation(id) => match chats.get(id).await {
             Ok(conversation) => Some(conversation),
             Err(e) => return site.error_page(Some(access), StatusCode::NOT_FOUND, &e.to_string()),
         },
-        None => None,
+        _ => None,
+    };
+    let goals = match chats.goals() {
+        Some(goals) => goals.list(GOALS_LISTED).await.unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let goal = match (&shown, chats.goals()) {
+        (Shown::Goal(id), Some(goals)) => match goals.record(id).await {
+            Ok(record) => Some(record),
+            Err(e) => return site.error_page(Some(access), StatusCode::NOT_FOUND, &e.to_string()),
+        },
+        (Shown::Goal(_), None) => {
+            return site.error_page(
+                Some(access),
+                StatusCode::SERVICE_UNAVAILABLE,
+                "goals are unavailable on this node",
+            );
+        }
+        _ => None,
     };
     let frame = site.frame(access, "chat");
     site.pages.render(
@@ -63,6 +94,8 @@ async fn chat_page(site: &Site, access: Access, id: Option<String>) -> Response 
         minijinja::context! {
             conversations => Serde(conversations),
             current => Serde(current),
+            goals => Serde(goals),
+            goal => Serde(goal),
             goals_enabled => chats.goals().is_some(),
             ..frame,
         },
@@ -70,7 +103,7 @@ async fn chat_page(site: &Site, access: Access, id: Option<String>) -> Response 
 }
 
 pub async fn list(State(site): State<Arc<Site>>, Extension(access): Extension<Access>) -> Response {
-    chat_page(&site, access, None).await
+    chat_page(&site, access, Shown::Nothing).await
 }
 
 pub async fn conversation(
@@ -78,7 +111,15 @@ pub async fn conversation(
     Extension(access): Extension<Access>,
     Path(id): Path<String>,
 ) -> Response {
-    chat_page(&site, access, Some(id)).await
+    chat_page(&site, access, Shown::Conversation(id)).await
+}
+
+pub async fn goal(
+    State(site): State<Arc<Site>>,
+    Extension(access): Extension<Access>,
+    Path(goal): Path<String>,
+) -> Response {
+    chat_page(&site, access, Shown::Goal(goal)).await
 }
 
 #[derive(Deserialize)]

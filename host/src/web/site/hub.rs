@@ -111,6 +111,7 @@ impl Site {
     /// many match in all.
     fn matches_now(&self, query: &str, show: Show) -> (Vec<AgentView>, usize) {
         let mut agents = self.installed_matching(&words(query));
+        let trust = self.trust();
         let installed: HashSet<String> = agents.iter().map(|a| a.id.clone()).collect();
         let mut total = agents.len();
         if let Some(hub) = &self.hub {
@@ -124,7 +125,7 @@ impl Site {
                 found
                     .iter()
                     .filter(|f| !installed.contains(&f.id.to_string()))
-                    .map(|f| self.found_view(f)),
+                    .map(|f| self.found_view(f, &trust)),
             );
         }
         agents.retain(|a| show.admits(a));
@@ -181,6 +182,7 @@ pub async fn search(
             let _ = lines.send(json!({ "done": true, "note": "this node is not on the network: only its own agents were searched" }));
             return;
         };
+        let trust = site.trust();
         let on_found = |found: Vec<crate::hub::Found>, in_index: usize| {
             let overlap = found
                 .iter()
@@ -189,7 +191,7 @@ pub async fn search(
             let views = found
                 .iter()
                 .filter(|f| !installed_ids.contains(&f.id.to_string()))
-                .map(|f| site.found_view(f))
+                .map(|f| site.found_view(f, &trust))
                 .collect();
             send_cards(views, installed_count + in_index - overlap);
         };

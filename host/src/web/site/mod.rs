@@ -121,6 +121,7 @@ pub fn router(site: Arc<Site>) -> Router {
         .route("/chat/{id}/rename", post(chat::rename))
         .route("/chat/{id}/delete", post(chat::delete))
         .route("/chat/{id}/events", get(chat::events))
+        .route("/chat/goals/{goal}", get(chat::goal))
         .route("/chat/goals/{goal}/events", get(chat::goal_events))
         .route("/chat/goals/{goal}/cancel", post(chat::cancel_goal))
         .route("/network", get(network::page))

@@ -39,6 +39,10 @@ impl Pages {
         env.add_filter("bytes", |n: u64| bytesize::ByteSize(n).to_string());
         env.add_filter("short_id", |id: String| short_id(&id));
         env.add_filter("short_peer", |peer: String| short_peer(&peer));
+        // Its first line, at most `max` bytes (a goal's text in a list).
+        env.add_filter("excerpt", |text: String, max: usize| {
+            crate::text::one_line(&text, max)
+        });
         Pages { env }
     }
 

@@ -100,30 +100,70 @@ impl Show {
     }
 }
 
-impl Site {
+/// Who this node trusts, read once for a list of agents rather than once
+/// per card (the policy's freshness check is a file's stat, this node's
+/// key in text an encoding).
+pub struct Trust {
+    own: Option<String>,
+    trusted: std::collections::HashSet<String>,
+}
+
+impl Trust {
     /// How this node regards the publisher `id`.
-    fn publisher(&self, id: &str) -> PublisherView {
-        let own = self
-            .hub
-            .as_ref()
-            .is_some_and(|hub| hub.publisher_id().to_string() == id);
-        let trusted = id
-            .parse()
-            .is_ok_and(|key| self.node.policy().current().publishers.contains_key(&key));
+    fn of(&self, id: &str) -> PublisherView {
         PublisherView {
             id: id.to_owned(),
-            trust: if own {
+            trust: if self.own.as_deref() == Some(id) {
                 "this node"
-            } else if trusted {
+            } else if self.trusted.contains(id) {
                 "trusted"
             } else {
                 "untrusted"
             },
         }
     }
+}
+
+impl Site {
+    pub fn trust(&self) -> Trust {
+        Trust {
+            own: self.hub.as_ref().map(|hub| hub.publisher_id().to_string()),
+            trusted: self
+                .node
+                .policy()
+                .current()
+                .publishers
+                .keys()
+                .map(ToString::to_string)
+                .collect(),
+        }
+    }
 
     /// An installed agent's view, completed by what the network says of it.
-    pub fn installed_view(&self, record: &AgentRecord, found: Option<&Found>) -> AgentView {
+    pub fn installed_view(
+        &self,
+        record: &AgentRecord,
+        found: Option<&Found>,
+        trust: &Trust,
+    ) -> AgentView {
+        self.installed_seen(
+            record,
+            found.map_or(0, |f| f.providers),
+            found.map(|f| f.publisher.as_str()),
+            trust,
+        )
+    }
+
+    /// An installed agent's view, with `providers` and the `publisher` the
+    /// network knows it by (its own record says who, when it came from
+    /// the network).
+    fn installed_seen(
+        &self,
+        record: &AgentRecord,
+        providers: usize,
+        publisher: Option<&str>,
+        trust: &Trust,
+    ) -> AgentView {
         let mut view = AgentView::new(
             record.id,
             &record.card,
@@ -133,15 +173,15 @@ impl Site {
         );
         view.installed = true;
         view.publisher = match record.origin {
-            Origin::Network { publisher } => Some(self.publisher(&publisher.to_string())),
-            Origin::Local => found.map(|f| self.publisher(&f.publisher)),
+            Origin::Network { publisher } => Some(trust.of(&publisher.to_string())),
+            Origin::Local => publisher.map(|p| trust.of(p)),
         };
-        self.complete(&mut view, found);
+        self.complete(&mut view, record.id, providers);
         view
     }
 
     /// The view of an agent known from the network only.
-    pub fn found_view(&self, found: &Found) -> AgentView {
+    pub fn found_view(&self, found: &Found, trust: &Trust) -> AgentView {
         let mut view = AgentView::new(
             found.id,
             &found.card,
@@ -149,47 +189,76 @@ impl Site {
             found.size,
             &found.capabilities,
         );
-        view.publisher = Some(self.publisher(&found.publisher));
-        self.complete(&mut view, Some(found));
+        view.publisher = Some(trust.of(&found.publisher));
+        self.complete(&mut view, found.id, found.providers);
         view
     }
 
-    fn complete(&self, view: &mut AgentView, found: Option<&Found>) {
-        if let Some(found) = found {
-            view.providers = found.providers;
-        }
-        if let (Some(hub), Ok(id)) = (&self.hub, view.id.parse::<AgentId>()) {
-            view.published = hub.is_offered(&id);
-        }
+    fn complete(&self, view: &mut AgentView, id: AgentId, providers: usize) {
+        view.providers = providers;
+        view.published = self.hub.as_ref().is_some_and(|hub| hub.is_offered(&id));
         view.on_network = view.providers > 0 || view.published;
     }
 
     /// Every agent this node knows: installed ones first, then the
-    /// network's, each by name.
+    /// network's, each by name. Built from the hub's index in place: a
+    /// node may know thousands, and a page shows sixty.
     pub fn all_agents(&self) -> Vec<AgentView> {
-        let known = self.hub.as_ref().map(|hub| hub.known()).unwrap_or_default();
-        let mut by_id: HashMap<AgentId, &Found> = known.iter().map(|f| (f.id, f)).collect();
+        let trust = self.trust();
         let mut installed = self.node.list().unwrap_or_else(|e| {
             tracing::warn!("cannot list the installed agents: {e}");
             Vec::new()
         });
         installed.sort_by(|a, b| a.card.name.cmp(&b.card.name));
+        let installed_ids: std::collections::HashSet<AgentId> =
+            installed.iter().map(|r| r.id).collect();
+        let mut network: Vec<AgentView> = Vec::new();
+        let mut providers: HashMap<AgentId, (usize, String)> = HashMap::new();
+        if let Some(hub) = &self.hub {
+            hub.with_known(|known| {
+                for agent in known {
+                    let signed = &agent.manifest;
+                    let manifest = signed.manifest();
+                    let publisher = signed.publisher_id().to_string();
+                    if installed_ids.contains(&manifest.id) {
+                        providers.insert(manifest.id, (agent.hosts.len(), publisher));
+                        continue;
+                    }
+                    let mut view = AgentView::new(
+                        manifest.id,
+                        &manifest.card,
+                        &manifest.tools,
+                        manifest.size,
+                        &manifest.capabilities,
+                    );
+                    view.publisher = Some(trust.of(&publisher));
+                    view.providers = agent.hosts.len();
+                    network.push(view);
+                }
+            });
+        }
+        for view in &mut network {
+            // Outside the index's lock: the published set has its own.
+            if let Ok(id) = view.id.parse() {
+                self.complete(view, id, view.providers);
+            }
+        }
+        network.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.id.cmp(&b.id)));
         let mut views: Vec<AgentView> = installed
             .iter()
-            .map(|record| self.installed_view(record, by_id.remove(&record.id)))
+            .map(|record| {
+                let (hosts, publisher) = providers.remove(&record.id).unzip();
+                self.installed_seen(record, hosts.unwrap_or(0), publisher.as_deref(), &trust)
+            })
             .collect();
-        views.extend(
-            known
-                .iter()
-                .filter(|f| by_id.contains_key(&f.id))
-                .map(|f| self.found_view(f)),
-        );
+        views.append(&mut network);
         views
     }
 
     /// The installed agents matching `words`, best first, with the
     /// network's view of each where there is one.
     pub fn installed_matching(&self, words: &[String]) -> Vec<AgentView> {
+        let trust = self.trust();
         let installed = self.node.list().unwrap_or_default();
         let scores = crate::hub::rank(
             installed.iter().map(|r| (&r.card, r.tools.as_slice())),
@@ -207,7 +276,7 @@ impl Site {
                     .hub
                     .as_ref()
                     .and_then(|hub| hub.known_agent(&record.id));
-                self.installed_view(record, found.as_ref())
+                self.installed_view(record, found.as_ref(), &trust)
             })
             .collect()
     }

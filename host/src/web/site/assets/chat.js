@@ -16,6 +16,10 @@ document.getElementById("new-conversation")?.addEventListener("click", async () 
 const head = document.getElementById("conversation");
 if (head) follow(head.dataset.id, head.dataset.operator === "true");
 
+// A goal on its own page (started here, from the command line or over MCP).
+const goalHolder = document.getElementById("goal-view");
+if (goalHolder) goalHolder.append(goalView(goalHolder.dataset.goal).view);
+
 function follow(id, operator) {
   const log = document.getElementById("log");
   const streamState = document.getElementById("stream-state");
