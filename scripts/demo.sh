@@ -114,12 +114,13 @@ page_post() {
     curl -s "$site$1" -H 'content-type: application/json' -H "origin: $site" -H "x-agentsite-csrf: $csrf" -d "$2"
 }
 chat=$(page_post /chat '{"agent": "calculator"}' | grep -o '"id":"[^"]*"' | cut -d'"' -f4)
-page_post "/chat/$chat/messages" '{"text": "What is 6 times 7?"}' >/dev/null
-echo "you: What is 6 times 7?"
+# An @mention asks the model to use that agent's tools.
+page_post "/chat/$chat/messages" '{"text": "@calculator what is 6 times 7?"}' >/dev/null
+echo "you: @calculator what is 6 times 7?"
 # The conversation's events until the model's reply (the keep-alive after
 # it ends the stream); the embedded model takes some seconds on a CPU.
 reply=$(curl -sN --max-time 300 "$site/chat/$chat/events" | grep -m1 '"kind":"reply"' || true)
-printf 'model: %s\n' "$(printf '%s' "$reply" | grep -o '"text":"[^"]*"' | head -1 | cut -d'"' -f4)"
+printf 'model: %b\n' "$(printf '%s' "$reply" | grep -o '"text":"[^"]*"' | head -1 | cut -d'"' -f4)"
 
 printf '\ndone: every call above ran in a fresh WebAssembly instance.\n'
 printf 'serve them to Claude Code with: claude mcp add agentsite -- agentsite mcp\n'

@@ -309,6 +309,13 @@ fn chat_model(request: &ChatRequest) -> Answer {
                 .split(|c: char| !c.is_ascii_digit())
                 .filter_map(|n| n.parse().ok())
                 .collect();
+            // An @mention asks for the agent's tools: the node requires a
+            // tool call then.
+            if last.content.contains("@calculator")
+                && request.tool_choice != agentsite::llm::ToolChoice::Required
+            {
+                return Answer::Text("The node did not require a tool call.".into());
+            }
             match numbers[..] {
                 [a, b] if request.tools.iter().any(|t| t.name == "calculator__add") => {
                     Answer::Call("calculator__add", json!({"a": a, "b": b}))

@@ -533,12 +533,17 @@ impl Chats {
         }
         messages.push(Message::user(text));
         let models = self.node.models().clone();
-        for _ in 0..MAX_ROUNDS {
+        // An agent @mentioned in the message is asked for its tools: the
+        // first round uses one, as small models would rather guess.
+        let asked_for_tools = !mentions(text).is_empty();
+        for round in 0..MAX_ROUNDS {
             let request = ChatRequest {
                 messages: messages.clone(),
                 tools: tools.clone(),
                 tool_choice: if tools.is_empty() {
                     ToolChoice::None
+                } else if round == 0 && asked_for_tools {
+                    ToolChoice::Required
                 } else {
                     ToolChoice::Auto
                 },

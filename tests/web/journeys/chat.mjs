@@ -108,14 +108,14 @@ await run(async (browser) => {
   await restartNode();
   const other = await newPage(browser);
   await other.goto(url);
-  await send(other, "And 4 plus 4?");
+  await send(other, "@calculator and 4 plus 4?");
   await other.getByText("The calculator says the sum is 8.").waitFor();
   await page.getByText("The calculator says the sum is 8.").waitFor({ timeout: 60000 });
   await page.locator("#stream-state").waitFor({ state: "hidden" });
   assert.match(await page.evaluate(() => window.streamLost), /connection to the node was lost; reconnecting/);
   const people = await page.locator(".bubble.person").allTextContents();
   assert.deepEqual(people.map((t) => t.replace(/^you( · team up)?/, "")), [
-    "What is 2 plus 3?", "Work out 2 plus 3 as a team.", "Now double it.", "And 4 plus 4?",
+    "What is 2 plus 3?", "Work out 2 plus 3 as a team.", "Now double it.", "@calculator and 4 plus 4?",
   ], "each message once, in order");
   assert.equal(await page.locator("details.tool-use").count(), 2);
 
