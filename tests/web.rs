@@ -17,6 +17,18 @@ use support::{Cli, Server, eventually, installed_tool, repo, run_bounded, tools_
 /// The longest one journey may take, browser start included.
 const JOURNEY_LIMIT: Duration = Duration::from_secs(240);
 
+/// Journeys run one at a time: each drives a Chromium against two nodes,
+/// and five of those at once on a two-core machine is a load no person's
+/// browser meets, which only squeezes every step's time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    // A journey that failed still lets the next one run.
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn screenshots() -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -62,6 +74,7 @@ fn journey(name: &str, env: &[(&str, &str)]) {
 /// result, a tool error), the same call as a command, a phone's screen.
 #[test]
 fn search_open_an_agent_and_try_its_tools() {
+    let _turn = one_at_a_time();
     let here = Cli::new();
     here.add(&["calculator", "notes"]);
     let there = Cli::new();
@@ -91,6 +104,7 @@ fn search_open_an_agent_and_try_its_tools() {
 /// the installed agent, then revoked.
 #[test]
 fn install_from_a_peer_with_progress_and_grant_kv() {
+    let _turn = one_at_a_time();
     let here = Cli::new();
     std::fs::write(
         here.data().join("policy.toml"),
@@ -143,6 +157,7 @@ fn install_from_a_peer_with_progress_and_grant_kv() {
 /// moving with calls and failed calls made from the page.
 #[test]
 fn network_page_shows_peers_announcements_and_calls() {
+    let _turn = one_at_a_time();
     let here = Cli::new();
     here.add(&["calculator"]);
     let there = Cli::new();
@@ -165,6 +180,7 @@ fn network_page_shows_peers_announcements_and_calls() {
 /// HttpOnly, SameSite=Strict cookie; another site's form post is refused.
 #[test]
 fn login_with_the_token_and_a_cross_site_post_refused() {
+    let _turn = one_at_a_time();
     let here = Cli::new();
     here.add(&["calculator"]);
     std::fs::write(
@@ -190,6 +206,7 @@ fn login_with_the_token_and_a_cross_site_post_refused() {
 /// survives); delete.
 #[test]
 fn chat_with_a_tool_call_and_a_team_goal_shown_live() {
+    let _turn = one_at_a_time();
     let model = ModelServer::start(chat_model);
     let here = Cli::new();
     here.add(&["calculator"]);
