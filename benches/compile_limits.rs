@@ -134,6 +134,23 @@ fn main() {
         }
         return;
     }
+    // `COMPILE_FILE=FILE...` compiles each component as the node's engine
+    // would, past the complexity check: what an agent from another
+    // toolchain costs to compile.
+    if let Ok(files) = std::env::var("COMPILE_FILE") {
+        for file in files.split(',') {
+            let bytes = std::fs::read(file).expect("readable");
+            let started = Instant::now();
+            let outcome = wasmtime::component::Component::new(&engine, &bytes).map(|_| ());
+            println!(
+                "{file}: {} KiB compiled in {:.2} s ({})",
+                bytes.len() / 1024,
+                started.elapsed().as_secs_f64(),
+                outcome.map_or_else(|e| format!("{e:#}"), |()| "ok".into())
+            );
+        }
+        return;
+    }
     // `COMPILE_BRANCHY=locals,branches` measures one compile of that shape.
     if let Ok(shape) = std::env::var("COMPILE_BRANCHY") {
         let numbers: Vec<u64> = shape.split(',').filter_map(|n| n.parse().ok()).collect();
