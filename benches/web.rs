@@ -275,10 +275,11 @@ async fn measure() {
         publisher.network.publish(manifest).await.unwrap();
     }
     let started = Instant::now();
-    while hub.known().len() < AGENTS && started.elapsed() < Duration::from_secs(120) {
+    let known = || hub.with_known(|agents| agents.count());
+    while known() < AGENTS && started.elapsed() < Duration::from_secs(120) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let known = hub.known().len();
+    let known = known();
     println!("the measured node knows {known} agents");
     net.quiet().await;
 
@@ -294,7 +295,11 @@ async fn measure() {
         ),
         (
             "an agent's page",
-            format!("/hub/agents/{}", hub.known()[0].id),
+            format!(
+                "/hub/agents/{}",
+                hub.with_known(|agents| agents.next().map(|a| a.manifest.id()))
+                    .unwrap()
+            ),
         ),
     ] {
         let (p50, p90, size) = time_page(&client, &format!("{base}{path}")).await;

@@ -187,11 +187,7 @@ async fn events(
     if let Err(error) = goals.record(&id).await {
         return refused(error);
     }
-    let after = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(query.after);
+    let after = crate::web::resume_from(&headers, query.after);
     let (sender, receiver) = tokio::sync::mpsc::channel(64);
     tokio::spawn(goals.follow(id, after, sender));
     crate::web::event_stream(receiver, |event| sse_event(&event))

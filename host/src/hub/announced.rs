@@ -1,7 +1,8 @@
 //! Announcements as they arrive from the network: the last few kept for a
 //! page that opens, each told to whoever follows them live.
 
-use super::Found;
+use crate::store::manifest::SignedManifest;
+use libp2p::PeerId;
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::sync::{Mutex, PoisonError};
@@ -13,14 +14,36 @@ const RECENT: usize = 20;
 /// (it is told it lagged, and goes on with the newest).
 const FOLLOWER_BACKLOG: usize = 64;
 
-/// An agent a peer announced, when it arrived.
+/// Bytes of an announced agent's description kept.
+const DESCRIPTION_BYTES: usize = 300;
+
+/// An agent a peer announced, when it arrived: what a list of them shows,
+/// never the whole manifest (its tools' schemas stay in the index).
 #[derive(Debug, Clone, Serialize)]
 pub struct Announced {
     /// Unix milliseconds.
     pub at: u64,
     /// The node that announced it (a peer id).
     pub host: String,
-    pub agent: Found,
+    pub id: String,
+    pub name: String,
+    /// Its first line, at most [`DESCRIPTION_BYTES`].
+    pub description: String,
+    pub tools: usize,
+}
+
+impl Announced {
+    pub(super) fn of(manifest: &SignedManifest, host: PeerId) -> Announced {
+        let manifest = manifest.manifest();
+        Announced {
+            at: crate::goals::message::unix_millis(),
+            host: host.to_string(),
+            id: manifest.id.to_string(),
+            name: manifest.card.name.clone(),
+            description: crate::text::one_line(&manifest.card.description, DESCRIPTION_BYTES),
+            tools: manifest.tools.len(),
+        }
+    }
 }
 
 pub(super) struct Announcements {

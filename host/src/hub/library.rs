@@ -131,13 +131,9 @@ impl crate::net::Library for NodeLibrary {
     }
 
     fn announced(&self, manifest: crate::store::manifest::SignedManifest, host: PeerId) {
-        let agent = super::Found::from_manifest(&manifest, 1);
+        let announced = super::Announced::of(&manifest, host);
         self.0.remember(manifest, host);
-        self.0.announcements.arrived(super::Announced {
-            at: crate::goals::message::unix_millis(),
-            host: host.to_string(),
-            agent,
-        });
+        self.0.announcements.arrived(announced);
     }
 
     fn connections_changed(&self, peers: usize) {

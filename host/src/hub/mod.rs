@@ -372,15 +372,9 @@ impl Hub {
         (best, total)
     }
 
-    /// Every agent the index holds (this node's published ones, what was
-    /// announced and what searches found), by name.
-    pub fn known(&self) -> Vec<Found> {
-        let mut all: Vec<Found> = self.shared.index().all().map(Found::from_known).collect();
-        all.sort_by(|a, b| a.card.name.cmp(&b.card.name).then(a.id.cmp(&b.id)));
-        all
-    }
-
-    /// Runs `read` over every agent the index holds, without copying them.
+    /// Runs `read` over every agent the index holds (this node's published
+    /// ones, what was announced and what searches found), without copying
+    /// them.
     /// The index is locked meanwhile: `read` must be quick and must not
     /// call back into the hub.
     pub fn with_known<T>(&self, read: impl FnOnce(&mut dyn Iterator<Item = &Known>) -> T) -> T {

@@ -27,6 +27,16 @@ pub fn event_stream<T: Send + 'static>(
         .into_response()
 }
 
+/// Where an event stream resumes: after the browser's `Last-Event-ID`
+/// when it reconnects, else after `after`.
+pub fn resume_from(headers: &axum::http::HeaderMap, after: u64) -> u64 {
+    headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(after)
+}
+
 /// A response of newline-delimited JSON: each item sent to the other end
 /// of `items`, one per line as it comes, until that end is dropped (a
 /// progress stream a script reads as it arrives).

@@ -16,10 +16,30 @@ use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
 
+/// Why a node without goals cannot show or stop one.
+const NO_GOALS: &str = "goals are unavailable on this node";
+
+/// Why this node has no conversations or no goals; answered as 503.
+struct Unavailable(String);
+
+impl From<Unavailable> for Response {
+    fn from(unavailable: Unavailable) -> Response {
+        failure(StatusCode::SERVICE_UNAVAILABLE, unavailable.0)
+    }
+}
+
 impl Site {
     /// The node's conversations, or why it has none.
-    fn chats(&self) -> Result<&Arc<Chats>, &str> {
-        self.chats.as_ref().map_err(String::as_str)
+    fn chats(&self) -> Result<&Arc<Chats>, Unavailable> {
+        self.chats.as_ref().map_err(|why| Unavailable(why.clone()))
+    }
+
+    /// The node's goals, or why it has none.
+    fn goals(&self) -> Result<Arc<crate::goals::Goals>, Unavailable> {
+        self.chats()?
+            .goals()
+            .cloned()
+            .ok_or_else(|| Unavailable(NO_GOALS.to_owned()))
     }
 }
 
@@ -79,11 +99,7 @@ async fn chat_page(site: &Site, access: Access, shown: Shown) -> Response {
             Err(e) => return site.error_page(Some(access), StatusCode::NOT_FOUND, &e.to_string()),
         },
         (Shown::Goal(_), None) => {
-            return site.error_page(
-                Some(access),
-                StatusCode::SERVICE_UNAVAILABLE,
-                "goals are unavailable on this node",
-            );
+            return site.error_page(Some(access), StatusCode::SERVICE_UNAVAILABLE, NO_GOALS);
         }
         _ => None,
     };
@@ -136,22 +152,17 @@ pub struct NewConversation {
 pub async fn create(
     State(site): State<Arc<Site>>,
     JsonBody(new): JsonBody<NewConversation>,
-) -> Response {
-    let chats = match site.chats() {
-        Ok(chats) => chats,
-        Err(why) => return failure(StatusCode::SERVICE_UNAVAILABLE, why),
-    };
-    match chats
+) -> Result<Response, Response> {
+    let conversation = site
+        .chats()?
         .create(new.title.as_deref(), new.agent.as_deref())
         .await
-    {
-        Ok(conversation) => (
-            StatusCode::CREATED,
-            Json(json!({ "id": conversation.id, "url": format!("/chat/{}", conversation.id) })),
-        )
-            .into_response(),
-        Err(e) => refused(e),
-    }
+        .map_err(refused)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "id": conversation.id, "url": format!("/chat/{}", conversation.id) })),
+    )
+        .into_response())
 }
 
 #[derive(Deserialize)]
@@ -168,15 +179,13 @@ pub async fn say(
     State(site): State<Arc<Site>>,
     Path(id): Path<String>,
     JsonBody(said): JsonBody<Said>,
-) -> Response {
-    let chats = match site.chats() {
-        Ok(chats) => chats,
-        Err(why) => return failure(StatusCode::SERVICE_UNAVAILABLE, why),
-    };
-    match chats.send(&id, &said.text, said.team_up).await {
-        Ok(entry) => (StatusCode::ACCEPTED, Json(entry)).into_response(),
-        Err(e) => refused(e),
-    }
+) -> Result<Response, Response> {
+    let entry = site
+        .chats()?
+        .send(&id, &said.text, said.team_up)
+        .await
+        .map_err(refused)?;
+    Ok((StatusCode::ACCEPTED, Json(entry)).into_response())
 }
 
 #[derive(Deserialize)]
@@ -190,43 +199,28 @@ pub async fn rename(
     State(site): State<Arc<Site>>,
     Path(id): Path<String>,
     JsonBody(renamed): JsonBody<Renamed>,
-) -> Response {
-    let chats = match site.chats() {
-        Ok(chats) => chats,
-        Err(why) => return failure(StatusCode::SERVICE_UNAVAILABLE, why),
-    };
-    match chats.rename(&id, &renamed.title).await {
-        Ok(conversation) => Json(conversation).into_response(),
-        Err(e) => refused(e),
-    }
+) -> Result<Response, Response> {
+    let conversation = site
+        .chats()?
+        .rename(&id, &renamed.title)
+        .await
+        .map_err(refused)?;
+    Ok(Json(conversation).into_response())
 }
 
 /// `POST /chat/{id}/delete`
-pub async fn delete(State(site): State<Arc<Site>>, Path(id): Path<String>) -> Response {
-    let chats = match site.chats() {
-        Ok(chats) => chats,
-        Err(why) => return failure(StatusCode::SERVICE_UNAVAILABLE, why),
-    };
-    match chats.delete(&id).await {
-        Ok(()) => Json(json!({ "deleted": id })).into_response(),
-        Err(e) => refused(e),
-    }
+pub async fn delete(
+    State(site): State<Arc<Site>>,
+    Path(id): Path<String>,
+) -> Result<Response, Response> {
+    site.chats()?.delete(&id).await.map_err(refused)?;
+    Ok(Json(json!({ "deleted": id })).into_response())
 }
 
 #[derive(Deserialize)]
 pub struct After {
     #[serde(default)]
     after: u64,
-}
-
-/// Where a stream resumes: the browser's `Last-Event-ID` when it
-/// reconnects, else `after`.
-fn resume_from(headers: &HeaderMap, after: u64) -> u64 {
-    headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(after)
 }
 
 fn chat_event(event: ChatEvent) -> Event {
@@ -251,17 +245,12 @@ pub async fn events(
     Path(id): Path<String>,
     Query(query): Query<After>,
     headers: HeaderMap,
-) -> Response {
-    let chats = match site.chats() {
-        Ok(chats) => chats.clone(),
-        Err(why) => return failure(StatusCode::SERVICE_UNAVAILABLE, why),
-    };
-    if let Err(e) = chats.get(&id).await {
-        return refused(e);
-    }
+) -> Result<Response, Response> {
+    let chats = site.chats()?.clone();
+    chats.get(&id).await.map_err(refused)?;
     let (sender, receiver) = tokio::sync::mpsc::channel(256);
-    tokio::spawn(chats.follow(id, resume_from(&headers, query.after), sender));
-    crate::web::event_stream(receiver, chat_event)
+    tokio::spawn(chats.follow(id, crate::web::resume_from(&headers, query.after), sender));
+    Ok(crate::web::event_stream(receiver, chat_event))
 }
 
 /// `GET /chat/goals/{goal}/events?after=N`: the goal's messages and states,
@@ -271,39 +260,26 @@ pub async fn goal_events(
     Path(goal): Path<String>,
     Query(query): Query<After>,
     headers: HeaderMap,
-) -> Response {
-    let goals = match site.chats().map(|chats| chats.goals().cloned()) {
-        Ok(Some(goals)) => goals,
-        Ok(None) => {
-            return failure(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "goals are unavailable on this node",
-            );
-        }
-        Err(why) => return failure(StatusCode::SERVICE_UNAVAILABLE, why),
-    };
-    if let Err(e) = goals.record(&goal).await {
-        return failure(StatusCode::NOT_FOUND, e);
-    }
+) -> Result<Response, Response> {
+    let goals = site.goals()?;
+    goals
+        .record(&goal)
+        .await
+        .map_err(|e| failure(StatusCode::NOT_FOUND, e))?;
     let (sender, receiver) = tokio::sync::mpsc::channel(256);
-    tokio::spawn(goals.follow(goal, resume_from(&headers, query.after), sender));
-    crate::web::event_stream(receiver, |event| crate::goals::api::sse_event(&event))
+    tokio::spawn(goals.follow(goal, crate::web::resume_from(&headers, query.after), sender));
+    Ok(crate::web::event_stream(receiver, |event| {
+        crate::goals::api::sse_event(&event)
+    }))
 }
 
 /// `POST /chat/goals/{goal}/cancel`
-pub async fn cancel_goal(State(site): State<Arc<Site>>, Path(goal): Path<String>) -> Response {
-    let goals = match site.chats().map(|chats| chats.goals().cloned()) {
-        Ok(Some(goals)) => goals,
-        Ok(None) => {
-            return failure(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "goals are unavailable on this node",
-            );
-        }
-        Err(why) => return failure(StatusCode::SERVICE_UNAVAILABLE, why),
-    };
-    match goals.cancel(&goal) {
-        Ok(()) => Json(json!({ "cancelled": goal })).into_response(),
-        Err(e) => failure(StatusCode::CONFLICT, e),
-    }
+pub async fn cancel_goal(
+    State(site): State<Arc<Site>>,
+    Path(goal): Path<String>,
+) -> Result<Response, Response> {
+    site.goals()?
+        .cancel(&goal)
+        .map_err(|e| failure(StatusCode::CONFLICT, e))?;
+    Ok(Json(json!({ "cancelled": goal })).into_response())
 }

@@ -6,7 +6,6 @@
 use super::session::Access;
 use super::{Site, failure};
 use crate::audit::Audit;
-use crate::hub::Announced;
 use axum::Extension;
 use axum::Json;
 use axum::extract::State;
@@ -141,7 +140,7 @@ pub async fn page(State(site): State<Arc<Site>>, Extension(access): Extension<Ac
                 agentsite: p.agentsite,
             }).collect::<Vec<_>>()),
             published => Serde(published),
-            announced => Serde(announced.iter().map(announcement_view).collect::<Vec<_>>()),
+            announced => Serde(announced),
         };
     }
     let frame = site.frame(access, "network");
@@ -157,28 +156,6 @@ pub async fn page(State(site): State<Arc<Site>>, Extension(access): Extension<Ac
             ..frame,
         },
     )
-}
-
-/// What the page shows of an announcement (never the whole manifest).
-#[derive(Serialize)]
-struct AnnouncementView {
-    at: u64,
-    host: String,
-    id: String,
-    name: String,
-    description: String,
-    tools: usize,
-}
-
-fn announcement_view(announced: &Announced) -> AnnouncementView {
-    AnnouncementView {
-        at: announced.at,
-        host: announced.host.clone(),
-        id: announced.agent.id.to_string(),
-        name: announced.agent.card.name.clone(),
-        description: crate::text::one_line(&announced.agent.card.description, 300),
-        tools: announced.agent.tools.len(),
-    }
 }
 
 /// `GET /network/rates`: the call rates of the last ten minutes.
@@ -211,7 +188,7 @@ pub async fn announcements(State(site): State<Arc<Site>>) -> Response {
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             };
-            if sender.send(announcement_view(&announced)).await.is_err() {
+            if sender.send(announced).await.is_err() {
                 return;
             }
         }

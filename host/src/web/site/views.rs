@@ -212,7 +212,7 @@ impl Site {
         installed.sort_by(|a, b| a.card.name.cmp(&b.card.name));
         let installed_ids: std::collections::HashSet<AgentId> =
             installed.iter().map(|r| r.id).collect();
-        let mut network: Vec<AgentView> = Vec::new();
+        let mut network: Vec<(AgentId, usize, AgentView)> = Vec::new();
         let mut providers: HashMap<AgentId, (usize, String)> = HashMap::new();
         if let Some(hub) = &self.hub {
             hub.with_known(|known| {
@@ -232,17 +232,18 @@ impl Site {
                         &manifest.capabilities,
                     );
                     view.publisher = Some(trust.of(&publisher));
-                    view.providers = agent.hosts.len();
-                    network.push(view);
+                    network.push((manifest.id, agent.hosts.len(), view));
                 }
             });
         }
-        for view in &mut network {
-            // Outside the index's lock: the published set has its own.
-            if let Ok(id) = view.id.parse() {
-                self.complete(view, id, view.providers);
-            }
-        }
+        // Outside the index's lock: the published set has its own.
+        let mut network: Vec<AgentView> = network
+            .into_iter()
+            .map(|(id, providers, mut view)| {
+                self.complete(&mut view, id, providers);
+                view
+            })
+            .collect();
         network.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.id.cmp(&b.id)));
         let mut views: Vec<AgentView> = installed
             .iter()
