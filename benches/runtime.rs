@@ -56,7 +56,10 @@ impl Agentsite {
         let runtime =
             Runtime::new(kv.path().to_owned(), Capacity::SERVER, Default::default()).unwrap();
         assert!(runtime.pooling(), "benchmarks expect the pooling allocator");
-        let component = runtime.compile(&example("calculator")).unwrap();
+        let component = runtime
+            .compile(&example("calculator"), Limits::default().compile_deadline)
+            .unwrap()
+            .component;
         let id = agentsite::AgentId::of(b"calculator");
         let agent = runtime
             .prepare(id, "calculator", &component, &Limits::default())
@@ -283,7 +286,10 @@ fn compile(c: &mut Criterion) {
         "hostile_snoop",
     ] {
         let bytes = example(name);
-        group.bench_function(name, |b| b.iter(|| runtime.compile(&bytes).unwrap()));
+        let deadline = Limits::default().compile_deadline;
+        group.bench_function(name, |b| {
+            b.iter(|| runtime.compile(&bytes, deadline).unwrap())
+        });
     }
     group.finish();
 }

@@ -2,7 +2,10 @@
 # test suite drives, pinned by files under tests/, into a cache outside the
 # checkout so that later runs reuse them:
 #   conformance/  the official MCP conformance suite and the Node.js 22 it runs on
-#   venv/         Python with the official MCP SDK (`mcp`) and OpenAI client (`openai`)
+#   venv/         Python with the official MCP SDK (`mcp`), the OpenAI client (`openai`)
+#                 and componentize-py, which builds the Python agents
+#   js/           componentize-js and rolldown, which build the JavaScript agents
+#                 (guest-sdk/js/node_modules links here)
 #   web/          playwright-core, which drives the distribution's Chromium
 #                 (installed with apt when missing) for the browser tests
 # Each is reinstalled only when its pin file changes.
@@ -52,10 +55,28 @@ install_browser() {
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
 }
 
+install_js_sdk() {
+    local dir="$AGENTSITE_TOOLS/js"
+    if ! cmp -s guest-sdk/js/package-lock.json "$dir/package-lock.json" ||
+        [ ! -f "$dir/node_modules/@bytecodealliance/componentize-js/package.json" ]; then
+        echo "==> installing componentize-js (the JavaScript agents' build) into $dir"
+        command -v npm >/dev/null || apt_install npm
+        rm -rf "$dir" && mkdir -p "$dir"
+        cp guest-sdk/js/package.json guest-sdk/js/package-lock.json "$dir/"
+        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    fi
+    # The SDK's build resolves its tools from its own node_modules.
+    if [ "$(readlink guest-sdk/js/node_modules)" != "$dir/node_modules" ]; then
+        rm -rf guest-sdk/js/node_modules
+        ln -s "$dir/node_modules" guest-sdk/js/node_modules
+    fi
+}
+
 install_test_tools() {
     install_conformance
     install_python_client
     install_browser
+    install_js_sdk
 }
 
 # Run directly: install everything.

@@ -439,3 +439,53 @@ fn what_would_cost_minutes_to_compile_or_cannot_be_served_is_refused_at_add() {
         .failure("core module 0 defines 60 tables; a serving node holds 1 per module");
     assert_eq!(cli.run(&["ls"]).success(), "");
 }
+
+/// One function of `locals` locals and `branches` ifs that each set one of
+/// them: few bytes, and a compile time that grows with the square of both.
+fn branchy(locals: u32, branches: u32) -> String {
+    let mut f = format!(
+        "(func (param i32) (result i32) (local {})",
+        "i32 ".repeat(locals as usize)
+    );
+    for j in 0..branches {
+        let target = 1 + j % locals;
+        f.push_str(&format!(
+            " (if (local.get 0) (then (local.set {target} (i32.const {j}))))"
+        ));
+    }
+    f.push_str(" (i32.const 0)");
+    for i in 1..=locals {
+        f.push_str(&format!(" (local.get {i}) (i32.add)"));
+    }
+    f.push(')');
+    f
+}
+
+#[test]
+fn a_compile_past_its_deadline_is_stopped_and_nothing_is_stored() {
+    let cli = Cli::new();
+    // Within every static bound (7,900 blocks, 1,000 locals, 150 KiB), and
+    // over a minute to compile: only the deadline can tell.
+    let slow = component(&branchy(1_000, 7_900));
+    let path = cli.data().join("slow.wasm");
+    std::fs::write(&path, slow).unwrap();
+    std::fs::write(
+        cli.data().join("config.toml"),
+        "[limits]\ncompile_deadline = \"3s\"\n",
+    )
+    .unwrap();
+    cli.run(&["add", path.to_str().unwrap()]).failure(
+        "compiling took longer than 3s, the node's limit (limits.compile_deadline); the compiler was stopped",
+    );
+    assert_eq!(cli.run(&["ls"]).success(), "");
+    assert!(
+        !cli.data().join("compiled").exists()
+            || std::fs::read_dir(cli.data().join("compiled"))
+                .unwrap()
+                .next()
+                .is_none(),
+        "nothing compiled is kept"
+    );
+    // The same node still compiles what fits in its deadline.
+    cli.add(&["calculator"]);
+}

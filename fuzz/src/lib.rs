@@ -37,7 +37,8 @@ pub fn component(data: &[u8]) {
             Runtime::new(kv.path().to_owned(), Capacity::OneShot, Default::default()).unwrap();
         (runtime, kv)
     });
-    if let Ok(component) = runtime.compile(data) {
+    if let Ok(compiled) = runtime.compile(data, Limits::default().compile_deadline) {
+        let component = compiled.component;
         let id = agentsite::AgentId::of(data);
         let _ = runtime.prepare(id, "fuzzed", &component, &Limits::default());
         let _ = runtime.imports(&component);

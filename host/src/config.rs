@@ -150,6 +150,13 @@ pub struct Limits {
     /// that has not answered by then is left out of the list.
     #[serde(with = "humantime_serde_compat")]
     pub listing_deadline: Duration,
+    /// How long compiling an agent (when it is added, installed, or its
+    /// cached compilation is rebuilt) may take before it is refused. The
+    /// `agentsite` binary compiles in a child process that it kills at this
+    /// deadline; a library embedding the node without one compiles on the
+    /// calling thread, bounded by the static shape limits only.
+    #[serde(with = "humantime_serde_compat")]
+    pub compile_deadline: Duration,
 }
 
 impl Default for Limits {
@@ -161,6 +168,9 @@ impl Default for Limits {
             max_concurrent_calls: 16,
             max_log: ByteSize::kib(64),
             listing_deadline: Duration::from_secs(2),
+            // A Python or JavaScript agent (an interpreter of 16-19 MB)
+            // compiles in 5-8 s on one busy core of the machines measured.
+            compile_deadline: Duration::from_secs(60),
         }
     }
 }
@@ -187,6 +197,10 @@ impl Limits {
         anyhow::ensure!(
             !self.listing_deadline.is_zero(),
             "limits.listing_deadline must be above zero"
+        );
+        anyhow::ensure!(
+            !self.compile_deadline.is_zero(),
+            "limits.compile_deadline must be above zero"
         );
         Ok(())
     }

@@ -1,7 +1,7 @@
 //! The `agentsite` command: parses the command line and calls the library.
 
 use agentsite::config::{Config, DataDir};
-use agentsite::runtime::Capacity;
+use agentsite::runtime::{Capacity, compiler};
 use agentsite::{Node, cli};
 use anyhow::Context as _;
 use bytesize::ByteSize;
@@ -291,8 +291,16 @@ impl Command {
 }
 
 fn main() -> ExitCode {
+    if std::env::args_os().nth(1).as_deref() == Some(compiler::WORKER_ARG.as_ref()) {
+        return compiler::worker_main();
+    }
     let args = Args::parse();
     init_logging(args.verbose);
+    // Compiles run in a child process that a deadline can stop.
+    match std::env::current_exe() {
+        Ok(executable) => compiler::use_worker(executable),
+        Err(e) => tracing::warn!("compiling in process, without a deadline: {e}"),
+    }
     // A serving node uses every core; a one-shot command needs one thread.
     let runtime = if args.command.serves() {
         tokio::runtime::Builder::new_multi_thread()

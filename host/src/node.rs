@@ -35,10 +35,19 @@ pub enum AddError {
     Contract(CallError),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("cannot save the compiled agent: {0}")]
-    Serialize(String),
     #[error(transparent)]
     Runtime(#[from] RuntimeUnavailable),
+}
+
+/// Runs `compile`, which waits seconds for the compiler, without holding
+/// up the other tasks of a multi-threaded async runtime.
+fn compile_blocking<T>(compile: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(compile)
+        }
+        _ => compile(),
+    }
 }
 
 /// Why a call through the node failed.
@@ -212,19 +221,17 @@ impl Node {
         }
         let limits = self.config.limits;
         let runtime = self.runtime()?;
-        let component = runtime.compile(bytes)?;
+        let compiled = compile_blocking(|| runtime.compile(bytes, limits.compile_deadline))?;
+        let component = compiled.component;
         let candidate = runtime.prepare(id, "new-agent", &component, &limits)?;
         let (card, tools) = runtime
             .describe(&candidate, &limits)
             .await
             .map_err(AddError::Contract)?;
         let imports = runtime.imports(&component);
-        let artifact = component
-            .serialize()
-            .map_err(|e| AddError::Serialize(format!("{e:#}")))?;
 
         self.blobs.put(bytes)?;
-        self.compiled.put(&id, &artifact)?;
+        self.compiled.put(&id, &compiled.artifact)?;
         let record = AgentRecord {
             id,
             card,
@@ -285,18 +292,14 @@ impl Node {
             Some(component) => component,
             None => {
                 let bytes = self.blobs.get(&record.id)?;
-                let component = runtime
-                    .compile(&bytes)
-                    .map_err(|e| load_error(e.to_string()))?;
-                match component.serialize() {
-                    Ok(artifact) => {
-                        if let Err(e) = self.compiled.put(&record.id, &artifact) {
-                            tracing::warn!("cannot cache compiled agent: {e}");
-                        }
-                    }
-                    Err(e) => tracing::warn!("cannot serialize compiled agent: {e:#}"),
+                let compiled = compile_blocking(|| {
+                    runtime.compile(&bytes, self.config.limits.compile_deadline)
+                })
+                .map_err(|e| load_error(e.to_string()))?;
+                if let Err(e) = self.compiled.put(&record.id, &compiled.artifact) {
+                    tracing::warn!("cannot cache compiled agent: {e}");
                 }
-                component
+                compiled.component
             }
         };
         let agent = runtime

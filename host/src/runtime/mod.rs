@@ -8,6 +8,7 @@
 //! survives from one call to the next except through a capability such as kv.
 
 pub mod background;
+pub mod compiler;
 pub(crate) mod complexity;
 mod engine;
 mod error;
@@ -149,6 +150,19 @@ pub enum ComponentError {
     WrongWorld(String),
     #[error("refused before compiling: {0}")]
     TooComplex(complexity::TooComplex),
+    #[error(
+        "compiling took longer than {}, the node's limit (limits.compile_deadline); the compiler was stopped",
+        humantime::format_duration(*.0)
+    )]
+    CompileDeadline(std::time::Duration),
+    #[error("cannot compile: {0}")]
+    Compiler(String),
+}
+
+/// A compiled component and its serialized code, for the compiled cache.
+pub struct Compiled {
+    pub component: Component,
+    pub artifact: Vec<u8>,
 }
 
 impl Runtime {
@@ -204,8 +218,13 @@ impl Runtime {
         self.services.kv()
     }
 
-    /// Compiles component bytes, refusing anything that is not a component.
-    pub fn compile(&self, bytes: &[u8]) -> Result<Component, ComponentError> {
+    /// Compiles component bytes within `deadline` (see [`compiler`]),
+    /// refusing anything that is not a component.
+    pub fn compile(
+        &self,
+        bytes: &[u8],
+        deadline: std::time::Duration,
+    ) -> Result<Compiled, ComponentError> {
         if !bytes.starts_with(b"\0asm") {
             return Err(ComponentError::NotWasm);
         }
@@ -221,7 +240,26 @@ impl Runtime {
             complexity::TooComplex::Invalid(reason) => ComponentError::Invalid(reason),
             too_complex => ComponentError::TooComplex(too_complex),
         })?;
-        Component::new(&self.engine, bytes).map_err(|e| ComponentError::Invalid(one_line(&e)))
+        let artifact =
+            compiler::precompile(&self.engine, bytes, deadline).map_err(
+                |failure| match failure {
+                    compiler::Failure::Invalid(reason) => ComponentError::Invalid(reason),
+                    compiler::Failure::Deadline(deadline) => {
+                        ComponentError::CompileDeadline(deadline)
+                    }
+                    compiler::Failure::Compiler(reason) => ComponentError::Compiler(reason),
+                },
+            )?;
+        // SAFETY: the artifact was just made from `bytes` by this build's
+        // compiler with this engine's settings (in this process or in a
+        // worker running this executable); wasmtime checks that the
+        // settings match before using it.
+        let component = unsafe { Component::deserialize(&self.engine, &artifact) }
+            .map_err(|e| ComponentError::Compiler(one_line(&e)))?;
+        Ok(Compiled {
+            component,
+            artifact,
+        })
     }
 
     /// Loads a component precompiled by this engine from `path`.
