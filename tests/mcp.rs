@@ -9,7 +9,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
 use std::time::Duration;
-use support::{Cli, Server, eventually_async};
+use support::{Cli, Server, eventually_async, tool_text as text};
 
 async fn http_client(url: String) -> RunningService<RoleClient, ()> {
     ().serve(StreamableHttpClientTransport::from_uri(url))
@@ -61,15 +61,6 @@ async fn prompt_names<S: rmcp::Service<RoleClient>>(
 ) -> Vec<String> {
     let prompts = client.list_all_prompts().await.unwrap();
     prompts.iter().map(|p| p.name.clone()).collect()
-}
-
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -39,17 +39,6 @@ pub enum AddError {
     Runtime(#[from] RuntimeUnavailable),
 }
 
-/// Runs `compile`, which waits seconds for the compiler, without holding
-/// up the other tasks of a multi-threaded async runtime.
-fn compile_blocking<T>(compile: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(compile)
-        }
-        _ => compile(),
-    }
-}
-
 /// Why a call through the node failed.
 #[derive(Debug, thiserror::Error)]
 pub enum NodeCallError {
@@ -221,7 +210,7 @@ impl Node {
         }
         let limits = self.config.limits;
         let runtime = self.runtime()?;
-        let compiled = compile_blocking(|| runtime.compile(bytes, limits.compile_deadline))?;
+        let compiled = runtime.compile(bytes, limits.compile_deadline)?;
         let component = compiled.component;
         let candidate = runtime.prepare(id, "new-agent", &component, &limits)?;
         let (card, tools) = runtime
@@ -292,10 +281,9 @@ impl Node {
             Some(component) => component,
             None => {
                 let bytes = self.blobs.get(&record.id)?;
-                let compiled = compile_blocking(|| {
-                    runtime.compile(&bytes, self.config.limits.compile_deadline)
-                })
-                .map_err(|e| load_error(e.to_string()))?;
+                let compiled = runtime
+                    .compile(&bytes, self.config.limits.compile_deadline)
+                    .map_err(|e| load_error(e.to_string()))?;
                 if let Err(e) = self.compiled.put(&record.id, &compiled.artifact) {
                     tracing::warn!("cannot cache compiled agent: {e}");
                 }

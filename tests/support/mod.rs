@@ -95,6 +95,40 @@ pub fn wasm(name: &str) -> PathBuf {
     path
 }
 
+/// The text blocks of an MCP tool result, one per line.
+pub fn tool_text(result: &rmcp::model::CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A core function of `locals` locals and `branches` ifs that each set one
+/// of them: few bytes, and a compile time that grows with the square of
+/// both (see BENCHMARKS.md, "Compiling at the complexity limits").
+pub fn branchy(locals: u64, branches: u64) -> String {
+    use std::fmt::Write as _;
+    let mut f = format!(
+        "(func (param i32) (result i32) (local {})",
+        "i32 ".repeat(locals as usize)
+    );
+    for j in 0..branches {
+        let target = 1 + j % locals;
+        let _ = write!(
+            f,
+            " (if (local.get 0) (then (local.set {target} (i32.const {j}))))"
+        );
+    }
+    f.push_str(" (i32.const 0)");
+    for i in 1..=locals {
+        let _ = write!(f, " (local.get {i}) (i32.add)");
+    }
+    f.push(')');
+    f
+}
+
 /// The example agent `examples/<name>/`, written in Python with the SDK of
 /// guest-sdk/python, built from source (componentize-py, pinned in
 /// tests/python/requirements.txt).

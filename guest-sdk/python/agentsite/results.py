@@ -126,7 +126,7 @@ def output_schema(hint: Any) -> Optional[dict]:
         return None
     if hint is ToolResult or (isinstance(hint, type) and issubclass(hint, CONTENT_TYPES)):
         return None
-    optional, inner = _is_optional(hint)
+    optional, _ = _is_optional(hint)
     origin = typing.get_origin(hint)
     if origin is list and typing.get_args(hint) and _is_content(typing.get_args(hint)[0]):
         return None

@@ -14,9 +14,10 @@
 //! A library embedding the node without calling [`use_worker`] compiles on
 //! the calling thread, bounded by the static limits only.
 
+use super::ComponentError;
 use super::engine::{Capacity, engine_config};
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::mpsc;
@@ -44,33 +45,34 @@ pub fn use_worker(executable: PathBuf) {
     let _ = WORKER.set(executable);
 }
 
-/// Why compiling failed.
-#[derive(Debug)]
-pub(super) enum Failure {
-    /// The component is not valid WebAssembly: the compiler's reason.
-    Invalid(String),
-    /// The deadline passed; the compiler was stopped.
-    Deadline(Duration),
-    /// The compiler itself failed (could not start, crashed, was killed).
-    Compiler(String),
-}
-
 /// Compiles `bytes` into serialized code for `engine`: in the worker when
-/// one is set, else on this thread.
+/// one is set, else on this thread. Either way it waits seconds, so on a
+/// multi-threaded async runtime the thread's other tasks move elsewhere
+/// meanwhile.
 pub(super) fn precompile(
     engine: &Engine,
     bytes: &[u8],
     deadline: Duration,
-) -> Result<Vec<u8>, Failure> {
-    match WORKER.get() {
+) -> Result<Vec<u8>, ComponentError> {
+    let compile = || match WORKER.get() {
         Some(executable) => in_worker(executable, bytes, deadline),
         None => engine
             .precompile_component(bytes)
-            .map_err(|e| Failure::Invalid(super::one_line(&e))),
+            .map_err(|e| ComponentError::Invalid(super::one_line(&e))),
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(compile)
+        }
+        _ => compile(),
     }
 }
 
-fn in_worker(executable: &PathBuf, bytes: &[u8], deadline: Duration) -> Result<Vec<u8>, Failure> {
+fn in_worker(
+    executable: &Path,
+    bytes: &[u8],
+    deadline: Duration,
+) -> Result<Vec<u8>, ComponentError> {
     let mut command = Command::new(executable);
     command
         .arg(WORKER_ARG)
@@ -87,15 +89,17 @@ fn in_worker(executable: &PathBuf, bytes: &[u8], deadline: Duration) -> Result<V
             Ok(())
         });
     }
-    let mut child = command
-        .spawn()
-        .map_err(|e| Failure::Compiler(format!("cannot start {}: {e}", executable.display())))?;
+    let mut child = command.spawn().map_err(|e| {
+        ComponentError::Compiler(format!("cannot start {}: {e}", executable.display()))
+    })?;
     let (Some(mut stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
         let _ = child.kill();
         let _ = child.wait();
-        return Err(Failure::Compiler("the compiler's pipes are missing".into()));
+        return Err(ComponentError::Compiler(
+            "the compiler's pipes are missing".into(),
+        ));
     };
     let (done, finished) = mpsc::channel();
     let output = std::thread::scope(|scope| {
@@ -122,11 +126,11 @@ fn in_worker(executable: &PathBuf, bytes: &[u8], deadline: Duration) -> Result<V
             Ok(read) => Ok(read),
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 let _ = child.kill();
-                Err(Failure::Deadline(deadline))
+                Err(ComponentError::CompileDeadline(deadline))
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 let _ = child.kill();
-                Err(Failure::Compiler("its output was lost".into()))
+                Err(ComponentError::Compiler("its output was lost".into()))
             }
         };
         // Killing closes the pipes, so every thread above ends.
@@ -135,14 +139,15 @@ fn in_worker(executable: &PathBuf, bytes: &[u8], deadline: Duration) -> Result<V
         (output, status, reason)
     });
     let (output, status, reason) = output;
-    let artifact = output?.map_err(|e| Failure::Compiler(format!("reading its output: {e}")))?;
-    let status = status.map_err(|e| Failure::Compiler(format!("waiting for it: {e}")))?;
+    let artifact =
+        output?.map_err(|e| ComponentError::Compiler(format!("reading its output: {e}")))?;
+    let status = status.map_err(|e| ComponentError::Compiler(format!("waiting for it: {e}")))?;
     let reason = reason.trim().replace('\n', " ");
     match status.code() {
         Some(0) => Ok(artifact),
-        Some(INVALID) => Err(Failure::Invalid(reason)),
-        _ if reason.is_empty() => Err(Failure::Compiler(format!("the compiler {status}"))),
-        _ => Err(Failure::Compiler(format!(
+        Some(INVALID) => Err(ComponentError::Invalid(reason)),
+        _ if reason.is_empty() => Err(ComponentError::Compiler(format!("the compiler {status}"))),
+        _ => Err(ComponentError::Compiler(format!(
             "the compiler {status}: {reason}"
         ))),
     }

@@ -240,16 +240,7 @@ impl Runtime {
             complexity::TooComplex::Invalid(reason) => ComponentError::Invalid(reason),
             too_complex => ComponentError::TooComplex(too_complex),
         })?;
-        let artifact =
-            compiler::precompile(&self.engine, bytes, deadline).map_err(
-                |failure| match failure {
-                    compiler::Failure::Invalid(reason) => ComponentError::Invalid(reason),
-                    compiler::Failure::Deadline(deadline) => {
-                        ComponentError::CompileDeadline(deadline)
-                    }
-                    compiler::Failure::Compiler(reason) => ComponentError::Compiler(reason),
-                },
-            )?;
+        let artifact = compiler::precompile(&self.engine, bytes, deadline)?;
         // SAFETY: the artifact was just made from `bytes` by this build's
         // compiler with this engine's settings (in this process or in a
         // worker running this executable); wasmtime checks that the
