@@ -4,29 +4,12 @@
 
 mod support;
 
-use rmcp::ServiceExt as _;
-use rmcp::model::CallToolRequestParams;
-use rmcp::transport::StreamableHttpClientTransport;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::Duration;
-use support::{Cli, Server, eventually};
+use support::{Cli, Server, eventually, mcp_call};
 
 fn join(cli: &Cli, bootstrap: Option<&Server>) -> Server {
     Server::join(cli.data(), bootstrap)
-}
-
-/// Calls `tool` over MCP at `url`; returns the structured result.
-async fn mcp_call(url: String, tool: &str, arguments: Value) -> Value {
-    let client =
-        ().serve(StreamableHttpClientTransport::from_uri(url))
-            .await
-            .expect("MCP client connects");
-    let params = CallToolRequestParams::new(tool.to_owned())
-        .with_arguments(arguments.as_object().cloned().unwrap_or_default());
-    let result = client.call_tool(params).await.expect("tools/call answers");
-    client.cancel().await.ok();
-    assert_ne!(result.is_error, Some(true), "{tool} failed: {result:?}");
-    result.structured_content.expect("a structured result")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

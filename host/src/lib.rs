@@ -21,6 +21,7 @@
 mod agent_id;
 pub mod audit;
 pub mod bindings;
+pub mod bridge;
 pub mod capabilities;
 pub mod chat;
 pub mod cli;
@@ -76,4 +77,4 @@ pub mod testing {
 }
 
 pub use agent_id::{AgentId, ParseAgentIdError};
-pub use node::{AddError, Node, NodeCallError};
+pub use node::{AddError, AttachError, Node, NodeCallError};

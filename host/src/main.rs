@@ -42,6 +42,24 @@ enum Command {
         #[arg(required = true, value_name = "FILE.wasm")]
         files: Vec<PathBuf>,
     },
+    /// Attach an existing MCP server as an agent of this node: a command
+    /// the node starts and supervises (`attach NAME -- COMMAND ARGS...`,
+    /// MCP over its stdio) or a streamable-HTTP endpoint (`attach NAME
+    /// URL`). Its tools are checked and recorded now; the node starts it
+    /// when it is first called. It is not sandboxed by the node.
+    Attach {
+        /// The agent name its tools are served under (a-z 0-9 - _).
+        name: String,
+        /// A URL, or `--` and a command with its arguments.
+        #[arg(required = true, num_args = 1.., value_name = "URL | -- COMMAND ARGS", allow_hyphen_values = true)]
+        target: Vec<String>,
+    },
+    /// Detach an attached MCP server: its tools are no longer served and
+    /// the node stops it.
+    Detach {
+        /// Agent name, id, or unique id prefix.
+        agent: String,
+    },
     /// List installed agents.
     Ls {
         /// Print JSON records instead of a table.
@@ -408,6 +426,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let node = Node::open(data, config, capacity).context("cannot open the node")?;
     match command {
         Command::Add { files } => cli::add(&node, &files).await,
+        Command::Attach { name, target } => cli::attach(&node, &name, &target).await,
+        Command::Detach { agent } => cli::detach(&node, &agent),
         Command::Ls { json } => cli::list(&node, json),
         Command::Tools { agent, json } => cli::tools(&node, &agent, json),
         Command::Call {
@@ -547,9 +567,11 @@ fn init_logging(verbose: u8) {
     // that fetched an agent announces it again: neither is news to a person.
     // rmcp's service warns, in debug text, of every error answered to a
     // client (an unknown tool, a bad cursor): the client's mistake, which
-    // the node itself logs plainly at info (`-v`).
+    // the node itself logs plainly at info (`-v`). Its transports log
+    // an attached server's failures in debug text too; the node says why
+    // the server stopped in one line of its own.
     let quiet = if verbose < 2 {
-        ",libp2p_kad=error,libp2p_gossipsub=error,rmcp::service=error"
+        ",libp2p_kad=error,libp2p_gossipsub=error,rmcp::service=error,rmcp::transport=off"
     } else {
         ""
     };

@@ -10,6 +10,7 @@
 
 use crate::AgentId;
 use crate::audit::{self, Audit, Outcome};
+use crate::bridge::{Attachment, Bridge};
 use crate::capabilities::caller::{Caller, ChainCaller};
 use crate::capabilities::peers::{Hop, PeerFailure};
 use crate::config::{Config, DataDir};
@@ -37,6 +38,23 @@ pub enum AddError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Runtime(#[from] RuntimeUnavailable),
+}
+
+/// Why a server was not attached. Nothing is recorded when attaching fails.
+#[derive(Debug, thiserror::Error)]
+pub enum AttachError {
+    #[error(transparent)]
+    Name(#[from] crate::tool::ContractError),
+    #[error(
+        "an agent named {name} is installed already ({id}); detach or remove it first, or choose another name"
+    )]
+    Taken { name: String, id: AgentId },
+    #[error(transparent)]
+    Attachment(#[from] crate::bridge::InvalidAttachment),
+    #[error("{0}")]
+    Probe(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// Why a call through the node failed.
@@ -94,6 +112,8 @@ pub struct Node {
     audit: Arc<Audit>,
     models: Arc<Models>,
     loaded: Mutex<HashMap<AgentId, Arc<LoadedAgent>>>,
+    /// The attached servers, connected as they are called.
+    bridge: Bridge,
 }
 
 impl Node {
@@ -118,10 +138,12 @@ impl Node {
         );
         let runtime = BackgroundRuntime::start(data.kv(), capacity, audit.clone(), models.clone());
         let fingerprint = crate::runtime::engine_fingerprint()?;
+        let catalog = Catalog::new(data.agents());
         Ok(Node {
             blobs: BlobStore::new(data.blobs()),
             compiled: CompiledCache::new(data.compiled(), fingerprint),
-            catalog: Catalog::new(data.agents()),
+            bridge: Bridge::new(catalog.clone()),
+            catalog,
             policy,
             audit,
             data,
@@ -231,9 +253,46 @@ impl Node {
             added_at: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
+            attached: None,
         };
         self.catalog.put(&record)?;
         tracing::info!(agent = %record.card.name, id = %id, "added");
+        Ok(record)
+    }
+
+    /// Attaches the MCP server `attachment` as the agent `name`: connects
+    /// to it, checks its tools against the agent contract, and records it.
+    /// The server is stopped again; the node starts it when it is called.
+    pub async fn attach(
+        &self,
+        name: &str,
+        attachment: Attachment,
+    ) -> Result<AgentRecord, AttachError> {
+        crate::tool::validate_agent_name(name)?;
+        attachment.check()?;
+        if let Some(taken) = self.list()?.into_iter().find(|r| r.card.name == name) {
+            return Err(AttachError::Taken {
+                name: name.to_owned(),
+                id: taken.id,
+            });
+        }
+        let (card, tools) = crate::bridge::probe(name, &attachment, &self.config.limits)
+            .await
+            .map_err(AttachError::Probe)?;
+        let record = AgentRecord {
+            id: attachment.new_id(name),
+            card,
+            tools,
+            imports: Vec::new(),
+            size: 0,
+            origin: Origin::Attached,
+            added_at: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            attached: Some(attachment),
+        };
+        self.catalog.put(&record)?;
+        tracing::info!(agent = %record.card.name, id = %record.id, "attached");
         Ok(record)
     }
 
@@ -263,6 +322,11 @@ impl Node {
             agent: record.card.name.clone(),
             reason,
         };
+        if record.is_attached() {
+            return Err(load_error(
+                "it is an attached server, not a component".into(),
+            ));
+        }
         self.blobs.verify(&record.id)?;
         let artifact = self.compiled.verified_path(&record.id);
         let runtime = self.runtime()?;
@@ -381,6 +445,10 @@ impl Node {
         let started = std::time::Instant::now();
         let outcome = async {
             check_arguments(arguments)?;
+            if record.is_attached() {
+                let limits = &grants.limits;
+                return Ok(self.bridge.call(record, tool, arguments, limits).await?);
+            }
             let agent = self.load(record)?;
             let call = ToolCall {
                 tool,
@@ -410,6 +478,10 @@ impl Node {
         record: &AgentRecord,
         grants: Grants,
     ) -> Result<ResourceCatalog, NodeCallError> {
+        // The node passes on an attached server's tools only.
+        if record.is_attached() {
+            return Ok(ResourceCatalog::default());
+        }
         let agent = self.load(record)?;
         let grants = for_listing(grants);
         Ok(self.runtime()?.resources(&agent, &grants).await?)
@@ -419,6 +491,9 @@ impl Node {
     /// [`LoadedAgent::activity`]): what it lists may have changed when this
     /// has.
     pub fn activity(&self, record: &AgentRecord) -> Result<u64, NodeCallError> {
+        if record.is_attached() {
+            return Ok(0);
+        }
         Ok(self.load(record)?.activity())
     }
 
@@ -429,6 +504,9 @@ impl Node {
         uri: &str,
         caller: Option<Arc<dyn Caller>>,
     ) -> Result<Vec<ResourceContents>, NodeCallError> {
+        if record.is_attached() {
+            return Err(CallError::ResourceNotFound(uri.to_owned()).into());
+        }
         let grants = self.grants(record)?;
         let agent = self.load(record)?;
         Ok(self
@@ -444,6 +522,9 @@ impl Node {
         record: &AgentRecord,
         grants: Grants,
     ) -> Result<Vec<PromptSpec>, NodeCallError> {
+        if record.is_attached() {
+            return Ok(Vec::new());
+        }
         let agent = self.load(record)?;
         let grants = for_listing(grants);
         Ok(self.runtime()?.prompts(&agent, &grants).await?)
@@ -457,6 +538,13 @@ impl Node {
         arguments: &[(String, String)],
         caller: Option<Arc<dyn Caller>>,
     ) -> Result<PromptOutput, NodeCallError> {
+        if record.is_attached() {
+            return Err(CallError::UnknownPrompt {
+                agent: record.card.name.clone(),
+                prompt: name.to_owned(),
+            }
+            .into());
+        }
         let grants = self.grants(record)?;
         let agent = self.load(record)?;
         Ok(self
@@ -472,6 +560,10 @@ impl Node {
         // The record goes first: from then on the agent is not installed,
         // whatever happens to the files after it.
         self.catalog.remove(&record.id)?;
+        if record.is_attached() {
+            self.bridge.detach(&record.id);
+            return Ok(record);
+        }
         self.loaded_agents().remove(&record.id);
         self.compiled.remove(&record.id)?;
         self.blobs.remove(&record.id)?;

@@ -61,6 +61,24 @@ pub async fn eventually_async<T, E: Display>(
     }
 }
 
+/// Calls `tool` over MCP (streamable HTTP) at `url`, which must succeed;
+/// returns its structured result.
+pub async fn mcp_call(url: String, tool: &str, arguments: serde_json::Value) -> serde_json::Value {
+    use rmcp::ServiceExt as _;
+    let client = ()
+        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+            url,
+        ))
+        .await
+        .expect("MCP client connects");
+    let params = rmcp::model::CallToolRequestParams::new(tool.to_owned())
+        .with_arguments(arguments.as_object().cloned().unwrap_or_default());
+    let result = client.call_tool(params).await.expect("tools/call answers");
+    client.cancel().await.ok();
+    assert_ne!(result.is_error, Some(true), "{tool} failed: {result:?}");
+    result.structured_content.expect("a structured result")
+}
+
 /// The repository root.
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

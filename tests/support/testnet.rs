@@ -160,6 +160,7 @@ impl SimNode {
             size: bytes.len() as u64,
             origin: agentsite::policy::Origin::Local,
             added_at: 0,
+            attached: None,
         };
         let manifest = Manifest::describe(&record, bytes, &self.keypair.public());
         let signed = SignedManifest::sign(manifest, &self.keypair).expect("the manifest signs");

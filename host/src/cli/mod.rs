@@ -44,6 +44,39 @@ pub async fn add(node: &Node, files: &[impl AsRef<Path>]) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// `agentsite attach NAME URL` or `agentsite attach NAME -- COMMAND ARGS...`:
+/// prints the new agent's id.
+pub async fn attach(node: &Node, name: &str, target: &[String]) -> anyhow::Result<()> {
+    let dir = std::env::current_dir().context("cannot read the current directory")?;
+    let attachment = crate::bridge::Attachment::from_command_line(target, dir)?;
+    eprintln!("starting {} to list its tools…", safe(&attachment.target()));
+    let record = node
+        .attach(name, attachment)
+        .await
+        .with_context(|| format!("cannot attach {name}"))?;
+    println!("{}", record.id);
+    eprintln!(
+        "attached {name} ({} tools: {}); it runs outside the sandbox and is never fetchable by hash",
+        record.tools.len(),
+        tool_names(&record.tools)
+    );
+    Ok(())
+}
+
+/// `agentsite detach AGENT`
+pub fn detach(node: &Node, agent: &str) -> anyhow::Result<()> {
+    let record = node.resolve(agent)?;
+    anyhow::ensure!(
+        record.is_attached(),
+        "{} is a component, not an attached server; `agentsite rm {}` removes it",
+        record.card.name,
+        record.card.name
+    );
+    node.remove(&record.id.to_string(), false)?;
+    eprintln!("detached {}", record.card.name);
+    Ok(())
+}
+
 /// `agentsite ls`
 pub fn list(node: &Node, json: bool) -> anyhow::Result<()> {
     let records = node.list()?;
@@ -61,7 +94,10 @@ pub fn list(node: &Node, json: bool) -> anyhow::Result<()> {
                 r.card.name.clone(),
                 safe(&r.card.version).into_owned(),
                 r.id.short(),
-                ByteSize(r.size).to_string(),
+                match &r.attached {
+                    Some(_) => "attached".to_owned(),
+                    None => ByteSize(r.size).to_string(),
+                },
                 tool_names(&r.tools),
             ]
         })
@@ -148,30 +184,61 @@ pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
     out.push_str(&format!("{} {}\n", card.name, safe(&card.version)));
     out.push_str(&format!("  {}\n\n", safe(&card.description)));
     out.push_str(&format!("id:        {}\n", record.id));
-    out.push_str(&format!(
-        "size:      {} ({} bytes)\n",
-        ByteSize(record.size),
-        record.size
-    ));
+    match &record.attached {
+        Some(attachment) => {
+            out.push_str(&format!(
+                "runs:      {}: {}\n           not sandboxed by this node, not fetchable by hash\n",
+                attachment.kind(),
+                safe(&attachment.target())
+            ));
+        }
+        None => out.push_str(&format!(
+            "size:      {} ({} bytes)\n",
+            ByteSize(record.size),
+            record.size
+        )),
+    }
     if !card.tags.is_empty() {
         out.push_str(&format!("tags:      {}\n", safe(&card.tags.join(", "))));
     }
     if let Some(homepage) = &card.homepage {
         out.push_str(&format!("homepage:  {}\n", safe(homepage)));
     }
-    out.push_str(&format!(
-        "compiled:  {}\n",
-        compiled.map_or("no (compiles on first call)".into(), |p| p
-            .display()
-            .to_string())
-    ));
+    if !record.is_attached() {
+        out.push_str(&format!(
+            "compiled:  {}\n",
+            compiled.map_or("no (compiles on first call)".into(), |p| p
+                .display()
+                .to_string())
+        ));
+    }
     let origin = match record.origin {
         crate::policy::Origin::Local => "added on this machine".to_owned(),
         crate::policy::Origin::Network { publisher } => {
             format!("fetched from the network, published by {publisher}")
         }
+        crate::policy::Origin::Attached => "attached on this machine".to_owned(),
     };
     out.push_str(&format!("origin:    {origin}\n"));
+    if record.is_attached() {
+        // Nothing to grant: only the limits of a call apply.
+        if let Ok(grants) = &granted {
+            let limits = &grants.limits;
+            out.push_str(&format!(
+                "\ngranted:   no capabilities (it runs with the rights of its own process or host)\n\
+                 limits:    deadline {}, {} calls at once, output up to {}\n",
+                humantime::format_duration(limits.deadline),
+                limits.max_concurrent_calls,
+                limits.max_output
+            ));
+        }
+        out.push_str(&format!("\ntools ({}):\n", record.tools.len()));
+        for tool in &record.tools {
+            describe_tool(&mut out, tool);
+        }
+        print!("{out}");
+        return Ok(());
+    }
     out.push_str(&format!(
         "\nasks for:  {}\n",
         if asks.is_empty() {

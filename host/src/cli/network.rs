@@ -234,7 +234,7 @@ pub async fn search(
         eprintln!("no agent on the network matches {query:?}");
         return Ok(());
     }
-    let rows: Vec<[String; 5]> = found
+    let rows: Vec<[String; 6]> = found
         .into_iter()
         .map(|f| {
             // Manifests come from peers: every field is shown escaped.
@@ -242,12 +242,20 @@ pub async fn search(
                 safe(&f.card.name).into_owned(),
                 safe(&f.card.description).into_owned(),
                 safe(&super::tool_names(&f.tools)).into_owned(),
+                match &f.service {
+                    // Not sandboxed where it runs, never fetched: called there.
+                    Some(kind) => format!("{}, remote call only", safe(kind)),
+                    None => "component".to_owned(),
+                },
                 f.providers.to_string(),
                 f.id.to_string(),
             ]
         })
         .collect();
-    super::print_table(["NAME", "DESCRIPTION", "TOOLS", "PROVIDERS", "ID"], &rows);
+    super::print_table(
+        ["NAME", "DESCRIPTION", "TOOLS", "RUNS", "PROVIDERS", "ID"],
+        &rows,
+    );
     Ok(())
 }
 

@@ -270,6 +270,19 @@ fn remove_from<T>(
 
 /// `agentsite grant [AGENT | --publisher KEY] ITEM...`
 pub fn grant(node: &Node, subject: &Subject, items: &[String]) -> anyhow::Result<()> {
+    if let Subject::Agent(id) = subject
+        && let Ok(record) = node.resolve(&id.to_string())
+        && record.is_attached()
+        && let Some(item) = items
+            .iter()
+            .find(|item| !item.starts_with("deadline=") && !item.starts_with("concurrency="))
+    {
+        anyhow::bail!(
+            "{} is an attached server, which runs outside the sandbox: the node has nothing like \
+             {item:?} to grant it (only deadline= and concurrency= apply to its calls)",
+            record.card.name
+        );
+    }
     let grant = add_grants(node.policy(), subject, items)?;
     eprintln!("granted to {subject} in {}", node.policy().path().display());
     print_grant(&grant, node.config().limits);

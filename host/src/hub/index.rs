@@ -237,6 +237,7 @@ mod tests {
             size: bytes.len() as u64,
             origin: crate::policy::Origin::Local,
             added_at: 0,
+            attached: None,
         };
         let key = Keypair::generate_ed25519();
         SignedManifest::sign(Manifest::describe(&record, &bytes, &key.public()), &key).unwrap()

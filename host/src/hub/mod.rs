@@ -105,6 +105,10 @@ pub struct Found {
     pub size: u64,
     /// The imports it asks a host for.
     pub capabilities: Vec<String>,
+    /// For an attached server its publisher's node serves, what kind it is:
+    /// it is not fetchable, only called there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
 }
 
 impl Found {
@@ -122,6 +126,7 @@ impl Found {
             publisher: signed.publisher_id().to_string(),
             size: manifest.size,
             capabilities: manifest.capabilities.clone(),
+            service: manifest.service.clone(),
         }
     }
 }
@@ -159,6 +164,15 @@ pub enum HubError {
     Remote(#[from] RpcError),
     #[error(transparent)]
     Refused(#[from] crate::policy::Refused),
+    #[error(
+        "{name} ({id}) is an attached {kind} on the node that published it: it is not \
+         fetchable by hash, only called there (`agentsite call --remote {id} TOOL ARGS`)"
+    )]
+    NotFetchable {
+        name: String,
+        id: AgentId,
+        kind: String,
+    },
 }
 
 /// Options of the hub beyond the network's own.
@@ -281,8 +295,15 @@ impl Hub {
     }
 
     fn sign_and_offer(&self, record: &AgentRecord) -> Result<SignedManifest, HubError> {
-        let bytes = self.shared.node.blobs().get(&record.id)?;
-        let manifest = Manifest::describe(record, &bytes, &self.publisher.public());
+        let publisher = self.publisher.public();
+        let manifest = match &record.attached {
+            // A service: reached here by remote call, never fetched.
+            Some(attachment) => Manifest::service(record, attachment.kind(), &publisher),
+            None => {
+                let bytes = self.shared.node.blobs().get(&record.id)?;
+                Manifest::describe(record, &bytes, &publisher)
+            }
+        };
         let signed = SignedManifest::sign(manifest, &self.publisher)?;
         self.save_published(&signed)?;
         self.shared.offer(signed.clone());
@@ -305,9 +326,7 @@ impl Hub {
             .filter_map(|entry| {
                 let bytes = std::fs::read(entry.path()).ok()?;
                 match SignedManifest::decode(&bytes) {
-                    Ok(manifest) if self.shared.node.blobs().verify(&manifest.id()).is_ok() => {
-                        Some(manifest)
-                    }
+                    Ok(manifest) if self.still_here(&manifest) => Some(manifest),
                     Ok(_) => None,
                     Err(e) => {
                         tracing::warn!("ignoring {}: {e}", entry.path().display());
@@ -316,6 +335,18 @@ impl Hub {
                 }
             })
             .collect()
+    }
+
+    /// Whether the agent of a manifest this node published is still here:
+    /// its bytes, or for a service its attached server.
+    fn still_here(&self, manifest: &SignedManifest) -> bool {
+        let node = &self.shared.node;
+        if manifest.manifest().is_service() {
+            return node
+                .resolve(&manifest.id().to_string())
+                .is_ok_and(|record| record.is_attached());
+        }
+        node.blobs().verify(&manifest.id()).is_ok()
     }
 
     /// Agents matching `query`, best first: any of its terms (words, stemmed,
@@ -497,7 +528,7 @@ impl Hub {
     ) -> Result<Fetched, HubError> {
         let node = &self.shared.node;
         if let Ok(record) = node.resolve(&id.to_string())
-            && node.blobs().verify(&id).is_ok()
+            && (record.is_attached() || node.blobs().verify(&id).is_ok())
         {
             return Ok(Fetched {
                 record,
@@ -507,6 +538,13 @@ impl Hub {
             });
         }
         let manifest = self.manifest(id).await?;
+        if let Some(kind) = &manifest.manifest().service {
+            return Err(HubError::NotFetchable {
+                name: manifest.manifest().card.name.clone(),
+                id,
+                kind: crate::text::one_line(kind, 64),
+            });
+        }
         let origin = Origin::Network {
             publisher: manifest.publisher_id(),
         };

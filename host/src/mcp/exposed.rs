@@ -203,6 +203,7 @@ mod tests {
             size: 1,
             origin: crate::policy::Origin::Local,
             added_at: 0,
+            attached: None,
         }
     }
 

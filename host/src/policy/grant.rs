@@ -171,6 +171,16 @@ impl Grant {
         }
     }
 
+    /// The limits this grant sets, without any capability: what applies
+    /// to an agent outside the sandbox.
+    pub fn limits_only(&self) -> Grant {
+        Grant {
+            deadline: self.deadline,
+            max_concurrent_calls: self.max_concurrent_calls,
+            ..Grant::default()
+        }
+    }
+
     /// Each field from `self` where set, otherwise from `fallback`.
     pub fn or(&self, fallback: &Grant) -> Grant {
         Grant {

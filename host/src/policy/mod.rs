@@ -87,6 +87,11 @@ pub enum Origin {
     Local,
     /// Fetched from the network under a manifest this publisher signed.
     Network { publisher: PeerId },
+    /// An MCP server or A2A agent the operator attached (see
+    /// [`crate::bridge`]): it runs outside the sandbox, so there is nothing
+    /// to grant it; only the limits of a call (deadline, concurrency)
+    /// apply.
+    Attached,
 }
 
 /// Why an agent may not run here.
@@ -166,6 +171,7 @@ impl Policy {
         let own = self.agents.get(agent);
         let (base, source) = match origin {
             Origin::Local => (self.defaults.clone(), Source::Defaults),
+            Origin::Attached => (self.defaults.clone(), Source::Defaults),
             Origin::Network { publisher } => match self.publishers.get(publisher) {
                 Some(trusted) => (trusted.or(&self.defaults), Source::Publisher),
                 // An agent granted by id was vetted by the operator as these
@@ -182,9 +188,14 @@ impl Policy {
                 },
             },
         };
-        Ok(match own {
+        let (grant, source) = match own {
             Some(own) => (own.or(&base), Source::Agent),
             None => (base, source),
+        };
+        // What runs outside the sandbox cannot be given capabilities.
+        Ok(match origin {
+            Origin::Attached => (grant.limits_only(), source),
+            _ => (grant, source),
         })
     }
 }

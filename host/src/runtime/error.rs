@@ -64,6 +64,10 @@ pub enum CallError {
     /// The guest returned something that breaks the contract.
     #[error("agent returned a malformed result: {0}")]
     MalformedResult(String),
+    /// An attached server could not take the call: it is not running, is
+    /// being started again, or cannot be reached. The text says why.
+    #[error("{0}")]
+    Unavailable(String),
     /// The host itself failed (for example, an instance could not be created).
     #[error("host error: {0}")]
     Host(String),

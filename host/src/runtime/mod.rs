@@ -12,7 +12,7 @@ pub mod compiler;
 pub(crate) mod complexity;
 mod engine;
 mod error;
-mod result;
+pub(crate) mod result;
 
 pub use engine::{
     Capacity, EPOCH_TICK, build_engine, engine_config, engine_fingerprint, fingerprint,

@@ -100,7 +100,7 @@ fn check_size(size: usize, limits: &Limits) -> Result<(), CallError> {
 /// Validates and converts a card and tool list. Their size is bounded by
 /// [`tool::card_limits`], not by the output cap: a record is read by every
 /// listing, so it has bounds of its own.
-pub(super) fn describe(
+pub(crate) fn describe(
     card: types::AgentCard,
     tools: Vec<types::Tool>,
 ) -> Result<(AgentCard, Vec<ToolSpec>), CallError> {
@@ -217,7 +217,7 @@ fn content(content: types::Content) -> Content {
 }
 
 /// Validates and converts a tool result.
-pub(super) fn tool_output(
+pub(crate) fn tool_output(
     result: types::ToolResult,
     limits: &Limits,
 ) -> Result<ToolOutput, CallError> {

@@ -25,6 +25,9 @@ pub struct AgentRecord {
     pub origin: Origin,
     /// When the agent was added, in seconds since the Unix epoch.
     pub added_at: u64,
+    /// For an attached server (not a component), how the node reaches it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attached: Option<crate::bridge::Attachment>,
 }
 
 fn local() -> Origin {
@@ -32,6 +35,12 @@ fn local() -> Origin {
 }
 
 impl AgentRecord {
+    /// Whether the agent is an attached server rather than a component:
+    /// not sandboxed by the node and never fetchable by hash.
+    pub fn is_attached(&self) -> bool {
+        self.attached.is_some()
+    }
+
     /// Whether the agent asks for an import from `interface` (such as `agentsite:agent/kv`).
     pub fn imports_interface(&self, interface: &str) -> bool {
         self.imports
@@ -201,6 +210,7 @@ mod tests {
             size: bytes.len() as u64,
             origin: Origin::Local,
             added_at: 0,
+            attached: None,
         }
     }
 

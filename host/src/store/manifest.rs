@@ -49,6 +49,11 @@ pub struct Manifest {
     pub publisher: String,
     /// When it was signed, in seconds since the Unix epoch.
     pub published_at: u64,
+    /// Set for an attached server the publisher's node serves (such as
+    /// "MCP server (stdio)"): it has no bytes (size 0, no chunks), is
+    /// never fetched, and is reached by remote call on that node only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
 }
 
 /// A manifest with its publisher's signature, exactly as it travels.
@@ -101,10 +106,33 @@ impl Manifest {
             capabilities: record.imports.clone(),
             publisher: base64::engine::general_purpose::STANDARD
                 .encode(publisher.encode_protobuf()),
-            published_at: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
+            published_at: now(),
+            service: None,
         }
+    }
+
+    /// The manifest of an attached server, published as a service: its
+    /// card and tools, and no bytes.
+    pub fn service(record: &AgentRecord, kind: &str, publisher: &PublicKey) -> Manifest {
+        Manifest {
+            id: record.id,
+            size: 0,
+            chunk_size: CHUNK_SIZE,
+            chunks: Vec::new(),
+            card: record.card.clone(),
+            tools: record.tools.clone(),
+            capabilities: Vec::new(),
+            publisher: base64::engine::general_purpose::STANDARD
+                .encode(publisher.encode_protobuf()),
+            published_at: now(),
+            service: Some(kind.to_owned()),
+        }
+    }
+
+    /// Whether this is a service reached by remote call only (see
+    /// [`Manifest::service`]).
+    pub fn is_service(&self) -> bool {
+        self.service.is_some()
     }
 
     /// How many chunks an agent of this size has.
@@ -152,7 +180,14 @@ impl Manifest {
 
     fn check(&self) -> Result<(), ManifestError> {
         let bad = |reason: String| Err(ManifestError::Inconsistent(reason));
-        if self.size == 0 || self.size > MAX_AGENT_SIZE {
+        if let Some(kind) = &self.service {
+            if kind.is_empty() || kind.len() > 64 || kind.chars().any(char::is_control) {
+                return bad("the service kind must be 1 to 64 printable bytes".into());
+            }
+            if self.size != 0 || !self.chunks.is_empty() || !self.capabilities.is_empty() {
+                return bad("a service has no bytes, chunks or capabilities".into());
+            }
+        } else if self.size == 0 || self.size > MAX_AGENT_SIZE {
             return bad(format!(
                 "size {} is outside 1..={MAX_AGENT_SIZE}",
                 self.size
@@ -188,6 +223,12 @@ impl Manifest {
         crate::tool::check_card_size(&self.card, &self.tools)
             .map_err(|e| ManifestError::Inconsistent(e.0))
     }
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// A keyword as stored in the DHT: lowercase, trimmed.
@@ -299,6 +340,7 @@ pub(crate) mod tests {
             size: bytes.len() as u64,
             origin: crate::policy::Origin::Local,
             added_at: 0,
+            attached: None,
         };
         SignedManifest::sign(
             Manifest::describe(&record, bytes, &keypair.public()),

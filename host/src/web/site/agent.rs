@@ -227,6 +227,13 @@ pub async fn page(
         (Known::Installed(..), Origin::Network { publisher }) => {
             format!("fetched from the network, published by {publisher}")
         }
+        (Known::Installed(record, _), Origin::Attached) => format!(
+            "attached on this machine: {}",
+            record
+                .attached
+                .as_ref()
+                .map_or(String::new(), |a| a.target())
+        ),
         (Known::Network(_), _) => "not installed here".to_owned(),
     };
     let tool_views: Vec<ToolView> = tools

@@ -32,6 +32,9 @@ pub struct AgentView {
     pub on_network: bool,
     /// What its imports ask a host to grant.
     pub asks_for: Vec<&'static str>,
+    /// For an attached server (here, or a service of another node), what
+    /// kind: not sandboxed by the node that runs it, not fetchable.
+    pub attached: Option<String>,
 }
 
 /// Who signed an agent's manifest, and what this node makes of them.
@@ -74,6 +77,7 @@ impl AgentView {
             published: false,
             on_network: false,
             asks_for: crate::policy::asked_for(imports),
+            attached: None,
         }
     }
 }
@@ -174,8 +178,9 @@ impl Site {
         view.installed = true;
         view.publisher = match record.origin {
             Origin::Network { publisher } => Some(trust.of(&publisher.to_string())),
-            Origin::Local => publisher.map(|p| trust.of(p)),
+            Origin::Local | Origin::Attached => publisher.map(|p| trust.of(p)),
         };
+        view.attached = record.attached.as_ref().map(|a| a.kind().to_owned());
         self.complete(&mut view, record.id, providers);
         view
     }
@@ -190,6 +195,7 @@ impl Site {
             &found.capabilities,
         );
         view.publisher = Some(trust.of(&found.publisher));
+        view.attached = found.service.clone();
         self.complete(&mut view, found.id, found.providers);
         view
     }

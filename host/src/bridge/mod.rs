@@ -1,0 +1,401 @@
+//! Agents that are not components: MCP servers the operator attaches,
+//! served as agents of the node.
+//!
+//! An attached server is a program the node starts and talks MCP to over
+//! stdio (`agentsite attach NAME -- COMMAND ARGS...`) or a streamable-HTTP
+//! endpoint (`agentsite attach NAME URL`). Its tools are probed when it is
+//! attached, checked as a component's are, and kept in an [`AgentRecord`]
+//! like any agent's, so that listings, `/mcp`, `peers.call`, remote calls
+//! and goals reach it through the node's one call path.
+//!
+//! What differs is isolation: the node does not sandbox it (it runs with
+//! the operator's rights, or elsewhere), has no capabilities to grant it,
+//! and has no bytes to serve, so it is never fetchable by hash. What the
+//! node still holds it to is what a caller sees: the call's deadline, the
+//! output cap, the agent's concurrency slots, and well-formed results. A
+//! stdio server that exits is started again with backoff.
+
+mod attachment;
+mod convert;
+mod http;
+mod link;
+mod stdio;
+
+pub use attachment::{Attachment, InvalidAttachment};
+pub use link::START_TIMEOUT;
+
+use crate::AgentId;
+use crate::config::Limits;
+use crate::runtime::CallError;
+use crate::store::{AgentRecord, Catalog};
+use crate::tool::{AgentCard, ToolOutput, ToolSpec};
+use futures::future::BoxFuture;
+use link::Link;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ErrorCode,
+    Implementation, ServerPeerInfo,
+};
+use rmcp::service::{NotificationContext, ServiceError};
+use rmcp::{ClientHandler, Peer, RoleClient};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How long re-listing a server's tools after it says they changed may
+/// take.
+const RELIST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A connected server: where calls go.
+pub struct Session {
+    peer: Peer<RoleClient>,
+    info: Option<Arc<ServerPeerInfo>>,
+    /// Whether the end of the connection is seen from the server's side (a
+    /// process exiting) rather than only by a failed request.
+    watched: bool,
+    /// Why it ended, once it has.
+    ended: std::sync::OnceLock<String>,
+    /// Stops the server when the last holder lets go.
+    _stop: tokio_util::sync::DropGuard,
+}
+
+/// A session just made, and what resolves (with the reason) when it ends.
+pub struct Connected {
+    session: Session,
+    ended: BoxFuture<'static, String>,
+}
+
+/// Called with the server's peer when it says its tools changed.
+type ToolsChanged = Arc<dyn Fn(Peer<RoleClient>) + Send + Sync>;
+
+/// The node as an MCP client of an attached server: it announces itself
+/// and listens for the server's tool list changing. It offers no sampling,
+/// roots or elicitation: an attached server gets nothing from the node
+/// but calls.
+#[derive(Clone)]
+struct Client {
+    tools_changed: Option<ToolsChanged>,
+}
+
+impl ClientHandler for Client {
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        if let Some(tools_changed) = &self.tools_changed {
+            tools_changed(context.peer);
+        }
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("agentsite", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// Connects to `attachment`, handing `client` the server's notifications.
+async fn connect_with(
+    name: &str,
+    attachment: &Attachment,
+    max_message: usize,
+    client: Client,
+) -> Result<Connected, String> {
+    match attachment {
+        Attachment::Stdio { command, args, dir } => {
+            stdio::connect(name, command, args, dir, max_message, client).await
+        }
+        Attachment::Http { url } => http::connect(name, url, max_message, client).await,
+    }
+}
+
+/// Connects to `attachment` without listening for changes.
+async fn connect(
+    name: &str,
+    attachment: &Attachment,
+    max_message: usize,
+) -> Result<Connected, String> {
+    connect_with(
+        name,
+        attachment,
+        max_message,
+        Client {
+            tools_changed: None,
+        },
+    )
+    .await
+}
+
+/// The bytes one message of an attached server may take: a result at the
+/// output cap, with room for JSON's escapes and base64, and the framing.
+fn max_message(limits: &Limits) -> usize {
+    let cap = usize::try_from(limits.max_output.as_u64()).unwrap_or(usize::MAX);
+    cap.saturating_mul(4).saturating_add(1024 * 1024)
+}
+
+/// Connects to `attachment` once and returns the card and tools it offers
+/// as the agent `name`, checked against the contract; the server is
+/// stopped again. What `agentsite attach` runs before it records anything.
+pub async fn probe(
+    name: &str,
+    attachment: &Attachment,
+    limits: &Limits,
+) -> Result<(AgentCard, Vec<ToolSpec>), String> {
+    let described = async {
+        let connected = connect(name, attachment, max_message(limits)).await?;
+        let session = connected.session;
+        let tools = session
+            .peer
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("{name} did not list its tools: {e}"))?;
+        describe(name, attachment, session.info.as_deref(), tools)
+    };
+    tokio::time::timeout(START_TIMEOUT, described)
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "{name} did not start and list its tools within {} s",
+                START_TIMEOUT.as_secs()
+            ))
+        })
+}
+
+fn describe(
+    name: &str,
+    attachment: &Attachment,
+    info: Option<&ServerPeerInfo>,
+    tools: Vec<rmcp::model::Tool>,
+) -> Result<(AgentCard, Vec<ToolSpec>), String> {
+    convert::describe(
+        name,
+        attachment.kind(),
+        info.and_then(|i| i.server_info.as_ref()),
+        info.and_then(|i| i.instructions.as_deref()),
+        tools,
+    )
+    .map_err(|e| match e {
+        CallError::MalformedResult(why) => format!("{name} breaks the agent contract: {why}"),
+        other => format!("{name} breaks the agent contract: {other}"),
+    })
+}
+
+/// What went wrong, in a person's words: the root of an error's sources
+/// ("Connection refused", "dns error: ..."), which the MCP library wraps
+/// in layers named after its types.
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    // The HTTP transport's error holds the HTTP client's without naming it
+    // as its source.
+    if let Some(StreamableHttpError::Client(inner)) =
+        error.downcast_ref::<StreamableHttpError<reqwest::Error>>()
+    {
+        return root_cause(inner);
+    }
+    let mut root = error;
+    while let Some(source) = root.source() {
+        root = source;
+    }
+    match root.to_string() {
+        text if text.trim().is_empty() => error.to_string(),
+        text => text,
+    }
+}
+
+/// How often a node looks for servers detached by another process (the
+/// `agentsite detach` command beside a serving node) to stop them.
+const SWEEP_EVERY: Duration = Duration::from_secs(2);
+
+type Links = Mutex<HashMap<AgentId, Arc<Link>>>;
+
+/// The attached servers of one node, connected as they are called.
+pub struct Bridge {
+    catalog: Catalog,
+    links: Arc<Links>,
+    /// Whether the sweep runs.
+    sweeping: std::sync::atomic::AtomicBool,
+}
+
+impl Bridge {
+    /// A bridge whose records live in `catalog` (where a changed tool list
+    /// is written back).
+    pub fn new(catalog: Catalog) -> Self {
+        Bridge {
+            catalog,
+            links: Arc::new(Mutex::new(HashMap::new())),
+            sweeping: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Stops, every [`SWEEP_EVERY`], the servers whose record is gone or
+    /// changed, until the bridge is dropped. Started with the first link.
+    fn sweep(catalog: Catalog, links: std::sync::Weak<Links>) {
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(SWEEP_EVERY).await;
+                let Some(links) = links.upgrade() else { return };
+                let current: Vec<(AgentId, Arc<Link>)> = links
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .iter()
+                    .map(|(id, link)| (*id, link.clone()))
+                    .collect();
+                for (id, link) in current {
+                    let kept = matches!(
+                        catalog.get(&id),
+                        Ok(Some(record)) if record.attached.as_ref() == Some(link.attachment())
+                    );
+                    // A catalog that cannot be read says nothing.
+                    if !kept && catalog.get(&id).is_ok() {
+                        tracing::info!(agent = %id, "detached; stopping its server");
+                        links
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .remove(&id);
+                        link.close();
+                    }
+                }
+            }
+        });
+    }
+
+    /// Calls `tool` of the attached agent of `record` with `arguments` (a
+    /// JSON object as text) under `limits`: one of its call slots, the
+    /// server (started if need be) and its answer, all within the deadline,
+    /// and the answer checked as a component's result is.
+    pub async fn call(
+        &self,
+        record: &AgentRecord,
+        tool: &str,
+        arguments: &str,
+        limits: &Limits,
+    ) -> Result<ToolOutput, CallError> {
+        let deadline = Instant::now() + limits.deadline;
+        let link = self.link(record, limits)?;
+        let _slot = link.slot(limits.max_concurrent_calls, deadline).await?;
+        let session = link.session(deadline).await?;
+        let arguments = match serde_json::from_str(arguments) {
+            Ok(serde_json::Value::Object(arguments)) => arguments,
+            _ => {
+                return Err(CallError::InvalidArguments(
+                    "arguments must be a JSON object".into(),
+                ));
+            }
+        };
+        let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
+        // Giving up at the deadline drops the request, which tells the
+        // server the call is cancelled.
+        let answer = tokio::time::timeout_at(deadline, session.peer.call_tool_once(request)).await;
+        let name = &record.card.name;
+        match answer {
+            Err(_) => Err(CallError::DeadlineExceeded(limits.deadline)),
+            Ok(Ok(CallToolResponse::Complete(result))) => convert::tool_output(result, limits),
+            Ok(Ok(_)) => Err(CallError::Failed(format!(
+                "{name} asked for input or started a long-running task, which the node does not \
+                 support for attached servers"
+            ))),
+            Ok(Err(ServiceError::McpError(error))) => {
+                let message = crate::text::one_line(&error.message, 4096);
+                Err(if error.code == ErrorCode::INVALID_PARAMS {
+                    CallError::InvalidArguments(message)
+                } else {
+                    CallError::Failed(format!("{name} refused the call: {message}"))
+                })
+            }
+            Ok(Err(error)) => {
+                let reason = if session.watched {
+                    link.broken(&session).await
+                } else {
+                    let why = match &error {
+                        ServiceError::TransportSend(e) => root_cause(&*e.error),
+                        other => other.to_string(),
+                    };
+                    format!(
+                        "{name} could not be reached: {}",
+                        crate::text::one_line(&why, 400)
+                    )
+                };
+                link.failed(&session, reason.clone());
+                Err(CallError::Unavailable(reason))
+            }
+        }
+    }
+
+    /// The link of `record`, made on first use.
+    fn link(&self, record: &AgentRecord, limits: &Limits) -> Result<Arc<Link>, CallError> {
+        let Some(attachment) = &record.attached else {
+            return Err(CallError::Host(format!(
+                "{} is not an attached server",
+                record.card.name
+            )));
+        };
+        let mut links = self.links.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(link) = links.get(&record.id)
+            && link.attachment() == attachment
+        {
+            return Ok(link.clone());
+        }
+        if !self
+            .sweeping
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            Self::sweep(self.catalog.clone(), Arc::downgrade(&self.links));
+        }
+        let link = Link::new(
+            record.card.name.clone(),
+            attachment.clone(),
+            max_message(limits),
+            self.relister(record),
+        );
+        links.insert(record.id, link.clone());
+        Ok(link)
+    }
+
+    /// What runs when the server of `record` says its tools changed: list
+    /// them again and, if they are valid, write them to its record (a list
+    /// that breaks the contract is refused and the old one kept).
+    fn relister(&self, record: &AgentRecord) -> ToolsChanged {
+        let catalog = self.catalog.clone();
+        let id = record.id;
+        let name = record.card.name.clone();
+        Arc::new(move |peer: Peer<RoleClient>| {
+            let catalog = catalog.clone();
+            let name = name.clone();
+            tokio::spawn(async move {
+                let Ok(Some(mut record)) = catalog.get(&id) else {
+                    return;
+                };
+                let Some(attachment) = record.attached.clone() else {
+                    return;
+                };
+                let listed = tokio::time::timeout(RELIST_TIMEOUT, peer.list_all_tools()).await;
+                let tools = match listed {
+                    Ok(Ok(tools)) => tools,
+                    Ok(Err(e)) => return tracing::warn!(agent = %name, "cannot list tools: {e}"),
+                    Err(_) => return tracing::warn!(agent = %name, "listing tools timed out"),
+                };
+                match describe(&name, &attachment, peer.peer_info().as_deref(), tools) {
+                    Ok((_, tools)) if tools != record.tools => {
+                        record.tools = tools;
+                        match catalog.put(&record) {
+                            Ok(()) => tracing::info!(agent = %name, "tool list changed"),
+                            Err(e) => tracing::warn!(agent = %name, "cannot save tools: {e}"),
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!("keeping the old tool list: {e}"),
+                }
+            });
+        })
+    }
+
+    /// Stops the server of the agent `id` and forgets it.
+    pub fn detach(&self, id: &AgentId) {
+        let link = self
+            .links
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
+        if let Some(link) = link {
+            link.close();
+        }
+    }
+}
