@@ -306,6 +306,26 @@ async fn a_misbehaving_server_is_contained_and_a_crashed_one_restarted() {
     })
     .await;
     assert_eq!(sum.structured_content.unwrap()["result"], 5.0);
+
+    // It says its tools changed: the node lists them again into its record.
+    node.call("kit", "grow", r#"{"name": "grown"}"#, None)
+        .await
+        .unwrap();
+    eventually_async(
+        Duration::from_secs(30),
+        "kit's record lists grown",
+        async || {
+            let tools = node.resolve("kit").unwrap().tools;
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            match names.contains(&"grown") {
+                true => Ok(()),
+                false => Err(format!("{names:?}")),
+            }
+        },
+    )
+    .await;
+    let grown = node.call("kit", "grown", "{}", None).await.unwrap();
+    assert_eq!(grown.text(), "grown");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

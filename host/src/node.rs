@@ -250,9 +250,7 @@ impl Node {
             imports,
             size: bytes.len() as u64,
             origin,
-            added_at: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
+            added_at: unix_seconds(),
             attached: None,
         };
         self.catalog.put(&record)?;
@@ -286,9 +284,7 @@ impl Node {
             imports: Vec::new(),
             size: 0,
             origin: Origin::Attached,
-            added_at: SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
+            added_at: unix_seconds(),
             attached: Some(attachment),
         };
         self.catalog.put(&record)?;
@@ -444,10 +440,10 @@ impl Node {
         }
         let started = std::time::Instant::now();
         let outcome = async {
-            check_arguments(arguments)?;
+            let object = parse_arguments(arguments)?;
             if record.is_attached() {
                 let limits = &grants.limits;
-                return Ok(self.bridge.call(record, tool, arguments, limits).await?);
+                return Ok(self.bridge.call(record, tool, object, limits).await?);
             }
             let agent = self.load(record)?;
             let call = ToolCall {
@@ -576,6 +572,12 @@ impl Node {
     }
 }
 
+fn unix_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 /// `grants` for a listing: the call's deadline, cut to the listing deadline.
 fn for_listing(mut grants: Grants) -> Grants {
     let limits = &mut grants.limits;
@@ -584,16 +586,19 @@ fn for_listing(mut grants: Grants) -> Grants {
 }
 
 /// Arguments must be one JSON object; anything else is refused before any
-/// WebAssembly runs.
-fn check_arguments(arguments: &str) -> Result<(), CallError> {
+/// WebAssembly runs or any attached server is asked. The object is what an
+/// attached server is sent.
+fn parse_arguments(
+    arguments: &str,
+) -> Result<serde_json::Map<String, serde_json::Value>, CallError> {
     let value: serde_json::Value = serde_json::from_str(arguments)
         .map_err(|e| CallError::InvalidArguments(format!("arguments are not valid JSON: {e}")))?;
-    if !value.is_object() {
-        return Err(CallError::InvalidArguments(
+    match value {
+        serde_json::Value::Object(object) => Ok(object),
+        _ => Err(CallError::InvalidArguments(
             "arguments must be a JSON object, such as {\"a\": 1}".into(),
-        ));
+        )),
     }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 """An MCP server written with the MCP Python SDK's MCPServer (FastMCP before
 mcp 2), with the ways a server goes wrong, for tests/attached.rs to attach
-to a node: it adds, and it can crash, hang, flood its output or lie about
-its tools.
+to a node: it adds, and it can crash, hang, flood its output, lie about
+its tools or change them.
 
     python mcp_server.py [--lie] [http PORT]
 """
@@ -10,7 +10,7 @@ import asyncio
 import os
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 app = MCPServer("testkit", version="0.1.0", description="Arithmetic and misbehaviour on request")
 
@@ -52,6 +52,14 @@ async def slow(seconds: float) -> str:
     """Answers after `seconds`."""
     await asyncio.sleep(seconds)
     return f"slept {seconds}"
+
+
+@app.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Adds a tool called `name` and tells the client its tools changed."""
+    app.add_tool(lambda: "grown", name=name, description="added while running")
+    await ctx.session.send_tool_list_changed()
+    return f"added {name}"
 
 
 if "--lie" in sys.argv:

@@ -81,13 +81,12 @@ fn contract_tool(tool: Tool) -> types::Tool {
 /// output cap, the number of content blocks, well-formed media and
 /// structured content) as a component's result is.
 pub fn tool_output(answer: CallToolResult, limits: &Limits) -> Result<ToolOutput, CallError> {
-    if answer.content.len() > result::MAX_CONTENT_ITEMS {
-        return Err(CallError::TooManyItems {
-            what: "content blocks",
-            count: answer.content.len(),
-            limit: result::MAX_CONTENT_ITEMS,
-        });
-    }
+    // Counted before any block is converted, as the contract's check does.
+    result::check_count(
+        "content blocks",
+        answer.content.len(),
+        result::MAX_CONTENT_ITEMS,
+    )?;
     let content = answer
         .content
         .into_iter()

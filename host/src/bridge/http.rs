@@ -9,7 +9,6 @@ use rmcp::service::ClientInitializeError;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use std::time::Duration;
-use tokio_util::sync::CancellationToken;
 
 /// How long opening a connection to the server may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -37,14 +36,7 @@ pub async fn connect(
             crate::text::one_line(&why, 400)
         )
     })?;
-    let stop = CancellationToken::new();
-    let session = Session {
-        peer: running.peer().clone(),
-        info: running.peer_info(),
-        watched: false,
-        ended: std::sync::OnceLock::new(),
-        _stop: stop.clone().drop_guard(),
-    };
+    let (session, stop) = Session::new(&running, false);
     let name = name.to_owned();
     let url = url.to_owned();
     let ended = async move {

@@ -4,10 +4,10 @@
 //! no longer than their deadline.
 
 use super::{Attachment, Client, Connected, Session, ToolsChanged, connect_with};
-use crate::runtime::CallError;
+use crate::runtime::{CallError, CallSlots};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// The first wait before a restart; each failure in a row doubles it.
@@ -48,8 +48,7 @@ pub struct Link {
     phase: watch::Sender<Phase>,
     /// Failures in a row, for the backoff.
     failures: Mutex<u32>,
-    /// The call slots and how many there are (see [`Link::slot`]).
-    slots: Mutex<(u32, Arc<Semaphore>)>,
+    slots: CallSlots,
 }
 
 impl Link {
@@ -66,7 +65,8 @@ impl Link {
             tools_changed,
             phase: watch::Sender::new(Phase::Idle),
             failures: Mutex::new(0),
-            slots: Mutex::new((0, Arc::new(Semaphore::new(0)))),
+            // Sized by the first call's limits.
+            slots: CallSlots::new(0),
         })
     }
 
@@ -74,24 +74,9 @@ impl Link {
         &self.attachment
     }
 
-    /// One of `count` call slots, waited for until `deadline`.
-    pub async fn slot(
-        &self,
-        count: u32,
-        deadline: Instant,
-    ) -> Result<OwnedSemaphorePermit, CallError> {
-        let semaphore = {
-            let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
-            if slots.0 != count {
-                // Calls holding a slot of the old count finish under it.
-                *slots = (count, Arc::new(Semaphore::new(count as usize)));
-            }
-            slots.1.clone()
-        };
-        match tokio::time::timeout_at(deadline, semaphore.acquire_owned()).await {
-            Ok(Ok(permit)) => Ok(permit),
-            _ => Err(CallError::Busy(count)),
-        }
+    /// The agent's call slots.
+    pub fn slots(&self) -> &CallSlots {
+        &self.slots
     }
 
     /// The running session, started if it is not, waited for until

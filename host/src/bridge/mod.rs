@@ -59,6 +59,25 @@ pub struct Session {
     _stop: tokio_util::sync::DropGuard,
 }
 
+impl Session {
+    /// The session of the client `running`, and the token that is
+    /// cancelled when the last holder of the session lets go.
+    fn new(
+        running: &rmcp::service::RunningService<RoleClient, Client>,
+        watched: bool,
+    ) -> (Session, tokio_util::sync::CancellationToken) {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let session = Session {
+            peer: running.peer().clone(),
+            info: running.peer_info(),
+            watched,
+            ended: std::sync::OnceLock::new(),
+            _stop: stop.clone().drop_guard(),
+        };
+        (session, stop)
+    }
+}
+
 /// A session just made, and what resolves (with the reason) when it ends.
 pub struct Connected {
     session: Session,
@@ -239,12 +258,13 @@ impl Bridge {
                     .map(|(id, link)| (*id, link.clone()))
                     .collect();
                 for (id, link) in current {
-                    let kept = matches!(
-                        catalog.get(&id),
-                        Ok(Some(record)) if record.attached.as_ref() == Some(link.attachment())
-                    );
-                    // A catalog that cannot be read says nothing.
-                    if !kept && catalog.get(&id).is_ok() {
+                    let gone = match catalog.get(&id) {
+                        Ok(Some(record)) => record.attached.as_ref() != Some(link.attachment()),
+                        Ok(None) => true,
+                        // A catalog that cannot be read says nothing.
+                        Err(_) => false,
+                    };
+                    if gone {
                         tracing::info!(agent = %id, "detached; stopping its server");
                         links
                             .lock()
@@ -257,29 +277,24 @@ impl Bridge {
         });
     }
 
-    /// Calls `tool` of the attached agent of `record` with `arguments` (a
-    /// JSON object as text) under `limits`: one of its call slots, the
+    /// Calls `tool` of the attached agent of `record` with `arguments`
+    /// under `limits`: one of its call slots, the
     /// server (started if need be) and its answer, all within the deadline,
     /// and the answer checked as a component's result is.
     pub async fn call(
         &self,
         record: &AgentRecord,
         tool: &str,
-        arguments: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
         limits: &Limits,
     ) -> Result<ToolOutput, CallError> {
         let deadline = Instant::now() + limits.deadline;
         let link = self.link(record, limits)?;
-        let _slot = link.slot(limits.max_concurrent_calls, deadline).await?;
+        let _slot = link
+            .slots()
+            .take(limits.max_concurrent_calls, deadline)
+            .await?;
         let session = link.session(deadline).await?;
-        let arguments = match serde_json::from_str(arguments) {
-            Ok(serde_json::Value::Object(arguments)) => arguments,
-            _ => {
-                return Err(CallError::InvalidArguments(
-                    "arguments must be a JSON object".into(),
-                ));
-            }
-        };
         let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         // Giving up at the deadline drops the request, which tells the
         // server the call is cancelled.

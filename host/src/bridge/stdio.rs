@@ -15,7 +15,6 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt as _, ReadBuf};
 use tokio::process::{Child, Command};
-use tokio_util::sync::CancellationToken;
 
 /// Bytes of the server's stderr kept for the reason it stopped.
 const STDERR_TAIL: usize = 2048;
@@ -79,14 +78,7 @@ pub async fn connect(
             ));
         }
     };
-    let stop = CancellationToken::new();
-    let session = Session {
-        peer: running.peer().clone(),
-        info: running.peer_info(),
-        watched: true,
-        ended: std::sync::OnceLock::new(),
-        _stop: stop.clone().drop_guard(),
-    };
+    let (session, stop) = Session::new(&running, true);
     let name = name.to_owned();
     let ended = async move {
         // Boxed, so that dropping it drops the service (and its stdin).

@@ -13,11 +13,13 @@ pub(crate) mod complexity;
 mod engine;
 mod error;
 pub(crate) mod result;
+mod slots;
 
 pub use engine::{
     Capacity, EPOCH_TICK, build_engine, engine_config, engine_fingerprint, fingerprint,
 };
 pub use error::CallError;
+pub use slots::CallSlots;
 
 use crate::AgentId;
 use crate::audit::Audit;
@@ -35,7 +37,7 @@ use crate::tool::{AgentCard, ToolOutput, ToolSpec};
 use engine::EpochTicker;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, broadcast};
+use tokio::sync::{OwnedSemaphorePermit, broadcast};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
@@ -45,39 +47,20 @@ pub struct LoadedAgent {
     id: AgentId,
     name: Arc<str>,
     pre: AgentCorePre<CallState>,
-    /// The call slots and how many there are. A policy change of the
-    /// agent's concurrency swaps in a new semaphore; calls holding a slot
-    /// of the old one finish on it.
-    slots: std::sync::Mutex<(u32, Arc<Semaphore>)>,
+    slots: CallSlots,
     /// Bumped when a call that may change what the agent lists (a tool
     /// call, a resource read, a prompt) starts and when it ends.
     activity: std::sync::atomic::AtomicU64,
 }
 
 impl LoadedAgent {
-    /// The agent's call slots, `count` of them.
-    fn slots(&self, count: u32) -> Arc<Semaphore> {
-        let mut slots = self
-            .slots
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if slots.0 != count {
-            *slots = (count, Arc::new(Semaphore::new(count as usize)));
-        }
-        slots.1.clone()
-    }
-
     pub fn id(&self) -> &AgentId {
         &self.id
     }
 
     /// How many calls hold one of the agent's slots now.
     pub fn calls_running(&self) -> usize {
-        let slots = self
-            .slots
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        (slots.0 as usize).saturating_sub(slots.1.available_permits())
+        self.slots.taken()
     }
 
     pub fn name(&self) -> &str {
@@ -291,7 +274,7 @@ impl Runtime {
             id,
             name: name.into(),
             pre,
-            slots: std::sync::Mutex::new((slots, Arc::new(Semaphore::new(slots as usize)))),
+            slots: CallSlots::new(slots),
             activity: std::sync::atomic::AtomicU64::new(0),
         })
     }
@@ -453,11 +436,10 @@ impl Runtime {
     ) -> Result<(OwnedSemaphorePermit, RunningCall), CallError> {
         let limits = &grants.limits;
         let deadline = Instant::now() + limits.deadline;
-        let slots = agent.slots(limits.max_concurrent_calls);
-        let slot = tokio::time::timeout_at(deadline.into(), slots.acquire_owned())
-            .await
-            .map_err(|_| CallError::Busy(limits.max_concurrent_calls))?
-            .map_err(|_| CallError::Host("agent slots closed".into()))?;
+        let slot = agent
+            .slots
+            .take(limits.max_concurrent_calls, deadline.into())
+            .await?;
         Ok((slot, self.start(agent, grants, caller, deadline)?))
     }
 

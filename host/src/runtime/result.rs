@@ -32,7 +32,7 @@ pub const MAX_LISTED_ITEMS: usize = 4096;
 pub const MAX_ERROR_MESSAGE: usize = 4096;
 
 /// Refuses more than `limit` items before anything else is done with them.
-fn check_count(what: &'static str, count: usize, limit: usize) -> Result<(), CallError> {
+pub(crate) fn check_count(what: &'static str, count: usize, limit: usize) -> Result<(), CallError> {
     if count > limit {
         return Err(CallError::TooManyItems { what, count, limit });
     }
