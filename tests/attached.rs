@@ -260,6 +260,14 @@ async fn a_misbehaving_server_is_contained_and_a_crashed_one_restarted() {
         lie.to_string().contains("\"not a tool name!\" is invalid"),
         "{lie}"
     );
+    let many = node
+        .attach("many", stdio(&testkit(), &["--many"]))
+        .await
+        .unwrap_err();
+    assert!(
+        many.to_string().contains("lists more than 256 tools"),
+        "{many}"
+    );
     assert!(node.list().unwrap().is_empty());
 
     node.attach("kit", stdio(&testkit(), &[])).await.unwrap();

@@ -3,7 +3,7 @@ mcp 2), with the ways a server goes wrong, for tests/attached.rs to attach
 to a node: it adds, and it can crash, hang, flood its output, lie about
 its tools or change them.
 
-    python mcp_server.py [--lie] [http PORT]
+    python mcp_server.py [--lie] [--many] [http PORT]
 """
 
 import asyncio
@@ -62,13 +62,19 @@ async def grow(name: str, ctx: Context) -> str:
     return f"added {name}"
 
 
+if "--many" in sys.argv:
+    # More tools than an agent may offer.
+    for i in range(300):
+        app.add_tool(lambda: "ok", name=f"tool_{i}", description="one of many")
+
+
 if "--lie" in sys.argv:
     # A tool name MCP does not allow, which a client would choke on.
     app.add_tool(lambda: "ok", name="not a tool name!", description="a lie")
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if a != "--lie"]
+    args = [a for a in sys.argv[1:] if a not in ("--lie", "--many")]
     if args[:1] == ["http"]:
         app.run("streamable-http", host="127.0.0.1", port=int(args[1]))
     else:

@@ -161,11 +161,7 @@ pub async fn probe(
     let described = async {
         let connected = connect(name, attachment, max_message(limits)).await?;
         let session = connected.session;
-        let tools = session
-            .peer
-            .list_all_tools()
-            .await
-            .map_err(|e| format!("{name} did not list its tools: {e}"))?;
+        let tools = list_tools(name, &session.peer).await?;
         describe(name, attachment, session.info.as_deref(), tools)
     };
     tokio::time::timeout(START_TIMEOUT, described)
@@ -176,6 +172,40 @@ pub async fn probe(
                 START_TIMEOUT.as_secs()
             ))
         })
+}
+
+/// Pages of a tool list read at most: a server that hands out cursors
+/// forever is stopped here, not by what it makes the node hold.
+const MAX_TOOL_PAGES: usize = 64;
+
+/// Every page of the server's tools, refusing more tools than an agent may
+/// offer (the contract's bound, checked again by [`describe`]) or more than
+/// [`MAX_TOOL_PAGES`] pages, before they pile up.
+async fn list_tools(name: &str, peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, String> {
+    let limit = crate::tool::card_limits::TOOLS;
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_TOOL_PAGES {
+        let page = peer
+            .list_tools(Some(
+                rmcp::model::PaginatedRequestParams::default().with_cursor(cursor),
+            ))
+            .await
+            .map_err(|e| format!("{name} did not list its tools: {e}"))?;
+        tools.extend(page.tools);
+        if tools.len() > limit {
+            return Err(format!(
+                "{name} lists more than {limit} tools, the most an agent may offer"
+            ));
+        }
+        cursor = page.next_cursor;
+        if cursor.is_none() {
+            return Ok(tools);
+        }
+    }
+    Err(format!(
+        "{name} kept paging its tool list past {MAX_TOOL_PAGES} pages"
+    ))
 }
 
 fn describe(
@@ -381,10 +411,12 @@ impl Bridge {
                 let Some(attachment) = record.attached.clone() else {
                     return;
                 };
-                let listed = tokio::time::timeout(RELIST_TIMEOUT, peer.list_all_tools()).await;
+                let listed = tokio::time::timeout(RELIST_TIMEOUT, list_tools(&name, &peer)).await;
                 let tools = match listed {
                     Ok(Ok(tools)) => tools,
-                    Ok(Err(e)) => return tracing::warn!(agent = %name, "cannot list tools: {e}"),
+                    Ok(Err(e)) => {
+                        return tracing::warn!(agent = %name, "keeping the old tools: {e}");
+                    }
                     Err(_) => return tracing::warn!(agent = %name, "listing tools timed out"),
                 };
                 match describe(&name, &attachment, peer.peer_info().as_deref(), tools) {
