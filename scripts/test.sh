@@ -10,7 +10,9 @@ cd "$(dirname "$0")/.."
 . scripts/env.sh
 . scripts/tools.sh
 . scripts/model.sh
+. scripts/prune-target.sh
 
+prune_target
 install_test_tools
 install_default_model
 
