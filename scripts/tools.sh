@@ -30,7 +30,7 @@ install_python_client() {
     if cmp -s tests/python/requirements.txt "$venv/requirements.txt" && [ -x "$venv/bin/python" ]; then
         return
     fi
-    echo "==> installing the MCP Python SDK and the OpenAI client into $venv"
+    echo "==> installing the MCP and A2A Python SDKs and the OpenAI client into $venv"
     command -v python3 >/dev/null || apt_install python3 python3-venv
     rm -rf "$venv"
     python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv && python3 -m venv "$venv"; }

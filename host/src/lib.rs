@@ -18,6 +18,7 @@
 //! # let _ = record; Ok(()) }
 //! ```
 
+pub mod a2a;
 mod agent_id;
 pub mod audit;
 pub mod bindings;

@@ -421,6 +421,7 @@ pub async fn serve(
         address.port(),
         node.config().web.public_read,
     )?;
+    let token_required = options.token.as_deref().is_some_and(|t| !t.is_empty());
     let mut router = http::router(hosted.clone(), options, stop.clone()).merge(models);
     let api_host = if address.ip().is_unspecified() {
         std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), address.port())
@@ -469,10 +470,13 @@ pub async fn serve(
     router = router.merge(crate::web::site::router(crate::web::site::Site::new(
         node.clone(),
         hub.clone(),
-        page_rules,
+        page_rules.clone(),
         sessions,
         chats,
     )));
+    // A2A: cards are public (discovery), its endpoints ask what /mcp asks.
+    let a2a = crate::a2a::A2a::new(hosted.clone(), goals.as_ref().ok().cloned(), token_required);
+    router = router.merge(crate::a2a::router(a2a, page_rules, guard.clone()));
     router = router.merge(match goals {
         Ok(goals) => {
             hosted.offer_goals(goals.clone());

@@ -1,0 +1,158 @@
+//! The Agent Cards this node serves: one for the node (a message to it is
+//! a goal; its skills are its agents' tools, and "goal" when goals are on)
+//! and one per installed agent (a message to it is a tool call; its skills
+//! are its tools).
+
+use super::wire::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill, JSONRPC, VERSION};
+use crate::store::AgentRecord;
+use serde_json::{Map, json};
+
+/// Skills a card lists at most (a node with more tools lists the first).
+const MAX_SKILLS: usize = 256;
+
+/// What every card of this node shares: where it is reached and how.
+pub struct Site {
+    /// `http://host:port` as the client reached it.
+    pub base: String,
+    /// Whether a bearer token is required.
+    pub token: bool,
+}
+
+impl Site {
+    fn interface(&self, path: &str) -> Vec<AgentInterface> {
+        vec![AgentInterface {
+            url: format!("{}{path}", self.base),
+            protocol_binding: JSONRPC.into(),
+            protocol_version: VERSION.into(),
+        }]
+    }
+
+    fn card(&self, name: String, description: String, path: &str) -> AgentCard {
+        let (schemes, requirements) = if self.token {
+            let mut schemes = Map::new();
+            schemes.insert(
+                "bearer".into(),
+                json!({"httpAuthSecurityScheme": {"scheme": "Bearer", "description": "the node's token"}}),
+            );
+            (schemes, vec![json!({"schemes": {"bearer": {"list": []}}})])
+        } else {
+            (Map::new(), Vec::new())
+        };
+        AgentCard {
+            name,
+            description,
+            supported_interfaces: self.interface(path),
+            provider: None,
+            version: env!("CARGO_PKG_VERSION").into(),
+            documentation_url: None,
+            capabilities: AgentCapabilities {
+                streaming: true,
+                push_notifications: false,
+                extended_agent_card: false,
+            },
+            security_schemes: schemes,
+            security_requirements: requirements,
+            default_input_modes: vec!["text/plain".into(), "application/json".into()],
+            default_output_modes: vec!["text/plain".into(), "application/json".into()],
+            skills: Vec::new(),
+            icon_url: None,
+        }
+    }
+
+    /// The card of the agent of `record`, at `/agents/<name>/…`.
+    pub fn agent(&self, record: &AgentRecord) -> AgentCard {
+        let name = &record.card.name;
+        let mut description = record.card.description.clone();
+        if let Some(attached) = &record.attached {
+            description.push_str(&format!(
+                " (an attached {}, not sandboxed by this node)",
+                attached.kind()
+            ));
+        }
+        description.push_str(
+            " A message is one call of its tools, chosen by the node's language model; a data part {\"tool\": NAME, \"arguments\": {...}} names the call itself.",
+        );
+        let mut card = self.card(name.clone(), description, &format!("/agents/{name}/a2a"));
+        card.skills = record
+            .tools
+            .iter()
+            .take(MAX_SKILLS)
+            .map(|tool| AgentSkill {
+                id: tool.name.clone(),
+                name: tool.title.clone().unwrap_or_else(|| tool.name.clone()),
+                description: tool_description(tool),
+                tags: tags(record),
+                ..Default::default()
+            })
+            .collect();
+        card.documentation_url = record.card.homepage.clone();
+        card
+    }
+
+    /// The node's card: its agents' tools as skills (named `agent/tool`),
+    /// and "goal" first when it takes goals.
+    pub fn node(&self, records: &[AgentRecord], goals: bool) -> AgentCard {
+        let description = if goals {
+            format!(
+                "An agentsite node hosting {}. A message is a goal: the node forms a team of agents (its own and the network's) that works on it and concludes. Each agent also has its own card at /agents/<name>/.well-known/agent-card.json.",
+                agents(records.len())
+            )
+        } else {
+            format!(
+                "An agentsite node hosting {}. It takes no goals: send messages to an agent's own card, at /agents/<name>/.well-known/agent-card.json.",
+                agents(records.len())
+            )
+        };
+        let mut card = self.card("agentsite node".into(), description, "/a2a");
+        if goals {
+            card.skills.push(AgentSkill {
+                id: "goal".into(),
+                name: "Goal".into(),
+                description: "Carries out a goal with a team of agents and answers with the team's conclusion. Name the team in the message's metadata as {\"team\": [\"agent\", ...]}, or let the node form one.".into(),
+                tags: vec!["goal".into(), "team".into()],
+                examples: vec!["How far is 42 km in miles?".into()],
+                ..Default::default()
+            });
+        }
+        for record in records {
+            for tool in &record.tools {
+                if card.skills.len() == MAX_SKILLS {
+                    return card;
+                }
+                card.skills.push(AgentSkill {
+                    id: format!("{}/{}", record.card.name, tool.name),
+                    name: format!("{} {}", record.card.name, tool.name),
+                    description: tool_description(tool),
+                    tags: tags(record),
+                    ..Default::default()
+                });
+            }
+        }
+        card
+    }
+}
+
+fn tool_description(tool: &crate::tool::ToolSpec) -> String {
+    if tool.description.is_empty() {
+        format!("The tool {}.", tool.name)
+    } else {
+        tool.description.clone()
+    }
+}
+
+fn tags(record: &AgentRecord) -> Vec<String> {
+    let mut tags = vec![record.card.name.clone()];
+    for tag in record.card.tags.iter().take(8) {
+        if !tags.contains(tag) {
+            tags.push(tag.clone());
+        }
+    }
+    tags
+}
+
+fn agents(count: usize) -> String {
+    match count {
+        1 => "1 agent".into(),
+        n => format!("{n} agents"),
+    }
+}

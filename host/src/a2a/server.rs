@@ -1,0 +1,669 @@
+//! A2A over HTTP: the Agent Cards (public, as discovery is) and the
+//! JSON-RPC endpoints (behind the node's token, as `/mcp` is):
+//!
+//! | request | is |
+//! |---|---|
+//! | `GET /.well-known/agent-card.json` | the node's card |
+//! | `POST /a2a` | the node: a message is a goal |
+//! | `GET /agents/<agent>/.well-known/agent-card.json` | an agent's card |
+//! | `POST /agents/<agent>/a2a` | the agent: a message is a call of one of its tools |
+//!
+//! Methods: `SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`,
+//! `CancelTask`, `SubscribeToTask`; push notifications are not offered.
+
+use super::card::Site;
+use super::run;
+use super::tasks::{Scope, TaskEntry, Tasks};
+use super::wire::{
+    self, CARD_PATH, CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse,
+    Message, Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskState, code,
+};
+use crate::goals::{GoalError, Goals, NewGoal};
+use crate::mcp::Hosted;
+use crate::store::AgentRecord;
+use crate::web::guard::Guard;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::Event;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc};
+
+/// The largest request body, as on `/mcp`.
+const MAX_BODY: usize = crate::mcp::http::MAX_REQUEST_BODY;
+/// Parts one message may have.
+const MAX_PARTS: usize = 64;
+/// The text a message to an agent may carry, in bytes (the model reads it).
+const MAX_TEXT: usize = 16 * 1024;
+/// Tasks one `ListTasks` page holds by default and at most.
+const PAGE: usize = 50;
+const MAX_PAGE: usize = 100;
+/// Named team members a message's metadata may ask for.
+const MAX_TEAM: usize = 8;
+/// How long `CancelTask` waits for the work to stop before answering.
+const CANCEL_WAIT: Duration = Duration::from_secs(5);
+
+/// The node's A2A side.
+pub struct A2a {
+    hosted: Arc<Hosted>,
+    goals: Option<Arc<Goals>>,
+    tasks: Tasks,
+    /// Whether the JSON-RPC endpoints ask for a bearer token.
+    token: bool,
+}
+
+impl A2a {
+    pub fn new(hosted: Arc<Hosted>, goals: Option<Arc<Goals>>, token: bool) -> Arc<A2a> {
+        Arc::new(A2a {
+            hosted,
+            goals,
+            tasks: Tasks::default(),
+            token,
+        })
+    }
+
+    fn takes_goals(&self) -> bool {
+        self.goals.as_ref().is_some_and(|g| g.config().enabled)
+    }
+}
+
+/// The A2A routes: cards behind `public` (Host and Origin rules), the
+/// JSON-RPC endpoints behind `guard` (those and the token).
+pub fn router(a2a: Arc<A2a>, public: Guard, guard: Guard) -> Router {
+    let cards = Router::new()
+        .route(CARD_PATH, get(node_card))
+        .route(
+            "/agents/{agent}/.well-known/agent-card.json",
+            get(agent_card),
+        )
+        .route_layer(middleware::from_fn_with_state(Arc::new(public), require));
+    let rpc = Router::new()
+        .route("/a2a", post(node_rpc))
+        .route("/agents/{agent}/a2a", post(agent_rpc))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .route_layer(middleware::from_fn_with_state(Arc::new(guard), require));
+    cards.merge(rpc).with_state(a2a)
+}
+
+async fn require(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    match guard.check(request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => {
+            (refusal.status(), Json(json!({"error": refusal.message()}))).into_response()
+        }
+    }
+}
+
+/// The base URL a client reached the node at, for the cards' endpoints.
+/// The Host header has passed the guard, so it names this node.
+fn site(a2a: &A2a, headers: &HeaderMap) -> Site {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1");
+    // Behind a TLS-terminating proxy the client used https.
+    let scheme = match headers
+        .get("x-forwarded-proto")
+        .and_then(|h| h.to_str().ok())
+    {
+        Some("https") => "https",
+        _ => "http",
+    };
+    Site {
+        base: format!("{scheme}://{host}"),
+        token: a2a.token,
+    }
+}
+
+async fn node_card(State(a2a): State<Arc<A2a>>, headers: HeaderMap) -> Response {
+    let card = site(&a2a, &headers).node(&a2a.hosted.records(), a2a.takes_goals());
+    Json(card).into_response()
+}
+
+/// The agent `agent` names, or the 404 that says it is not here.
+fn find(a2a: &A2a, agent: &str) -> Result<AgentRecord, Box<Response>> {
+    let records = a2a.hosted.records();
+    crate::store::resolve_in(&records, agent)
+        .cloned()
+        .map_err(|e| {
+            let error = json!({"error": crate::text::one_line(&e.to_string(), 500)});
+            Box::new((StatusCode::NOT_FOUND, Json(error)).into_response())
+        })
+}
+
+async fn agent_card(
+    State(a2a): State<Arc<A2a>>,
+    Path(agent): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    match find(&a2a, &agent) {
+        Ok(record) => Json(site(&a2a, &headers).agent(&record)).into_response(),
+        Err(response) => *response,
+    }
+}
+
+async fn node_rpc(State(a2a): State<Arc<A2a>>, headers: HeaderMap, body: Bytes) -> Response {
+    dispatch(&a2a, None, &headers, &body).await
+}
+
+async fn agent_rpc(
+    State(a2a): State<Arc<A2a>>,
+    Path(agent): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    match find(&a2a, &agent) {
+        Ok(record) => dispatch(&a2a, Some(record), &headers, &body).await,
+        Err(response) => *response,
+    }
+}
+
+/// A JSON-RPC error: its code and one line.
+#[derive(Debug)]
+struct RpcError {
+    code: i64,
+    message: String,
+}
+
+impl RpcError {
+    fn new(code: i64, message: impl Into<String>) -> RpcError {
+        RpcError {
+            code,
+            message: crate::text::one_line(&message.into(), 1000),
+        }
+    }
+}
+
+fn answer(id: &Value, outcome: Result<Value, RpcError>) -> Response {
+    let body = match outcome {
+        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+        Err(error) => {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": error.code, "message": error.message}})
+        }
+    };
+    Json(body).into_response()
+}
+
+fn parse<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
+    serde_json::from_value(params)
+        .map_err(|e| RpcError::new(code::INVALID_PARAMS, format!("invalid params: {e}")))
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, RpcError> {
+    serde_json::to_value(value).map_err(|e| RpcError::new(code::INTERNAL, e.to_string()))
+}
+
+/// Reads one JSON-RPC request and answers it.
+async fn dispatch(
+    a2a: &Arc<A2a>,
+    agent: Option<AgentRecord>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Response {
+    let request: Value = match serde_json::from_slice(body) {
+        Ok(request) => request,
+        Err(e) => {
+            let error = RpcError::new(code::PARSE_ERROR, format!("the body is not JSON: {e}"));
+            return answer(&Value::Null, Err(error));
+        }
+    };
+    let Some(object) = request.as_object() else {
+        let why = if request.is_array() {
+            "batch requests are not supported"
+        } else {
+            "a request is a JSON object"
+        };
+        return answer(&Value::Null, Err(RpcError::new(code::INVALID_REQUEST, why)));
+    };
+    let id = match object.get("id") {
+        Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => id.clone(),
+        None => Value::Null,
+        Some(_) => {
+            let error = RpcError::new(
+                code::INVALID_REQUEST,
+                "the id is a string, a number or null",
+            );
+            return answer(&Value::Null, Err(error));
+        }
+    };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        let error = RpcError::new(code::INVALID_REQUEST, "\"jsonrpc\" must be \"2.0\"");
+        return answer(&id, Err(error));
+    }
+    let Some(method) = object.get("method").and_then(Value::as_str) else {
+        return answer(
+            &id,
+            Err(RpcError::new(
+                code::INVALID_REQUEST,
+                "the request names no method",
+            )),
+        );
+    };
+    if let Some(version) = headers
+        .get(wire::VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        && version.trim().split('.').next() != Some("1")
+    {
+        let error = RpcError::new(
+            code::VERSION_NOT_SUPPORTED,
+            format!("this node speaks A2A {}, not {version:?}", wire::VERSION),
+        );
+        return answer(&id, Err(error));
+    }
+    let params = object.get("params").cloned().unwrap_or_else(|| json!({}));
+    let scope = match &agent {
+        Some(record) => Scope::Agent(record.id),
+        None => Scope::Node,
+    };
+    let outcome = match method {
+        "SendMessage" => match parse::<SendMessageRequest>(params) {
+            Ok(request) => send(a2a, agent.as_ref(), request).await,
+            Err(e) => Err(e),
+        },
+        "SendStreamingMessage" => {
+            return match parse::<SendMessageRequest>(params) {
+                Ok(request) => match start(a2a, agent.as_ref(), request.message).await {
+                    Ok(started) => stream(started, id),
+                    Err(e) => answer(&id, Err(e)),
+                },
+                Err(e) => answer(&id, Err(e)),
+            };
+        }
+        "SubscribeToTask" => {
+            let entry = match parse::<GetTaskRequest>(params) {
+                Ok(request) => lookup(a2a, scope, &request.id).await,
+                Err(e) => Err(e),
+            };
+            return match entry {
+                Ok(entry) if entry.state().is_terminal() => {
+                    let error = RpcError::new(
+                        code::UNSUPPORTED_OPERATION,
+                        format!("task {} has ended ({})", entry.id(), entry.state().as_str()),
+                    );
+                    answer(&id, Err(error))
+                }
+                Ok(entry) => stream(Started::new(entry), id),
+                Err(e) => answer(&id, Err(e)),
+            };
+        }
+        "GetTask" => match parse::<GetTaskRequest>(params) {
+            Ok(request) => match lookup(a2a, scope, &request.id).await {
+                Ok(entry) => to_value(&entry.snapshot(history(request.history_length), true)),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        },
+        "ListTasks" => parse::<ListTasksRequest>(params).and_then(|r| list(a2a, scope, r)),
+        "CancelTask" => match parse::<CancelTaskRequest>(params) {
+            Ok(request) => cancel(a2a, scope, &request.id).await,
+            Err(e) => Err(e),
+        },
+        "CreateTaskPushNotificationConfig"
+        | "GetTaskPushNotificationConfig"
+        | "ListTaskPushNotificationConfigs"
+        | "DeleteTaskPushNotificationConfig" => Err(RpcError::new(
+            code::PUSH_NOT_SUPPORTED,
+            "this node sends no push notifications; stream the task or poll it with GetTask",
+        )),
+        "GetExtendedAgentCard" => Err(RpcError::new(
+            -32007,
+            "this node has no extended agent card",
+        )),
+        other if other.contains('/') => Err(RpcError::new(
+            code::METHOD_NOT_FOUND,
+            format!(
+                "{other:?} is an A2A 0.3 method; this node speaks A2A 1.0 (SendMessage, GetTask, ...)"
+            ),
+        )),
+        other => Err(RpcError::new(
+            code::METHOD_NOT_FOUND,
+            format!("no method {other:?}"),
+        )),
+    };
+    answer(&id, outcome)
+}
+
+fn history(length: Option<i32>) -> Option<usize> {
+    length.map(|n| usize::try_from(n).unwrap_or(0))
+}
+
+/// Task `id` of `scope`; at the node, a goal that no task follows yet (one
+/// started before the node restarted, or from its pages) is taken up.
+async fn lookup(a2a: &A2a, scope: Scope, id: &str) -> Result<Arc<TaskEntry>, RpcError> {
+    match (scope, &a2a.goals) {
+        (Scope::Node, Some(goals)) => goal_task(a2a, goals, id).await,
+        _ => a2a
+            .tasks
+            .get(scope, id)
+            .ok_or_else(|| RpcError::new(code::TASK_NOT_FOUND, format!("no task {id:?} here"))),
+    }
+}
+
+/// A goal's task, taken up from the goal's record when no task follows it.
+async fn goal_task(a2a: &A2a, goals: &Arc<Goals>, id: &str) -> Result<Arc<TaskEntry>, RpcError> {
+    if let Some(entry) = a2a.tasks.get(Scope::Node, id) {
+        return Ok(entry);
+    }
+    let not_found = || RpcError::new(code::TASK_NOT_FOUND, format!("no task {id:?} here"));
+    if !crate::goals::message::is_goal_id(id) {
+        return Err(not_found());
+    }
+    let record = goals.record(id).await.map_err(|_| not_found())?;
+    let asked = Message {
+        message_id: wire::new_id(),
+        role: Role::User,
+        parts: vec![wire::Part::text(record.text.clone())],
+        ..Default::default()
+    };
+    let entry = a2a
+        .tasks
+        .create(Scope::Node, Some(record.id.clone()), &record.id, asked)
+        .map_err(|full| RpcError::new(code::INTERNAL, full.to_string()))?;
+    run::apply(&entry, &record);
+    if record.state.is_active() {
+        run::follow_goal(goals.clone(), entry.clone(), record.id.clone());
+    }
+    Ok(entry)
+}
+
+/// Checks what a client's message may carry.
+fn check(message: &Message, max_text: usize) -> Result<(), RpcError> {
+    let invalid = |why: String| Err(RpcError::new(code::INVALID_PARAMS, why));
+    if message.message_id.is_empty() {
+        return invalid("the message has no messageId".into());
+    }
+    if message.role == Role::Agent {
+        return invalid("a client's message has the role ROLE_USER".into());
+    }
+    if message.parts.is_empty() || message.parts.len() > MAX_PARTS {
+        return invalid(format!("a message has 1 to {MAX_PARTS} parts"));
+    }
+    let text: usize = message
+        .parts
+        .iter()
+        .filter_map(|p| p.text.as_ref())
+        .map(String::len)
+        .sum();
+    if text > max_text {
+        return invalid(format!(
+            "the message's text of {text} bytes is over the limit of {max_text}"
+        ));
+    }
+    if message
+        .parts
+        .iter()
+        .any(|p| p.raw.is_some() || p.url.is_some())
+    {
+        return Err(RpcError::new(
+            code::CONTENT_TYPE_NOT_SUPPORTED,
+            "this node reads text and data parts, not files",
+        ));
+    }
+    Ok(())
+}
+
+/// A task as it was when its events began to be listened to, and them.
+struct Started {
+    entry: Arc<TaskEntry>,
+    first: Task,
+    events: broadcast::Receiver<StreamResponse>,
+}
+
+impl Started {
+    fn new(entry: Arc<TaskEntry>) -> Started {
+        let events = entry.subscribe();
+        let first = entry.snapshot(None, true);
+        Started {
+            entry,
+            first,
+            events,
+        }
+    }
+}
+
+/// Starts the task `message` asks for (or carries on the goal it names),
+/// listening to its events from before it runs.
+async fn start(
+    a2a: &Arc<A2a>,
+    agent: Option<&AgentRecord>,
+    message: Message,
+) -> Result<Started, RpcError> {
+    match agent {
+        Some(record) => {
+            check(&message, MAX_TEXT)?;
+            if !message.task_id.is_empty() {
+                return Err(RpcError::new(
+                    code::UNSUPPORTED_OPERATION,
+                    "a task of an agent is one call and takes no further messages; send a new message (in the same contextId) instead",
+                ));
+            }
+            let context = message.context_id.clone();
+            let entry = a2a
+                .tasks
+                .create(Scope::Agent(record.id), None, &context, message.clone())
+                .map_err(|full| RpcError::new(code::INTERNAL, full.to_string()))?;
+            let started = Started::new(entry.clone());
+            let node = a2a.hosted.node().clone();
+            tokio::spawn(run::call(node, record.clone(), entry, message));
+            Ok(started)
+        }
+        None => {
+            check(&message, crate::goals::MAX_TEXT)?;
+            let goals = match &a2a.goals {
+                Some(goals) if goals.config().enabled => goals.clone(),
+                _ => {
+                    return Err(RpcError::new(
+                        code::UNSUPPORTED_OPERATION,
+                        "this node takes no goals; send the message to one of its agents at /agents/<name>/a2a",
+                    ));
+                }
+            };
+            let text = message.text();
+            if message.task_id.is_empty() {
+                let record = goals
+                    .start(NewGoal {
+                        text,
+                        team: team(&message)?,
+                        ..Default::default()
+                    })
+                    .await
+                    .map_err(goal_error)?;
+                let context = message.context_id.clone();
+                let entry = a2a
+                    .tasks
+                    .create(Scope::Node, Some(record.id.clone()), &context, message)
+                    .map_err(|full| RpcError::new(code::INTERNAL, full.to_string()))?;
+                let started = Started::new(entry.clone());
+                run::follow_goal(goals, entry, record.id);
+                return Ok(started);
+            }
+            let entry = goal_task(a2a, &goals, &message.task_id).await?;
+            if entry.state().is_terminal() {
+                return Err(RpcError::new(
+                    code::UNSUPPORTED_OPERATION,
+                    format!(
+                        "task {} has ended ({}); send a new message in its context instead",
+                        entry.id(),
+                        entry.state().as_str()
+                    ),
+                ));
+            }
+            let id = entry.id();
+            goals.say(&id, text).await.map_err(goal_error)?;
+            entry.record(message);
+            let started = Started::new(entry.clone());
+            run::follow_goal(goals, entry, id);
+            Ok(started)
+        }
+    }
+}
+
+/// The team a message's metadata names: `{"team": ["agent", ...]}`.
+fn team(message: &Message) -> Result<Vec<String>, RpcError> {
+    let Some(team) = message.metadata.as_ref().and_then(|m| m.get("team")) else {
+        return Ok(Vec::new());
+    };
+    let names: Option<Vec<String>> = team
+        .as_array()
+        .map(|names| {
+            names
+                .iter()
+                .map(|n| n.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or(None);
+    match names {
+        Some(names) if names.len() <= MAX_TEAM => Ok(names),
+        _ => Err(RpcError::new(
+            code::INVALID_PARAMS,
+            format!("the metadata's \"team\" is a list of at most {MAX_TEAM} agent names"),
+        )),
+    }
+}
+
+fn goal_error(error: GoalError) -> RpcError {
+    let code = match error {
+        GoalError::Invalid(_) => code::INVALID_PARAMS,
+        GoalError::NotFound(_) => code::TASK_NOT_FOUND,
+        GoalError::Conflict(_) => code::UNSUPPORTED_OPERATION,
+        GoalError::Busy(_) | GoalError::Storage(_) => code::INTERNAL,
+    };
+    RpcError::new(code, error.to_string())
+}
+
+/// `SendMessage`: the task once it has ended or waits for the client (at
+/// once with `returnImmediately`).
+async fn send(
+    a2a: &Arc<A2a>,
+    agent: Option<&AgentRecord>,
+    request: SendMessageRequest,
+) -> Result<Value, RpcError> {
+    let configuration = request.configuration.unwrap_or_default();
+    let entry = start(a2a, agent, request.message).await?.entry;
+    if !configuration.return_immediately {
+        let mut state = entry.watch();
+        // The task's own deadline (the call's, the goal's budget) ends it.
+        let _ = state
+            .wait_for(|s| s.is_terminal() || s.is_interrupted())
+            .await;
+    }
+    let task = entry.snapshot(history(configuration.history_length), true);
+    to_value(&SendMessageResponse::Task(task))
+}
+
+fn list(a2a: &A2a, scope: Scope, request: ListTasksRequest) -> Result<Value, RpcError> {
+    let size = match request.page_size {
+        None | Some(0) => PAGE,
+        Some(n) if n < 0 => {
+            return Err(RpcError::new(code::INVALID_PARAMS, "pageSize is positive"));
+        }
+        Some(n) => usize::try_from(n).unwrap_or(MAX_PAGE).min(MAX_PAGE),
+    };
+    let offset = if request.page_token.is_empty() {
+        0
+    } else {
+        request
+            .page_token
+            .parse::<usize>()
+            .map_err(|_| RpcError::new(code::INVALID_PARAMS, "pageToken is one this node gave"))?
+    };
+    let matching = a2a.tasks.list(scope, |entry| {
+        (request.context_id.is_empty() || entry.context_id() == request.context_id)
+            && request
+                .status
+                .is_none_or(|s| s == TaskState::Unspecified || s == entry.state())
+    });
+    let total = matching.len();
+    let artifacts = request.include_artifacts.unwrap_or(false);
+    let tasks: Vec<Task> = matching
+        .iter()
+        .skip(offset)
+        .take(size)
+        .map(|entry| entry.snapshot(history(request.history_length), artifacts))
+        .collect();
+    let next = offset + tasks.len();
+    to_value(&ListTasksResponse {
+        page_size: i32::try_from(tasks.len()).unwrap_or(i32::MAX),
+        tasks,
+        next_page_token: if next < total {
+            next.to_string()
+        } else {
+            String::new()
+        },
+        total_size: i32::try_from(total).unwrap_or(i32::MAX),
+    })
+}
+
+/// `CancelTask`: stops the work and answers with the task once it says
+/// it is canceled (or after a few seconds, as it is then).
+async fn cancel(a2a: &Arc<A2a>, scope: Scope, id: &str) -> Result<Value, RpcError> {
+    let entry = lookup(a2a, scope, id).await?;
+    if entry.state().is_terminal() {
+        return Err(RpcError::new(
+            code::TASK_NOT_CANCELABLE,
+            format!("task {id} has ended ({})", entry.state().as_str()),
+        ));
+    }
+    entry.cancel.cancel();
+    if let (Scope::Node, Some(goals)) = (scope, &a2a.goals)
+        && goals.cancel(id).is_err()
+    {
+        // Not running (interrupted, waiting for a message): nothing to stop.
+        let said = entry.agent_message("canceled by the client");
+        entry.set_status(TaskState::Canceled, Some(said));
+    }
+    let mut state = entry.watch();
+    let _ = tokio::time::timeout(CANCEL_WAIT, state.wait_for(|s| s.is_terminal())).await;
+    to_value(&entry.snapshot(None, true))
+}
+
+/// A task's events as server-sent events, each a JSON-RPC response with
+/// request id `id`: the task as it is, then each change until it ends or
+/// waits for the client. A client that falls behind is sent the whole
+/// task again.
+fn stream(started: Started, id: Value) -> Response {
+    let Started {
+        entry,
+        first,
+        mut events,
+    } = started;
+    let (sender, items) = mpsc::channel::<Value>(16);
+    let wrap = move |event: &StreamResponse| json!({"jsonrpc": "2.0", "id": id, "result": event});
+    tokio::spawn(async move {
+        let first = StreamResponse::Task(first);
+        if sender.send(wrap(&first)).await.is_err() || ends(&first) {
+            return;
+        }
+        loop {
+            let event = match events.recv().await {
+                Ok(event) => event,
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    StreamResponse::Task(entry.snapshot(None, true))
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            };
+            if sender.send(wrap(&event)).await.is_err() || ends(&event) {
+                return;
+            }
+        }
+    });
+    crate::web::event_stream(items, |item| Event::default().data(item.to_string()))
+}
+
+/// Whether a stream ends with `event`.
+fn ends(event: &StreamResponse) -> bool {
+    let state = match event {
+        StreamResponse::Task(task) => task.status.state,
+        StreamResponse::StatusUpdate(update) => update.status.state,
+        StreamResponse::Message(_) => return true,
+        StreamResponse::ArtifactUpdate(_) => return false,
+    };
+    state.is_terminal() || state.is_interrupted()
+}
