@@ -1,18 +1,28 @@
 //! A2A v1.0 both ways, with the official Python `a2a-sdk` on the other
-//! side: its client reads a serving node's Agent Cards, sends messages to
+//! side. Its client reads a serving node's Agent Cards, sends messages to
 //! an agent (a call chosen by the node's model, or named in a data part;
 //! answered at once and streamed), reads, lists and cancels tasks, and
-//! gives the node a goal. The node's model is scripted and reached over the
-//! OpenAI API as a hosted one would be.
+//! gives the node a goal (the node's model is scripted and reached over the
+//! OpenAI API as a hosted one would be). Its server, the wordsmith example,
+//! is attached to a node by URL: listed, called through the CLI and the
+//! node's `/mcp`, and a member of a goal's team; peers that never finish a
+//! task, answer malformed JSON, answer without end or too much are each a
+//! clear error within the call's deadline.
 
 mod support;
 
+use agentsite::bridge::Attachment;
+use agentsite::config::{Config, DataDir, Limits};
 use agentsite::llm::{ChatRequest, Role};
+use agentsite::runtime::{CallError, Capacity};
+use agentsite::{Node, NodeCallError};
 use serde_json::{Value, json};
-use std::process::Command;
-use std::time::Duration;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use support::scripted::{Answer, ModelServer, turn};
-use support::{Cli, Server, installed_tool, repo, run_bounded};
+use support::{Cli, Server, installed_tool, mcp_call, repo, run_bounded};
 
 fn python() -> String {
     installed_tool("venv/bin/python").display().to_string()
@@ -151,4 +161,302 @@ fn the_a2a_sdk_client_talks_to_a_node() {
     assert_eq!(goal["artifacts"], json!(["6 times 7 is 42."]));
     assert!(seen["goal_updates"].as_u64().unwrap() >= 3, "{seen}");
     drop(node);
+}
+
+/// A Python A2A agent on a free port, stopped when dropped; what it prints
+/// after its address comes through `lines`.
+struct Peer {
+    child: Child,
+    base: String,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Peer {
+    /// The wordsmith example, or (with a mode) a misbehaving peer.
+    fn start(mode: Option<&str>) -> Peer {
+        let mut command = Command::new(python());
+        match mode {
+            None => command
+                .arg(repo().join("examples/python-a2a-wordsmith/agent.py"))
+                .arg("0"),
+            Some(mode) => command
+                .arg(repo().join("tests/python/a2a_peer.py"))
+                .arg(mode),
+        };
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let (sender, lines) = std::sync::mpsc::channel();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let first = lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the A2A agent says where it listens within 60 s");
+        let base = first
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+            .to_owned();
+        Peer { child, base, lines }
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn node(limits: Limits) -> (Arc<Node>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        limits,
+        ..Config::default()
+    };
+    let node = Node::open(DataDir::new(dir.path()), config, Capacity::SERVER).unwrap();
+    (Arc::new(node), dir)
+}
+
+fn url(base: &str) -> Attachment {
+    Attachment::Http {
+        url: base.to_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_a2a_agent_attached_by_url_is_an_agent_of_the_node() {
+    let peer = Peer::start(None);
+    let cli = Cli::new();
+    cli.run(&["attach", "wordsmith", &peer.base]).success();
+    let listed = cli.run(&["ls", "--json"]).json();
+    let record = &listed.as_array().unwrap()[0];
+    assert_eq!(record["attached"]["transport"], "a2a", "{record}");
+    let inspected = cli.run(&["inspect", "wordsmith"]).success();
+    assert!(inspected.contains("A2A agent"), "{inspected}");
+    assert!(
+        inspected.contains("not sandboxed by this node"),
+        "{inspected}"
+    );
+    assert!(
+        inspected.contains("Says the words of the message in reverse order"),
+        "{inspected}"
+    );
+
+    let reversed = cli.call("wordsmith", "reverse", r#"{"message": "one two three"}"#);
+    assert!(reversed.success().contains("three two one"));
+    let counted = cli
+        .call("wordsmith", "count", r#"{"message": "one two three"}"#)
+        .json();
+    assert_eq!(counted["structuredContent"]["words"], 3.0, "{counted}");
+    cli.call("wordsmith", "count", "{}").failure("\"message\"");
+
+    // Served on the node's /mcp, and as an A2A agent of the node in turn.
+    let server = Server::start(cli.data(), &[]);
+    let counted = mcp_call(
+        server.url("/agents/wordsmith/mcp"),
+        "count",
+        json!({"message": "a b c d"}),
+    )
+    .await;
+    assert_eq!(counted["words"], 4.0, "{counted}");
+    let card: Value = reqwest::get(server.url("/agents/wordsmith/.well-known/agent-card.json"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        card["description"]
+            .as_str()
+            .unwrap()
+            .contains("an attached A2A agent, not sandboxed"),
+        "{card}"
+    );
+
+    cli.run(&["detach", "wordsmith"]).success();
+    assert!(
+        cli.run(&["ls", "--json"])
+            .json()
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    drop(server);
+
+    // A URL with neither an MCP server nor an Agent Card is not attached.
+    let refused = cli.run(&["attach", "nothing", "http://127.0.0.1:9/"]);
+    refused.failure("cannot reach");
+}
+
+/// The failure of a call that did not return a result.
+fn failure(outcome: Result<agentsite::tool::ToolOutput, NodeCallError>) -> CallError {
+    match outcome {
+        Err(NodeCallError::Call(failure)) => failure,
+        other => panic!("expected a failed call, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn misbehaving_a2a_peers_are_clear_errors_within_the_deadline() {
+    let deadline = Duration::from_secs(3);
+    let limits = Limits {
+        deadline,
+        ..Limits::default()
+    };
+    let (node, _dir) = node(limits);
+    let message = r#"{"message": "one two"}"#;
+    let bound = deadline + Duration::from_secs(5);
+
+    // A task that never finishes: the deadline, and the peer is told.
+    let stuck = Peer::start(Some("stuck"));
+    node.attach("stuck", url(&stuck.base)).await.unwrap();
+    let started = Instant::now();
+    let outcome = node.call("stuck", "reverse", message, None).await;
+    assert!(matches!(failure(outcome), CallError::DeadlineExceeded(_)));
+    assert!(started.elapsed() < bound, "{:?}", started.elapsed());
+    let told = stuck
+        .lines
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the peer is asked to cancel the task");
+    assert!(told.starts_with("cancelled "), "{told}");
+
+    for (mode, says) in [
+        ("malformed", "answered SendMessage with malformed JSON"),
+        ("huge", "its answer is larger than"),
+    ] {
+        let peer = Peer::start(Some(mode));
+        node.attach(mode, url(&peer.base)).await.unwrap();
+        let started = Instant::now();
+        let error = failure(node.call(mode, "count", message, None).await).to_string();
+        assert!(error.contains(says), "{mode}: {error}");
+        assert!(started.elapsed() < bound, "{mode}: {:?}", started.elapsed());
+    }
+
+    let endless = Peer::start(Some("endless"));
+    node.attach("endless", url(&endless.base)).await.unwrap();
+    let started = Instant::now();
+    let outcome = node.call("endless", "count", message, None).await;
+    assert!(matches!(failure(outcome), CallError::DeadlineExceeded(_)));
+    assert!(started.elapsed() < bound, "{:?}", started.elapsed());
+
+    // A peer that went away.
+    drop(endless);
+    let error = failure(node.call("endless", "count", message, None).await);
+    assert!(
+        matches!(&error, CallError::Unavailable(why) if why.contains("cannot reach")),
+        "{error}"
+    );
+
+    // The node keeps serving: a good peer answers beside them.
+    let good = Peer::start(None);
+    node.attach("wordsmith", url(&good.base)).await.unwrap();
+    let reversed = node
+        .call("wordsmith", "reverse", message, None)
+        .await
+        .unwrap();
+    assert_eq!(reversed.text(), "two one");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attached_a2a_agent_does_a_task_in_a_goal() {
+    use agentsite::goals::ask::GoalModel;
+    use agentsite::goals::config::GoalsConfig;
+    use agentsite::goals::{Body, GoalState, NewGoal};
+    use agentsite::llm::{Completion, LlmFailure};
+    use support::scripted::{completion, goals_for};
+
+    /// The team's one member reverses the words with the attached agent's
+    /// skill and the goal concludes with what it found.
+    struct Scripted;
+
+    #[async_trait::async_trait]
+    impl GoalModel for Scripted {
+        async fn complete(
+            &self,
+            _model: Option<&str>,
+            request: ChatRequest,
+            _deadline: std::time::Instant,
+        ) -> Result<Completion, LlmFailure> {
+            let text: String = request
+                .messages
+                .iter()
+                .map(|m| m.content.as_str())
+                .collect();
+            let tool_results: Vec<&str> = request
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::Tool)
+                .map(|m| m.content.as_str())
+                .collect();
+            let is_task = text.contains("Your task: ");
+            let answer = if is_task && tool_results.is_empty() {
+                Answer::Call("reverse", json!({"message": "alpha beta gamma"}))
+            } else if is_task {
+                Answer::Text(format!("reversed: {}", tool_results[0]))
+            } else if text.contains("reversed: ") {
+                turn(
+                    "conclude",
+                    "Reversed, it reads gamma beta alpha.",
+                    &[],
+                    "wordsmith",
+                )
+            } else {
+                turn(
+                    "assign_sync",
+                    "wordsmith reverses",
+                    &[("wordsmith", "reverse alpha beta gamma")],
+                    "wordsmith",
+                )
+            };
+            Ok(completion(answer, 10))
+        }
+
+        fn resolve(&self, model: Option<&str>) -> Result<String, String> {
+            Ok(model.unwrap_or("scripted").to_owned())
+        }
+    }
+
+    let peer = Peer::start(None);
+    let (node, dir) = node(Limits::default());
+    node.attach("wordsmith", url(&peer.base)).await.unwrap();
+    let goals = goals_for(
+        dir.path(),
+        &node,
+        None,
+        Arc::new(Scripted),
+        GoalsConfig::default(),
+    );
+    let record = goals
+        .start(NewGoal {
+            text: "Reverse alpha beta gamma".into(),
+            team: vec!["wordsmith".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let record = tokio::time::timeout(Duration::from_secs(60), goals.finished(&record.id))
+        .await
+        .expect("the goal stops within 60 s")
+        .unwrap();
+    let messages = goals.messages(&record.id, 0, 1000).await.unwrap();
+    assert_eq!(record.state, GoalState::Concluded, "{messages:#?}");
+    let call = messages
+        .iter()
+        .find_map(|m| match &m.body {
+            Body::Progress {
+                call: Some(call), ..
+            } => Some(call.clone()),
+            _ => None,
+        })
+        .expect("the member called a tool");
+    assert_eq!(call.tool, "reverse");
+    assert!(call.result.contains("gamma beta alpha"), "{}", call.result);
 }

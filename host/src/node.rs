@@ -258,9 +258,10 @@ impl Node {
         Ok(record)
     }
 
-    /// Attaches the MCP server `attachment` as the agent `name`: connects
-    /// to it, checks its tools against the agent contract, and records it.
-    /// The server is stopped again; the node starts it when it is called.
+    /// Attaches the MCP server or A2A agent `attachment` as the agent
+    /// `name`: connects to it, checks its tools (or skills) against the
+    /// agent contract, and records it. An MCP server is stopped again; the
+    /// node starts it when it is called.
     pub async fn attach(
         &self,
         name: &str,
@@ -274,9 +275,10 @@ impl Node {
                 id: taken.id,
             });
         }
-        let (card, tools) = crate::bridge::probe(name, &attachment, &self.config.limits)
-            .await
-            .map_err(AttachError::Probe)?;
+        let (attachment, card, tools) =
+            crate::bridge::probe(name, &attachment, &self.config.limits)
+                .await
+                .map_err(AttachError::Probe)?;
         let record = AgentRecord {
             id: attachment.new_id(name),
             card,

@@ -27,6 +27,9 @@ pub enum Attachment {
     },
     /// An MCP server at a streamable-HTTP endpoint.
     Http { url: String },
+    /// An A2A agent: its Agent Card, and the JSON-RPC endpoint the card
+    /// named when it was attached.
+    A2a { card: String, endpoint: String },
 }
 
 /// Why an attachment cannot be used.
@@ -88,15 +91,10 @@ impl Attachment {
                     return bad(format!("{} is not an absolute directory", dir.display()));
                 }
             }
-            Attachment::Http { url } => {
-                if url.len() > MAX_FIELD {
-                    return bad(format!("the URL is longer than {MAX_FIELD} bytes"));
-                }
-                let parsed = reqwest::Url::parse(url)
-                    .map_err(|e| InvalidAttachment(format!("{url:?} is not a URL: {e}")))?;
-                if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
-                    return bad(format!("{url:?} is not an http:// or https:// URL"));
-                }
+            Attachment::Http { url } => check_url(url)?,
+            Attachment::A2a { card, endpoint } => {
+                check_url(card)?;
+                check_url(endpoint)?;
             }
         }
         Ok(())
@@ -125,6 +123,7 @@ impl Attachment {
         match self {
             Attachment::Stdio { .. } => "MCP server (stdio)",
             Attachment::Http { .. } => "MCP server (HTTP)",
+            Attachment::A2a { .. } => "A2A agent",
         }
     }
 
@@ -143,8 +142,25 @@ impl Attachment {
                 .collect::<Vec<_>>()
                 .join(" "),
             Attachment::Http { url } => url.clone(),
+            Attachment::A2a { card, .. } => card.clone(),
         }
     }
+}
+
+fn check_url(url: &str) -> Result<(), InvalidAttachment> {
+    if url.len() > MAX_FIELD {
+        return Err(InvalidAttachment(format!(
+            "the URL is longer than {MAX_FIELD} bytes"
+        )));
+    }
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| InvalidAttachment(format!("{url:?} is not a URL: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
+        return Err(InvalidAttachment(format!(
+            "{url:?} is not an http:// or https:// URL"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
-//! Agents that are not components: MCP servers the operator attaches,
-//! served as agents of the node.
+//! Agents that are not components: MCP servers and A2A agents the operator
+//! attaches, served as agents of the node.
 //!
 //! An attached server is a program the node starts and talks MCP to over
-//! stdio (`agentsite attach NAME -- COMMAND ARGS...`) or a streamable-HTTP
-//! endpoint (`agentsite attach NAME URL`). Its tools are probed when it is
+//! stdio (`agentsite attach NAME -- COMMAND ARGS...`), a streamable-HTTP
+//! endpoint (`agentsite attach NAME URL`), or an A2A agent (the same
+//! command, for a URL with an Agent Card: [`a2a`]). Its tools are probed when it is
 //! attached, checked as a component's are, and kept in an [`AgentRecord`]
 //! like any agent's, so that listings, `/mcp`, `peers.call`, remote calls
 //! and goals reach it through the node's one call path.
@@ -15,6 +16,7 @@
 //! output cap, the agent's concurrency slots, and well-formed results. A
 //! stdio server that exits is started again with backoff.
 
+pub mod a2a;
 mod attachment;
 mod convert;
 mod http;
@@ -27,6 +29,7 @@ pub use link::START_TIMEOUT;
 use crate::AgentId;
 use crate::config::Limits;
 use crate::runtime::CallError;
+use crate::runtime::CallSlots;
 use crate::store::{AgentRecord, Catalog};
 use crate::tool::{AgentCard, ToolOutput, ToolSpec};
 use futures::future::BoxFuture;
@@ -123,6 +126,9 @@ async fn connect_with(
             stdio::connect(name, command, args, dir, max_message, client).await
         }
         Attachment::Http { url } => http::connect(name, url, max_message, client).await,
+        Attachment::A2a { card, .. } => Err(format!(
+            "{name} is the A2A agent at {card}, not an MCP server"
+        )),
     }
 }
 
@@ -150,28 +156,59 @@ fn max_message(limits: &Limits) -> usize {
     cap.saturating_mul(4).saturating_add(1024 * 1024)
 }
 
-/// Connects to `attachment` once and returns the card and tools it offers
-/// as the agent `name`, checked against the contract; the server is
-/// stopped again. What `agentsite attach` runs before it records anything.
+/// Connects to `attachment` once and returns what it is (a URL with an A2A
+/// Agent Card is an A2A agent, another an MCP server), and the card and
+/// tools it offers as the agent `name`, checked against the contract; an
+/// MCP server is stopped again. What `agentsite attach` runs before it
+/// records anything.
 pub async fn probe(
     name: &str,
     attachment: &Attachment,
     limits: &Limits,
-) -> Result<(AgentCard, Vec<ToolSpec>), String> {
+) -> Result<(Attachment, AgentCard, Vec<ToolSpec>), String> {
+    let card_at = match attachment {
+        Attachment::Http { url } => Some(url),
+        Attachment::A2a { card, .. } => Some(card),
+        Attachment::Stdio { .. } => None,
+    };
+    let mut no_card = None;
+    if let Some(url) = card_at {
+        match a2a::discover(url).await {
+            Ok((card_url, card, endpoint)) => {
+                let (card, tools) = a2a::describe(name, &card)?;
+                let attachment = Attachment::A2a {
+                    card: card_url,
+                    endpoint,
+                };
+                attachment.check().map_err(|e| e.to_string())?;
+                return Ok((attachment, card, tools));
+            }
+            Err(why) if matches!(attachment, Attachment::A2a { .. }) => return Err(why),
+            Err(why) => no_card = Some(why),
+        }
+    }
     let described = async {
         let connected = connect(name, attachment, max_message(limits)).await?;
         let session = connected.session;
         let tools = list_tools(name, &session.peer).await?;
         describe(name, attachment, session.info.as_deref(), tools)
     };
-    tokio::time::timeout(START_TIMEOUT, described)
+    let described = tokio::time::timeout(START_TIMEOUT, described)
         .await
         .unwrap_or_else(|_| {
             Err(format!(
                 "{name} did not start and list its tools within {} s",
                 START_TIMEOUT.as_secs()
             ))
-        })
+        });
+    match (described, no_card) {
+        (Ok((card, tools)), _) => Ok((attachment.clone(), card, tools)),
+        // A server that answered but is neither: say both.
+        (Err(e), Some(why)) if !why.starts_with("cannot reach") => {
+            Err(format!("{e}; nor is it an A2A agent: {why}"))
+        }
+        (Err(e), _) => Err(e),
+    }
 }
 
 /// Pages of a tool list read at most: a server that hands out cursors
@@ -259,6 +296,10 @@ type Links = Mutex<HashMap<AgentId, Arc<Link>>>;
 pub struct Bridge {
     catalog: Catalog,
     links: Arc<Links>,
+    /// The concurrency slots of each attached A2A agent.
+    a2a_slots: Mutex<HashMap<AgentId, Arc<CallSlots>>>,
+    /// The HTTP client for A2A agents, made on first use.
+    a2a_http: std::sync::OnceLock<reqwest::Client>,
     /// Whether the sweep runs.
     sweeping: std::sync::atomic::AtomicBool,
 }
@@ -270,6 +311,8 @@ impl Bridge {
         Bridge {
             catalog,
             links: Arc::new(Mutex::new(HashMap::new())),
+            a2a_slots: Mutex::new(HashMap::new()),
+            a2a_http: std::sync::OnceLock::new(),
             sweeping: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -319,6 +362,19 @@ impl Bridge {
         limits: &Limits,
     ) -> Result<ToolOutput, CallError> {
         let deadline = Instant::now() + limits.deadline;
+        if let Some(Attachment::A2a { endpoint, .. }) = &record.attached {
+            let slots = self
+                .a2a_slots
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(record.id)
+                .or_insert_with(|| Arc::new(CallSlots::new(limits.max_concurrent_calls)))
+                .clone();
+            let _slot = slots.take(limits.max_concurrent_calls, deadline).await?;
+            let http = self.a2a_http.get_or_init(a2a::client);
+            let name = &record.card.name;
+            return a2a::call(http, name, endpoint, tool, arguments, limits, deadline).await;
+        }
         let link = self.link(record, limits)?;
         let _slot = link
             .slots()
@@ -436,6 +492,10 @@ impl Bridge {
 
     /// Stops the server of the agent `id` and forgets it.
     pub fn detach(&self, id: &AgentId) {
+        self.a2a_slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(id);
         let link = self
             .links
             .lock()

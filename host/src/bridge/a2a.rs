@@ -1,0 +1,507 @@
+//! An A2A agent attached as an agent of the node. Its Agent Card's skills
+//! become tools that take a message; a call sends the message
+//! (`SendMessage`, answered as soon as the task exists) and follows the
+//! task (`GetTask`) until it ends, all within the call's deadline, and
+//! cancels it (`CancelTask`) when the deadline passes first. What the peer
+//! answers is untrusted: every body is read up to a bound, malformed JSON
+//! and JSON-RPC errors are said in one line, and the result goes through
+//! the checks a component's result goes through.
+
+use crate::a2a::wire::{
+    self, AgentCard as A2aCard, CancelTaskRequest, GetTaskRequest, Message, Part, Role,
+    SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task, TaskState,
+};
+use crate::bindings::types;
+use crate::config::Limits;
+use crate::runtime::CallError;
+use crate::runtime::result;
+use crate::tool::{AgentCard, ToolOutput, ToolSpec, card_limits};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// How long reading an agent's card may take.
+const CARD_TIMEOUT: Duration = Duration::from_secs(10);
+/// The largest card read.
+const MAX_CARD: usize = 1 << 20;
+/// How long connecting to an A2A agent may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Polls of a running task start this far apart and slow down to the
+/// second.
+const FIRST_POLL: Duration = Duration::from_millis(50);
+const SLOWEST_POLL: Duration = Duration::from_secs(1);
+/// How long the node waits for a peer to take a cancel at the deadline.
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
+/// The argument every tool of an A2A agent takes.
+const MESSAGE: &str = "message";
+
+/// An HTTP client for A2A peers: version header, connect timeout, no
+/// redirects to elsewhere.
+pub fn client() -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        wire::VERSION_HEADER,
+        reqwest::header::HeaderValue::from_static(wire::VERSION),
+    );
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap_or_default()
+}
+
+/// Where the card of the agent at `url` is: `url` itself when it names
+/// the card, else the well-known path below it.
+pub fn card_url(url: &str) -> String {
+    if url.ends_with(wire::CARD_PATH) {
+        url.to_owned()
+    } else {
+        format!("{}{}", url.trim_end_matches('/'), wire::CARD_PATH)
+    }
+}
+
+/// The A2A agent's card at `url`, if one is there and it offers the
+/// JSON-RPC binding of A2A 1.0; why not otherwise.
+pub async fn discover(url: &str) -> Result<(String, A2aCard, String), String> {
+    let card_url = card_url(url);
+    let fetch = async {
+        let response = client()
+            .get(&card_url)
+            .send()
+            .await
+            .map_err(|e| format!("cannot reach {card_url}: {}", super::root_cause(&e)))?;
+        if !response.status().is_success() {
+            return Err(format!("{card_url} answered {}", response.status()));
+        }
+        read_bounded(response, MAX_CARD).await
+    };
+    let body = tokio::time::timeout(CARD_TIMEOUT, fetch)
+        .await
+        .map_err(|_| {
+            format!(
+                "{card_url} did not answer within {} s",
+                CARD_TIMEOUT.as_secs()
+            )
+        })??;
+    let card: A2aCard = serde_json::from_slice(&body)
+        .map_err(|e| format!("{card_url} is not an Agent Card: {e}"))?;
+    let endpoint = card
+        .jsonrpc_url()
+        .ok_or_else(|| {
+            format!("the Agent Card at {card_url} offers no JSON-RPC interface of A2A 1.0")
+        })?
+        .to_owned();
+    let parsed = reqwest::Url::parse(&endpoint)
+        .map_err(|e| format!("the Agent Card at {card_url} names no URL: {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "the Agent Card at {card_url} names {endpoint:?}, not an http(s) endpoint"
+        ));
+    }
+    Ok((card_url, card, endpoint))
+}
+
+/// The card and tools of the A2A agent attached as `name`: a tool per
+/// skill (one `ask` tool when it lists none), each taking a message,
+/// checked against the contract as a component's are.
+pub fn describe(name: &str, card: &A2aCard) -> Result<(AgentCard, Vec<ToolSpec>), String> {
+    let description = if card.description.trim().is_empty() {
+        format!(
+            "{}, an attached A2A agent",
+            crate::text::one_line(&card.name, 128)
+        )
+    } else {
+        crate::text::one_line(&card.description, card_limits::DESCRIPTION - 128)
+    };
+    let contract = types::AgentCard {
+        name: name.to_owned(),
+        version: crate::text::one_line(&card.version, card_limits::VERSION),
+        description,
+        tags: vec!["a2a".into(), "attached".into()],
+        homepage: card
+            .documentation_url
+            .clone()
+            .filter(|url| url.len() <= card_limits::HOMEPAGE),
+    };
+    let mut tools: Vec<types::Tool> = Vec::new();
+    for skill in card.skills.iter().take(card_limits::TOOLS + 1) {
+        let mut about = crate::text::one_line(&skill.description, 2000);
+        if !skill.examples.is_empty() {
+            let examples: Vec<String> = skill
+                .examples
+                .iter()
+                .take(4)
+                .map(|e| crate::text::one_line(e, 200))
+                .collect();
+            about.push_str(&format!(" Examples: {}", examples.join("; ")));
+        }
+        tools.push(tool(&tool_name(&skill.id), Some(&skill.name), about));
+    }
+    if tools.is_empty() {
+        let about = format!("Sends a message to the A2A agent {}.", card.name);
+        tools.push(tool("ask", None, crate::text::one_line(&about, 2000)));
+    }
+    result::describe(contract, tools).map_err(|e| match e {
+        CallError::MalformedResult(why) => format!("{name} breaks the agent contract: {why}"),
+        other => format!("{name} breaks the agent contract: {other}"),
+    })
+}
+
+/// A skill's id as a tool name: the letters a tool name may have.
+fn tool_name(skill: &str) -> String {
+    let name: String = skill
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if name.is_empty() { "ask".into() } else { name }
+}
+
+fn tool(name: &str, title: Option<&str>, description: String) -> types::Tool {
+    let schema = json!({
+        "type": "object",
+        "properties": {MESSAGE: {"type": "string", "description": "What to ask the agent, in words"}},
+        "required": [MESSAGE],
+    });
+    types::Tool {
+        name: name.to_owned(),
+        title: title.map(|t| crate::text::one_line(t, 128)),
+        description,
+        input_schema: schema.to_string(),
+        output_schema: None,
+        annotations: types::ToolAnnotations {
+            read_only: None,
+            destructive: None,
+            idempotent: None,
+            open_world: Some(true),
+        },
+    }
+}
+
+/// One call of the A2A agent `name` at `endpoint`: the `message`
+/// argument sent for `skill`, its task followed to its end, within
+/// `limits`.
+pub async fn call(
+    http: &reqwest::Client,
+    name: &str,
+    endpoint: &str,
+    skill: &str,
+    arguments: Map<String, Value>,
+    limits: &Limits,
+    deadline: Instant,
+) -> Result<ToolOutput, CallError> {
+    let Some(Value::String(text)) = arguments.get(MESSAGE) else {
+        return Err(CallError::InvalidArguments(format!(
+            "the argument {MESSAGE:?} is the message to send, as a string"
+        )));
+    };
+    let max = super::max_message(limits);
+    let peer = Peer {
+        http,
+        name,
+        endpoint,
+        max,
+        budget: limits.deadline,
+    };
+    let mut metadata = Map::new();
+    metadata.insert("skill".into(), Value::String(skill.to_owned()));
+    let request = SendMessageRequest {
+        message: Message {
+            message_id: wire::new_id(),
+            role: Role::User,
+            parts: vec![Part::text(text.clone())],
+            metadata: Some(metadata),
+            ..Default::default()
+        },
+        configuration: Some(SendMessageConfiguration {
+            accepted_output_modes: vec!["text/plain".into(), "application/json".into()],
+            return_immediately: true,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let answer: SendMessageResponse = peer.rpc("SendMessage", &request, deadline).await?;
+    let mut task = match answer {
+        SendMessageResponse::Message(message) => return output(name, &message.parts, limits),
+        SendMessageResponse::Task(task) => task,
+    };
+    let mut wait = FIRST_POLL;
+    while !task.status.state.is_terminal() && !task.status.state.is_interrupted() {
+        if task.id.is_empty() {
+            return Err(CallError::Failed(format!(
+                "{name} answered with a task that has no id"
+            )));
+        }
+        if Instant::now() + wait >= deadline {
+            peer.cancel(&task.id).await;
+            return Err(CallError::DeadlineExceeded(limits.deadline));
+        }
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(SLOWEST_POLL);
+        let id = task.id.clone();
+        let request = GetTaskRequest {
+            id: id.clone(),
+            history_length: Some(0),
+        };
+        task = match peer.rpc("GetTask", &request, deadline).await {
+            Ok(task) => task,
+            Err(CallError::DeadlineExceeded(_)) => {
+                peer.cancel(&id).await;
+                return Err(CallError::DeadlineExceeded(limits.deadline));
+            }
+            Err(other) => return Err(other),
+        };
+        if task.id != id {
+            return Err(CallError::Failed(format!(
+                "{name} answered GetTask({id}) with task {:?}",
+                task.id
+            )));
+        }
+    }
+    finished(name, task, limits)
+}
+
+/// What a task that stopped running means for the call.
+fn finished(name: &str, task: Task, limits: &Limits) -> Result<ToolOutput, CallError> {
+    let said = task
+        .status
+        .message
+        .as_ref()
+        .map(|m| crate::text::one_line(&m.text(), 2000))
+        .filter(|text| !text.is_empty());
+    let state = task.status.state;
+    match state {
+        TaskState::Completed => {
+            let parts: Vec<Part> = task.artifacts.into_iter().flat_map(|a| a.parts).collect();
+            if parts.is_empty() {
+                let parts = task.status.message.map(|m| m.parts).unwrap_or_default();
+                return output(name, &parts, limits);
+            }
+            output(name, &parts, limits)
+        }
+        TaskState::InputRequired | TaskState::AuthRequired => Ok(ToolOutput::failure(format!(
+            "{name} asks for {} before it goes on ({}); the node does not carry on conversations with attached A2A agents",
+            if state == TaskState::AuthRequired {
+                "authorization"
+            } else {
+                "more input"
+            },
+            said.as_deref().unwrap_or("it said nothing more")
+        ))),
+        _ => Ok(ToolOutput::failure(format!(
+            "{name}'s task {}: {}",
+            state.as_str(),
+            said.as_deref().unwrap_or("it gave no reason")
+        ))),
+    }
+}
+
+/// Parts as a tool's result: text parts as text, the first data part that
+/// is an object as structured content (every data part also as text),
+/// files named by their URL; checked against the output cap.
+fn output(name: &str, parts: &[Part], limits: &Limits) -> Result<ToolOutput, CallError> {
+    result::check_count("parts", parts.len(), result::MAX_CONTENT_ITEMS)?;
+    let mut content = Vec::new();
+    let mut structured = None;
+    for part in parts {
+        if let Some(text) = &part.text {
+            content.push(types::Content::Text(text.clone()));
+        } else if let Some(data) = &part.data {
+            if structured.is_none() && data.is_object() {
+                structured = Some(data.to_string());
+            }
+            content.push(types::Content::Text(data.to_string()));
+        } else if let Some(url) = &part.url {
+            content.push(types::Content::Text(format!("file: {url}")));
+        } else if part.raw.is_some() {
+            let what = part.media_type.as_deref().unwrap_or("bytes");
+            content.push(types::Content::Text(format!(
+                "{name} sent a file ({what}) that the node does not pass on"
+            )));
+        }
+    }
+    result::tool_output(
+        types::ToolResult {
+            content,
+            structured_content: structured,
+            is_error: false,
+        },
+        limits,
+    )
+}
+
+/// The peer's JSON-RPC endpoint.
+struct Peer<'a> {
+    http: &'a reqwest::Client,
+    name: &'a str,
+    endpoint: &'a str,
+    /// The largest answer read.
+    max: usize,
+    /// The call's time, which a deadline passed is reported with.
+    budget: Duration,
+}
+
+impl Peer<'_> {
+    /// Calls `method` and reads its result, or says in one line why not.
+    async fn rpc<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &impl Serialize,
+        deadline: Instant,
+    ) -> Result<T, CallError> {
+        let name = self.name;
+        let request =
+            json!({"jsonrpc": "2.0", "id": wire::new_id(), "method": method, "params": params});
+        let exchange = async {
+            let response = self
+                .http
+                .post(self.endpoint)
+                .json(&request)
+                .send()
+                .await
+                .map_err(|e| {
+                    CallError::Unavailable(format!(
+                        "cannot reach {name} at {}: {}",
+                        self.endpoint,
+                        super::root_cause(&e)
+                    ))
+                })?;
+            let status = response.status();
+            let body = read_bounded(response, self.max)
+                .await
+                .map_err(|why| CallError::Failed(format!("{name}: {why}")))?;
+            Ok::<_, CallError>((status, body))
+        };
+        let (status, body) = tokio::time::timeout_at(deadline, exchange)
+            .await
+            .map_err(|_| CallError::DeadlineExceeded(self.budget))??;
+        let answer: Value = serde_json::from_slice(&body).map_err(|e| {
+            let said = if status.is_success() {
+                format!("answered {method} with malformed JSON ({e})")
+            } else {
+                format!(
+                    "answered {method} with HTTP {status}: {}",
+                    crate::text::one_line(&String::from_utf8_lossy(&body), 200)
+                )
+            };
+            CallError::Failed(format!("{name} {said}"))
+        })?;
+        if let Some(error) = answer.get("error") {
+            let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
+            let message = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map(|m| crate::text::one_line(m, 1000))
+                .unwrap_or_else(|| "no message".into());
+            return Err(if code == wire::code::INVALID_PARAMS {
+                CallError::InvalidArguments(message)
+            } else {
+                CallError::Failed(format!("{name} refused {method}: {message} (error {code})"))
+            });
+        }
+        let Some(result) = answer.get("result") else {
+            return Err(CallError::Failed(format!(
+                "{name} answered {method} with neither a result nor an error"
+            )));
+        };
+        T::deserialize(result).map_err(|e| {
+            CallError::Failed(format!(
+                "{name} answered {method} with a result that is not one ({e})"
+            ))
+        })
+    }
+
+    /// Asks the peer to stop task `id`, briefly; a peer that does not is
+    /// left to it.
+    async fn cancel(&self, id: &str) {
+        let request = CancelTaskRequest { id: id.to_owned() };
+        let deadline = Instant::now() + CANCEL_TIMEOUT;
+        if let Err(e) = self.rpc::<Value>("CancelTask", &request, deadline).await {
+            tracing::debug!(agent = self.name, "cancelling task {id}: {e}");
+        }
+    }
+}
+
+/// A response body of at most `max` bytes (its reader bounds the time).
+async fn read_bounded(mut response: reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    loop {
+        let chunk = response
+            .chunk()
+            .await
+            .map_err(|e| format!("its answer broke off: {}", super::root_cause(&e)))?;
+        let Some(chunk) = chunk else {
+            return Ok(body);
+        };
+        if body.len() + chunk.len() > max {
+            return Err(format!("its answer is larger than {max} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skills_become_tools_that_take_a_message() {
+        let card: A2aCard = serde_json::from_value(json!({
+            "name": "Echo", "description": "Says it back.", "version": "1.2",
+            "skills": [
+                {"id": "echo", "name": "Echo", "description": "Echoes.", "tags": [], "examples": ["hi"]},
+                {"id": "shout loud!", "name": "Shout", "description": "Loudly.", "tags": []}
+            ]
+        }))
+        .unwrap();
+        let (contract, tools) = describe("echo", &card).unwrap();
+        assert_eq!(contract.name, "echo");
+        assert_eq!(contract.description, "Says it back.");
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["echo", "shout_loud_"]);
+        assert!(tools[0].description.contains("Examples: hi"));
+        assert_eq!(tools[0].input_schema["required"], json!(["message"]));
+
+        let bare: A2aCard = serde_json::from_value(json!({"name": "Bare"})).unwrap();
+        let (_, tools) = describe("bare", &bare).unwrap();
+        assert_eq!(tools[0].name, "ask");
+        assert_eq!(
+            card_url("http://a:1/"),
+            "http://a:1/.well-known/agent-card.json"
+        );
+        assert_eq!(
+            card_url("http://a:1/.well-known/agent-card.json"),
+            "http://a:1/.well-known/agent-card.json"
+        );
+    }
+
+    #[test]
+    fn a_task_ends_as_a_result_or_a_failure() {
+        let limits = Limits::default();
+        let task: Task = serde_json::from_value(json!({
+            "id": "t", "status": {"state": "TASK_STATE_COMPLETED"},
+            "artifacts": [{"artifactId": "a", "parts": [{"text": "42"}, {"data": {"n": 42}}]}]
+        }))
+        .unwrap();
+        let done = finished("calc", task, &limits).unwrap();
+        assert_eq!(done.text(), "42\n{\"n\":42}");
+        assert_eq!(done.structured_content, Some(json!({"n": 42})));
+        let failed: Task = serde_json::from_value(json!({
+            "id": "t", "status": {"state": "TASK_STATE_FAILED",
+                "message": {"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "no"}]}}
+        }))
+        .unwrap();
+        let failed = finished("calc", failed, &limits).unwrap();
+        assert!(failed.is_error);
+        assert_eq!(failed.text(), "calc's task failed: no");
+    }
+}
