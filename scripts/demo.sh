@@ -78,6 +78,14 @@ meta='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelc
 mcp tools/call "{\"name\":\"calculator.add\",\"arguments\":{\"a\":2,\"b\":3},$meta}" calculator.add
 mcp tools/call "{\"name\":\"calculator.divide\",\"arguments\":{\"a\":1,\"b\":0},$meta}" calculator.divide
 mcp resources/read "{\"uri\":\"note://demo\",$meta}" note://demo
+# The same agent over A2A v1.0: its Agent Card, then a message naming the call.
+base=${url%/mcp}
+printf '\n\033[1m$ A2A card of calculator, then SendMessage\033[0m\n'
+curl -s "$base/agents/calculator/.well-known/agent-card.json" | head -c 300
+echo '…'
+curl -s "$base/agents/calculator/a2a" -H 'content-type: application/json' -H 'A2A-Version: 1.0' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"data":{"tool":"multiply","arguments":{"a":6,"b":7}}}]}}}'
+echo
 
 printf '\n\033[1m--- a second node joins through the first: it finds, fetches and calls agents by hash ---\033[0m\n'
 peer=$(grep -o 'listening on /ip4/[^ ]*' "$log" | head -1 | cut -d' ' -f3)

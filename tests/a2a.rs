@@ -160,6 +160,44 @@ fn the_a2a_sdk_client_talks_to_a_node() {
     assert_eq!(goal["state"], "TASK_STATE_COMPLETED", "{seen}");
     assert_eq!(goal["artifacts"], json!(["6 times 7 is 42."]));
     assert!(seen["goal_updates"].as_u64().unwrap() >= 3, "{seen}");
+
+    // What is not a request of A2A 1.0 gets a JSON-RPC error saying why.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let endpoint = node.url("/agents/calculator/a2a");
+    let error = |body: &'static str, version: &'static str| {
+        let endpoint = endpoint.clone();
+        runtime.block_on(async move {
+            let answer: Value = reqwest::Client::new()
+                .post(endpoint)
+                .header("A2A-Version", version)
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            (
+                answer["error"]["code"].as_i64().unwrap(),
+                answer["error"]["message"].to_string(),
+            )
+        })
+    };
+    assert_eq!(error("nope", "1.0").0, -32700);
+    assert_eq!(error("[1]", "1.0").0, -32600);
+    let (code, said) = error(r#"{"jsonrpc":"2.0","id":1,"method":"message/send"}"#, "1.0");
+    assert_eq!(code, -32601);
+    assert!(said.contains("A2A 0.3 method"), "{said}");
+    let (code, _) = error(
+        r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}"#,
+        "2.0",
+    );
+    assert_eq!(code, -32009, "a version this node does not speak");
+    let (code, said) = error(
+        r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"url":"http://x/f.png"}]}}}"#,
+        "1.0",
+    );
+    assert_eq!(code, -32005, "{said}");
     drop(node);
 }
 

@@ -42,11 +42,13 @@ enum Command {
         #[arg(required = true, value_name = "FILE.wasm")]
         files: Vec<PathBuf>,
     },
-    /// Attach an existing MCP server as an agent of this node: a command
-    /// the node starts and supervises (`attach NAME -- COMMAND ARGS...`,
-    /// MCP over its stdio) or a streamable-HTTP endpoint (`attach NAME
-    /// URL`). Its tools are checked and recorded now; the node starts it
-    /// when it is first called. It is not sandboxed by the node.
+    /// Attach an existing MCP server or A2A agent as an agent of this node:
+    /// a command the node starts and supervises (`attach NAME -- COMMAND
+    /// ARGS...`, MCP over its stdio), or a URL (`attach NAME URL`): an A2A
+    /// agent when an Agent Card is at URL/.well-known/agent-card.json, else
+    /// a streamable-HTTP MCP endpoint. Its tools (or skills) are checked
+    /// and recorded now; the node starts it when it is first called. It is
+    /// not sandboxed by the node.
     Attach {
         /// The agent name its tools are served under (a-z 0-9 - _).
         name: String,
@@ -54,8 +56,8 @@ enum Command {
         #[arg(required = true, num_args = 1.., value_name = "URL | -- COMMAND ARGS", allow_hyphen_values = true)]
         target: Vec<String>,
     },
-    /// Detach an attached MCP server: its tools are no longer served and
-    /// the node stops it.
+    /// Detach an attached MCP server or A2A agent: its tools are no longer
+    /// served and the node stops it.
     Detach {
         /// Agent name, id, or unique id prefix.
         agent: String,

@@ -49,7 +49,7 @@ pub async fn add(node: &Node, files: &[impl AsRef<Path>]) -> anyhow::Result<()> 
 pub async fn attach(node: &Node, name: &str, target: &[String]) -> anyhow::Result<()> {
     let dir = std::env::current_dir().context("cannot read the current directory")?;
     let attachment = crate::bridge::Attachment::from_command_line(target, dir)?;
-    eprintln!("starting {} to list its tools…", safe(&attachment.target()));
+    eprintln!("reaching {} to list its tools…", safe(&attachment.target()));
     let record = node
         .attach(name, attachment)
         .await
