@@ -14,8 +14,14 @@ pub async fn serve(hosted: Arc<Hosted>, scope: Scope) -> anyhow::Result<()> {
     let watcher = tokio::spawn(hosted.clone().watch(stop.clone()));
     let server = AgentServer::new(hosted, Arc::new(ScopedTools::new(scope)));
     let outcome = async {
+        // Tokio's own stdin and stdout read and write on its blocking pool,
+        // so each message hopped between threads (a read, a write and a
+        // flush per call: most of a call's CPU). When they are pipes, as MCP
+        // clients start servers, rmcp's stdio_pipes reads and writes them on
+        // the reactor, on descriptions of their own (O_NONBLOCK stays out of
+        // the process's standard streams); anything else falls back.
         let running = server
-            .serve(rmcp::transport::stdio())
+            .serve(rmcp::transport::stdio_pipes())
             .await
             .map_err(|e| anyhow::anyhow!("MCP session over stdio failed to start: {e}"))?;
         running
