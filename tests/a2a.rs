@@ -11,18 +11,18 @@
 
 mod support;
 
+use agentsite::NodeCallError;
 use agentsite::bridge::Attachment;
-use agentsite::config::{Config, DataDir, Limits};
-use agentsite::llm::{ChatRequest, Role};
-use agentsite::runtime::{CallError, Capacity};
-use agentsite::{Node, NodeCallError};
+use agentsite::config::Limits;
+use agentsite::llm::ChatRequest;
+use agentsite::runtime::CallError;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::scripted::{Answer, ModelServer, turn};
-use support::{Cli, Server, installed_tool, mcp_call, repo, run_bounded};
+use support::scripted::{Answer, ModelServer, tool_results, turn};
+use support::{Cli, Server, installed_tool, mcp_call, node, repo, run_bounded};
 
 fn python() -> String {
     installed_tool("venv/bin/python").display().to_string()
@@ -42,12 +42,7 @@ fn model(request: &ChatRequest) -> Answer {
             call
         };
     }
-    let tool_results: Vec<&str> = request
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.content.as_str())
-        .collect();
+    let tool_results = tool_results(request);
     if system.contains("Do the task") {
         return match tool_results.last() {
             Some(result) => Answer::Text(format!("6 times 7 is {result}")),
@@ -253,16 +248,6 @@ impl Drop for Peer {
     }
 }
 
-fn node(limits: Limits) -> (Arc<Node>, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let config = Config {
-        limits,
-        ..Config::default()
-    };
-    let node = Node::open(DataDir::new(dir.path()), config, Capacity::SERVER).unwrap();
-    (Arc::new(node), dir)
-}
-
 fn url(base: &str) -> Attachment {
     Attachment::Http {
         url: base.to_owned(),
@@ -428,12 +413,7 @@ async fn an_attached_a2a_agent_does_a_task_in_a_goal() {
                 .iter()
                 .map(|m| m.content.as_str())
                 .collect();
-            let tool_results: Vec<&str> = request
-                .messages
-                .iter()
-                .filter(|m| m.role == Role::Tool)
-                .map(|m| m.content.as_str())
-                .collect();
+            let tool_results = tool_results(&request);
             let is_task = text.contains("Your task: ");
             let answer = if is_task && tool_results.is_empty() {
                 Answer::Call("reverse", json!({"message": "alpha beta gamma"}))

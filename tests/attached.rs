@@ -8,10 +8,10 @@
 
 mod support;
 
+use agentsite::NodeCallError;
 use agentsite::bridge::Attachment;
-use agentsite::config::{Config, DataDir, Limits};
-use agentsite::runtime::{CallError, Capacity};
-use agentsite::{Node, NodeCallError};
+use agentsite::config::Limits;
+use agentsite::runtime::CallError;
 use rmcp::ServiceExt as _;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -19,7 +19,7 @@ use serde_json::json;
 use std::process::{Child, Command};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{Cli, Server, eventually, eventually_async, installed_tool, mcp_call, repo};
+use support::{Cli, Server, eventually, eventually_async, installed_tool, mcp_call, node, repo};
 
 fn python() -> String {
     installed_tool("venv/bin/python").display().to_string()
@@ -217,16 +217,6 @@ fn an_http_mcp_server_is_an_agent_and_an_unreachable_one_a_clear_error() {
 }
 
 /// A node in a temporary directory with `limits`.
-fn node(limits: Limits) -> (Arc<Node>, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let config = Config {
-        limits,
-        ..Config::default()
-    };
-    let node = Node::open(DataDir::new(dir.path()), config, Capacity::SERVER).unwrap();
-    (Arc::new(node), dir)
-}
-
 fn stdio(script: &str, extra: &[&str]) -> Attachment {
     let mut target = vec![python(), script.to_owned()];
     target.extend(extra.iter().map(|s| s.to_string()));
@@ -394,8 +384,8 @@ async fn an_attached_server_does_a_task_in_a_goal() {
     use agentsite::goals::ask::GoalModel;
     use agentsite::goals::config::GoalsConfig;
     use agentsite::goals::{Body, GoalState, NewGoal};
-    use agentsite::llm::{ChatRequest, Completion, LlmFailure, Role};
-    use support::scripted::{Answer, completion, goals_for, turn};
+    use agentsite::llm::{ChatRequest, Completion, LlmFailure};
+    use support::scripted::{Answer, completion, goals_for, tool_results, turn};
 
     /// The team's one member converts with the attached server's tool and
     /// the goal concludes with what it found.
@@ -414,12 +404,7 @@ async fn an_attached_server_does_a_task_in_a_goal() {
                 .iter()
                 .map(|m| m.content.as_str())
                 .collect();
-            let tool_results: Vec<&str> = request
-                .messages
-                .iter()
-                .filter(|m| m.role == Role::Tool)
-                .map(|m| m.content.as_str())
-                .collect();
+            let tool_results = tool_results(&request);
             let is_task = text.contains("Your task: ");
             let answer = if is_task && tool_results.is_empty() {
                 Answer::Call(

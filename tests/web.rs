@@ -11,7 +11,7 @@ use serde_json::json;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
-use support::scripted::{Answer, ModelServer, turn};
+use support::scripted::{Answer, ModelServer, tool_results, turn};
 use support::{Cli, Server, eventually, installed_tool, repo, run_bounded, tools_dir};
 
 /// The longest one journey may take, browser start included.
@@ -273,12 +273,7 @@ impl Restarts {
 fn chat_model(request: &ChatRequest) -> Answer {
     let system = request.messages.first().map_or("", |m| m.content.as_str());
     let last = request.messages.last().expect("a request has messages");
-    let tool_results: Vec<&str> = request
-        .messages
-        .iter()
-        .filter(|m| m.role == Role::Tool)
-        .map(|m| m.content.as_str())
-        .collect();
+    let tool_results = tool_results(request);
     if system.contains("Do the task") {
         // A member's task step: one tool call, then its result said.
         if let Some(result) = tool_results.last() {

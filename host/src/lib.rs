@@ -28,6 +28,7 @@ pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod goals;
+mod http_body;
 pub mod hub;
 pub mod llm;
 pub mod mcp;

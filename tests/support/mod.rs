@@ -518,6 +518,25 @@ impl Drop for Server {
     }
 }
 
+/// A node of its own in a temporary folder, with `limits`, in this process.
+pub fn node(
+    limits: agentsite::config::Limits,
+) -> (std::sync::Arc<agentsite::Node>, tempfile::TempDir) {
+    use agentsite::config::{Config, DataDir};
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        limits,
+        ..Config::default()
+    };
+    let node = agentsite::Node::open(
+        DataDir::new(dir.path()),
+        config,
+        agentsite::runtime::Capacity::SERVER,
+    )
+    .unwrap();
+    (std::sync::Arc::new(node), dir)
+}
+
 /// Where the test suite's external tools are installed (by scripts/tools.sh):
 /// the MCP conformance suite and a Python environment with the `mcp` SDK.
 pub fn tools_dir() -> PathBuf {

@@ -29,6 +29,16 @@ pub fn goals_for(
     Goals::new(store, model, Arc::new(directory), config, None)
 }
 
+/// The tool results a request hands the model, in order.
+pub fn tool_results(request: &agentsite::llm::ChatRequest) -> Vec<&str> {
+    request
+        .messages
+        .iter()
+        .filter(|m| m.role == agentsite::llm::Role::Tool)
+        .map(|m| m.content.as_str())
+        .collect()
+}
+
 /// What the scripted model says to one request.
 pub enum Answer {
     Json(Value),

@@ -365,14 +365,14 @@ pub struct AgentCard {
 impl AgentCard {
     /// The JSON-RPC endpoint of a 1.0 interface, if the card names one.
     pub fn jsonrpc_url(&self) -> Option<&str> {
-        let jsonrpc = self
-            .supported_interfaces
+        self.supported_interfaces
             .iter()
-            .filter(|i| i.protocol_binding.eq_ignore_ascii_case(JSONRPC));
-        let speaks_1 = |i: &&AgentInterface| {
-            i.protocol_version.is_empty() || i.protocol_version.split('.').next() == Some("1")
-        };
-        jsonrpc.clone().find(speaks_1).map(|i| i.url.as_str())
+            .find(|i| {
+                i.protocol_binding.eq_ignore_ascii_case(JSONRPC)
+                    && (i.protocol_version.is_empty()
+                        || i.protocol_version.split('.').next() == Some("1"))
+            })
+            .map(|i| i.url.as_str())
     }
 }
 

@@ -281,10 +281,10 @@ fn finished(name: &str, task: Task, limits: &Limits) -> Result<ToolOutput, CallE
     let state = task.status.state;
     match state {
         TaskState::Completed => {
-            let parts: Vec<Part> = task.artifacts.into_iter().flat_map(|a| a.parts).collect();
+            let mut parts: Vec<Part> = task.artifacts.into_iter().flat_map(|a| a.parts).collect();
+            // A task that produced no artifact answers in its last message.
             if parts.is_empty() {
-                let parts = task.status.message.map(|m| m.parts).unwrap_or_default();
-                return output(name, &parts, limits);
+                parts = task.status.message.map(|m| m.parts).unwrap_or_default();
             }
             output(name, &parts, limits)
         }
@@ -432,21 +432,14 @@ impl Peer<'_> {
 }
 
 /// A response body of at most `max` bytes (its reader bounds the time).
-async fn read_bounded(mut response: reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
-    let mut body = Vec::new();
-    loop {
-        let chunk = response
-            .chunk()
-            .await
-            .map_err(|e| format!("its answer broke off: {}", super::root_cause(&e)))?;
-        let Some(chunk) = chunk else {
-            return Ok(body);
-        };
-        if body.len() + chunk.len() > max {
-            return Err(format!("its answer is larger than {max} bytes"));
-        }
-        body.extend_from_slice(&chunk);
-    }
+async fn read_bounded(response: reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
+    use crate::http_body::BodyError;
+    crate::http_body::read_bounded(response, max)
+        .await
+        .map_err(|e| match e {
+            BodyError::TooLarge(max) => format!("its answer is larger than {max} bytes"),
+            BodyError::Broke(e) => format!("its answer broke off: {}", super::root_cause(&e)),
+        })
 }
 
 #[cfg(test)]

@@ -212,17 +212,15 @@ impl std::error::Error for StreamBroke {}
 
 /// The body of `response`, refusing one longer than `limit` bytes.
 async fn read_bounded(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
-    let mut body = Vec::new();
-    let mut chunks = response.bytes_stream();
-    while let Some(chunk) = chunks.next().await {
-        let chunk =
-            chunk.map_err(|e| format!("the server's answer broke off: {}", error_chain(&e)))?;
-        if body.len() + chunk.len() > limit {
-            return Err(format!("the server's answer is larger than {limit} bytes"));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
+    use crate::http_body::BodyError;
+    crate::http_body::read_bounded(response, limit)
+        .await
+        .map_err(|e| match e {
+            BodyError::TooLarge(limit) => {
+                format!("the server's answer is larger than {limit} bytes")
+            }
+            BodyError::Broke(e) => format!("the server's answer broke off: {}", error_chain(&e)),
+        })
 }
 
 /// An error and its causes on one line: reqwest's own message alone says
