@@ -27,7 +27,11 @@ prune_target() {
     prune_deps "$target/release/deps"
     for dir in "$target"/fuzz/*/release/deps; do prune_deps "$dir"; done
     local free_kb
-    free_kb=$(df -Pk "$target" 2>/dev/null | awk 'NR == 2 { print $4 }')
+    # On a fresh machine the target directory does not exist yet: measure
+    # the disk it will be made on (df fails on a missing path, and under
+    # `set -e -o pipefail` that would end the whole run).
+    mkdir -p "$target"
+    free_kb=$(df -Pk "$target" | awk 'NR == 2 { print $4 }') || free_kb=
     if [ -n "$free_kb" ] && [ "$free_kb" -lt $((8 * 1024 * 1024)) ]; then
         echo "warning: $((free_kb / 1024)) MiB free under $target; the build may run out of disk" >&2
     fi
