@@ -11,6 +11,9 @@
 //!   only: the load generator repeats one body, and requests in flight in
 //!   one session must have distinct JSON-RPC ids.
 //!
+//! The server's CPU time (user + system, from /proc) over each run is
+//! divided by the calls answered.
+//!
 //! Run with `cargo bench -p agentsite --bench mcp_http` after building the
 //! examples. `oha` is installed into ~/.cache/agentsite-tools/oha on first
 //! use (`cargo install oha`, a few minutes). Results are printed as a
@@ -23,9 +26,12 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-use support::{Cli, Server, tools_dir};
+use support::{Cli, Server, cpu_time, tools_dir};
 
-const REQUESTS_AT_1: &str = "20000";
+/// Calls one after another: 20,000 unless `BENCH_CALLS` says otherwise.
+fn calls_at_1() -> String {
+    std::env::var("BENCH_CALLS").unwrap_or_else(|_| "20000".into())
+}
 const SECONDS_AT_32: &str = "10s";
 
 /// The `oha` binary, installed on first use.
@@ -167,11 +173,13 @@ fn check(target: &Target) {
 
 struct Figures {
     requests_per_sec: f64,
+    /// The server's CPU time over the run divided by the calls.
+    cpu_per_call: Duration,
     p50: Duration,
     p99: Duration,
 }
 
-fn load(oha: &Path, target: &Target, concurrency: &str, amount: [&str; 2]) -> Figures {
+fn load(oha: &Path, server: u32, target: &Target, concurrency: &str, amount: [&str; 2]) -> Figures {
     let mut command = Command::new(oha);
     command
         .args([
@@ -189,10 +197,12 @@ fn load(oha: &Path, target: &Target, concurrency: &str, amount: [&str; 2]) -> Fi
     for (name, value) in &target.headers {
         command.args(["-H", &format!("{name}: {value}")]);
     }
+    let cpu_before = cpu_time(server);
     let output = command
         .args(["-d", &target.body, &target.url])
         .output()
         .unwrap();
+    let cpu = cpu_time(server) - cpu_before;
     assert!(
         output.status.success(),
         "{}",
@@ -212,6 +222,7 @@ fn load(oha: &Path, target: &Target, concurrency: &str, amount: [&str; 2]) -> Fi
         |key: &str| Duration::from_secs_f64(report["latencyPercentiles"][key].as_f64().unwrap());
     Figures {
         requests_per_sec: report["summary"]["requestsPerSec"].as_f64().unwrap(),
+        cpu_per_call: cpu / all.max(1) as u32,
         p50: seconds("p50"),
         p99: seconds("p99"),
     }
@@ -240,31 +251,36 @@ fn main() {
         ),
         session(format!("{}/agents/calculator/mcp", server.base)),
     ];
-    println!("| endpoint | c=1 p50 | c=1 p99 | c=1 calls/s | c=32 calls/s | c=32 p50 | c=32 p99 |");
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "| endpoint | c=1 p50 | c=1 p99 | c=1 calls/s | c=1 server CPU/call | c=32 calls/s | c=32 p50 | c=32 p99 | c=32 server CPU/call |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let pid = server.pid();
     for target in &targets {
         check(target);
         // Warm up: first load of the agent, connection pools, caches.
-        load(&oha, target, "1", ["-n", "2000"]);
-        let one = load(&oha, target, "1", ["-n", REQUESTS_AT_1]);
+        load(&oha, pid, target, "1", ["-n", "2000"]);
+        let one = load(&oha, pid, target, "1", ["-n", &calls_at_1()]);
         let many = match target.concurrent {
             true => {
-                let many = load(&oha, target, "32", ["-z", SECONDS_AT_32]);
+                let many = load(&oha, pid, target, "32", ["-z", SECONDS_AT_32]);
                 format!(
-                    "{:.0} | {} | {}",
+                    "{:.0} | {} | {} | {}",
                     many.requests_per_sec,
                     micros(many.p50),
-                    micros(many.p99)
+                    micros(many.p99),
+                    micros(many.cpu_per_call),
                 )
             }
-            false => "— | — | —".to_owned(),
+            false => "— | — | — | —".to_owned(),
         };
         println!(
-            "| {} | {} | {} | {:.0} | {many} |",
+            "| {} | {} | {} | {:.0} | {} | {many} |",
             target.name,
             micros(one.p50),
             micros(one.p99),
             one.requests_per_sec,
+            micros(one.cpu_per_call),
         );
     }
 }

@@ -16,18 +16,7 @@ mod support;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
-use support::Cli;
-
-/// The server's CPU time so far (user + system), from /proc.
-fn cpu_time(pid: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the server's stat");
-    // Fields after the command name, which is in parentheses.
-    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    // SAFETY: sysconf only reads a constant of the system.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
-    Duration::from_micros(ticks * 1_000_000 / per_second)
-}
+use support::{Cli, cpu_time};
 
 struct Server {
     child: Child,

@@ -45,7 +45,7 @@ const CALM_WINDOW: Duration = Duration::from_millis(20);
 const CALM_AT_MOST: Duration = Duration::from_secs(2);
 const ANNOUNCEMENTS: usize = 20;
 const FETCH_BYTES: usize = 16 * 1024 * 1024;
-const FETCH_ROUNDS: usize = 10;
+const FETCH_ROUNDS: usize = 20;
 const E2E_NETWORK: usize = 50;
 const E2E_ROUNDS: usize = 20;
 
@@ -474,12 +474,14 @@ async fn reach(net: &Testnet, sending: Sending, rounds: usize, idle_cpu: Duratio
 }
 
 /// A node on loopback TCP joining through `bootstrap`.
-fn tcp_config(bootstrap: Vec<agentsite::net::Multiaddr>) -> NetConfig {
-    NetConfig::new(
-        vec!["/ip4/127.0.0.1/tcp/0".parse().unwrap()],
-        bootstrap,
-        Transports::Network,
-    )
+/// The address both ends of the fetch listen on: TCP (noise, yamux) unless
+/// `FETCH_TRANSPORT=quic`.
+fn fetch_listen_address() -> &'static str {
+    match std::env::var("FETCH_TRANSPORT").as_deref() {
+        Ok("quic") => "/ip4/127.0.0.1/udp/0/quic-v1",
+        Ok("tcp") | Err(_) => "/ip4/127.0.0.1/tcp/0",
+        Ok(other) => panic!("FETCH_TRANSPORT is tcp or quic, not {other}"),
+    }
 }
 
 async fn fetch_between_processes() {
@@ -492,7 +494,8 @@ async fn fetch_between_processes() {
         .success()
         .trim()
         .to_owned();
-    let server = support::Server::start(provider.data(), &["--p2p-listen", "/ip4/127.0.0.1/tcp/0"]);
+    let listen = fetch_listen_address();
+    let server = support::Server::start(provider.data(), &["--p2p-listen", listen]);
     provider.run(&["publish", &id]).success();
     let address: agentsite::net::Multiaddr = server.p2p.clone().unwrap().parse().unwrap();
     let peer: PeerId = match address.iter().last() {
@@ -503,7 +506,11 @@ async fn fetch_between_processes() {
     let library = Arc::new(support::testnet::Shelf::default());
     let network = Network::start(
         Keypair::generate_ed25519(),
-        tcp_config(vec![address]),
+        NetConfig::new(
+            vec![listen.parse().unwrap()],
+            vec![address],
+            Transports::Network,
+        ),
         library,
     )
     .await
@@ -511,31 +518,49 @@ async fn fetch_between_processes() {
     let id: AgentId = id.parse().unwrap();
     let manifest = manifest_from_dht(&network, id).await;
     let mut times = Vec::new();
+    // CPU time of both processes over the measured rounds (the check of
+    // each result below is left out).
+    let (mut fetcher_cpu, mut provider_cpu) = (Duration::ZERO, Duration::ZERO);
     for round in 0..=FETCH_ROUNDS {
+        let cpu_before = (
+            support::cpu_time(std::process::id()),
+            support::cpu_time(server.pid()),
+        );
         let started = Instant::now();
         let (fetched, _) = fetch::download(&network, &manifest, &[peer], &|_| {})
             .await
             .expect("the download succeeds");
         let elapsed = started.elapsed();
-        assert_eq!(AgentId::of(&fetched), id);
+        let cpu_after = (
+            support::cpu_time(std::process::id()),
+            support::cpu_time(server.pid()),
+        );
         // The first round warms both sides' page cache and allocator.
         if round > 0 {
             times.push(elapsed);
+            fetcher_cpu += cpu_after.0 - cpu_before.0;
+            provider_cpu += cpu_after.1 - cpu_before.1;
         }
+        assert_eq!(AgentId::of(&fetched), id);
     }
     times.sort_unstable();
     let mib = FETCH_BYTES as f64 / (1024.0 * 1024.0);
     let rate = |d: Duration| mib / d.as_secs_f64();
-    println!("\n| agent | rounds | time p50 | min | max | throughput at p50 | best |");
-    println!("|---|---|---|---|---|---|---|");
+    let per_round = |cpu: Duration| ms(cpu / FETCH_ROUNDS as u32);
     println!(
-        "| {mib:.0} MiB, {} chunks | {FETCH_ROUNDS} | {:.1} ms | {:.1} ms | {:.1} ms | **{:.0} MiB/s** | {:.0} MiB/s |",
+        "\n| agent | transport | rounds | time p50 | min | max | throughput at p50 | best | CPU per round: fetcher | provider |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!(
+        "| {mib:.0} MiB, {} chunks | {listen} | {FETCH_ROUNDS} | {:.1} ms | {:.1} ms | {:.1} ms | **{:.0} MiB/s** | {:.0} MiB/s | {:.1} ms | {:.1} ms |",
         manifest.manifest().chunk_count(),
         ms(percentile(&times, 50.0)),
         ms(times[0]),
         ms(*times.last().unwrap()),
         rate(percentile(&times, 50.0)),
         rate(times[0]),
+        per_round(fetcher_cpu),
+        per_round(provider_cpu),
     );
     network.shutdown().await;
     drop(server);

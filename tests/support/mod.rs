@@ -537,6 +537,18 @@ pub fn node(
     (std::sync::Arc::new(node), dir)
 }
 
+/// The CPU time process `pid` has used so far (user + system), from /proc:
+/// what a benchmark divides by its calls to get a server's cost per call.
+pub fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the process's stat");
+    // Fields after the command name, which is in parentheses.
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf only reads a constant of the system.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    Duration::from_micros(ticks * 1_000_000 / per_second)
+}
+
 /// Where the test suite's external tools are installed (by scripts/tools.sh):
 /// the MCP conformance suite and a Python environment with the `mcp` SDK.
 pub fn tools_dir() -> PathBuf {

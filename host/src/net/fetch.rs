@@ -2,10 +2,11 @@
 //! from its store, and the download that pulls an agent's chunks from several
 //! providers at once.
 //!
-//! Every chunk is checked against the signed manifest as it arrives, and the
-//! whole against the agent id at the end. A provider that sends a chunk that
-//! does not match is a liar: it is dropped from this download and blocked,
-//! and its chunk is asked of another provider. Bad bytes are never kept.
+//! The whole is checked against the agent id as chunks arrive; when it does
+//! not match, each chunk is checked against the signed manifest. A provider
+//! that sent a chunk that does not match is a liar: it is dropped from this
+//! download and blocked, and its chunks are asked of another provider. Bad
+//! bytes are never kept: nothing leaves the download unverified.
 
 use super::Network;
 use crate::AgentId;
@@ -108,8 +109,13 @@ pub struct DownloadReport {
 }
 
 /// Downloads the agent of `signed` from `providers`, several chunks from
-/// each at once, checking every chunk. Calls `progress` with the number of
-/// verified bytes so far.
+/// each at once. Calls `progress` with the number of bytes received so far.
+///
+/// Each byte is hashed once when every provider is honest: the whole agent,
+/// in order as chunks arrive, against its id. Only when the whole does not
+/// match is each chunk checked against the signed manifest, to find who
+/// lied; the liars are blocked, their chunks asked of others and, from then
+/// on, every chunk is checked as it arrives.
 pub async fn download(
     network: &Network,
     signed: &SignedManifest,
@@ -118,105 +124,209 @@ pub async fn download(
 ) -> Result<(Vec<u8>, DownloadReport), FetchError> {
     let manifest = signed.manifest();
     let id = manifest.id;
-    let mut bytes = vec![0u8; manifest.size as usize];
-    let mut waiting: VecDeque<usize> = (0..manifest.chunk_count()).collect();
-    let mut usable: Vec<PeerId> = providers.to_vec();
-    usable.dedup();
-    let mut in_flight: HashMap<PeerId, usize> = HashMap::new();
-    let mut failures: HashMap<PeerId, u32> = HashMap::new();
-    let mut report = DownloadReport::default();
-    let mut failed = Vec::new();
-    let mut done = 0u64;
-    let mut requests = FuturesUnordered::new();
-    let mut next_provider = 0usize;
+    let mut download = Download::new(manifest, providers);
     let mut whole = InOrderHash::new(manifest.chunk_count());
-
-    loop {
-        // Hand waiting chunks to the providers with room, in turn.
-        while !usable.is_empty() && !waiting.is_empty() {
-            let start = next_provider % usable.len();
-            let Some(provider) = (0..usable.len())
-                .map(|i| usable[(start + i) % usable.len()])
-                .find(|p| in_flight.get(p).copied().unwrap_or(0) < IN_FLIGHT_PER_PROVIDER)
-            else {
-                break;
-            };
-            next_provider = next_provider.wrapping_add(1);
-            let Some(index) = waiting.pop_front() else {
-                break;
-            };
-            *in_flight.entry(provider).or_default() += 1;
-            let network = network.clone();
-            requests.push(async move {
-                let request = FetchRequest::Chunk {
-                    id,
-                    index: index as u32,
-                };
-                (provider, index, network.request(provider, request).await)
-            });
-        }
-        if waiting.is_empty() && requests.is_empty() {
-            break;
-        }
-        let Some((provider, index, answer)) = requests.next().await else {
-            // Chunks wait but nobody is left to ask.
-            return Err(FetchError::NoProvider {
-                id,
-                lied: report.liars,
-                failed,
-            });
-        };
-        *in_flight.entry(provider).or_default() -= 1;
-        match answer {
-            Ok(FetchResponse::Chunk(chunk)) if manifest.chunk_matches(index, &chunk) => {
-                bytes[manifest.chunk_range(index)].copy_from_slice(&chunk);
-                whole.arrived(index, &bytes, manifest);
-                *report.chunks_from.entry(provider).or_default() += 1;
-                done += chunk.len() as u64;
-                progress(done);
-            }
-            Ok(FetchResponse::Chunk(_)) => {
-                // Its other chunks in flight may be bad too: each is checked
-                // as it comes, but the liar is reported once.
-                if !report.liars.contains(&provider) {
-                    tracing::warn!(%provider, %id, index, "provider sent a corrupt chunk; blocking it");
-                    network.penalise(
-                        provider,
-                        "sent a chunk that does not match the signed manifest",
-                    );
-                    usable.retain(|p| *p != provider);
-                    report.liars.push(provider);
-                }
-                waiting.push_back(index);
-            }
-            other => {
-                let reason = match other {
-                    Ok(FetchResponse::NotFound) => "does not have it".to_owned(),
-                    Ok(_) => "answered with something other than a chunk".to_owned(),
-                    Err(e) => e.to_string(),
-                };
-                tracing::debug!(%provider, %id, index, "chunk request failed: {reason}");
-                let count = failures.entry(provider).or_default();
-                *count += 1;
-                if *count >= MAX_FAILURES_PER_PROVIDER && usable.contains(&provider) {
-                    usable.retain(|p| *p != provider);
-                    failed.push(provider);
-                }
-                waiting.push_back(index);
-            }
-        }
-        if usable.is_empty() && !waiting.is_empty() && requests.is_empty() {
-            return Err(FetchError::NoProvider {
-                id,
-                lied: report.liars,
-                failed,
-            });
-        }
+    let mut received = 0u64;
+    download
+        .run(network, |index, bytes| {
+            whole.arrived(index, bytes, manifest);
+            received += manifest.chunk_range(index).len() as u64;
+            progress(received);
+        })
+        .await?;
+    if whole.finish() == id {
+        return Ok(download.finish());
     }
-    if whole.finish() != id {
+    // Someone lied. Find the chunks that do not match the manifest, block
+    // whoever sent them and ask others, checking each chunk from now on.
+    let bad = download.drop_bad_chunks(network);
+    if bad == 0 {
         return Err(FetchError::WrongWhole(id));
     }
-    Ok((bytes, report))
+    download.check_each = true;
+    download.run(network, |_, _| {}).await?;
+    if AgentId::of(&download.bytes) != id {
+        return Err(FetchError::WrongWhole(id));
+    }
+    Ok(download.finish())
+}
+
+/// The state of one download: the bytes so far, who sent each chunk, and
+/// which providers are still asked.
+struct Download<'a> {
+    manifest: &'a Manifest,
+    bytes: Vec<u8>,
+    /// Who sent each chunk now in `bytes`.
+    sender: Vec<Option<PeerId>>,
+    waiting: VecDeque<usize>,
+    usable: Vec<PeerId>,
+    failures: HashMap<PeerId, u32>,
+    failed: Vec<PeerId>,
+    liars: Vec<PeerId>,
+    /// Whether each chunk is checked against the manifest as it arrives
+    /// (once a liar has been seen).
+    check_each: bool,
+}
+
+impl<'a> Download<'a> {
+    fn new(manifest: &'a Manifest, providers: &[PeerId]) -> Self {
+        let mut usable = providers.to_vec();
+        usable.dedup();
+        Download {
+            manifest,
+            bytes: vec![0u8; manifest.size as usize],
+            sender: vec![None; manifest.chunk_count()],
+            waiting: (0..manifest.chunk_count()).collect(),
+            usable,
+            failures: HashMap::new(),
+            failed: Vec::new(),
+            liars: Vec::new(),
+            check_each: false,
+        }
+    }
+
+    /// Asks the providers for every waiting chunk, several of each at once,
+    /// until all are in `bytes`; `arrived` hears of each chunk kept.
+    async fn run(
+        &mut self,
+        network: &Network,
+        mut arrived: impl FnMut(usize, &[u8]),
+    ) -> Result<(), FetchError> {
+        let id = self.manifest.id;
+        let mut in_flight: HashMap<PeerId, usize> = HashMap::new();
+        let mut requests = FuturesUnordered::new();
+        let mut next_provider = 0usize;
+        loop {
+            // Hand waiting chunks to the providers with room, in turn.
+            while !self.usable.is_empty() && !self.waiting.is_empty() {
+                let usable = &self.usable;
+                let start = next_provider % usable.len();
+                let Some(provider) = (0..usable.len())
+                    .map(|i| usable[(start + i) % usable.len()])
+                    .find(|p| in_flight.get(p).copied().unwrap_or(0) < IN_FLIGHT_PER_PROVIDER)
+                else {
+                    break;
+                };
+                next_provider = next_provider.wrapping_add(1);
+                let Some(index) = self.waiting.pop_front() else {
+                    break;
+                };
+                *in_flight.entry(provider).or_default() += 1;
+                let network = network.clone();
+                requests.push(async move {
+                    let request = FetchRequest::Chunk {
+                        id,
+                        index: index as u32,
+                    };
+                    (provider, index, network.request(provider, request).await)
+                });
+            }
+            if self.waiting.is_empty() && requests.is_empty() {
+                return Ok(());
+            }
+            let Some((provider, index, answer)) = requests.next().await else {
+                // Chunks wait but nobody is left to ask.
+                return Err(self.no_provider());
+            };
+            *in_flight.entry(provider).or_default() -= 1;
+            match answer {
+                Ok(FetchResponse::Chunk(chunk)) if self.plausible(index, &chunk) => {
+                    let range = self.manifest.chunk_range(index);
+                    self.bytes[range].copy_from_slice(&chunk);
+                    self.sender[index] = Some(provider);
+                    arrived(index, &self.bytes);
+                }
+                Ok(FetchResponse::Chunk(_)) => {
+                    // Its other chunks in flight may be bad too: each is
+                    // checked as it comes, but the liar is reported once.
+                    self.block(network, provider);
+                    self.waiting.push_back(index);
+                }
+                other => {
+                    let reason = match other {
+                        Ok(FetchResponse::NotFound) => "does not have it".to_owned(),
+                        Ok(_) => "answered with something other than a chunk".to_owned(),
+                        Err(e) => e.to_string(),
+                    };
+                    tracing::debug!(%provider, %id, index, "chunk request failed: {reason}");
+                    let count = self.failures.entry(provider).or_default();
+                    *count += 1;
+                    if *count >= MAX_FAILURES_PER_PROVIDER && self.usable.contains(&provider) {
+                        self.usable.retain(|p| *p != provider);
+                        self.failed.push(provider);
+                    }
+                    self.waiting.push_back(index);
+                }
+            }
+            if self.usable.is_empty() && !self.waiting.is_empty() && requests.is_empty() {
+                return Err(self.no_provider());
+            }
+        }
+    }
+
+    /// Whether `chunk` may be chunk `index`: its length always, its hash
+    /// once a liar has been seen (before that, the whole is checked at the
+    /// end instead).
+    fn plausible(&self, index: usize, chunk: &[u8]) -> bool {
+        match self.check_each {
+            true => self.manifest.chunk_matches(index, chunk),
+            false => chunk.len() == self.manifest.chunk_range(index).len(),
+        }
+    }
+
+    /// Checks every chunk against the manifest; each that does not match is
+    /// asked again, and its sender blocked. Returns how many did not match.
+    fn drop_bad_chunks(&mut self, network: &Network) -> usize {
+        let mut bad = 0;
+        for index in 0..self.sender.len() {
+            let chunk = &self.bytes[self.manifest.chunk_range(index)];
+            if self.manifest.chunk_matches(index, chunk) {
+                continue;
+            }
+            bad += 1;
+            if let Some(liar) = self.sender[index].take() {
+                self.block(network, liar);
+            }
+            self.waiting.push_back(index);
+        }
+        bad
+    }
+
+    /// Blocks `provider` for sending bytes that do not match the signed
+    /// manifest, once.
+    fn block(&mut self, network: &Network, provider: PeerId) {
+        if self.liars.contains(&provider) {
+            return;
+        }
+        let id = self.manifest.id;
+        tracing::warn!(%provider, %id, "provider sent a corrupt chunk; blocking it");
+        network.penalise(
+            provider,
+            "sent a chunk that does not match the signed manifest",
+        );
+        self.usable.retain(|p| *p != provider);
+        self.liars.push(provider);
+    }
+
+    fn no_provider(&self) -> FetchError {
+        FetchError::NoProvider {
+            id: self.manifest.id,
+            lied: self.liars.clone(),
+            failed: self.failed.clone(),
+        }
+    }
+
+    fn finish(self) -> (Vec<u8>, DownloadReport) {
+        let mut chunks_from: HashMap<PeerId, usize> = HashMap::new();
+        for sender in self.sender.into_iter().flatten() {
+            *chunks_from.entry(sender).or_default() += 1;
+        }
+        let report = DownloadReport {
+            chunks_from,
+            liars: self.liars,
+        };
+        (self.bytes, report)
+    }
 }
 
 /// The sha256 of the whole agent, computed while chunks arrive (in any
