@@ -8,6 +8,7 @@
 
 use super::keep_alive::OwnKeepAlive;
 use super::{NetConfig, Transports, dht, fetch, gossip, rpc};
+use libp2p::core::upgrade::Version;
 use libp2p::swarm::behaviour::toggle::Toggle;
 use libp2p::{
     Swarm, SwarmBuilder, allow_block_list, gossipsub, identify, identity::Keypair, kad, mdns,
@@ -60,7 +61,15 @@ impl Behaviour {
 pub(super) fn swarm(keypair: Keypair, config: &NetConfig) -> anyhow::Result<Swarm<Behaviour>> {
     let behaviour = |key: &Keypair| Behaviour::new(key, config);
     let idle_timeout = config.idle_timeout;
-    let swarm_config = |c: libp2p::swarm::Config| c.with_idle_connection_timeout(idle_timeout);
+    // Substreams negotiate their protocol lazily: a dialer proposing one
+    // protocol (a Kademlia request, a fetch, a call) sends its request with
+    // the proposal instead of waiting a round trip for the answer. The wire
+    // is the same multistream-select 1.0 (a listener cannot tell), and a
+    // refusal still surfaces, on the first read.
+    let swarm_config = |c: libp2p::swarm::Config| {
+        c.with_idle_connection_timeout(idle_timeout)
+            .with_substream_upgrade_protocol_override(Version::V1Lazy)
+    };
     let swarm = match config.transports {
         Transports::Network => SwarmBuilder::with_existing_identity(keypair)
             .with_tokio()
@@ -79,8 +88,11 @@ pub(super) fn swarm(keypair: Keypair, config: &NetConfig) -> anyhow::Result<Swar
                 use libp2p::Transport as _;
                 let noise = noise::Config::new(key)
                     .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)?;
+                // Lazy negotiation of noise and yamux, as the TCP transport
+                // of `SwarmBuilder::with_tcp` does: the simulation must not
+                // pay round trips a real node does not.
                 Ok(libp2p::core::transport::MemoryTransport::default()
-                    .upgrade(libp2p::core::upgrade::Version::V1)
+                    .upgrade(Version::V1Lazy)
                     .authenticate(noise)
                     .multiplex(yamux::Config::default()))
             })?
