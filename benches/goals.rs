@@ -30,6 +30,7 @@ use agentsite::llm::{ChatRequest, Completion, LlmFailure, Role};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::percentile;
 use support::scripted::{Answer, completion, goals_for, turn};
 use support::testnet::node_with_hub;
 
@@ -124,10 +125,6 @@ fn instant_model(rules: impl Fn(&Asked) -> Answer + Send + Sync + 'static) -> Ar
         turns: Mutex::new(0),
         turn_times: Mutex::new(Vec::new()),
     })
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 fn ms(d: Duration) -> String {

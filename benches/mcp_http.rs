@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-use support::{Cli, Server, cpu_time, tools_dir};
+use support::{Cli, Server, cpu_time, micros, tools_dir};
 
 /// Calls one after another: 20,000 unless `BENCH_CALLS` says otherwise.
 fn calls_at_1() -> String {
@@ -226,10 +226,6 @@ fn load(oha: &Path, server: u32, target: &Target, concurrency: &str, amount: [&s
         p50: seconds("p50"),
         p99: seconds("p99"),
     }
-}
-
-fn micros(d: Duration) -> String {
-    format!("{:.0} µs", d.as_secs_f64() * 1e6)
 }
 
 fn main() {

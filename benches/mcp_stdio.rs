@@ -15,8 +15,8 @@ mod support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant};
-use support::{Cli, cpu_time};
+use std::time::Instant;
+use support::{Cli, cpu_time, micros, percentile};
 
 struct Server {
     child: Child,
@@ -85,14 +85,6 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
-fn micros(d: Duration) -> String {
-    format!("{:.0} µs", d.as_secs_f64() * 1e6)
 }
 
 fn main() {

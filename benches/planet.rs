@@ -473,7 +473,6 @@ async fn reach(net: &Testnet, sending: Sending, rounds: usize, idle_cpu: Duratio
     );
 }
 
-/// A node on loopback TCP joining through `bootstrap`.
 /// The address both ends of the fetch listen on: TCP (noise, yamux) unless
 /// `FETCH_TRANSPORT=quic`.
 fn fetch_listen_address() -> &'static str {

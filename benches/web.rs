@@ -15,6 +15,7 @@ mod support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::percentile;
 use support::testnet::{SplitMix, Testnet, node_with_hub};
 
 /// Simulated nodes publishing agents.
@@ -146,10 +147,6 @@ async fn serve(node: Arc<agentsite::Node>, hub: Arc<agentsite::hub::Hub>) -> Str
     let pages = agentsite::testing::web_pages(node, Some(hub), port).unwrap();
     tokio::spawn(async move { axum::serve(listener, pages).await });
     format!("http://127.0.0.1:{port}")
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 fn ms(d: Duration) -> String {

@@ -537,6 +537,17 @@ pub fn node(
     (std::sync::Arc::new(node), dir)
 }
 
+/// The value at fraction `p` (0.0 to 1.0) of the way through `sorted`:
+/// `percentile(&times, 0.5)` is the median of a benchmark's timings.
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// A duration in whole microseconds, for a benchmark's table.
+pub fn micros(d: Duration) -> String {
+    format!("{:.0} µs", d.as_secs_f64() * 1e6)
+}
+
 /// The CPU time process `pid` has used so far (user + system), from /proc:
 /// what a benchmark divides by its calls to get a server's cost per call.
 pub fn cpu_time(pid: u32) -> Duration {
