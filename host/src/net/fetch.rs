@@ -9,17 +9,16 @@
 //! bytes are never kept: nothing leaves the download unverified.
 
 use super::Network;
+use super::fetch_codec::{FetchCodec, PROTOCOL, PROTOCOL_CBOR};
 use crate::AgentId;
 use crate::store::manifest::{Manifest, SignedManifest};
 use futures::StreamExt as _;
 use futures::stream::FuturesUnordered;
-use libp2p::{PeerId, StreamProtocol, request_response};
+use libp2p::{PeerId, request_response};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
-
-pub(super) const PROTOCOL: StreamProtocol = StreamProtocol::new("/agentsite/fetch/1.0.0");
 
 /// Chunks asked of one provider at a time.
 const IN_FLIGHT_PER_PROVIDER: usize = 16;
@@ -49,19 +48,23 @@ pub enum FetchResponse {
     NotFound,
 }
 
-pub(super) type Behaviour = request_response::cbor::Behaviour<FetchRequest, FetchResponse>;
+pub(super) type Behaviour = request_response::Behaviour<FetchCodec>;
 
 pub(super) fn behaviour() -> Behaviour {
     let config = request_response::Config::default()
         .with_request_timeout(Duration::from_secs(30))
         .with_max_concurrent_streams(512);
-    request_response::cbor::Behaviour::with_codec(
-        request_response::cbor::codec::Codec::default()
-            .set_request_size_maximum(4 * 1024)
-            .set_response_size_maximum(
-                (MAX_MATCHES * crate::store::manifest::MAX_MANIFEST_BYTES + 64 * 1024) as u64,
-            ),
-        [(PROTOCOL, request_response::ProtocolSupport::Full)],
+    let codec = FetchCodec::new(
+        4 * 1024,
+        (MAX_MATCHES * crate::store::manifest::MAX_MANIFEST_BYTES + 64 * 1024) as u64,
+    );
+    // Asked in the current version only (see fetch_codec), answered in both.
+    request_response::Behaviour::with_codec(
+        codec,
+        [
+            (PROTOCOL, request_response::ProtocolSupport::Full),
+            (PROTOCOL_CBOR, request_response::ProtocolSupport::Inbound),
+        ],
         config,
     )
 }

@@ -12,6 +12,7 @@ mod behaviour;
 pub mod dht;
 mod event_loop;
 pub mod fetch;
+mod fetch_codec;
 pub mod gossip;
 pub mod identity;
 mod keep_alive;
