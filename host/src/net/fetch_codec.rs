@@ -14,7 +14,7 @@
 //! round trip per chunk.
 
 use super::fetch::{FetchRequest, FetchResponse};
-use crate::store::manifest::CHUNK_SIZE;
+use crate::store::manifest::{CHUNK_SIZE, CHUNK_SIZES};
 use futures::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 use libp2p::StreamProtocol;
 use libp2p::request_response::{Codec, cbor};
@@ -29,7 +29,8 @@ pub(super) const PROTOCOL_CBOR: StreamProtocol = StreamProtocol::new("/agentsite
 const KIND_CBOR: u8 = 0;
 const KIND_CHUNK: u8 = 1;
 
-/// Reads and writes fetch requests and answers in either version.
+/// Reads and writes fetch requests and answers in either version. A chunk
+/// is at most the longest a manifest may name ([`CHUNK_SIZES`]).
 #[derive(Clone)]
 pub(super) struct FetchCodec {
     cbor: cbor::codec::Codec<FetchRequest, FetchResponse>,
@@ -37,7 +38,6 @@ pub(super) struct FetchCodec {
 
 impl FetchCodec {
     /// Requests up to `request_max` bytes; CBOR answers up to `response_max`.
-    /// A chunk is never longer than [`CHUNK_SIZE`].
     pub(super) fn new(request_max: u64, response_max: u64) -> Self {
         FetchCodec {
             cbor: cbor::codec::Codec::default()
@@ -94,13 +94,21 @@ impl Codec for FetchCodec {
                 let mut length = [0u8; 4];
                 io.read_exact(&mut length).await?;
                 let length = u32::from_be_bytes(length);
-                if length > CHUNK_SIZE {
+                if length > *CHUNK_SIZES.end() {
                     return Err(invalid(format!(
-                        "a chunk of {length} bytes is longer than any chunk ({CHUNK_SIZE})"
+                        "a chunk of {length} bytes is longer than any chunk ({})",
+                        CHUNK_SIZES.end()
                     )));
                 }
-                let mut chunk = vec![0u8; length as usize];
-                io.read_exact(&mut chunk).await?;
+                // The buffer grows at most a usual chunk ahead of the bytes
+                // that came: announcing a long chunk costs a peer the bytes.
+                let length = length as usize;
+                let mut chunk = Vec::new();
+                while chunk.len() < length {
+                    let start = chunk.len();
+                    chunk.resize(length.min(start + CHUNK_SIZE as usize), 0);
+                    io.read_exact(&mut chunk[start..]).await?;
+                }
                 Ok(FetchResponse::Chunk(chunk))
             }
             other => Err(invalid(format!("unknown kind of fetch answer {other}"))),
@@ -123,7 +131,7 @@ impl Codec for FetchCodec {
             FetchResponse::Chunk(chunk) => {
                 let length = u32::try_from(chunk.len())
                     .ok()
-                    .filter(|length| *length <= CHUNK_SIZE)
+                    .filter(|length| length <= CHUNK_SIZES.end())
                     .ok_or_else(|| invalid(format!("a chunk of {} bytes", chunk.len())))?;
                 let mut header = [0u8; 5];
                 header[0] = KIND_CHUNK;
@@ -178,6 +186,10 @@ mod tests {
         assert_eq!(wire.len(), 5 + chunk.len());
         assert_eq!(&wire[5..], &chunk[..]);
         assert!(matches!(read, FetchResponse::Chunk(c) if c == chunk));
+        // Another publisher's longer chunks, read a usual chunk at a time.
+        let long: Vec<u8> = (0..4 * CHUNK_SIZE + 3).map(|i| (i % 253) as u8).collect();
+        let (_, read) = round_trip(&PROTOCOL, FetchResponse::Chunk(long.clone())).await;
+        assert!(matches!(read, FetchResponse::Chunk(c) if c == long));
     }
 
     #[tokio::test]

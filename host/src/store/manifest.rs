@@ -18,6 +18,8 @@ use sha2::{Digest as _, Sha256};
 /// Bytes per chunk of a published agent. Small enough that a bad chunk costs
 /// little to fetch again, large enough that a 16 MiB agent is 64 requests.
 pub const CHUNK_SIZE: u32 = 256 * 1024;
+/// The chunk sizes a manifest may name (other publishers may choose theirs).
+pub const CHUNK_SIZES: std::ops::RangeInclusive<u32> = 4096..=4 * 1024 * 1024;
 /// The largest agent the network moves.
 pub const MAX_AGENT_SIZE: u64 = 256 * 1024 * 1024;
 /// The largest encoded manifest accepted (a DHT record holds at most 64 KiB).
@@ -193,7 +195,7 @@ impl Manifest {
                 self.size
             ));
         }
-        if !(4096..=4 * 1024 * 1024).contains(&self.chunk_size) {
+        if !CHUNK_SIZES.contains(&self.chunk_size) {
             return bad(format!(
                 "chunk size {} is outside 4 KiB..4 MiB",
                 self.chunk_size
