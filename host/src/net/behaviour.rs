@@ -8,11 +8,13 @@
 
 use super::keep_alive::OwnKeepAlive;
 use super::{NetConfig, Transports, dht, fetch, gossip, rpc};
+use libp2p::core::muxing::StreamMuxerBox;
+use libp2p::core::transport::Boxed;
 use libp2p::core::upgrade::Version;
 use libp2p::swarm::behaviour::toggle::Toggle;
 use libp2p::{
-    Swarm, SwarmBuilder, allow_block_list, gossipsub, identify, identity::Keypair, kad, mdns,
-    noise, swarm::NetworkBehaviour, tcp, yamux,
+    PeerId, Swarm, SwarmBuilder, allow_block_list, gossipsub, identify, identity::Keypair, kad,
+    mdns, noise, swarm::NetworkBehaviour, tcp, yamux,
 };
 
 /// Sent to peers in identify: lets people tell agentsite nodes from others.
@@ -84,21 +86,26 @@ pub(super) fn swarm(keypair: Keypair, config: &NetConfig) -> anyhow::Result<Swar
             .build(),
         Transports::Memory => SwarmBuilder::with_existing_identity(keypair)
             .with_tokio()
-            .with_other_transport(|key| {
-                use libp2p::Transport as _;
-                let noise = noise::Config::new(key)
-                    .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)?;
-                // Lazy negotiation of noise and yamux, as the TCP transport
-                // of `SwarmBuilder::with_tcp` does: the simulation must not
-                // pay round trips a real node does not.
-                Ok(libp2p::core::transport::MemoryTransport::default()
-                    .upgrade(Version::V1Lazy)
-                    .authenticate(noise)
-                    .multiplex(yamux::Config::default()))
-            })?
+            .with_other_transport(memory_transport)?
             .with_behaviour(|key| behaviour(key).map_err(Into::into))?
             .with_swarm_config(swarm_config)
             .build(),
     };
     Ok(swarm)
+}
+
+/// The in-process transport of simulated networks, authenticated with noise
+/// and multiplexed with yamux, both negotiated lazily as the TCP transport of
+/// `SwarmBuilder::with_tcp` does: the simulation must not pay round trips a
+/// real node does not.
+pub(super) fn memory_transport(
+    key: &Keypair,
+) -> Result<Boxed<(PeerId, StreamMuxerBox)>, Box<dyn std::error::Error + Send + Sync>> {
+    use libp2p::Transport as _;
+    let noise = noise::Config::new(key).map_err(Box::new)?;
+    Ok(libp2p::core::transport::MemoryTransport::default()
+        .upgrade(Version::V1Lazy)
+        .authenticate(noise)
+        .multiplex(yamux::Config::default())
+        .boxed())
 }

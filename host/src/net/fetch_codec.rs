@@ -237,19 +237,13 @@ mod tests {
         );
     }
 
-    /// A swarm over the in-memory transport with `behaviour`.
+    /// A swarm over the simulation's in-memory transport with `behaviour`.
     fn swarm<B: libp2p::swarm::NetworkBehaviour>(
         behaviour: impl FnOnce() -> B,
     ) -> libp2p::Swarm<B> {
-        use libp2p::Transport as _;
         libp2p::SwarmBuilder::with_new_identity()
             .with_tokio()
-            .with_other_transport(|key| {
-                Ok(libp2p::core::transport::MemoryTransport::default()
-                    .upgrade(libp2p::core::upgrade::Version::V1)
-                    .authenticate(libp2p::noise::Config::new(key)?)
-                    .multiplex(libp2p::yamux::Config::default()))
-            })
+            .with_other_transport(super::super::behaviour::memory_transport)
             .unwrap()
             .with_behaviour(|_| behaviour())
             .unwrap()
