@@ -15,7 +15,7 @@
 //! Run with `cargo bench -p agentsite --bench runtime` after building the
 //! examples (`cd examples && cargo build --release --target wasm32-wasip2`).
 
-use agentsite::bindings::AgentCorePre;
+use agentsite::bindings::exports::agentsite::agent::tools;
 use agentsite::config::Limits;
 use agentsite::policy::Grants;
 use agentsite::runtime::{Capacity, Runtime, ToolCall, engine_config};
@@ -23,7 +23,7 @@ use criterion::{Criterion, criterion_group};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
-use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
 use wasmtime::{Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -85,10 +85,12 @@ impl Agentsite {
 
 /// The baseline: the same component embedded with nothing but wasmtime and
 /// wasmtime-wasi, the same engine configuration, a cached `InstancePre` and
-/// a fresh store per call.
+/// a fresh store per call, loading only the `tools` interface's functions
+/// from each instance (the least a bindgen embedding can look up).
 struct Bare {
     engine: Engine,
-    pre: AgentCorePre<BareState>,
+    pre: InstancePre<BareState>,
+    tools: tools::GuestIndices,
 }
 
 struct BareState {
@@ -112,8 +114,9 @@ impl Bare {
         let mut linker = Linker::<BareState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
         linker.define_unknown_imports_as_traps(&component).unwrap();
-        let pre = AgentCorePre::new(linker.instantiate_pre(&component).unwrap()).unwrap();
-        Bare { engine, pre }
+        let pre = linker.instantiate_pre(&component).unwrap();
+        let tools = tools::GuestIndices::new(&pre).unwrap();
+        Bare { engine, pre, tools }
     }
 
     async fn call(&self) {
@@ -124,8 +127,10 @@ impl Bare {
         let mut store = Store::new(&self.engine, state);
         store.set_epoch_deadline(u64::MAX / 2);
         let instance = self.pre.instantiate_async(&mut store).await.unwrap();
-        let result = instance
-            .agentsite_agent_tools()
+        let result = self
+            .tools
+            .load(&mut store, &instance)
+            .unwrap()
             .call_call_tool(&mut store, "add", ARGS)
             .await
             .unwrap()

@@ -12,6 +12,7 @@ pub mod compiler;
 pub(crate) mod complexity;
 mod engine;
 mod error;
+mod exports;
 pub(crate) mod result;
 mod slots;
 
@@ -23,7 +24,6 @@ pub use slots::CallSlots;
 
 use crate::AgentId;
 use crate::audit::Audit;
-use crate::bindings::{AgentCore, AgentCorePre};
 pub use crate::capabilities::CallState;
 use crate::capabilities::{
     self, CallSetup, Services, caller::Caller, guest_log::GuestLog, host::ResourceUpdate,
@@ -35,10 +35,11 @@ use crate::prompt::{PromptOutput, PromptSpec};
 use crate::resource::{ResourceCatalog, ResourceContents};
 use crate::tool::{AgentCard, ToolOutput, ToolSpec};
 use engine::EpochTicker;
+use exports::Exports;
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::{OwnedSemaphorePermit, broadcast};
-use wasmtime::component::{Component, Linker};
+use wasmtime::component::{Component, Instance, InstancePre, Linker};
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
 /// An agent ready to be called: its compiled component with imports resolved,
@@ -46,7 +47,8 @@ use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 pub struct LoadedAgent {
     id: AgentId,
     name: Arc<str>,
-    pre: AgentCorePre<CallState>,
+    pre: InstancePre<CallState>,
+    exports: Exports,
     slots: CallSlots,
     /// Bumped when a call that may change what the agent lists (a tool
     /// call, a resource read, a prompt) starts and when it ends.
@@ -263,7 +265,7 @@ impl Runtime {
             .linker
             .instantiate_pre(component)
             .map_err(|e| ComponentError::WrongWorld(one_line(&e)))?;
-        let pre = AgentCorePre::new(pre).map_err(|e| {
+        let exports = Exports::new(&pre).map_err(|e| {
             ComponentError::WrongWorld(format!(
                 "it must export agentsite:agent/card, tools, resources and prompts ({})",
                 one_line(&e)
@@ -274,6 +276,7 @@ impl Runtime {
             id,
             name: name.into(),
             pre,
+            exports,
             slots: CallSlots::new(slots),
             activity: std::sync::atomic::AtomicU64::new(0),
         })
@@ -299,12 +302,17 @@ impl Runtime {
         let deadline = Instant::now() + limits.deadline;
         let call = self.start(agent, &Grants::pure(*limits), None, deadline)?;
         let (card, tools) = call
-            .run(&agent.pre, async |instance, store| {
-                let card = instance.agentsite_agent_card().call_describe(&mut *store);
-                let card = card.await?;
-                let tools = instance.agentsite_agent_tools().call_list_tools(store);
-                Ok((card, tools.await?))
-            })
+            .run(
+                &agent.pre,
+                |store, instance| {
+                    let card = agent.exports.card.load(&mut *store, instance)?;
+                    Ok((card, agent.exports.tools.load(store, instance)?))
+                },
+                async |(card, tools), store| {
+                    let card = card.call_describe(&mut *store).await?;
+                    Ok((card, tools.call_list_tools(store).await?))
+                },
+            )
             .await?;
         result::describe(card, tools)
     }
@@ -322,10 +330,8 @@ impl Runtime {
                 agent,
                 &request.grants,
                 request.caller,
-                async |instance, store| {
-                    let tools = instance.agentsite_agent_tools();
-                    tools.call_call_tool(store, tool, arguments).await
-                },
+                |store, instance| agent.exports.tools.load(store, instance),
+                async |tools, store| tools.call_call_tool(store, tool, arguments).await,
             )
             .await?;
         match answer {
@@ -341,14 +347,19 @@ impl Runtime {
         grants: &Grants,
     ) -> Result<ResourceCatalog, CallError> {
         let (resources, templates) = self
-            .run(agent, grants, None, async |instance, store| {
-                let exports = instance.agentsite_agent_resources();
-                let resources = exports.call_list_resources(&mut *store).await?;
-                Ok((
-                    resources,
-                    exports.call_list_resource_templates(store).await?,
-                ))
-            })
+            .run(
+                agent,
+                grants,
+                None,
+                |store, instance| agent.exports.resources.load(store, instance),
+                async |exports, store| {
+                    let resources = exports.call_list_resources(&mut *store).await?;
+                    Ok((
+                        resources,
+                        exports.call_list_resource_templates(store).await?,
+                    ))
+                },
+            )
             .await?;
         result::resource_catalog(resources, templates, &grants.limits)
     }
@@ -363,10 +374,13 @@ impl Runtime {
     ) -> Result<Vec<ResourceContents>, CallError> {
         let _running = Touch::start(agent);
         let answer = self
-            .run(agent, grants, caller, async |instance, store| {
-                let resources = instance.agentsite_agent_resources();
-                resources.call_read_resource(store, uri).await
-            })
+            .run(
+                agent,
+                grants,
+                caller,
+                |store, instance| agent.exports.resources.load(store, instance),
+                async |resources, store| resources.call_read_resource(store, uri).await,
+            )
             .await?;
         match answer {
             Ok(contents) => result::resource_contents(contents, &grants.limits),
@@ -381,12 +395,13 @@ impl Runtime {
         grants: &Grants,
     ) -> Result<Vec<PromptSpec>, CallError> {
         let prompts = self
-            .run(agent, grants, None, async |instance, store| {
-                instance
-                    .agentsite_agent_prompts()
-                    .call_list_prompts(store)
-                    .await
-            })
+            .run(
+                agent,
+                grants,
+                None,
+                |store, instance| agent.exports.prompts.load(store, instance),
+                async |prompts, store| prompts.call_list_prompts(store).await,
+            )
             .await?;
         result::prompts(prompts, &grants.limits)
     }
@@ -402,10 +417,13 @@ impl Runtime {
     ) -> Result<PromptOutput, CallError> {
         let _running = Touch::start(agent);
         let answer = self
-            .run(agent, grants, caller, async |instance, store| {
-                let prompts = instance.agentsite_agent_prompts();
-                prompts.call_get_prompt(store, name, arguments).await
-            })
+            .run(
+                agent,
+                grants,
+                caller,
+                |store, instance| agent.exports.prompts.load(store, instance),
+                async |prompts, store| prompts.call_get_prompt(store, name, arguments).await,
+            )
             .await?;
         match answer {
             Ok(output) => result::prompt_output(output, &grants.limits),
@@ -413,17 +431,19 @@ impl Runtime {
         }
     }
 
-    /// Runs `work` on a fresh instance of `agent` in one of its call slots:
-    /// what every export of the agent world goes through.
-    async fn run<T>(
+    /// Runs `work` on the exports `load` finds in a fresh instance of
+    /// `agent`, in one of its call slots: what every export of the agent
+    /// world goes through.
+    async fn run<E, T>(
         &self,
         agent: &LoadedAgent,
         grants: &Grants,
         caller: Option<Arc<dyn Caller>>,
-        work: impl AsyncFnOnce(&AgentCore, &mut Store<CallState>) -> wasmtime::Result<T>,
+        load: impl FnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<E>,
+        work: impl AsyncFnOnce(&E, &mut Store<CallState>) -> wasmtime::Result<T>,
     ) -> Result<T, CallError> {
         let (_slot, call) = self.enter(agent, grants, caller).await?;
-        call.run(&agent.pre, work).await
+        call.run(&agent.pre, load, work).await
     }
 
     /// Takes one of the agent's call slots and starts a call. Time spent
@@ -508,17 +528,19 @@ async fn in_time<T>(
 }
 
 impl RunningCall {
-    /// Instantiates the agent and runs `work` on it under the call's
-    /// deadline, then ends the call.
-    async fn run<T>(
+    /// Instantiates the agent, finds the exports the call uses with `load`
+    /// and runs `work` on them under the call's deadline, then ends the call.
+    async fn run<E, T>(
         mut self,
-        pre: &AgentCorePre<CallState>,
-        work: impl AsyncFnOnce(&AgentCore, &mut Store<CallState>) -> wasmtime::Result<T>,
+        pre: &InstancePre<CallState>,
+        load: impl FnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<E>,
+        work: impl AsyncFnOnce(&E, &mut Store<CallState>) -> wasmtime::Result<T>,
     ) -> Result<T, CallError> {
         let store = &mut self.store;
         let outcome = in_time(self.deadline, async {
             let instance = pre.instantiate_async(&mut *store).await?;
-            work(&instance, store).await
+            let exports = load(&mut *store, &instance)?;
+            work(&exports, store).await
         })
         .await;
         self.finish(outcome)
