@@ -175,9 +175,9 @@ impl AgentServer {
             .await?
             .map_err(protocol_error)?;
         let contents = contents
-            .iter()
-            .map(mcp::<ResourceContents>)
-            .collect::<Result<_, _>>()?;
+            .into_iter()
+            .map(|read| resource_contents(read.uri, read.mime_type, read.body))
+            .collect();
         Ok(ReadResourceResult::new(contents).into())
     }
 
@@ -572,23 +572,34 @@ fn content_block(content: Content) -> ContentBlock {
         Content::Text { text } => ContentBlock::text(text),
         Content::Image { data, mime_type } => ContentBlock::image(data, mime_type),
         Content::Audio { data, mime_type } => ContentBlock::audio(data, mime_type),
-        Content::Resource { resource } => {
-            let (uri, mime_type) = (resource.uri, resource.mime_type);
-            ContentBlock::resource(match resource.body {
-                ResourceBody::Text { text } => ResourceContents::TextResourceContents {
-                    uri,
-                    mime_type,
-                    text,
-                    meta: None,
-                },
-                ResourceBody::Blob { blob } => ResourceContents::BlobResourceContents {
-                    uri,
-                    mime_type,
-                    blob,
-                    meta: None,
-                },
-            })
-        }
+        Content::Resource { resource } => ContentBlock::resource(resource_contents(
+            resource.uri,
+            resource.mime_type,
+            resource.body,
+        )),
+    }
+}
+
+/// rmcp's form of a resource's contents, as a read answers them and as a
+/// tool's output embeds them.
+fn resource_contents(
+    uri: String,
+    mime_type: Option<String>,
+    body: ResourceBody,
+) -> ResourceContents {
+    match body {
+        ResourceBody::Text { text } => ResourceContents::TextResourceContents {
+            uri,
+            mime_type,
+            text,
+            meta: None,
+        },
+        ResourceBody::Blob { blob } => ResourceContents::BlobResourceContents {
+            uri,
+            mime_type,
+            blob,
+            meta: None,
+        },
     }
 }
 
@@ -652,6 +663,32 @@ mod tests {
             expected["resultType"] = json!("complete");
             let sent = serde_json::to_value(call_tool_result(output)).unwrap();
             assert_eq!(sent, expected);
+        }
+    }
+
+    /// A resource read reaches the client as the agent wrote it.
+    #[test]
+    fn read_contents_reach_the_client_as_the_agent_wrote_them() {
+        let reads = [
+            crate::resource::ResourceContents {
+                uri: "note://todo".into(),
+                mime_type: Some("text/plain".into()),
+                body: ResourceBody::Text {
+                    text: "eggs".into(),
+                },
+            },
+            crate::resource::ResourceContents {
+                uri: "test://static-binary".into(),
+                mime_type: None,
+                body: ResourceBody::Blob {
+                    blob: "AAEC".into(),
+                },
+            },
+        ];
+        for read in reads {
+            let expected = serde_json::to_value(&read).unwrap();
+            let sent = resource_contents(read.uri, read.mime_type, read.body);
+            assert_eq!(serde_json::to_value(sent).unwrap(), expected);
         }
     }
 }
