@@ -537,11 +537,17 @@ impl RunningCall {
         work: impl AsyncFnOnce(&E, &mut Store<CallState>) -> wasmtime::Result<T>,
     ) -> Result<T, CallError> {
         let store = &mut self.store;
-        let outcome = in_time(self.deadline, async {
-            let instance = pre.instantiate_async(&mut *store).await?;
-            let exports = load(&mut *store, &instance)?;
-            work(&exports, store).await
-        })
+        // Boxed: the instantiation and call futures are kilobytes, and
+        // every layer above (the deadline, the slot, the caller) would
+        // otherwise copy them whole as each is made and awaited.
+        let outcome = in_time(
+            self.deadline,
+            Box::pin(async {
+                let instance = pre.instantiate_async(&mut *store).await?;
+                let exports = load(&mut *store, &instance)?;
+                work(&exports, store).await
+            }),
+        )
         .await;
         self.finish(outcome)
     }

@@ -32,6 +32,10 @@ impl CallSlots {
             }
             slots.1.clone()
         };
+        // A free slot is taken at once, without arming a timer.
+        if let Ok(permit) = semaphore.clone().try_acquire_owned() {
+            return Ok(permit);
+        }
         tokio::time::timeout_at(deadline, semaphore.acquire_owned())
             .await
             .map_err(|_| CallError::Busy(count))?
