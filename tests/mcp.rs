@@ -300,6 +300,141 @@ async fn stdio_serves_the_same_tools() {
     client.cancel().await.unwrap();
 }
 
+/// The stdio server answers every request as soon as it can, and a client
+/// that reads its answers late only makes them wait: the server goes on
+/// reading requests while its stdout is full. (The node's rmcp sends an
+/// answer from the serve loop when the pipe takes it at once and from a task
+/// of its own otherwise; see vendor/README.md.)
+#[test]
+fn responses_keep_flowing_to_a_client_that_reads_late() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    use std::os::fd::AsRawFd as _;
+    use std::sync::mpsc;
+
+    /// Kills the server if the test fails half-way.
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    let mut server = Kill(
+        std::process::Command::new(env!("CARGO_BIN_EXE_agentsite"))
+            .arg("--data-dir")
+            .arg(cli.data())
+            .args(["mcp", "calculator"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("agentsite mcp starts"),
+    );
+    let mut stdin = server.0.stdin.take().unwrap();
+    let stdout = server.0.stdout.take().unwrap();
+    let stdout_fd = stdout.as_raw_fd();
+    let mut answers = BufReader::new(stdout);
+    let mut line = String::new();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"late-reader","version":"1"}}}}}}"#
+    )
+    .unwrap();
+    answers.read_line(&mut line).unwrap();
+    assert!(line.contains(r#""id":0"#), "{line}");
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+
+    // Every answer is longer than 64 bytes, so the first batch of answers
+    // overfills the pipe to the client; the second batch of requests is
+    // larger than the pipe from the client, so it can only be written while
+    // the server goes on reading.
+    // SAFETY: F_GETPIPE_SZ only reads the size of the pipe behind the fd.
+    let capacity = unsafe { libc::fcntl(stdout_fd, libc::F_GETPIPE_SZ) };
+    let capacity = usize::try_from(capacity).expect("stdout is a pipe");
+    let first = capacity / 64 + 64;
+    let total = first + capacity / 32;
+    let request = |id: usize| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"add","arguments":{{"a":{id},"b":1}}}}}}"#
+        )
+    };
+    let (written, batches) = mpsc::channel();
+    let (go_on, second_batch) = mpsc::channel::<()>();
+    let writer = std::thread::spawn(move || {
+        let mut write = |ids: std::ops::Range<usize>| {
+            for id in ids {
+                writeln!(stdin, "{}", request(id))?;
+            }
+            stdin.flush()
+        };
+        let outcome = write(1..first + 1);
+        let _ = written.send(outcome.is_ok());
+        if second_batch.recv().is_ok() {
+            let outcome = write(first + 1..total + 1);
+            let _ = written.send(outcome.is_ok());
+        }
+        stdin
+    });
+    let limit = Duration::from_secs(120);
+    assert_eq!(batches.recv_timeout(limit), Ok(true), "first batch written");
+    // Wait until the answers fill the pipe to the client. A pipe stores
+    // whole writes page by page, so it is full while a sixteenth of it (a
+    // page's worth of slack per page) may still read as free.
+    support::eventually(limit, "the server's answers fill its stdout", || {
+        let mut unread: libc::c_int = 0;
+        // SAFETY: FIONREAD writes the count of unread bytes into `unread`.
+        let status = unsafe { libc::ioctl(stdout_fd, libc::FIONREAD, &mut unread) };
+        assert_eq!(status, 0, "FIONREAD on the server's stdout");
+        let unread = usize::try_from(unread).unwrap();
+        if unread + capacity / 16 >= capacity {
+            Ok(())
+        } else {
+            Err(format!("{unread} of {capacity} bytes"))
+        }
+    });
+    go_on.send(()).unwrap();
+    assert_eq!(
+        batches.recv_timeout(limit),
+        Ok(true),
+        "the server stopped reading requests while its answers were unread"
+    );
+
+    // Every request gets its own answer, however late the client reads.
+    let mut seen = vec![false; total + 1];
+    for _ in 0..total {
+        line.clear();
+        answers.read_line(&mut line).unwrap();
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        let id = answer["id"].as_u64().unwrap() as usize;
+        assert!(
+            !std::mem::replace(&mut seen[id], true),
+            "answered twice: {line}"
+        );
+        assert_eq!(
+            answer["result"]["structuredContent"]["result"].as_f64(),
+            Some((id + 1) as f64),
+            "{line}"
+        );
+    }
+    assert!(seen[1..].iter().all(|&answered| answered));
+    drop(writer.join().unwrap());
+    let status = support::eventually(limit, "the server ends with its input", || {
+        match server.0.try_wait() {
+            Ok(Some(status)) => Ok(status),
+            Ok(None) => Err("still running".to_string()),
+            Err(error) => Err(error.to_string()),
+        }
+    });
+    assert!(status.success(), "the server ends with its input: {status}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn foreign_origins_and_hosts_are_refused() {
     let cli = Cli::new();
@@ -464,6 +599,76 @@ async fn stateless_2026_07_28_requests_need_no_session() {
         "{call}"
     );
     assert_eq!(call["result"]["resultType"], "complete", "{call}");
+}
+
+/// A stateless call whose agent reports progress is answered as a stream in
+/// the one response: the progress first, in order, then the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_call_streams_its_progress_before_its_result() {
+    let cli = Cli::new();
+    cli.add(&["hostile_flood"]);
+    let server = Server::start(cli.data(), &[]);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "progressToken": "nagging"
+    });
+    let response = mcp_post(server.url("/mcp"))
+        .header("mcp-name", "hostile-flood.nag")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .json(&json!({
+            "jsonrpc": "2.0",
+            "id": 9,
+            "method": "tools/call",
+            "params": {
+                "name": "hostile-flood.nag",
+                "arguments": {"count": 3, "kib": 1},
+                "_meta": meta
+            }
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let content_type = response.headers()[reqwest::header::CONTENT_TYPE]
+        .to_str()
+        .unwrap();
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "{content_type}"
+    );
+    let body = tokio::time::timeout(Duration::from_secs(60), response.text())
+        .await
+        .expect("the stream ends with the result")
+        .unwrap();
+    let messages: Vec<Value> = body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter(|data| data.starts_with('{'))
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect();
+    let (result, progress) = messages.split_last().expect("messages");
+    assert_eq!(result["id"], 9, "{body}");
+    assert_eq!(
+        result["result"]["content"][0]["text"], "reported 3 times",
+        "{body}"
+    );
+    assert!(
+        !progress.is_empty(),
+        "no progress before the result: {body}"
+    );
+    let mut reported = Vec::new();
+    for message in progress {
+        assert_eq!(message["method"], "notifications/progress", "{body}");
+        assert_eq!(message["params"]["progressToken"], "nagging", "{body}");
+        reported.push(message["params"]["progress"].as_f64().unwrap());
+    }
+    assert!(
+        reported.is_sorted() && reported.len() <= 3,
+        "progress out of order or repeated: {reported:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

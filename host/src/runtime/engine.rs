@@ -55,6 +55,13 @@ pub fn engine_config(capacity: Capacity) -> Config {
     config.wasm_component_model(true);
     config.epoch_interruption(true);
     config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+    // Agents are WASI 0.2 components, which call and return synchronously.
+    // With concurrency support on, every `call_async` goes through the
+    // component-model-async scheduler: extra state in each store, and a
+    // guest's return delivered through a channel that wakes the calling task
+    // from within its own poll, which tokio answers by requeueing the task and
+    // waking another worker thread for it, on every call.
+    config.concurrency_support(false);
     if let Capacity::Pooled { instances } = capacity {
         let mut pool = PoolingAllocationConfig::new();
         pool.total_component_instances(instances);
