@@ -39,6 +39,26 @@ fn mcp_post(url: String) -> reqwest::RequestBuilder {
         .header("accept", "application/json, text/event-stream")
 }
 
+/// The `_meta` a 2026-07-28 request carries in place of a session.
+fn stateless_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    })
+}
+
+/// A raw 2026-07-28 request (id 7) to `url`, needing no session.
+fn stateless_post(url: String, method: &str, params: Value) -> reqwest::RequestBuilder {
+    // SEP-2243: the method, and a tool call's name, also travel as headers.
+    let name = params["name"].as_str().unwrap_or_default().to_owned();
+    mcp_post(url)
+        .header("mcp-name", name)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .json(&json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}))
+}
+
 /// The JSON-RPC error a request failed with; panics on any other failure.
 fn jsonrpc_error(error: ServiceError) -> rmcp::ErrorData {
     match error {
@@ -547,21 +567,9 @@ async fn stateless_2026_07_28_requests_need_no_session() {
     let cli = Cli::new();
     cli.add(&["calculator"]);
     let server = Server::start(cli.data(), &[]);
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {}
-    });
-    let post = |method: &str, params: Value| {
-        // SEP-2243: the method, and a tool call's name, also travel as headers.
-        let name = params["name"].as_str().unwrap_or_default().to_owned();
-        mcp_post(server.url("/mcp"))
-            .header("mcp-name", name)
-            .header("mcp-protocol-version", "2026-07-28")
-            .header("mcp-method", method)
-            .json(&json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}))
-            .send()
-    };
+    let meta = stateless_meta();
+    let post =
+        |method: &str, params: Value| stateless_post(server.url("/mcp"), method, params).send();
     // The body may be JSON or one SSE event; either way it holds the response.
     let response_of = |body: String| -> Value {
         let json = body
@@ -608,26 +616,14 @@ async fn a_stateless_call_streams_its_progress_before_its_result() {
     let cli = Cli::new();
     cli.add(&["hostile_flood"]);
     let server = Server::start(cli.data(), &[]);
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "progressToken": "nagging"
+    let mut meta = stateless_meta();
+    meta["progressToken"] = json!("nagging");
+    let params = json!({
+        "name": "hostile-flood.nag",
+        "arguments": {"count": 3, "kib": 1},
+        "_meta": meta
     });
-    let response = mcp_post(server.url("/mcp"))
-        .header("mcp-name", "hostile-flood.nag")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .json(&json!({
-            "jsonrpc": "2.0",
-            "id": 9,
-            "method": "tools/call",
-            "params": {
-                "name": "hostile-flood.nag",
-                "arguments": {"count": 3, "kib": 1},
-                "_meta": meta
-            }
-        }))
+    let response = stateless_post(server.url("/mcp"), "tools/call", params)
         .send()
         .await
         .unwrap();
@@ -650,7 +646,7 @@ async fn a_stateless_call_streams_its_progress_before_its_result() {
         .map(|data| serde_json::from_str(data).unwrap())
         .collect();
     let (result, progress) = messages.split_last().expect("messages");
-    assert_eq!(result["id"], 9, "{body}");
+    assert_eq!(result["id"], 7, "{body}");
     assert_eq!(
         result["result"]["content"][0]["text"], "reported 3 times",
         "{body}"
