@@ -28,7 +28,7 @@ impl Library for Liar {
         match (request, manifest) {
             (FetchRequest::Chunk { index, .. }, Some(signed)) => {
                 let length = signed.manifest().chunk_range(index as usize).len();
-                FetchResponse::Chunk(vec![0xA5; length])
+                FetchResponse::Chunk(vec![0xA5; length].into())
             }
             (FetchRequest::Manifest { .. }, Some(signed)) => {
                 FetchResponse::Manifest(signed.encoded().to_vec())

@@ -22,39 +22,25 @@ pub(super) struct NodeLibrary(pub(super) Arc<Shared>);
 
 #[async_trait::async_trait]
 impl crate::net::Library for NodeLibrary {
-    fn answer(&self, _from: PeerId, request: FetchRequest) -> FetchResponse {
+    fn answer_now(
+        &self,
+        _from: PeerId,
+        request: FetchRequest,
+    ) -> Result<FetchResponse, FetchRequest> {
         let shared = &self.0;
         match request {
-            FetchRequest::Manifest { id } => match shared.offered(&id) {
+            FetchRequest::Manifest { id } => Ok(match shared.offered(&id) {
                 Some(signed) => FetchResponse::Manifest(signed.encoded().to_vec()),
                 None => FetchResponse::NotFound,
-            },
+            }),
             FetchRequest::Chunk { id, index } => {
-                let Some(signed) = shared.offered(&id) else {
-                    return FetchResponse::NotFound;
-                };
-                let manifest = signed.manifest();
-                let index = index as usize;
-                if index >= manifest.chunk_count() {
-                    return FetchResponse::NotFound;
+                if shared.offered(&id).is_none() {
+                    return Ok(FetchResponse::NotFound);
                 }
-                match shared
-                    .node
-                    .blobs()
-                    .read_range(&id, manifest.chunk_range(index))
-                {
-                    // Never pass on bytes that went bad on our own disk.
-                    Ok(chunk) if manifest.chunk_matches(index, &chunk) => {
-                        FetchResponse::Chunk(chunk)
-                    }
-                    Ok(_) => {
-                        tracing::error!(%id, index, "stored agent is corrupt; not serving it");
-                        FetchResponse::NotFound
-                    }
-                    Err(e) => {
-                        tracing::warn!(%id, "cannot read a chunk: {e}");
-                        FetchResponse::NotFound
-                    }
+                match shared.served.get(&id, index) {
+                    Some(chunk) => Ok(FetchResponse::Chunk(chunk)),
+                    // Read from disk, on a blocking thread.
+                    None => Err(request),
                 }
             }
             FetchRequest::Matching { keyword } => {
@@ -66,7 +52,44 @@ impl crate::net::Library for NodeLibrary {
                     .take(MAX_MATCHES)
                     .map(|m| serde_bytes::ByteBuf::from(m.encoded().to_vec()))
                     .collect();
-                FetchResponse::Matching(matches)
+                Ok(FetchResponse::Matching(matches))
+            }
+        }
+    }
+
+    fn answer(&self, from: PeerId, request: FetchRequest) -> FetchResponse {
+        let shared = &self.0;
+        let FetchRequest::Chunk { id, index } = request else {
+            return self
+                .answer_now(from, request)
+                .unwrap_or(FetchResponse::NotFound);
+        };
+        let Some(signed) = shared.offered(&id) else {
+            return FetchResponse::NotFound;
+        };
+        let manifest = signed.manifest();
+        let position = index as usize;
+        if position >= manifest.chunk_count() {
+            return FetchResponse::NotFound;
+        }
+        match shared
+            .node
+            .blobs()
+            .read_range(&id, manifest.chunk_range(position))
+        {
+            // Never pass on bytes that went bad on our own disk.
+            Ok(chunk) if manifest.chunk_matches(position, &chunk) => {
+                let chunk = bytes::Bytes::from(chunk);
+                shared.served.insert(id, index, chunk.clone());
+                FetchResponse::Chunk(chunk)
+            }
+            Ok(_) => {
+                tracing::error!(%id, index, "stored agent is corrupt; not serving it");
+                FetchResponse::NotFound
+            }
+            Err(e) => {
+                tracing::warn!(%id, "cannot read a chunk: {e}");
+                FetchResponse::NotFound
             }
         }
     }

@@ -10,6 +10,7 @@ mod announced;
 mod index;
 mod library;
 mod models;
+mod served;
 
 pub use announced::Announced;
 pub use index::{Known, rank};
@@ -56,6 +57,8 @@ pub(crate) struct Shared {
     /// The node's models other nodes may use, if it shares any.
     sharing: Option<crate::llm::share::Sharing>,
     announcements: announced::Announcements,
+    /// Chunks served lately, kept checked in memory.
+    served: served::ServedChunks,
 }
 
 impl Shared {
@@ -221,6 +224,21 @@ impl Hub {
             index: Mutex::new(Index::default()),
             sharing,
             announcements: Default::default(),
+            served: Default::default(),
+        });
+        // Gives back the memory of chunks no peer asks for any more, also
+        // while no request comes to do it.
+        let sweeping = Arc::downgrade(&shared);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(served::IDLE);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                match sweeping.upgrade() {
+                    Some(shared) => shared.served.sweep(),
+                    None => return,
+                }
+            }
         });
         let library = Arc::new(library::NodeLibrary(shared.clone()));
         let publisher = options.publisher.clone().unwrap_or_else(|| keypair.clone());

@@ -847,6 +847,13 @@ impl EventLoop {
         let Some((peer, request, channel)) = settle(&mut self.fetches, event) else {
             return;
         };
+        let request = match self.library.answer_now(peer, request) {
+            Ok(response) => {
+                self.send_answer(Answer::Fetch(channel, response));
+                return;
+            }
+            Err(request) => request,
+        };
         let library = self.library.clone();
         let answers = self.answers.clone();
         // The library may read the disk: keep that off the event loop.

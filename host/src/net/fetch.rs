@@ -42,7 +42,9 @@ pub enum FetchRequest {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum FetchResponse {
     Manifest(#[serde(with = "serde_bytes")] Vec<u8>),
-    Chunk(#[serde(with = "serde_bytes")] Vec<u8>),
+    /// A chunk's bytes: shared with the provider's cache of served
+    /// chunks, not copied. Serialized as a CBOR byte string, as in 1.0.0.
+    Chunk(bytes::Bytes),
     Matching(Vec<serde_bytes::ByteBuf>),
     /// The node does not host that agent (or chunk).
     NotFound,

@@ -109,7 +109,7 @@ impl Codec for FetchCodec {
                     chunk.resize(length.min(start + CHUNK_SIZE as usize), 0);
                     io.read_exact(&mut chunk[start..]).await?;
                 }
-                Ok(FetchResponse::Chunk(chunk))
+                Ok(FetchResponse::Chunk(chunk.into()))
             }
             other => Err(invalid(format!("unknown kind of fetch answer {other}"))),
         }
@@ -182,13 +182,13 @@ mod tests {
     #[tokio::test]
     async fn a_chunk_travels_as_it_is() {
         let chunk: Vec<u8> = (0..CHUNK_SIZE).map(|i| i as u8).collect();
-        let (wire, read) = round_trip(&PROTOCOL, FetchResponse::Chunk(chunk.clone())).await;
+        let (wire, read) = round_trip(&PROTOCOL, FetchResponse::Chunk(chunk.clone().into())).await;
         assert_eq!(wire.len(), 5 + chunk.len());
         assert_eq!(&wire[5..], &chunk[..]);
         assert!(matches!(read, FetchResponse::Chunk(c) if c == chunk));
         // Another publisher's longer chunks, read a usual chunk at a time.
         let long: Vec<u8> = (0..4 * CHUNK_SIZE + 3).map(|i| (i % 253) as u8).collect();
-        let (_, read) = round_trip(&PROTOCOL, FetchResponse::Chunk(long.clone())).await;
+        let (_, read) = round_trip(&PROTOCOL, FetchResponse::Chunk(long.clone().into())).await;
         assert!(matches!(read, FetchResponse::Chunk(c) if c == long));
     }
 
@@ -200,9 +200,56 @@ mod tests {
             let (_, read) = round_trip(protocol, FetchResponse::NotFound).await;
             assert!(matches!(read, FetchResponse::NotFound));
         }
-        let (wire, read) = round_trip(&PROTOCOL_CBOR, FetchResponse::Chunk(vec![7; 1000])).await;
+        let (wire, read) =
+            round_trip(&PROTOCOL_CBOR, FetchResponse::Chunk(vec![7; 1000].into())).await;
         assert_ne!(wire[0], KIND_CHUNK, "1.0.0 has no kind byte");
         assert!(matches!(read, FetchResponse::Chunk(c) if c == vec![7; 1000]));
+    }
+
+    /// The answers as nodes of 1.0.0 declared them: chunks and manifests
+    /// as `serde_bytes` vectors.
+    #[derive(serde::Serialize, serde::Deserialize)]
+    enum EarlierResponse {
+        Manifest(#[serde(with = "serde_bytes")] Vec<u8>),
+        Chunk(#[serde(with = "serde_bytes")] Vec<u8>),
+        Matching(Vec<serde_bytes::ByteBuf>),
+        NotFound,
+    }
+
+    #[tokio::test]
+    async fn a_cbor_chunk_is_the_same_bytes_earlier_nodes_read_and_write() {
+        let earlier = || cbor::codec::Codec::<FetchRequest, EarlierResponse>::default();
+        let chunk = vec![7u8; 1000];
+        // Written by an earlier node, read by this one.
+        let mut wire = Cursor::new(Vec::new());
+        earlier()
+            .write_response(
+                &PROTOCOL_CBOR,
+                &mut wire,
+                EarlierResponse::Chunk(chunk.clone()),
+            )
+            .await
+            .unwrap();
+        let read = codec()
+            .read_response(&PROTOCOL_CBOR, &mut Cursor::new(wire.into_inner()))
+            .await
+            .unwrap();
+        assert!(matches!(read, FetchResponse::Chunk(c) if c == chunk));
+        // Written by this node, read by an earlier one.
+        let mut wire = Cursor::new(Vec::new());
+        codec()
+            .write_response(
+                &PROTOCOL_CBOR,
+                &mut wire,
+                FetchResponse::Chunk(chunk.clone().into()),
+            )
+            .await
+            .unwrap();
+        let read = earlier()
+            .read_response(&PROTOCOL_CBOR, &mut Cursor::new(wire.into_inner()))
+            .await
+            .unwrap();
+        assert!(matches!(read, EarlierResponse::Chunk(c) if c == chunk));
     }
 
     #[tokio::test]
@@ -284,7 +331,7 @@ mod tests {
                             ..
                         }) = event
                         {
-                            let chunk = FetchResponse::Chunk(chunk.clone());
+                            let chunk = FetchResponse::Chunk(chunk.clone().into());
                             provider.behaviour_mut().send_response(channel, chunk).unwrap();
                         }
                     }

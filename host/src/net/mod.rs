@@ -89,6 +89,17 @@ pub trait Library: Send + Sync + 'static {
     /// Answers a request for a manifest, a chunk or keyword matches. Runs on
     /// a blocking thread: it may read the disk.
     fn answer(&self, from: PeerId, request: FetchRequest) -> FetchResponse;
+    /// Answers on the event loop what needs no disk and no waiting (a
+    /// manifest, matches, a chunk already in memory), or hands the request
+    /// back for [`Library::answer`] on a blocking thread. Handing a request
+    /// to another thread costs more than serving a chunk from memory.
+    fn answer_now(
+        &self,
+        _from: PeerId,
+        request: FetchRequest,
+    ) -> Result<FetchResponse, FetchRequest> {
+        Err(request)
+    }
     /// Runs a tool call another node asked for.
     async fn call(&self, from: PeerId, request: CallRequest) -> Result<ToolOutput, RpcError>;
     /// Completes a chat with a model this node shares: the answer in the
