@@ -140,6 +140,8 @@ pin_project! {
         #[pin]
         inner: T,
         buffer: BytesMut,
+        // How many bytes the next read asks for.
+        read_size: usize,
     }
 }
 
@@ -159,12 +161,13 @@ impl<T> DerefMut for FramedRead2<T> {
 
 const INITIAL_CAPACITY: usize = 8 * 1024;
 /// The most bytes one read asks for: a frame of 64 KiB and its header.
-const READ_SIZE: usize = 64 * 1024 + 64;
+const MAX_READ_SIZE: usize = 64 * 1024 + 64;
 
 pub fn framed_read_2<T>(inner: T, buffer: Option<BytesMut>) -> FramedRead2<T> {
     FramedRead2 {
         inner,
         buffer: buffer.unwrap_or_else(|| BytesMut::with_capacity(INITIAL_CAPACITY)),
+        read_size: INITIAL_CAPACITY,
     }
 }
 
@@ -182,12 +185,16 @@ where
         }
 
         loop {
-            // Read straight into the buffer, up to a whole frame of the
-            // usual sizes at once. Reading into an 8 KiB array on the stack
-            // and copying it over cost a syscall per 8 KiB and a copy of
-            // every byte.
+            // Read straight into the buffer. Reading into an 8 KiB array on
+            // the stack and copying it over cost a copy of every byte and,
+            // for large frames, a syscall per 8 KiB. A read asks for 8 KiB,
+            // as before, and for twice as much after each read that filled
+            // what it asked for, up to a 64 KiB frame and its header: a
+            // stream of small messages zeroes no more than it did, a bulk
+            // transfer reads a frame at a time.
             let filled = this.buffer.len();
-            this.buffer.resize(filled + READ_SIZE, 0);
+            let wanted = this.read_size;
+            this.buffer.resize(filled + wanted, 0);
             let read = Pin::new(&mut this.inner).poll_read(cx, &mut this.buffer[filled..]);
             let n = match read {
                 Poll::Ready(Ok(n)) => n,
@@ -197,6 +204,7 @@ where
                 }
                 Poll::Pending => {
                     this.buffer.truncate(filled);
+                    this.read_size = INITIAL_CAPACITY;
                     // A stream waiting with little or nothing half-read
                     // holds no more than it did with the 8 KiB array.
                     if filled == 0 {
@@ -208,6 +216,9 @@ where
                 }
             };
             this.buffer.truncate(filled + n);
+            if n == wanted {
+                this.read_size = (wanted * 2).min(MAX_READ_SIZE);
+            }
 
             let ended = n == 0;
 
