@@ -601,7 +601,7 @@ async fn search_to_first_call() {
             .await
             .unwrap();
         let total = started.elapsed();
-        assert_eq!(sum.structured_content.unwrap()["result"], 42.0);
+        assert_eq!(sum.structured_content.unwrap().to_value()["result"], 42.0);
         steps[0].push(searched);
         steps[1].push(installed - searched);
         steps[2].push(total - installed);

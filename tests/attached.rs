@@ -261,8 +261,9 @@ async fn a_misbehaving_server_is_contained_and_a_crashed_one_restarted() {
     assert!(node.list().unwrap().is_empty());
 
     node.attach("kit", stdio(&testkit(), &[])).await.unwrap();
-    let pid =
-        |output: agentsite::tool::ToolOutput| output.structured_content.unwrap()["result"].clone();
+    let pid = |output: agentsite::tool::ToolOutput| {
+        output.structured_content.unwrap().to_value()["result"].clone()
+    };
     let first = pid(node.call("kit", "pid", "{}", None).await.unwrap());
 
     // It crashes: the call says how, and the node starts it again.
@@ -303,7 +304,7 @@ async fn a_misbehaving_server_is_contained_and_a_crashed_one_restarted() {
         node.call("kit", "add", r#"{"a": 2, "b": 3}"#, None).await
     })
     .await;
-    assert_eq!(sum.structured_content.unwrap()["result"], 5.0);
+    assert_eq!(sum.structured_content.unwrap().to_value()["result"], 5.0);
 
     // It says its tools changed: the node lists them again into its record.
     node.call("kit", "grow", r#"{"name": "grown"}"#, None)

@@ -150,12 +150,12 @@ async fn host_files_and_environment_are_invisible_without_a_grant() {
         )
         .await
         .unwrap();
-    assert_eq!(env.structured_content, Some(json!({"result": null})));
+    assert_eq!(env.structured_content.unwrap(), json!({"result": null}));
     let all = node
         .call("hostile-snoop", "env_all", "{}", None)
         .await
         .unwrap();
-    assert_eq!(all.structured_content, Some(json!({"result": []})));
+    assert_eq!(all.structured_content.unwrap(), json!({"result": []}));
     assert_serving(&node).await;
 }
 
@@ -169,7 +169,7 @@ async fn no_state_survives_from_one_call_to_the_next() {
             .await
             .unwrap();
         assert_eq!(
-            output.structured_content,
+            output.structured_content.map(|s| s.to_value()),
             Some(json!({"result": null})),
             "a fresh instance never sees an earlier caller's globals"
         );
@@ -190,6 +190,7 @@ async fn no_bytes_of_an_earlier_call_remain_in_a_reused_memory() {
                 .await
                 .unwrap()
                 .structured_content
+                .map(|s| s.to_value())
         }
     };
     for round in 0..20 {

@@ -108,7 +108,7 @@ async fn a_lying_provider_is_caught_and_its_bytes_never_stored() {
         .call("calculator", "add", r#"{"a": 40, "b": 2}"#, None)
         .await
         .unwrap();
-    assert_eq!(sum.structured_content.unwrap()["result"], 42.0);
+    assert_eq!(sum.structured_content.unwrap().to_value()["result"], 42.0);
 
     // The liar is blocked: the fetcher drops its connection and refuses it.
     support::eventually_async(Duration::from_secs(10), "the liar is dropped", async || {

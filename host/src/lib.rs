@@ -14,7 +14,7 @@
 //! let bytes = std::fs::read("calculator.wasm")?;
 //! let record = node.add(&bytes).await?;
 //! let output = node.call("calculator", "add", r#"{"a": 2, "b": 3}"#, None).await?;
-//! assert_eq!(output.structured_content.unwrap()["result"], 5.0);
+//! assert_eq!(output.structured_content.unwrap().to_value()["result"], 5.0);
 //! # let _ = record; Ok(()) }
 //! ```
 

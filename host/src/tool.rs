@@ -3,8 +3,10 @@
 //! checked when they cross out of the guest.
 //!
 //! The guest hands over JSON as text (schemas, structured content); here it
-//! is parsed once, and anything malformed is refused with a clear error
-//! instead of being passed on to clients.
+//! is checked once, and anything malformed is refused with a clear error
+//! instead of being passed on to clients. A tool's structured content stays
+//! the text the tool wrote ([`StructuredContent`]): most results only pass
+//! through the node, so no JSON tree is built for them.
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -104,9 +106,92 @@ pub enum Content {
 pub struct ToolOutput {
     pub content: Vec<Content>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured_content: Option<Value>,
+    pub structured_content: Option<StructuredContent>,
     #[serde(default)]
     pub is_error: bool,
+}
+
+/// A tool's structured result (MCP `structuredContent`): one JSON object,
+/// kept as the text it came in once checked to be one. A result passes
+/// through the node to a client, a peer or another agent as it is; where the
+/// node needs the values themselves, [`StructuredContent::to_value`] parses
+/// them.
+#[derive(Clone)]
+pub struct StructuredContent(String);
+
+impl StructuredContent {
+    /// Checks that `text` is one JSON object.
+    pub fn from_text(text: String) -> Result<Self, String> {
+        serde_json::from_str::<serde::de::IgnoredAny>(&text)
+            .map_err(|e| format!("structured content is not JSON: {e}"))?;
+        // Valid JSON starting with `{` is one object.
+        if !text.trim_start().starts_with('{') {
+            return Err("structured content is not a JSON object".into());
+        }
+        Ok(StructuredContent(text))
+    }
+
+    /// The object `value`, as text.
+    pub fn from_value(value: &Value) -> Result<Self, String> {
+        if !value.is_object() {
+            return Err("structured content is not a JSON object".into());
+        }
+        Self::from_text(value.to_string())
+    }
+
+    /// The object as the tool wrote it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The object as a JSON tree.
+    pub fn to_value(&self) -> Value {
+        // Checked to be a JSON object when it was made.
+        serde_json::from_str(self.as_str()).unwrap_or_else(|_| Value::Object(Default::default()))
+    }
+}
+
+impl std::fmt::Debug for StructuredContent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for StructuredContent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Two results are equal when they hold the same values, however spaced.
+impl PartialEq for StructuredContent {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str() || self.to_value() == other.to_value()
+    }
+}
+
+impl PartialEq<Value> for StructuredContent {
+    fn eq(&self, other: &Value) -> bool {
+        self.to_value() == *other
+    }
+}
+
+/// Written as the JSON the tool wrote, not as a string of it.
+impl Serialize for StructuredContent {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let raw: &serde_json::value::RawValue =
+            serde_json::from_str(&self.0).map_err(serde::ser::Error::custom)?;
+        raw.serialize(serializer)
+    }
+}
+
+/// Read through a JSON tree, so that it comes from any format, a peer's
+/// JSON-RPC message (a `Value`) among them, and is checked again.
+impl<'de> Deserialize<'de> for StructuredContent {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        Self::from_value(&value).map_err(serde::de::Error::custom)
+    }
 }
 
 impl ToolOutput {
@@ -343,7 +428,7 @@ mod tests {
                     },
                 },
             ],
-            structured_content: Some(json!({"result": 5})),
+            structured_content: Some(StructuredContent::from_value(&json!({"result": 5})).unwrap()),
             is_error: false,
         };
         assert_eq!(
@@ -379,5 +464,60 @@ mod tests {
         assert!(parse_object_schema("t", "input schema", r#"{"type":"object"}"#).is_ok());
         assert!(parse_object_schema("t", "input schema", r#"{"type":"string"}"#).is_err());
         assert!(parse_object_schema("t", "input schema", "{").is_err());
+    }
+
+    #[test]
+    fn structured_content_is_one_json_object_kept_as_written() {
+        let text = r#"{ "result": 5, "parts": [2, 3] }"#;
+        let structured = StructuredContent::from_text(text.to_owned()).unwrap();
+        assert_eq!(structured.as_str(), text);
+        assert_eq!(structured, json!({"result": 5, "parts": [2, 3]}));
+        for bad in [
+            "[1]",
+            "5",
+            "null",
+            r#""{}""#,
+            "{",
+            r#"{"a": 1} {"b": 2}"#,
+            "",
+        ] {
+            let error = StructuredContent::from_text(bad.to_owned()).unwrap_err();
+            assert!(
+                error.starts_with("structured content is not"),
+                "{bad:?}: {error}"
+            );
+        }
+        assert!(StructuredContent::from_value(&json!([1])).is_err());
+        // Equal by value, however it is spaced.
+        let compact = StructuredContent::from_text(r#"{"result":5,"parts":[2,3]}"#.into()).unwrap();
+        assert_eq!(structured, compact);
+    }
+
+    #[test]
+    fn structured_content_travels_as_written_and_is_checked_when_read() {
+        let output = ToolOutput {
+            content: vec![],
+            structured_content: Some(
+                StructuredContent::from_text(r#"{"b": 1, "a": [true]}"#.into()).unwrap(),
+            ),
+            is_error: false,
+        };
+        // Into JSON text as the tool wrote it, and into a tree.
+        let text = serde_json::to_string(&output).unwrap();
+        assert!(
+            text.contains(r#""structuredContent":{"b": 1, "a": [true]}"#),
+            "{text}"
+        );
+        let tree = serde_json::to_value(&output).unwrap();
+        assert_eq!(tree["structuredContent"], json!({"b": 1, "a": [true]}));
+        // Back from either, as a peer's answer comes.
+        let from_text: ToolOutput = serde_json::from_str(&text).unwrap();
+        let from_tree: ToolOutput = serde_json::from_value(tree).unwrap();
+        assert_eq!(from_text, output);
+        assert_eq!(from_tree, output);
+        // A peer's answer whose structured content is no object is refused.
+        let bad = json!({"content": [], "structuredContent": [1], "isError": false});
+        let error = serde_json::from_value::<ToolOutput>(bad).unwrap_err();
+        assert!(error.to_string().contains("not a JSON object"), "{error}");
     }
 }

@@ -69,7 +69,7 @@ pub async fn result_of(
         !output.is_error,
         "{agent}.{tool} reported an error: {output:?}"
     );
-    match output.structured_content {
+    match output.structured_content.map(|s| s.to_value()) {
         Some(structured) => structured.get("result").cloned().unwrap_or(structured),
         // Text results (a `String` returned) have no structured form.
         None => match output.content.as_slice() {
@@ -85,7 +85,7 @@ pub async fn assert_serving(node: &Node) {
         .call("calculator", "add", r#"{"a": 20, "b": 22}"#, None)
         .await
         .expect("a normal call succeeds");
-    assert_eq!(output.structured_content, Some(json!({"result": 42.0})));
+    assert_eq!(output.structured_content.unwrap(), json!({"result": 42.0}));
 }
 
 /// Runs `attack` while normal calls go on beside it; checks that at least

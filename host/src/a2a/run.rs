@@ -212,7 +212,7 @@ fn summary(output: &ToolOutput) -> String {
 pub fn artifact(tool: &str, output: &ToolOutput) -> Artifact {
     let mut parts: Vec<Part> = output.content.iter().map(part).collect();
     if let Some(structured) = &output.structured_content {
-        parts.push(Part::data(structured.clone()));
+        parts.push(Part::data(structured.to_value()));
     }
     Artifact {
         artifact_id: new_id(),

@@ -487,7 +487,7 @@ mod tests {
         .unwrap();
         let done = finished("calc", task, &limits).unwrap();
         assert_eq!(done.text(), "42\n{\"n\":42}");
-        assert_eq!(done.structured_content, Some(json!({"n": 42})));
+        assert_eq!(done.structured_content.unwrap(), json!({"n": 42}));
         let failed: Task = serde_json::from_value(json!({
             "id": "t", "status": {"state": "TASK_STATE_FAILED",
                 "message": {"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "no"}]}}

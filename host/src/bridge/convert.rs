@@ -249,7 +249,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok.text(), "12 °C");
-        assert_eq!(ok.structured_content, Some(json!({"celsius": 12})));
+        assert_eq!(ok.structured_content.unwrap(), json!({"celsius": 12}));
 
         let flood = answer(json!({"content": [{"type": "text", "text": "x".repeat(4096)}]}));
         assert!(matches!(

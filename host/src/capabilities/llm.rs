@@ -57,13 +57,16 @@ impl LlmState {
     ) -> Self {
         let mut generations = ResourceTable::new();
         generations.set_max_capacity(MAX_GENERATIONS);
+        // Only a grant lets a call use the node's models: a call without
+        // one (most) counts nothing and allocates no counter.
+        let used = grant.as_ref().map(|_| Arc::new(AtomicU64::new(0)));
         LlmState {
             router: Router {
                 caller,
                 agent,
                 grant,
                 models,
-                used: Arc::new(AtomicU64::new(0)),
+                used,
                 denials,
             },
             generations,
@@ -79,8 +82,8 @@ struct Router {
     grant: Option<LlmGrant>,
     /// The node's models, when it has any.
     models: Option<Arc<Models>>,
-    /// Tokens of the node's models this call used so far.
-    used: Arc<AtomicU64>,
+    /// Tokens of the node's models this call used so far (with a grant).
+    used: Option<Arc<AtomicU64>>,
     denials: Denials,
 }
 
@@ -171,7 +174,8 @@ impl Router {
     fn budget_left(&self, grant: &LlmGrant, models: &Models) -> Result<Option<u64>, LlmFailure> {
         let mut left: Option<u64> = None;
         if let Some(per_call) = grant.tokens_per_call {
-            let remaining = per_call.saturating_sub(self.used.load(Ordering::Relaxed));
+            let used = self.used.as_ref().map_or(0, |u| u.load(Ordering::Relaxed));
+            let remaining = per_call.saturating_sub(used);
             if remaining == 0 {
                 return Err(LlmFailure::BudgetExceeded(format!(
                     "this call used its budget of {per_call} tokens per call (llm grant); the operator sets it with `agentsite grant <agent> llm=...:Ntokens/call`"
@@ -226,7 +230,9 @@ impl Router {
             )
             .await?;
         let spent = completion.usage.total();
-        self.used.fetch_add(spent, Ordering::Relaxed);
+        if let Some(used) = &self.used {
+            used.fetch_add(spent, Ordering::Relaxed);
+        }
         if let Some(ledger) = models.ledger()
             && let Err(why) = ledger.add(&self.agent, spent)
         {

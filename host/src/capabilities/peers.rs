@@ -243,7 +243,7 @@ fn wit_tool(tool: &ToolSpec) -> types::Tool {
 fn tool_result(output: ToolOutput) -> ToolResult {
     ToolResult {
         content: output.content.into_iter().map(wit_content).collect(),
-        structured_content: output.structured_content.map(|v| v.to_string()),
+        structured_content: output.structured_content.map(|s| s.as_str().to_owned()),
         is_error: output.is_error,
     }
 }

@@ -12,7 +12,7 @@
 use super::config::AskedLimits;
 use super::{Body, GoalError, GoalEvent, GoalRecord, GoalState, Goals, Member, NewGoal};
 use crate::capabilities::caller::{Caller, Progress};
-use crate::tool::{Content, ToolOutput};
+use crate::tool::{Content, StructuredContent, ToolOutput};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::{Arc, LazyLock};
@@ -326,7 +326,9 @@ fn output(record: &GoalRecord, team: &[Member], results: &[TaskResult]) -> ToolO
     text.push_str(&footer);
     ToolOutput {
         content: vec![Content::Text { text }],
-        structured_content: serde_json::to_value(&outcome).ok(),
+        structured_content: serde_json::to_value(&outcome)
+            .ok()
+            .and_then(|value| StructuredContent::from_value(&value).ok()),
         is_error: record.state != GoalState::Concluded,
     }
 }

@@ -563,7 +563,7 @@ fn call_tool_result(output: ToolOutput) -> CallToolResult {
     } else {
         CallToolResult::success(content)
     };
-    result.structured_content = output.structured_content;
+    result.structured_content = output.structured_content.map(|s| s.to_value());
     result
 }
 
@@ -609,6 +609,10 @@ mod tests {
     use crate::tool::EmbeddedResource;
     use serde_json::json;
 
+    fn structured(value: serde_json::Value) -> crate::tool::StructuredContent {
+        crate::tool::StructuredContent::from_value(&value).unwrap()
+    }
+
     fn resource(mime_type: Option<&str>, body: ResourceBody) -> Content {
         Content::Resource {
             resource: EmbeddedResource {
@@ -648,13 +652,20 @@ mod tests {
                         },
                     ),
                 ],
-                structured_content: Some(json!({"sum": 5, "parts": [2, 3], "none": null})),
+                structured_content: Some(structured(
+                    json!({"sum": 5, "parts": [2, 3], "none": null}),
+                )),
                 is_error: false,
             },
             ToolOutput::failure("division by zero"),
             ToolOutput {
                 content: vec![],
-                structured_content: Some(json!(null)),
+                structured_content: Some(
+                    crate::tool::StructuredContent::from_text(
+                        "{ \"spaced\" : \"\\u00e9\" }".into(),
+                    )
+                    .unwrap(),
+                ),
                 is_error: false,
             },
         ];

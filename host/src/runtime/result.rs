@@ -15,10 +15,10 @@ use crate::resource::{
     self, ResourceCatalog, ResourceContents, ResourceInfo, ResourceSpec, ResourceTemplateSpec,
 };
 use crate::tool::{
-    self, AgentCard, Content, EmbeddedResource, ResourceBody, ToolAnnotations, ToolOutput, ToolSpec,
+    self, AgentCard, Content, EmbeddedResource, ResourceBody, StructuredContent, ToolAnnotations,
+    ToolOutput, ToolSpec,
 };
 use bytesize::ByteSize;
-use serde_json::Value;
 
 /// Most content blocks in one tool result or filled-in prompt, and most
 /// contents of one resource read.
@@ -229,17 +229,7 @@ pub(crate) fn tool_output(
 
     let structured_content = match result.structured_content {
         None => None,
-        Some(text) => {
-            let value: Value = serde_json::from_str(&text).map_err(|e| {
-                CallError::MalformedResult(format!("structured content is not JSON: {e}"))
-            })?;
-            if !value.is_object() {
-                return Err(CallError::MalformedResult(
-                    "structured content is not a JSON object".into(),
-                ));
-            }
-            Some(value)
-        }
+        Some(text) => Some(StructuredContent::from_text(text).map_err(CallError::MalformedResult)?),
     };
     let items = result.content.len();
     let output = ToolOutput {
