@@ -42,7 +42,7 @@ use wasmtime::component::{Linker, ResourceTable};
 
 /// The state of one call: what every capability keeps while the guest runs.
 pub struct CallState {
-    pub(crate) wasi: wasmtime_wasi::WasiCtx,
+    pub(crate) wasi: wasi::WasiState,
     pub(crate) http: wasmtime_wasi_http::WasiHttpCtx,
     pub(crate) http_hooks: HttpPolicy,
     pub(crate) table: ResourceTable,
@@ -52,6 +52,8 @@ pub struct CallState {
     pub(crate) peers: PeersState,
     pub(crate) llm: LlmState,
     pub(crate) user: UserState,
+    /// When the call must end: read by the store's epoch check.
+    pub(crate) deadline: Instant,
 }
 
 /// What the capabilities of every call on a node share: the agents'
@@ -126,7 +128,7 @@ impl CallState {
         } = setup;
         let call_limits = &grants.limits;
         let log = GuestLog::new(name.clone(), call_limits.max_log.as_u64());
-        let wasi = wasi::context(&log, grants)?;
+        let wasi = wasi::WasiState::new(&log, grants)?;
         let caller = CallerLink::new(caller, deadline);
         let denials = Denials::new(services.audit.clone(), name);
         let mut table = ResourceTable::new();
@@ -153,6 +155,7 @@ impl CallState {
                 denials,
             ),
             user: UserState::new(caller),
+            deadline,
         };
         Ok((state, log))
     }

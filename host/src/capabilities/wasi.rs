@@ -28,8 +28,48 @@ pub struct FsUnavailable {
     reason: String,
 }
 
-/// Builds the WASI context of one call under `grants`.
-pub(crate) fn context(log: &GuestLog, grants: &Grants) -> Result<WasiCtx, FsUnavailable> {
+/// The WASI context of one call, made when the guest first reaches WASI.
+///
+/// Making one seeds two random generators and boxes the call's streams and
+/// clocks (and wasmtime-wasi's builder does it twice), which is a tenth of
+/// a warm call; a call that only computes (most tool calls) never needs it.
+/// A grant of environment variables or folders makes it at once instead,
+/// so that a folder that cannot be opened fails the call before it runs.
+pub(crate) struct WasiState {
+    ctx: Option<WasiCtx>,
+    log: GuestLog,
+}
+
+impl WasiState {
+    /// The WASI state of one call under `grants`, its output going to `log`.
+    pub(crate) fn new(log: &GuestLog, grants: &Grants) -> Result<WasiState, FsUnavailable> {
+        let ctx = if grants.env.is_empty() && grants.fs.is_empty() {
+            None
+        } else {
+            Some(context(log, grants)?)
+        };
+        Ok(WasiState {
+            ctx,
+            log: log.clone(),
+        })
+    }
+
+    /// The context, made now if the call has not used WASI before.
+    fn ctx(&mut self) -> &mut WasiCtx {
+        let log = &self.log;
+        self.ctx.get_or_insert_with(|| builder(log).build())
+    }
+
+    /// Whether the call has used WASI (or was granted what makes it at once).
+    #[cfg(test)]
+    pub(crate) fn is_made(&self) -> bool {
+        self.ctx.is_some()
+    }
+}
+
+/// A WASI context builder with nothing granted: stdout and stderr go to
+/// `log`; no sockets or name lookup.
+fn builder(log: &GuestLog) -> WasiCtxBuilder {
     let mut builder = WasiCtxBuilder::new();
     builder
         .stdout(GuestStdio::new(log.clone(), Stream::Stdout))
@@ -37,6 +77,12 @@ pub(crate) fn context(log: &GuestLog, grants: &Grants) -> Result<WasiCtx, FsUnav
         .allow_tcp(false)
         .allow_udp(false)
         .allow_ip_name_lookup(false);
+    builder
+}
+
+/// Builds the WASI context of one call under `grants`.
+fn context(log: &GuestLog, grants: &Grants) -> Result<WasiCtx, FsUnavailable> {
+    let mut builder = builder(log);
     for name in &grants.env {
         // Read at each call, so the agent sees the node's current value.
         if let Ok(value) = std::env::var(name) {
@@ -145,7 +191,7 @@ impl WasiHttpHooks for HttpPolicy {
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
-            ctx: &mut self.wasi,
+            ctx: self.wasi.ctx(),
             table: &mut self.table,
         }
     }
@@ -310,7 +356,54 @@ impl tokio::io::AsyncWrite for GuestStdio {
 
 #[cfg(test)]
 mod tests {
-    use super::link_leaves_folder;
+    use super::{WasiState, link_leaves_folder};
+    use crate::capabilities::guest_log::GuestLog;
+    use crate::config::Limits;
+    use crate::policy::{Access, FsGrant, Grants};
+
+    fn log() -> GuestLog {
+        GuestLog::new("test-agent".into(), 1024)
+    }
+
+    #[test]
+    fn a_call_granted_nothing_makes_its_wasi_context_at_first_use() {
+        let mut wasi = WasiState::new(&log(), &Grants::pure(Limits::default())).unwrap();
+        assert!(!wasi.is_made());
+        wasi.ctx();
+        assert!(wasi.is_made());
+    }
+
+    #[test]
+    fn granted_environment_or_folders_make_the_context_at_once() {
+        let mut grants = Grants::pure(Limits::default());
+        grants.env.push("PATH".into());
+        assert!(WasiState::new(&log(), &grants).unwrap().is_made());
+
+        let folder = tempfile::tempdir().unwrap();
+        let mut grants = Grants::pure(Limits::default());
+        grants.fs.push(FsGrant {
+            host: folder.path().to_owned(),
+            guest: "/data".into(),
+            access: Access::ReadOnly,
+        });
+        assert!(WasiState::new(&log(), &grants).unwrap().is_made());
+    }
+
+    #[test]
+    fn a_granted_folder_that_cannot_be_opened_fails_the_call_before_it_runs() {
+        let folder = tempfile::tempdir().unwrap();
+        let mut grants = Grants::pure(Limits::default());
+        grants.fs.push(FsGrant {
+            host: folder.path().join("gone"),
+            guest: "/data".into(),
+            access: Access::ReadOnly,
+        });
+        let error = WasiState::new(&log(), &grants).err().unwrap();
+        assert!(
+            error.to_string().contains("cannot open granted folder"),
+            "{error}"
+        );
+    }
 
     #[test]
     fn links_that_climb_out_are_told_from_those_that_stay_in() {

@@ -484,8 +484,10 @@ impl Runtime {
         // Checked whenever the epoch advances; yielding in between keeps a
         // long-running guest from holding an executor thread.
         store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |_| {
-            if Instant::now() >= deadline {
+        // The deadline is read from the call's state, not captured: a
+        // closure that captures nothing is boxed without an allocation.
+        store.epoch_deadline_callback(|store| {
+            if Instant::now() >= store.data().deadline {
                 Err(Trap::Interrupt.into())
             } else {
                 Ok(UpdateDeadline::Yield(1))
