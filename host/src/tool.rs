@@ -119,6 +119,8 @@ pub struct ToolOutput {
 #[derive(Clone)]
 pub struct StructuredContent(String);
 
+const NOT_AN_OBJECT: &str = "structured content is not a JSON object";
+
 impl StructuredContent {
     /// Checks that `text` is one JSON object.
     pub fn from_text(text: String) -> Result<Self, String> {
@@ -126,7 +128,7 @@ impl StructuredContent {
             .map_err(|e| format!("structured content is not JSON: {e}"))?;
         // Valid JSON starting with `{` is one object.
         if !text.trim_start().starts_with('{') {
-            return Err("structured content is not a JSON object".into());
+            return Err(NOT_AN_OBJECT.into());
         }
         Ok(StructuredContent(text))
     }
@@ -134,9 +136,10 @@ impl StructuredContent {
     /// The object `value`, as text.
     pub fn from_value(value: &Value) -> Result<Self, String> {
         if !value.is_object() {
-            return Err("structured content is not a JSON object".into());
+            return Err(NOT_AN_OBJECT.into());
         }
-        Self::from_text(value.to_string())
+        // A tree written out is valid JSON: no need to check it again.
+        Ok(StructuredContent(value.to_string()))
     }
 
     /// The object as the tool wrote it.

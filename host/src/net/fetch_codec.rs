@@ -162,21 +162,35 @@ mod tests {
         FetchCodec::new(4 * 1024, 1024 * 1024)
     }
 
-    async fn round_trip(
+    /// `response` as `writer` puts it on the wire, and as `reader` reads it.
+    async fn relay<W, R>(
+        mut writer: W,
+        mut reader: R,
         protocol: &StreamProtocol,
-        response: FetchResponse,
-    ) -> (Vec<u8>, FetchResponse) {
+        response: W::Response,
+    ) -> (Vec<u8>, R::Response)
+    where
+        W: request_response::Codec<Protocol = StreamProtocol>,
+        R: request_response::Codec<Protocol = StreamProtocol>,
+    {
         let mut wire = Cursor::new(Vec::new());
-        codec()
+        writer
             .write_response(protocol, &mut wire, response)
             .await
             .unwrap();
         let wire = wire.into_inner();
-        let read = codec()
+        let read = reader
             .read_response(protocol, &mut Cursor::new(wire.clone()))
             .await
             .unwrap();
         (wire, read)
+    }
+
+    async fn round_trip(
+        protocol: &StreamProtocol,
+        response: FetchResponse,
+    ) -> (Vec<u8>, FetchResponse) {
+        relay(codec(), codec(), protocol, response).await
     }
 
     #[tokio::test]
@@ -221,34 +235,22 @@ mod tests {
         let earlier = || cbor::codec::Codec::<FetchRequest, EarlierResponse>::default();
         let chunk = vec![7u8; 1000];
         // Written by an earlier node, read by this one.
-        let mut wire = Cursor::new(Vec::new());
-        earlier()
-            .write_response(
-                &PROTOCOL_CBOR,
-                &mut wire,
-                EarlierResponse::Chunk(chunk.clone()),
-            )
-            .await
-            .unwrap();
-        let read = codec()
-            .read_response(&PROTOCOL_CBOR, &mut Cursor::new(wire.into_inner()))
-            .await
-            .unwrap();
+        let (_, read) = relay(
+            earlier(),
+            codec(),
+            &PROTOCOL_CBOR,
+            EarlierResponse::Chunk(chunk.clone()),
+        )
+        .await;
         assert!(matches!(read, FetchResponse::Chunk(c) if c == chunk));
         // Written by this node, read by an earlier one.
-        let mut wire = Cursor::new(Vec::new());
-        codec()
-            .write_response(
-                &PROTOCOL_CBOR,
-                &mut wire,
-                FetchResponse::Chunk(chunk.clone().into()),
-            )
-            .await
-            .unwrap();
-        let read = earlier()
-            .read_response(&PROTOCOL_CBOR, &mut Cursor::new(wire.into_inner()))
-            .await
-            .unwrap();
+        let (_, read) = relay(
+            codec(),
+            earlier(),
+            &PROTOCOL_CBOR,
+            FetchResponse::Chunk(chunk.clone().into()),
+        )
+        .await;
         assert!(matches!(read, EarlierResponse::Chunk(c) if c == chunk));
     }
 
