@@ -609,6 +609,79 @@ async fn stateless_2026_07_28_requests_need_no_session() {
     assert_eq!(call["result"]["resultType"], "complete", "{call}");
 }
 
+/// SEP-2243: a request's method, and the name it routes on, travel as
+/// headers too, and headers that disagree with the body are refused (HTTP
+/// 400, JSON-RPC -32020) before anything runs: a tool call's name, a
+/// resource's URI, a prompt's name, the method itself, and the name of a
+/// tool call whose params are not a tool call's (read as a custom request).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standard_headers_that_disagree_with_the_body_are_refused() {
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    let server = Server::start(cli.data(), &[]);
+    let meta = stateless_meta();
+    let send = |headers: [&str; 2], method: &str, params: Value| {
+        mcp_post(server.url("/mcp"))
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", headers[0])
+            .header("mcp-name", headers[1])
+            .json(&json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}))
+            .send()
+    };
+    let add = json!({"name": "calculator.add", "arguments": {"a": 2, "b": 3}, "_meta": meta});
+    let refused = [
+        (
+            ["tools/call", "calculator.subtract"],
+            "tools/call",
+            add.clone(),
+            "Mcp-Name header `calculator.subtract` does not match body value `calculator.add`",
+        ),
+        (
+            ["tools/list", "calculator.add"],
+            "tools/call",
+            add.clone(),
+            "Mcp-Method header `tools/list` does not match body method `tools/call`",
+        ),
+        (
+            ["resources/read", "agentsite://a"],
+            "resources/read",
+            json!({"uri": "agentsite://b", "_meta": meta}),
+            "does not match body value `agentsite://b`",
+        ),
+        (
+            ["prompts/get", "calculator.a"],
+            "prompts/get",
+            json!({"name": "calculator.b", "_meta": meta}),
+            "does not match body value `calculator.b`",
+        ),
+        (
+            ["tools/call", "calculator.subtract"],
+            "tools/call",
+            json!({"name": "calculator.add", "arguments": "not an object", "_meta": meta}),
+            "does not match body value `calculator.add`",
+        ),
+    ];
+    for (headers, method, params, reason) in refused {
+        let response = send(headers, method, params).await.unwrap();
+        assert_eq!(response.status(), 400, "{headers:?}");
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(error["id"], 7, "{error}");
+        assert_eq!(error["error"]["code"], -32020, "{error}");
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(message.contains(reason), "{headers:?}: {message}");
+    }
+    // Headers that agree are let through to the tool.
+    let response = send(["tools/call", "calculator.add"], "tools/call", add)
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.unwrap();
+    assert!(
+        text.contains(r#""structuredContent":{"result":5.0}"#),
+        "{text}"
+    );
+}
+
 /// A stateless call whose agent reports progress is answered as a stream in
 /// the one response: the progress first, in order, then the result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -110,8 +110,17 @@ impl AgentServer {
         let outcome = self
             .with_client(&context, |caller| async move {
                 let grants = node.grants(&tool.record)?;
-                node.call_record(&tool.record, &tool.tool, &arguments, grants, Some(caller))
-                    .await
+                // Boxed once here, the call's future (several KiB: wasmtime's
+                // instantiation and call) is not copied again into each
+                // future awaiting it, up to the request's task.
+                let call = Box::pin(node.call_record(
+                    &tool.record,
+                    &tool.tool,
+                    &arguments,
+                    grants,
+                    Some(caller),
+                ));
+                call.await
             })
             .await?;
         match NodeCallError::answer(outcome) {

@@ -4851,7 +4851,101 @@ pub type ReadResourceDirectoryResult = ListResourcesResult;
 // MESSAGE TYPE UNIONS
 // =============================================================================
 
+/// The one `method` a request or notification type accepts, if it accepts
+/// only one. A union of such types (`ts_union!(export type U by method = ..)`)
+/// uses it to skip, untried, the variants a message's `method` rules out:
+/// trying them is what made parsing a `tools/call` cost as much as all the
+/// variants declared before it.
+pub(crate) trait FixedMethod {
+    const METHOD: Option<&'static str>;
+
+    /// Whether a message whose `method` is `method` could deserialize as this
+    /// type. `false` only where deserializing would fail.
+    fn may_accept(method: Option<&str>) -> bool {
+        match Self::METHOD {
+            Some(fixed) => method == Some(fixed),
+            None => true,
+        }
+    }
+}
+
+impl<M: ConstString, P> FixedMethod for Request<M, P> {
+    const METHOD: Option<&'static str> = Some(M::VALUE);
+}
+
+impl<M: ConstString, P> FixedMethod for RequestOptionalParam<M, P> {
+    const METHOD: Option<&'static str> = Some(M::VALUE);
+}
+
+impl<M: ConstString> FixedMethod for RequestNoParam<M> {
+    const METHOD: Option<&'static str> = Some(M::VALUE);
+}
+
+impl<M: ConstString, P> FixedMethod for Notification<M, P> {
+    const METHOD: Option<&'static str> = Some(M::VALUE);
+}
+
+impl<M: ConstString> FixedMethod for NotificationNoParam<M> {
+    const METHOD: Option<&'static str> = Some(M::VALUE);
+}
+
+impl FixedMethod for CustomRequest {
+    const METHOD: Option<&'static str> = None;
+}
+
+impl FixedMethod for CustomNotification {
+    const METHOD: Option<&'static str> = None;
+}
+
 macro_rules! ts_union {
+    // A union of requests or notifications: serialized as an untagged enum,
+    // and deserialized as one too (the first variant that accepts the message
+    // wins), except that the variants whose fixed `method` differs from the
+    // message's are skipped without being tried. The message is buffered
+    // once, as a JSON value, instead of once per variant tried. (Unlike
+    // serde's own buffer, a JSON value keeps the last of duplicate keys.)
+    (
+        export type $U:ident by method =
+            $(|)? $($V:ident)|+ ;
+    ) => {
+        #[derive(Debug, Serialize, Clone)]
+        #[serde(untagged)]
+        #[allow(clippy::large_enum_variant)]
+        #[non_exhaustive]
+        #[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+        pub enum $U {
+            $($V($V),)+
+        }
+
+        impl<'de> Deserialize<'de> for $U {
+            fn deserialize<D>(deserializer: D) -> Result<Self, D::Error>
+            where
+                D: serde::Deserializer<'de>,
+            {
+                let message = Value::deserialize(deserializer)?;
+                let method = message.get("method").and_then(Value::as_str);
+                $(
+                    if <$V as FixedMethod>::may_accept(method)
+                        && let Ok(variant) = <$V as Deserialize>::deserialize(&message)
+                    {
+                        return Ok($U::$V(variant));
+                    }
+                )+
+                Err(serde::de::Error::custom(concat!(
+                    "data did not match any variant of untagged enum ",
+                    stringify!($U)
+                )))
+            }
+        }
+
+        $(
+            impl From<$V> for $U {
+                fn from(value: $V) -> Self {
+                    $U::$V(value)
+                }
+            }
+        )+
+    };
     (
         export type $U:ident =
             $($rest:tt)*
@@ -4902,7 +4996,7 @@ macro_rules! ts_union {
 }
 
 ts_union!(
-    export type ClientRequest =
+    export type ClientRequest by method =
     | PingRequest
     | InitializeRequest
     | DiscoverRequest
@@ -4957,7 +5051,7 @@ impl ClientRequest {
 }
 
 ts_union!(
-    export type ClientNotification =
+    export type ClientNotification by method =
     | CancelledNotification
     | ProgressNotification
     | InitializedNotification
@@ -4983,7 +5077,7 @@ impl ClientResult {
 pub type ClientJsonRpcMessage = JsonRpcMessage<ClientRequest, ClientResult, ClientNotification>;
 
 ts_union!(
-    export type ServerRequest =
+    export type ServerRequest by method =
     | PingRequest
     | CreateMessageRequest
     | ListRootsRequest
@@ -4992,7 +5086,7 @@ ts_union!(
 );
 
 ts_union!(
-    export type ServerNotification =
+    export type ServerNotification by method =
     | CancelledNotification
     | ProgressNotification
     | LoggingMessageNotification

@@ -1695,14 +1695,16 @@ where
                         let current_span = tracing::Span::current();
                         let handler_id = id.clone();
                         let handler_version = context.meta.protocol_version();
+                        // The handler's future is boxed on its own: it is as
+                        // large as the largest of the service's handlers (kilobytes),
+                        // and a task's future is copied several times on its way
+                        // into the task, while a box is a pointer.
                         spawn_service_task(async move {
+                            let handler = Box::pin(service.handle_request(request, context));
                             let result = ORIGINATING_REQUEST
                                 .scope(
                                     handler_id,
-                                    ORIGINATING_PROTOCOL_VERSION.scope(
-                                        handler_version,
-                                        service.handle_request(request, context),
-                                    ),
+                                    ORIGINATING_PROTOCOL_VERSION.scope(handler_version, handler),
                                 )
                                 .await;
                             let response = match result {

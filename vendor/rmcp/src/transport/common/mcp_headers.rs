@@ -30,19 +30,52 @@ const NAME_FROM_URI: &[&str] = &[
 /// instance holding the task's state.
 const NAME_FROM_TASK_ID: &[&str] = &["tasks/get", "tasks/update", "tasks/cancel"];
 
+/// The key in `params` that a method's `Mcp-Name` mirrors, if it carries one.
+pub(crate) fn name_key(method: &str) -> Option<&'static str> {
+    if NAME_FROM_NAME.contains(&method) {
+        Some("name")
+    } else if NAME_FROM_URI.contains(&method) {
+        Some("uri")
+    } else if NAME_FROM_TASK_ID.contains(&method) {
+        Some("taskId")
+    } else {
+        None
+    }
+}
+
 /// Returns the `Mcp-Name` value for a request, if the method carries one.
 fn extract_name(method: &str, params: Option<&Value>) -> Option<String> {
-    let params = params?;
-    let key = if NAME_FROM_NAME.contains(&method) {
-        "name"
-    } else if NAME_FROM_URI.contains(&method) {
-        "uri"
-    } else if NAME_FROM_TASK_ID.contains(&method) {
-        "taskId"
-    } else {
-        return None;
-    };
-    params.get(key)?.as_str().map(str::to_owned)
+    params?.get(name_key(method)?)?.as_str().map(str::to_owned)
+}
+
+/// What the SEP-2243 headers of a request mirror from its body.
+///
+/// The server reads these from the message it has already parsed, so
+/// checking the headers costs no JSON tree of the whole message.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MirroredFields<'a> {
+    pub method: &'a str,
+    /// The string at `params.<name_key(method)>`, if the method carries a
+    /// name and the body has a string there.
+    pub name: Option<&'a str>,
+    /// `params.arguments`, if it is an object (`Mcp-Param-*` headers mirror
+    /// its primitive members).
+    pub arguments: Option<&'a JsonObject>,
+}
+
+impl<'a> MirroredFields<'a> {
+    /// The fields of a message known only as JSON (`method`, `params`).
+    pub(crate) fn from_json(method: &'a str, params: Option<&'a Value>) -> Self {
+        MirroredFields {
+            method,
+            name: name_key(method)
+                .and_then(|key| params?.get(key))
+                .and_then(Value::as_str),
+            arguments: params
+                .and_then(|p| p.get("arguments"))
+                .and_then(Value::as_object),
+        }
+    }
 }
 
 /// Converts a JSON primitive to its SEP-2243 string form. Non-primitives yield `None`.
@@ -151,6 +184,12 @@ fn param_header_annotations(input_schema: &JsonObject) -> Vec<(Vec<&str>, &str)>
 /// The instance value at `path` in `arguments`, if every step is present.
 fn value_at<'a>(arguments: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter().try_fold(arguments, |value, key| value.get(key))
+}
+
+/// The instance value at `path` (never empty) in the `arguments` object.
+fn member_at<'a>(arguments: &'a JsonObject, path: &[&str]) -> Option<&'a Value> {
+    let (first, rest) = path.split_first()?;
+    value_at(arguments.get(*first)?, rest)
 }
 
 /// Validates the `x-mcp-header` annotations in a tool input schema.
@@ -328,8 +367,22 @@ pub(crate) fn validate_request_headers(
     let Some(method) = request.get("method").and_then(Value::as_str) else {
         return Ok(());
     };
-    let params = request.get("params");
+    validate_mirrored_headers(
+        headers,
+        MirroredFields::from_json(method, request.get("params")),
+        tool_schema,
+    )
+}
 
+/// Validates incoming SEP-2243 headers against the fields they mirror, as
+/// [`validate_request_headers`] does for a request given as JSON.
+#[cfg(feature = "server-side-http")]
+pub(crate) fn validate_mirrored_headers(
+    headers: &http::HeaderMap,
+    body: MirroredFields<'_>,
+    tool_schema: Option<&JsonObject>,
+) -> Result<(), String> {
+    let method = body.method;
     match header_str(headers, HEADER_MCP_METHOD)? {
         None => return Err("missing required Mcp-Method header".to_owned()),
         Some(value) if value != method => {
@@ -340,7 +393,7 @@ pub(crate) fn validate_request_headers(
         Some(_) => {}
     }
 
-    if let Some(expected) = extract_name(method, params) {
+    if let Some(expected) = body.name {
         match header_str(headers, HEADER_MCP_NAME)? {
             None => return Err(format!("missing required Mcp-Name header for `{method}`")),
             Some(raw) => {
@@ -358,12 +411,11 @@ pub(crate) fn validate_request_headers(
     if method == "tools/call"
         && let Some(schema) = tool_schema
     {
-        let arguments = params.and_then(|p| p.get("arguments"));
         for (path, header) in param_header_annotations(schema) {
             let prop = path.join(".");
             let full = format!("{HEADER_MCP_PARAM_PREFIX}{header}");
             let header_value = header_str(headers, &full)?;
-            let arg = arguments.and_then(|a| value_at(a, &path));
+            let arg = body.arguments.and_then(|a| member_at(a, &path));
             let body_value = arg.filter(|v| !v.is_null()).and_then(primitive_to_string);
 
             match (header_value, body_value) {

@@ -25,8 +25,8 @@ use super::session::{
 use crate::{
     RoleServer,
     model::{
-        ClientCapabilities, ClientJsonRpcMessage, ClientNotification, ClientRequest, ErrorCode,
-        ErrorData, GetExtensions, GetMeta, Implementation, InitializeRequest,
+        ClientCapabilities, ClientJsonRpcMessage, ClientNotification, ClientRequest, ConstString,
+        ErrorCode, ErrorData, GetExtensions, GetMeta, Implementation, InitializeRequest,
         InitializeRequestParams, InitializedNotification, JsonObject, JsonRpcError,
         ProtocolVersion, RequestId, ServerConfig, ServerJsonRpcMessage, ServerResult,
     },
@@ -60,7 +60,7 @@ use crate::{
 /// waits for it) and the hand-offs between them, each of which can wake
 /// another worker thread.
 async fn first_stateless_message<L>(
-    serve_loop: L,
+    serve_loop: std::pin::Pin<Box<L>>,
     receiver: &mut tokio::sync::mpsc::Receiver<ServerJsonRpcMessage>,
 ) -> Option<ServerJsonRpcMessage>
 where
@@ -68,7 +68,7 @@ where
 {
     use std::task::{Context, Poll, Waker};
 
-    let mut serve_loop = Some(Box::pin(serve_loop));
+    let mut serve_loop = Some(serve_loop);
     let loop_waker = Arc::new(InlineLoopWaker::default());
     let first = std::future::poll_fn(|cx| {
         if let Some(running) = serve_loop.as_mut() {
@@ -1145,22 +1145,85 @@ fn validate_standard_headers(
         _ => return Ok(()),
     };
 
-    let Ok(value) = serde_json::to_value(message) else {
+    let Some(body) = mirrored_fields(message) else {
         return Ok(());
     };
     // For tools/call, look up the tool schema so Mcp-Param-* headers are validated.
-    let schema = value
-        .get("method")
-        .and_then(|method| method.as_str())
-        .filter(|method| *method == "tools/call")
-        .and_then(|_| value.get("params"))
-        .and_then(|params| params.get("name"))
-        .and_then(|name| name.as_str())
+    let schema = body
+        .name
+        .filter(|_| body.method == "tools/call")
         .and_then(tool_schema);
-    if let Err(reason) = mcp_headers::validate_request_headers(headers, &value, schema.as_deref()) {
+    if let Err(reason) = mcp_headers::validate_mirrored_headers(headers, body, schema.as_deref()) {
         return Err(header_mismatch_jsonrpc_response(request_id, reason).into());
     }
     Ok(())
+}
+
+/// What a request's or notification's SEP-2243 headers must mirror, read from
+/// the parsed message. The typed variants whose method carries an `Mcp-Name`
+/// (`mcp_headers::name_key`) give it from their params; a custom message
+/// gives whatever its JSON params hold, as any message did when these were
+/// read from the message serialized back to JSON.
+fn mirrored_fields(message: &ClientJsonRpcMessage) -> Option<mcp_headers::MirroredFields<'_>> {
+    fn fields<'a>(
+        method: &'a str,
+        name: Option<&'a str>,
+        arguments: Option<&'a JsonObject>,
+    ) -> mcp_headers::MirroredFields<'a> {
+        // A typed variant gives a name exactly when its method carries one.
+        debug_assert_eq!(name.is_some(), mcp_headers::name_key(method).is_some());
+        mcp_headers::MirroredFields {
+            method,
+            name,
+            arguments,
+        }
+    }
+    Some(match message {
+        ClientJsonRpcMessage::Request(req) => match &req.request {
+            ClientRequest::CallToolRequest(r) => fields(
+                r.method.as_str(),
+                Some(&*r.params.name),
+                r.params.arguments.as_ref(),
+            ),
+            ClientRequest::GetPromptRequest(r) => {
+                fields(r.method.as_str(), Some(r.params.name.as_str()), None)
+            }
+            ClientRequest::ReadResourceRequest(r) => {
+                fields(r.method.as_str(), Some(r.params.uri.as_str()), None)
+            }
+            ClientRequest::SubscribeRequest(r) => {
+                fields(r.method.as_str(), Some(r.params.uri.as_str()), None)
+            }
+            ClientRequest::UnsubscribeRequest(r) => {
+                fields(r.method.as_str(), Some(r.params.uri.as_str()), None)
+            }
+            ClientRequest::GetTaskRequest(r) => {
+                fields(r.method.as_str(), Some(r.params.task_id.as_str()), None)
+            }
+            ClientRequest::UpdateTaskRequest(r) => {
+                fields(r.method.as_str(), Some(r.params.task_id.as_str()), None)
+            }
+            ClientRequest::CancelTaskRequest(r) => {
+                fields(r.method.as_str(), Some(r.params.task_id.as_str()), None)
+            }
+            ClientRequest::CustomRequest(r) => {
+                mcp_headers::MirroredFields::from_json(&r.method, r.params.as_ref())
+            }
+            other => fields(other.method(), None, None),
+        },
+        ClientJsonRpcMessage::Notification(notification) => match &notification.notification {
+            ClientNotification::CancelledNotification(n) => fields(n.method.as_str(), None, None),
+            ClientNotification::ProgressNotification(n) => fields(n.method.as_str(), None, None),
+            ClientNotification::InitializedNotification(n) => fields(n.method.as_str(), None, None),
+            ClientNotification::RootsListChangedNotification(n) => {
+                fields(n.method.as_str(), None, None)
+            }
+            ClientNotification::CustomNotification(n) => {
+                mcp_headers::MirroredFields::from_json(&n.method, n.params.as_ref())
+            }
+        },
+        _ => return None,
+    })
 }
 
 fn forbidden_response(message: impl Into<String>) -> BoxResponse {
@@ -1788,12 +1851,14 @@ where
         // disconnect can cancel the in-flight handler (#857), as in the
         // non-negotiated stateless path below.
         let request_ct = CancellationToken::new();
-        let serve_loop = serve_directly_unspawned_with_ct(
+        // Boxed at once: the loop's future is kilobytes, and each future it
+        // is handed to would otherwise hold (and copy) it whole.
+        let serve_loop = Box::pin(serve_directly_unspawned_with_ct(
             NegotiatingStatelessHttpService(service),
             transport,
             peer_info,
             request_ct.clone(),
-        );
+        ));
 
         let cancel = self.config.cancellation_token.child_token();
         // Cancel the handler if the client disconnects while it is still
@@ -2532,12 +2597,13 @@ where
                     // unpersisted response can cancel the in-flight handler on
                     // disconnect (#857).
                     let request_ct = CancellationToken::new();
-                    let serve_loop = serve_directly_unspawned_with_ct(
+                    // Boxed at once, as in `serve_negotiated_request_directly`.
+                    let serve_loop = Box::pin(serve_directly_unspawned_with_ct(
                         NegotiatingStatelessHttpService(service),
                         transport,
                         peer_info,
                         request_ct.clone(),
-                    );
+                    ));
                     if self.config.json_response {
                         // Prefer JSON for a terminal first message. If the handler
                         // emits an intermediate notification or request, preserve
