@@ -4938,13 +4938,7 @@ macro_rules! ts_union {
             }
         }
 
-        $(
-            impl From<$V> for $U {
-                fn from(value: $V) -> Self {
-                    $U::$V(value)
-                }
-            }
-        )+
+        ts_union!(@impl_from $U { $(| $V)+ ; });
     };
     (
         export type $U:ident =

@@ -354,11 +354,9 @@ pub(crate) fn standard_request_headers(
     out
 }
 
-/// Validates incoming SEP-2243 headers against the request body.
-///
-/// Returns `Err(reason)` when a required header is missing or its value does not
-/// match the body; the caller maps this to a JSON-RPC `-32020` error (HTTP 400).
-#[cfg(feature = "server-side-http")]
+/// [`validate_mirrored_headers`] for a request given as JSON. The server
+/// checks the message it has parsed instead; this form serves the tests.
+#[cfg(all(test, feature = "server-side-http"))]
 pub(crate) fn validate_request_headers(
     headers: &http::HeaderMap,
     request: &Value,
@@ -374,8 +372,11 @@ pub(crate) fn validate_request_headers(
     )
 }
 
-/// Validates incoming SEP-2243 headers against the fields they mirror, as
-/// [`validate_request_headers`] does for a request given as JSON.
+/// Validates incoming SEP-2243 headers against the fields of the request's
+/// body that they mirror.
+///
+/// Returns `Err(reason)` when a required header is missing or its value does not
+/// match the body; the caller maps this to a JSON-RPC `-32020` error (HTTP 400).
 #[cfg(feature = "server-side-http")]
 pub(crate) fn validate_mirrored_headers(
     headers: &http::HeaderMap,
