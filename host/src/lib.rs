@@ -20,6 +20,7 @@
 
 pub mod a2a;
 mod agent_id;
+pub mod answers;
 pub mod audit;
 pub mod bindings;
 pub mod bridge;

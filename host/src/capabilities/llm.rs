@@ -413,6 +413,8 @@ fn request_from_chat(
         seed: request.seed,
         frequency_penalty: None,
         presence_penalty: None,
+        parallel_tool_calls: None,
+        grounding: None,
     };
     Ok((converted, request.model_hint))
 }

@@ -56,9 +56,6 @@ impl GoalModel for Models {
     }
 }
 
-/// The frequency penalty of a goal's requests (see [`Asker::complete`]).
-const FREQUENCY_PENALTY: f32 = 1.0;
-
 /// Characters per token, counted low: English runs near four, JSON and
 /// numbers nearer two or three.
 const CHARS_PER_TOKEN: usize = 3;
@@ -110,12 +107,6 @@ impl Asker<'_> {
         max_tokens: u32,
     ) -> Result<Completion, AskFailure> {
         let left = self.budget.tokens_left().map_err(AskFailure::Limit)?;
-        // A small model decoding greedily falls into loops ("The fox is a
-        // cat. The fox is a cat. ..."); a mild penalty on repeats keeps it
-        // out, and a large model is not hurt by it.
-        if request.frequency_penalty.is_none() {
-            request.frequency_penalty = Some(FREQUENCY_PENALTY);
-        }
         request.max_tokens = Some(max_tokens.min(left.min(u64::from(u32::MAX)) as u32));
         let outcome = self
             .model

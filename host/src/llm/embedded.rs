@@ -20,12 +20,16 @@ use std::time::Instant;
 // A build without the `embedded-model` feature (the fuzz targets', which
 // never run a model) leaves the engine, candle and the tokenizer out.
 #[cfg(feature = "embedded-model")]
+mod call_grammar;
+#[cfg(feature = "embedded-model")]
 mod constraint;
 #[cfg(feature = "embedded-model")]
 mod engine;
 #[cfg(not(feature = "embedded-model"))]
 #[path = "embedded/without_engine.rs"]
 mod engine;
+#[cfg(feature = "embedded-model")]
+mod schema_lark;
 
 /// The embedded default model's file name.
 pub const DEFAULT_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";

@@ -106,16 +106,61 @@ pub fn openai_tool(tool: &ToolSpec) -> Value {
     })
 }
 
+/// The tools as a model without a tool-aware template reads them: one line
+/// each, its signature and what it does. The constraint holds the call to
+/// the full schema, so the prompt need not spell it out: a short prompt is
+/// read faster, and a small model chooses as well from it.
 fn tool_instructions(tools: &[ToolSpec]) -> String {
-    let list: Vec<Value> = tools
+    let lines: Vec<String> = tools
         .iter()
-        .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
+        .map(|t| format!("- {}: {}", signature(t), t.description.trim()))
         .collect();
     format!(
-        "You can call tools. To call tools, answer with nothing but {TOOL_CALL_OPEN}[{{\"name\": \"<tool name>\", \"arguments\": {{<arguments>}}}}]{TOOL_CALL_CLOSE}. \
-         The tools are:\n<tools>{}</tools>",
-        Value::Array(list)
+        "The tools:\n{}\n\nTo call a tool, answer with nothing but \
+         {TOOL_CALL_OPEN}[{{\"name\": \"<tool name>\", \"arguments\": {{<arguments>}}}}]{TOOL_CALL_CLOSE}.",
+        lines.join("\n")
     )
+}
+
+/// `name(a: number, mode: "upper" | "lower")`: the tool's parameters with
+/// their types, or their values when the schema lists them.
+fn signature(tool: &ToolSpec) -> String {
+    let Some(properties) = tool.parameters.get("properties").and_then(Value::as_object) else {
+        return format!("{}()", tool.name);
+    };
+    let parameters: Vec<String> = properties
+        .iter()
+        .take(16)
+        .map(|(name, schema)| {
+            let about = schema
+                .get("description")
+                .and_then(Value::as_str)
+                .map(|d| crate::text::excerpt(d.trim().trim_end_matches('.'), 60).into_owned())
+                .filter(|d| !d.is_empty());
+            match about {
+                Some(about) => format!("{name}: {} ({about})", type_of(schema)),
+                None => format!("{name}: {}", type_of(schema)),
+            }
+        })
+        .collect();
+    format!("{}({})", tool.name, parameters.join(", "))
+}
+
+fn type_of(schema: &Value) -> String {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        let values: Vec<String> = values.iter().take(8).map(Value::to_string).collect();
+        return values.join(" | ");
+    }
+    match schema.get("type") {
+        Some(Value::String(kind)) => kind.clone(),
+        Some(Value::Array(kinds)) => kinds
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" | "),
+        _ if schema.get("$ref").is_some() => "object".into(),
+        _ => "value".into(),
+    }
 }
 
 fn tool_call_text(calls: &[ToolCall]) -> String {
@@ -209,10 +254,9 @@ mod tests {
             )
             .unwrap();
         assert!(
-            prompt.starts_with("<|im_start|>system\nBe brief.\n\nYou can call tools."),
+            prompt.starts_with("<|im_start|>system\nBe brief.\n\nThe tools:\n- weather(city: string): The weather in a city\n"),
             "{prompt}"
         );
-        assert!(prompt.contains(r#""name":"weather""#), "{prompt}");
         assert_eq!(prompt.matches("<|im_start|>system").count(), 1);
     }
 

@@ -50,6 +50,8 @@ pub struct ChatCompletionRequest {
     pub response_format: Option<ResponseFormat>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub n: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -356,6 +358,9 @@ pub fn request_to_wire(model: &str, request: &ChatRequest, stream: bool) -> Chat
                 },
             }),
         n: None,
+        parallel_tool_calls: request
+            .parallel_tool_calls
+            .filter(|_| !request.tools.is_empty()),
     }
 }
 
@@ -542,6 +547,8 @@ pub fn request_from_wire(wire: ChatCompletionRequest) -> Result<ReadRequest, Str
             seed: wire.seed,
             frequency_penalty: wire.frequency_penalty,
             presence_penalty: wire.presence_penalty,
+            parallel_tool_calls: wire.parallel_tool_calls,
+            grounding: None,
         },
         stream: wire.stream,
         include_usage: wire.stream_options.is_some_and(|o| o.include_usage),
@@ -957,6 +964,8 @@ mod tests {
             seed: Some(3),
             frequency_penalty: None,
             presence_penalty: None,
+            parallel_tool_calls: Some(false),
+            grounding: None,
         };
         for choice in [
             ToolChoice::Auto,

@@ -8,19 +8,14 @@
 //! tool-call form is the one the prompt teaches (see `template`):
 //! `<tool_call>[{"name": …, "arguments": {…}}]</tool_call>`.
 
-use super::super::template::{TOOL_CALL_CLOSE, TOOL_CALL_OPEN};
-use super::super::{ChatRequest, LlmFailure, ToolChoice, ToolSpec};
+use super::super::{ChatRequest, LlmFailure, ToolChoice};
+use super::call_grammar::{grounded_answer, grounded_free_text, tool_grammar};
 use llguidance::api::TopLevelGrammar;
 use llguidance::toktrie::{TokEnv, TokRxInfo, TokTrie, TokenId, TokenizerEnv};
 use llguidance::{Matcher, ParserFactory};
-use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokenizers::Tokenizer;
-
-/// Tool calls one answer may hold: a small model otherwise repeats a call
-/// until its tokens run out.
-const MAX_CALLS: usize = 8;
 
 /// Builds the grammars of one model's requests: holds its vocabulary as
 /// bytes (the token trie), built once when the model loads.
@@ -54,8 +49,14 @@ impl Grammars {
                 ));
             }
             (_, Some(lark)) => TopLevelGrammar::from_lark(lark),
-            (Some(schema), None) => TopLevelGrammar::from_json_schema(schema.clone()),
-            (None, None) => return Ok(None),
+            (Some(schema), None) => match request.grounding.as_ref().filter(|g| !g.is_empty()) {
+                Some(grounding) => TopLevelGrammar::from_lark(grounded_answer(schema, grounding)),
+                None => TopLevelGrammar::from_json_schema(schema.clone()),
+            },
+            (None, None) => match request.grounding.as_ref().filter(|g| !g.is_empty()) {
+                Some(grounding) => TopLevelGrammar::from_lark(grounded_free_text(grounding)),
+                None => return Ok(None),
+            },
         };
         let parser = self.factory.create_parser(grammar).map_err(|e| {
             LlmFailure::InvalidRequest(format!(
@@ -66,82 +67,6 @@ impl Grammars {
         let matcher = Matcher::new(Ok(parser));
         Ok(Some(Constraint { matcher }))
     }
-}
-
-/// The grammar (in llguidance's Lark) of an answer to a request with tools:
-/// `None` when the tools leave the answer free.
-fn tool_grammar(request: &ChatRequest) -> Result<Option<String>, LlmFailure> {
-    if request.tools.is_empty() {
-        return match &request.tool_choice {
-            ToolChoice::Required | ToolChoice::Named(_) => Err(LlmFailure::InvalidRequest(
-                "the request requires a tool call and offers no tools".into(),
-            )),
-            ToolChoice::Auto | ToolChoice::None => Ok(None),
-        };
-    }
-    let tools: Vec<&ToolSpec> = match &request.tool_choice {
-        ToolChoice::None => return Ok(None),
-        ToolChoice::Auto | ToolChoice::Required => request.tools.iter().collect(),
-        ToolChoice::Named(name) => {
-            let named: Vec<&ToolSpec> = request.tools.iter().filter(|t| &t.name == name).collect();
-            if named.is_empty() {
-                return Err(LlmFailure::InvalidRequest(format!(
-                    "the request requires a call of tool {name:?}, which it does not offer"
-                )));
-            }
-            named
-        }
-    };
-    let calls = json!({
-        "type": "array",
-        "minItems": 1,
-        "maxItems": MAX_CALLS,
-        "items": { "anyOf": tools.iter().map(|tool| call_schema(tool)).collect::<Vec<_>>() },
-    });
-    let open = lark_string(TOOL_CALL_OPEN);
-    let close = lark_string(TOOL_CALL_CLOSE);
-    let calls_rule = format!("calls: %json {calls}");
-    Ok(Some(match request.tool_choice {
-        // Free text, or tool calls from where the text says `<tool_call>`.
-        ToolChoice::Auto => format!(
-            "start: TEXT | call\n\
-             call: call_head calls {close}\n\
-             call_head[lazy]: TEXT {open}\n\
-             {calls_rule}\n\
-             TEXT: /(?s:.*)/\n"
-        ),
-        _ => format!("start: {open} calls {close}\n{calls_rule}\n"),
-    }))
-}
-
-/// One call of `tool`: its name and arguments matching its schema. The
-/// arguments hold only the properties the schema names, unless it says
-/// otherwise (as OpenAI's strict mode does): a small model otherwise
-/// invents properties and fills them with prose.
-fn call_schema(tool: &ToolSpec) -> Value {
-    let arguments = match &tool.parameters {
-        Value::Object(schema) if !schema.is_empty() => {
-            let mut schema = schema.clone();
-            if schema.contains_key("properties") {
-                schema
-                    .entry("additionalProperties")
-                    .or_insert(Value::Bool(false));
-            }
-            Value::Object(schema)
-        }
-        _ => json!({ "type": "object" }),
-    };
-    json!({
-        "type": "object",
-        "properties": { "name": { "const": tool.name }, "arguments": arguments },
-        "required": ["name", "arguments"],
-        "additionalProperties": false,
-    })
-}
-
-/// `text` as a Lark string literal.
-fn lark_string(text: &str) -> String {
-    serde_json::to_string(text).expect("a string serializes")
 }
 
 /// The grammar state of one answer being generated.
@@ -272,6 +197,9 @@ fn byte_level_chars() -> HashMap<char, u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::llm::ToolSpec;
+    use crate::llm::grounding::Grounding;
+    use serde_json::json;
 
     #[test]
     fn the_byte_level_alphabet_covers_every_byte_once() {
@@ -332,7 +260,7 @@ mod tests {
         write(
             &mut constraint,
             &env,
-            r#"[{"name": "search", "arguments": {"q": "maps"}}]"#,
+            r#"[{"name":"search","arguments":{"q":"maps"}}]"#,
         );
         assert!(!allowed(&mut constraint, &env, "x"));
         write(&mut constraint, &env, "</tool_call>");
@@ -347,13 +275,63 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(!allowed(&mut constraint, &env, "S"));
-        write(&mut constraint, &env, r#"<tool_call>[{"name": ""#);
+        write(&mut constraint, &env, r#"<tool_call>[{"name":""#);
         assert!(allowed(&mut constraint, &env, "s"));
         assert!(!allowed(&mut constraint, &env, "f"));
-        write(&mut constraint, &env, r#"search", "arguments": {"#);
+        write(&mut constraint, &env, r#"search","arguments":{"#);
         // `q` is the only property, and it is required.
         assert!(!allowed(&mut constraint, &env, "}"));
-        write(&mut constraint, &env, r#""q": "rivers"}}]</tool_call>"#);
+        write(&mut constraint, &env, r#""q":"rivers"}}]</tool_call>"#);
+        assert!(constraint.is_finished());
+    }
+
+    #[test]
+    fn a_grounded_call_copies_its_values_from_the_sources() {
+        let env = llguidance::toktrie::ApproximateTokEnv::single_byte_env();
+        let grammars = Grammars::with_env(env.clone()).unwrap();
+        let request = ChatRequest {
+            tools: vec![
+                ToolSpec {
+                    name: "add".into(),
+                    description: "Adds.".into(),
+                    parameters: json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
+                },
+                search_request(ToolChoice::Required).tools.remove(0),
+            ],
+            tool_choice: ToolChoice::Required,
+            parallel_tool_calls: Some(false),
+            grounding: Some(Grounding::of_texts([
+                "Add 23 and 19, or find \"the quick fox\"",
+            ])),
+            ..ChatRequest::default()
+        };
+        let mut constraint = grammars.for_request(&request).unwrap().unwrap();
+        write(
+            &mut constraint,
+            &env,
+            r#"<tool_call>[{"name":"add","arguments":{"a":"#,
+        );
+        assert!(!allowed(&mut constraint, &env, "4"));
+        assert!(allowed(&mut constraint, &env, "1"));
+        write(&mut constraint, &env, "23");
+        assert!(!allowed(&mut constraint, &env, "4"));
+        write(&mut constraint, &env, r#","b":19}}"#);
+        // One call only.
+        assert!(!allowed(&mut constraint, &env, ","));
+        write(&mut constraint, &env, "]</tool_call>");
+        assert!(constraint.is_finished());
+
+        let mut constraint = grammars.for_request(&request).unwrap().unwrap();
+        write(
+            &mut constraint,
+            &env,
+            r#"<tool_call>[{"name":"search","arguments":{"q":""#,
+        );
+        // Not empty, and words of the source only, quotes escaped as JSON.
+        assert!(!allowed(&mut constraint, &env, "\""));
+        assert!(!allowed(&mut constraint, &env, "z"));
+        write(&mut constraint, &env, r#"\"the quick fox\""#);
+        write(&mut constraint, &env, r#""}}]</tool_call>"#);
         assert!(constraint.is_finished());
     }
 
@@ -372,36 +350,5 @@ mod tests {
             why.starts_with("the model cannot be held to this schema"),
             "{why}"
         );
-    }
-
-    #[test]
-    fn tool_grammars_follow_the_tool_choice() {
-        let tool = ToolSpec {
-            name: "search".into(),
-            description: "Searches.".into(),
-            parameters: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
-        };
-        let mut request = ChatRequest {
-            tools: vec![tool],
-            ..ChatRequest::default()
-        };
-        let auto = tool_grammar(&request).unwrap().unwrap();
-        assert!(auto.contains("TEXT") && auto.contains("\"const\":\"search\""));
-        request.tool_choice = ToolChoice::Required;
-        let required = tool_grammar(&request).unwrap().unwrap();
-        assert!(required.starts_with("start: \"<tool_call>\" calls \"</tool_call>\""));
-        request.tool_choice = ToolChoice::None;
-        assert!(tool_grammar(&request).unwrap().is_none());
-        request.tool_choice = ToolChoice::Named("fetch".into());
-        assert!(matches!(
-            tool_grammar(&request),
-            Err(LlmFailure::InvalidRequest(_))
-        ));
-        request.tools.clear();
-        request.tool_choice = ToolChoice::Required;
-        assert!(matches!(
-            tool_grammar(&request),
-            Err(LlmFailure::InvalidRequest(_))
-        ));
     }
 }

@@ -225,11 +225,16 @@ pub fn generate(
     // The whole request runs on the model's threads, so that sharing out
     // a product among them is a push onto a work queue, not a wake-up.
     threads().install(|| {
-        let tools: &[ToolSpec] = if request.tool_choice == ToolChoice::None {
-            &[]
+        // The tools a call may be made of, as the prompt shows them.
+        let offered: Vec<ToolSpec> = if request.tool_choice == ToolChoice::None {
+            Vec::new()
         } else {
-            &request.tools
+            super::call_grammar::usable_tools(&request)
+                .into_iter()
+                .cloned()
+                .collect()
         };
+        let tools: &[ToolSpec] = &offered;
         let prompt = loaded
             .template
             .render(&request.messages, tools, request.response_schema.as_ref())
@@ -318,6 +323,19 @@ pub fn generate(
                 stop_reason = StopReason::EndTurn;
                 break;
             }
+            // Free text that has fallen into a loop ends with its first
+            // round: a small model decoding greedily can otherwise repeat
+            // a phrase until its tokens run out.
+            if constraint.is_none()
+                && let Some(keep) = looping(&generated)
+            {
+                generated.truncate(keep);
+                text = loaded.tokenizer.decode(&generated, true).map_err(|e| {
+                    LlmFailure::Unavailable(format!("cannot decode the answer: {e}"))
+                })?;
+                stop_reason = StopReason::EndTurn;
+                break;
+            }
             if generated.len() == max_tokens {
                 break;
             }
@@ -366,6 +384,38 @@ pub fn generate(
             time_to_first_token,
         })
     })
+}
+
+/// Tokens a loop's rounds must cover before it counts as one: a phrase of
+/// a few tokens said twice is ordinary text, said a dozen times a loop.
+const LOOP_SPAN: usize = 24;
+/// The longest round of a loop looked for, in tokens.
+const LOOP_ROUND: usize = 64;
+
+/// Whether `tokens` end in a loop: one round of tokens repeated back to
+/// back, at least twice and over at least [`LOOP_SPAN`] tokens. The tokens
+/// to keep (up to the end of the first round) when they do.
+fn looping(tokens: &[u32]) -> Option<usize> {
+    for round in 1..=LOOP_ROUND.min(tokens.len() / 2) {
+        let rounds = LOOP_SPAN.div_ceil(round).max(2);
+        let span = rounds * round;
+        if span > tokens.len() {
+            continue;
+        }
+        let mut start = tokens.len() - span;
+        let tail = &tokens[start..];
+        if tail
+            .chunks_exact(round)
+            .all(|chunk| chunk == &tail[..round])
+        {
+            // The loop began where its rounds began.
+            while start >= round && tokens[start - round..start] == tokens[start..start + round] {
+                start -= round;
+            }
+            return Some(start + round);
+        }
+    }
+    None
 }
 
 /// The OpenAI API's frequency and presence penalties: each token already
@@ -449,6 +499,24 @@ impl Sampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_loop_is_cut_after_its_first_round() {
+        // "Parisian weather" forty times: two tokens a round.
+        let mut tokens = vec![7, 8, 9];
+        for _ in 0..40 {
+            tokens.extend([1, 2]);
+        }
+        assert_eq!(looping(&tokens), Some(5));
+        // A sentence of fifteen tokens said twice.
+        let sentence: Vec<u32> = (100..115).collect();
+        let twice = [sentence.clone(), sentence.clone()].concat();
+        assert_eq!(looping(&twice), Some(15));
+        // Ordinary text, and a short phrase said twice, are not loops.
+        assert_eq!(looping(&(0..200).collect::<Vec<u32>>()), None);
+        assert_eq!(looping(&[5, 6, 5, 6, 1, 2, 3]), None);
+        assert_eq!(looping(&[1, 2, 1, 2]), None);
+    }
 
     #[test]
     fn penalties_lower_tokens_by_how_often_they_came() {

@@ -1,0 +1,226 @@
+//! What a person reads rests on what the tools returned.
+//!
+//! Goals, chat and A2A answer people with the node's model, which may be
+//! tiny (the default is a 135M-parameter model) and may be wrong. So the
+//! work is split where the model is needed from where the state decides:
+//!
+//! - [`steps`]: which values the next call takes and which tools can take
+//!   them (the state), and which tool it is (the model's words, or its
+//!   choice), with the arguments held to those values while written;
+//! - [`wording`]: the answer in the model's words, held to the numbers and
+//!   texts the person and the tools gave, checked to state every call's
+//!   result, and otherwise stated by the node itself.
+
+pub mod steps;
+pub mod wording;
+
+pub use steps::{Made, Offered, Step, Steps};
+pub use wording::Answer;
+
+use crate::llm::{ChatRequest, Completion, DeltaSink, Message, Role, ToolChoice, ToolSpec};
+use crate::text::excerpt;
+use serde_json::Value;
+
+/// Tokens the model's account of how to do a step may take.
+const THOUGHT_TOKENS: u32 = 24;
+/// Tokens a call may take.
+const CALL_TOKENS: u32 = 160;
+
+/// The model, as the answers ask it: goals through their budget, chat and
+/// A2A through the node's models.
+#[async_trait::async_trait]
+pub trait Ask: Send + Sync {
+    /// Why a request got no answer (a goal's limit, a model's failure).
+    type Error: Send;
+
+    /// Completes `request`, writing at most `max_tokens`, sending text to
+    /// `sink` as it is written.
+    async fn ask(
+        &self,
+        request: ChatRequest,
+        max_tokens: u32,
+        sink: DeltaSink,
+    ) -> Result<Completion, Self::Error>;
+
+    /// Says why an answer could not be used (a failure of the model's).
+    fn unusable(&self, why: String) -> Self::Error;
+}
+
+/// A call chosen for a step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chosen {
+    /// Index into the offered tools.
+    pub tool: usize,
+    pub arguments: Value,
+}
+
+/// Chooses the call of `step`: the tool the words of its part or the
+/// model's account of it name (the model chooses among what is left), and
+/// its arguments, held to the step's values.
+pub async fn choose<A: Ask>(
+    ask: &A,
+    steps: &Steps,
+    tools: &[Offered],
+    step: &Step,
+) -> Result<Chosen, A::Error> {
+    let mut candidates = steps.named_by(tools, step, "");
+    if candidates.len() > 1 {
+        let thought = ask
+            .ask(
+                ChatRequest {
+                    messages: vec![
+                        Message::system("Explain briefly how to do this."),
+                        Message::user(step.part.clone()),
+                    ],
+                    temperature: Some(0.0),
+                    ..Default::default()
+                },
+                THOUGHT_TOKENS,
+                None,
+            )
+            .await?;
+        candidates = steps.named_by(tools, step, &thought.content);
+    }
+    let names = function_names(tools, &candidates);
+    let specs: Vec<ToolSpec> = candidates
+        .iter()
+        .zip(&names)
+        .map(|(&i, name)| ToolSpec {
+            name: name.clone(),
+            description: tools[i].description.clone(),
+            parameters: tools[i].schema.clone(),
+        })
+        .collect();
+    let mut messages = vec![
+        Message::system(
+            "Call the one tool that does this part of the person's request, with values \
+             taken from the request or from earlier results.",
+        ),
+        Message::user(call_prompt(steps, tools, step)),
+    ];
+    let mut last_error = String::new();
+    for _ in 0..2 {
+        let request = ChatRequest {
+            messages: messages.clone(),
+            tools: specs.clone(),
+            tool_choice: if specs.len() == 1 {
+                ToolChoice::Named(specs[0].name.clone())
+            } else {
+                ToolChoice::Required
+            },
+            parallel_tool_calls: Some(false),
+            grounding: Some(step.grounding.clone()),
+            temperature: Some(0.0),
+            ..Default::default()
+        };
+        let completion = ask.ask(request, CALL_TOKENS, None).await?;
+        let Some(call) = completion.tool_calls.first() else {
+            last_error = "the answer called no tool".into();
+            continue;
+        };
+        let Some(position) = names.iter().position(|n| *n == call.name) else {
+            last_error = format!("there is no tool {:?}", excerpt(&call.name, 60));
+            continue;
+        };
+        let arguments = match serde_json::from_str::<Value>(&call.arguments) {
+            Ok(arguments @ Value::Object(_)) => arguments,
+            _ => {
+                last_error = "the arguments are not a JSON object".into();
+                continue;
+            }
+        };
+        // A model held to the grounding always passes; another is told
+        // what was wrong, once.
+        match step.grounding.check(&arguments) {
+            Err(why) if last_error.is_empty() => {
+                let mut assistant = Message::new(Role::Assistant, completion.content.clone());
+                assistant.tool_calls = vec![call.clone()];
+                messages.push(assistant);
+                let mut told = Message::new(
+                    Role::Tool,
+                    format!("Not run: {why}. Use the values of the request."),
+                );
+                told.tool_call_id = Some(call.id.clone());
+                messages.push(told);
+                last_error = why;
+            }
+            _ => {
+                return Ok(Chosen {
+                    tool: candidates[position],
+                    arguments,
+                });
+            }
+        }
+    }
+    Err(ask.unusable(format!(
+        "the model did not make a usable call: {last_error}"
+    )))
+}
+
+/// What the model reads when it writes a step's call.
+fn call_prompt(steps: &Steps, tools: &[Offered], step: &Step) -> String {
+    let mut prompt = format!("Request: {}\n", steps.request());
+    for made in steps.made() {
+        prompt.push_str(&format!(
+            "Done: {} = {}\n",
+            wording::call_label(&tools[made.tool], &made.arguments),
+            wording::result_text(made)
+        ));
+    }
+    prompt.push_str(&format!("Now: {}", step.part));
+    prompt
+}
+
+/// Names the model calls the `chosen` tools by: their own, or
+/// `owner_name` where two share one.
+fn function_names(tools: &[Offered], chosen: &[usize]) -> Vec<String> {
+    chosen
+        .iter()
+        .map(|&i| {
+            let clash = chosen
+                .iter()
+                .any(|&j| j != i && tools[j].name == tools[i].name);
+            let name = if clash {
+                format!("{}_{}", tools[i].owner, tools[i].name)
+            } else {
+                tools[i].name.clone()
+            };
+            name.chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .take(64)
+                .collect()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tools_that_share_a_name_are_told_apart_by_their_owner() {
+        let tool = |owner: &str, name: &str| Offered {
+            owner: owner.into(),
+            name: name.into(),
+            description: String::new(),
+            schema: json!({}),
+        };
+        let tools = [
+            tool("calculator", "add"),
+            tool("ledger", "add"),
+            tool("text", "upper case"),
+        ];
+        assert_eq!(
+            function_names(&tools, &[0, 1, 2]),
+            ["calculator_add", "ledger_add", "upper_case"]
+        );
+        assert_eq!(function_names(&tools, &[0, 2]), ["add", "upper_case"]);
+    }
+}

@@ -1,0 +1,327 @@
+//! The answer a person reads: in the model's words where those state what
+//! the calls found, in the node's own words where they do not.
+//!
+//! The model writes the answer held to the numbers and texts the person and
+//! the tools gave (an embedded model cannot write another number; any
+//! other model's answer is checked for one). An answer is shown only when
+//! it states each call's result; otherwise the node states the results
+//! itself, one line a call.
+
+use super::Ask;
+use super::steps::{Made, Offered, Steps};
+use crate::llm::grounding::{Grounding, Literal, number_literal, numbers_in, values_in};
+use crate::llm::{ChatRequest, DeltaSink, Message};
+use crate::text::excerpt;
+use serde_json::Value;
+
+/// Tokens the model's answer may take.
+const ANSWER_TOKENS: u32 = 96;
+/// A result as an answer or a prompt shows it, at most.
+const RESULT_CHARS: usize = 300;
+
+/// An answer to a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    pub text: String,
+    /// Whether the model worded it (else the node stated the results).
+    pub by_model: bool,
+}
+
+/// The answer to the request of `steps`: the model's, when it states every
+/// call's result and no number the request and the results did not give;
+/// else the node's statement of the results. `note` is said after the
+/// results (why the work stopped, when it stopped early).
+pub async fn answer<A: Ask>(
+    ask: &A,
+    steps: &Steps,
+    tools: &[Offered],
+    note: Option<&str>,
+    sink: DeltaSink,
+) -> Result<Answer, A::Error> {
+    let made = steps.made();
+    if made.is_empty() {
+        return Ok(Answer {
+            text: note.unwrap_or("No tool was called.").to_owned(),
+            by_model: false,
+        });
+    }
+    let mut results = String::new();
+    for call in made {
+        results.push_str(&format!(
+            "- {} = {}\n",
+            call_label(&tools[call.tool], &call.arguments),
+            result_text(call)
+        ));
+    }
+    let request = ChatRequest {
+        messages: vec![
+            Message::system(
+                "Answer the person's request in one or two sentences, from the results of the \
+                 tools. State each result exactly as the tool gave it.",
+            ),
+            Message::user(format!("Request: {}\nResults:\n{results}", steps.request())),
+        ],
+        grounding: Some(grounding(steps)),
+        temperature: Some(0.0),
+        ..Default::default()
+    };
+    let completion = ask.ask(request, ANSWER_TOKENS, sink).await?;
+    let worded = completion.content.trim();
+    let checked = check(worded, steps).and_then(|()| {
+        if completion.stop_reason == crate::llm::StopReason::MaxTokens {
+            Err("the answer was cut off".into())
+        } else {
+            Ok(())
+        }
+    });
+    Ok(match checked {
+        Ok(()) => Answer {
+            text: match note {
+                Some(note) => format!("{worded}\n\n{note}"),
+                None => worded.to_owned(),
+            },
+            by_model: true,
+        },
+        Err(_) => Answer {
+            text: statement(steps, tools, note),
+            by_model: false,
+        },
+    })
+}
+
+/// The values an answer may state: those of the request, of the calls'
+/// arguments and of their results.
+pub fn grounding(steps: &Steps) -> Grounding {
+    let mut values: Vec<Literal> = values_in(steps.request())
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect();
+    for call in steps.made() {
+        let mut arguments = Vec::new();
+        literals(&call.arguments, &mut arguments);
+        values.extend(arguments);
+        values.extend(call.values().iter().cloned());
+        if let Some(structured) = &call.output.structured_content {
+            literals(&structured.to_value(), &mut values);
+        }
+    }
+    values.truncate(crate::llm::grounding::MAX_VALUES * 2);
+    Grounding {
+        required: None,
+        values,
+        texts: Vec::new(),
+    }
+}
+
+fn literals(value: &Value, out: &mut Vec<Literal>) {
+    match value {
+        Value::Number(n) => out.extend(n.as_f64().map(Literal::Number)),
+        Value::String(s) if s.len() <= crate::llm::grounding::MAX_TEXT_VALUE => {
+            out.push(Literal::Text(s.clone()))
+        }
+        Value::Array(items) => items.iter().for_each(|v| literals(v, out)),
+        Value::Object(map) => map.values().for_each(|v| literals(v, out)),
+        _ => {}
+    }
+}
+
+/// Whether `answer` states what the calls of `steps` found: each call
+/// that succeeded has one of its result's values in it, and every number
+/// in it is one the request or the calls gave. The first thing wrong.
+pub fn check(answer: &str, steps: &Steps) -> Result<(), String> {
+    if answer.is_empty() {
+        return Err("the answer is empty".into());
+    }
+    let allowed = grounding(steps);
+    let known: Vec<f64> = allowed
+        .all_values()
+        .filter_map(|v| match v {
+            Literal::Number(n) => Some(*n),
+            Literal::Text(t) => t.parse().ok(),
+        })
+        .collect();
+    if let Some(stray) = numbers_in(answer).into_iter().find(|n| !known.contains(n)) {
+        return Err(format!(
+            "it states {}, which no tool and not the request gave",
+            number_literal(stray)
+        ));
+    }
+    let stated: Vec<f64> = numbers_in(answer);
+    for call in steps.made().iter().filter(|c| !c.output.is_error) {
+        let values = call.values();
+        if values.is_empty() {
+            continue;
+        }
+        let found = values.iter().any(|value| match value {
+            Literal::Number(n) => stated.contains(n),
+            Literal::Text(t) => answer.contains(t.trim()),
+        });
+        if !found {
+            return Err(format!(
+                "it leaves out the result {}",
+                excerpt(&result_text(call), 80)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The node's own statement of what the calls found: one line a call.
+pub fn statement(steps: &Steps, tools: &[Offered], note: Option<&str>) -> String {
+    let mut lines: Vec<String> = steps
+        .made()
+        .iter()
+        .map(|call| {
+            let label = call_label(&tools[call.tool], &call.arguments);
+            if call.output.is_error {
+                format!(
+                    "{label} failed: {}",
+                    crate::text::one_line(&call.output.text(), RESULT_CHARS)
+                )
+            } else {
+                format!("{label} = {}", result_text(call))
+            }
+        })
+        .collect();
+    if let Some(note) = note {
+        lines.push(note.to_owned());
+    }
+    lines.join("\n")
+}
+
+/// A call as a person reads it: `add(1200, 345)`, `upper("hello")`.
+pub fn call_label(tool: &Offered, arguments: &Value) -> String {
+    let values: Vec<String> = match arguments {
+        Value::Object(map) => map.values().map(value_text).collect(),
+        Value::Null => Vec::new(),
+        other => vec![value_text(other)],
+    };
+    format!("{}({})", tool.name, values.join(", "))
+}
+
+fn value_text(value: &Value) -> String {
+    match value {
+        Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), number_literal),
+        Value::String(s) => format!("{:?}", excerpt(s, 120)),
+        other => excerpt(&other.to_string(), 120).into_owned(),
+    }
+}
+
+/// A call's result as a person reads it: the value, the fields of a
+/// structured one (`words 4, lines 1`), or its text.
+pub fn result_text(call: &Made) -> String {
+    let output = &call.output;
+    if output.is_error {
+        return format!(
+            "error: {}",
+            crate::text::one_line(&output.text(), RESULT_CHARS)
+        );
+    }
+    if let Some(structured) = &output.structured_content {
+        let value = structured.to_value();
+        if let Value::Object(map) = &value {
+            let fields: Vec<String> = map
+                .iter()
+                .filter(|(_, v)| !v.is_object() && !v.is_array())
+                .map(|(k, v)| (k, value_plain(v)))
+                .map(|(k, v)| {
+                    if map.len() == 1 {
+                        v
+                    } else {
+                        format!("{k} {v}")
+                    }
+                })
+                .collect();
+            if !fields.is_empty() && fields.len() == map.len() {
+                return crate::text::one_line(&fields.join(", "), RESULT_CHARS);
+            }
+        }
+        return crate::text::one_line(&value.to_string(), RESULT_CHARS);
+    }
+    let text = output.text();
+    match text.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() => number_literal(n),
+        _ => crate::text::one_line(text.trim(), RESULT_CHARS),
+    }
+}
+
+fn value_plain(value: &Value) -> String {
+    match value {
+        Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), number_literal),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::answers::steps::Steps;
+    use crate::tool::{Content, StructuredContent, ToolOutput};
+    use serde_json::json;
+
+    fn offered(name: &str) -> Offered {
+        Offered {
+            owner: "agent".into(),
+            name: name.into(),
+            description: String::new(),
+            schema: json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
+        }
+    }
+
+    fn worked() -> (Steps, Vec<Offered>) {
+        let tools = vec![offered("add"), offered("word_count")];
+        let mut steps = Steps::new("Add 23 and 19, then count the words in 'a b c'.");
+        let step = steps.next(&tools).unwrap();
+        steps.record(
+            &step,
+            0,
+            json!({"a": 23, "b": 19}),
+            ToolOutput {
+                content: vec![Content::Text {
+                    text: "42.0".into(),
+                }],
+                structured_content: StructuredContent::from_value(&json!({"result": 42.0})).ok(),
+                is_error: false,
+            },
+        );
+        let step = crate::answers::Step {
+            grounding: Grounding::default(),
+            part: String::new(),
+            at: 0,
+            tools: vec![1],
+        };
+        steps.record(
+            &step,
+            1,
+            json!({"text": "a b c"}),
+            ToolOutput {
+                content: Vec::new(),
+                structured_content: StructuredContent::from_value(&json!({"words": 3, "lines": 1}))
+                    .ok(),
+                is_error: false,
+            },
+        );
+        (steps, tools)
+    }
+
+    #[test]
+    fn an_answer_must_state_every_result_and_invent_no_number() {
+        let (steps, _) = worked();
+        assert!(check("23 plus 19 is 42, and 'a b c' has 3 words.", &steps).is_ok());
+        let contradicts = check("23 + 19 = 32, and there are 3 words.", &steps).unwrap_err();
+        assert!(contradicts.contains("32"), "{contradicts}");
+        let leaves_out = check("The sum is 42.", &steps).unwrap_err();
+        assert!(leaves_out.contains("leaves out"), "{leaves_out}");
+        assert!(check("", &steps).is_err());
+    }
+
+    #[test]
+    fn the_node_states_the_results_in_its_own_words() {
+        let (steps, tools) = worked();
+        assert_eq!(
+            statement(&steps, &tools, Some("Stopped at the deadline.")),
+            "add(23, 19) = 42\nword_count(\"a b c\") = words 3, lines 1\nStopped at the deadline."
+        );
+    }
+}

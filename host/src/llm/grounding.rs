@@ -1,0 +1,637 @@
+//! Values grounded in what the model was given.
+//!
+//! A small model that writes a tool call or an answer invents values:
+//! asked "what is 6 times 7?" it calls `multiply(a=1, b=7)`; told the tool
+//! returned 42 it answers "6 times 7 is 32". A caller that knows where the
+//! values must come from (the person's words, the results of earlier
+//! calls) says so with a [`Grounding`], and an embedded model is held to
+//! it while it writes:
+//!
+//! - in a tool call, a number argument is one of the grounding's numbers
+//!   and a string argument one of its texts (or a run of words of its
+//!   sources), each written value used at most as often as it was written,
+//!   and the value the grounding requires used once;
+//! - in free text, every number is one of its numbers, and a long value
+//!   (a digest, a result's text) is copied whole or not at all.
+//!
+//! Any other model's call is checked against it afterwards ([`Grounding::check`]).
+//! Which tool, which value where, and the words around them: that stays
+//! the model's choice.
+
+use serde_json::Value;
+
+/// Bytes of source text a grounding holds at most: every word of it is a
+/// state of the grammar an embedded model is held to.
+pub const MAX_SOURCE_BYTES: usize = 8 * 1024;
+/// Values a grounding offers at most.
+pub const MAX_VALUES: usize = 48;
+/// The longest text value, in bytes.
+pub const MAX_TEXT_VALUE: usize = 1024;
+
+/// A value a model may copy: a number, or a text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Literal {
+    Number(f64),
+    Text(String),
+}
+
+impl Literal {
+    /// As JSON writes it: whole numbers without a fraction, texts quoted.
+    pub fn json(&self) -> String {
+        match self {
+            Literal::Number(n) => number_literal(*n),
+            Literal::Text(text) => serde_json::to_string(text).expect("a string serializes"),
+        }
+    }
+
+    /// As a person reads it: numbers as JSON writes them, texts bare.
+    pub fn plain(&self) -> String {
+        match self {
+            Literal::Number(n) => number_literal(*n),
+            Literal::Text(text) => text.clone(),
+        }
+    }
+
+    pub fn is_whole(&self) -> bool {
+        matches!(self, Literal::Number(n) if n.fract() == 0.0)
+    }
+
+    /// Whether `value` (a JSON argument) is this literal.
+    pub fn matches(&self, value: &Value) -> bool {
+        match (self, value) {
+            (Literal::Number(n), Value::Number(v)) => v.as_f64() == Some(*n),
+            (Literal::Text(t), Value::String(v)) => t == v,
+            _ => false,
+        }
+    }
+}
+
+/// Where the values of a tool call or an answer come from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Grounding {
+    /// The value a call must use, once (the earliest one not used yet).
+    pub required: Option<Literal>,
+    /// The values it may use besides, each as often as it is listed.
+    pub values: Vec<Literal>,
+    /// Texts a string may be a run of words of (what the person wrote,
+    /// when it quotes nothing).
+    pub texts: Vec<String>,
+}
+
+impl Grounding {
+    /// The values written in `texts` (numbers and quoted texts), and their
+    /// words for strings: what a call may copy from a person's message.
+    pub fn of_texts<S: AsRef<str>>(texts: impl IntoIterator<Item = S>) -> Grounding {
+        let mut grounding = Grounding::default();
+        let mut left = MAX_SOURCE_BYTES;
+        for text in texts {
+            let text = text.as_ref().trim();
+            if text.is_empty() || left == 0 {
+                continue;
+            }
+            let text = &text[..crate::text::floor_char_boundary(text, left.min(text.len()))];
+            left -= text.len();
+            grounding
+                .values
+                .extend(values_in(text).into_iter().map(|(_, value)| value));
+            grounding.texts.push(text.to_owned());
+        }
+        grounding.values.truncate(MAX_VALUES);
+        grounding
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.required.is_none() && self.values.is_empty() && self.texts.is_empty()
+    }
+
+    /// Every value, the required one first.
+    pub fn all_values(&self) -> impl Iterator<Item = &Literal> {
+        self.required.iter().chain(&self.values)
+    }
+
+    /// The numbers it offers, each once, as JSON writes them; with
+    /// `integers`, only whole ones.
+    pub fn numbers(&self, integers: bool) -> Vec<String> {
+        let mut found: Vec<String> = Vec::new();
+        for value in self.all_values() {
+            if let Literal::Number(n) = value
+                && (!integers || n.fract() == 0.0)
+            {
+                let literal = number_literal(*n);
+                if !found.contains(&literal) {
+                    found.push(literal);
+                }
+            }
+        }
+        found
+    }
+
+    /// Whether the grounding offers any number (a whole one with
+    /// `integers`), and any text or words for strings.
+    pub fn offers_number(&self, integers: bool) -> bool {
+        !self.numbers(integers).is_empty()
+    }
+
+    pub fn offers_text(&self) -> bool {
+        !self.texts.is_empty() || self.all_values().any(|v| matches!(v, Literal::Text(_)))
+    }
+
+    /// Checks a call's `arguments` against the grounding, for models that
+    /// could not be held to it while writing: every number is one it
+    /// offers (when it offers any), every string one of its texts or a run
+    /// of its sources. The first value that is not, named.
+    pub fn check(&self, arguments: &Value) -> Result<(), String> {
+        let numbers: Vec<f64> = self
+            .all_values()
+            .filter_map(|v| match v {
+                Literal::Number(n) => Some(*n),
+                Literal::Text(_) => None,
+            })
+            .collect();
+        let mut problem = None;
+        visit(arguments, &mut |value| {
+            if problem.is_some() {
+                return;
+            }
+            match value {
+                Value::Number(n) if !numbers.is_empty() => {
+                    let n = n.as_f64().unwrap_or(f64::NAN);
+                    if !numbers.contains(&n) {
+                        problem = Some(format!(
+                            "{} is not a number the message gives",
+                            number_literal(n)
+                        ));
+                    }
+                }
+                Value::String(s) if !s.is_empty() => {
+                    let known = self.all_values().any(|v| v.matches(value))
+                        || self.texts.iter().any(|t| t.contains(s.as_str()));
+                    if !known {
+                        problem = Some(format!(
+                            "{:?} is not text the message gives",
+                            crate::text::excerpt(s, 60)
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        });
+        problem.map_or(Ok(()), Err)
+    }
+}
+
+/// The kind of value a property of an arguments schema takes, where a
+/// grounding can give it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    Number,
+    Integer,
+    Text,
+}
+
+impl ValueKind {
+    pub fn takes(self, value: &Literal) -> bool {
+        match (self, value) {
+            (ValueKind::Number, Literal::Number(_)) => true,
+            (ValueKind::Integer, value @ Literal::Number(_)) => value.is_whole(),
+            (ValueKind::Text, Literal::Text(_)) => true,
+            _ => false,
+        }
+    }
+
+    /// The kind `schema` (a property, `$ref`s resolved in `root`) takes,
+    /// when it is a plain number, integer or string.
+    pub fn of(schema: &Value, root: &Value) -> Option<ValueKind> {
+        match plain_type(resolve(schema, root))? {
+            "number" => Some(ValueKind::Number),
+            "integer" => Some(ValueKind::Integer),
+            "string" => Some(ValueKind::Text),
+            _ => None,
+        }
+    }
+}
+
+/// The kinds of the required plain properties of an object schema, in order.
+pub fn required_kinds(schema: &Value) -> Vec<ValueKind> {
+    required_properties(schema)
+        .iter()
+        .filter_map(|(_, property)| ValueKind::of(property, schema))
+        .collect()
+}
+
+/// Whether a call with arguments of `schema` can be made from `grounding`:
+/// each required number or string takes one of its values (a string may
+/// be a run of its texts' words), each value used at most as often as it
+/// is offered, the required value among them.
+pub fn can_fill(schema: &Value, grounding: &Grounding) -> bool {
+    let kinds = required_kinds(schema);
+    fn fill(kinds: &[ValueKind], values: &mut Vec<&Literal>, runs: bool) -> bool {
+        let Some((&kind, rest)) = kinds.split_first() else {
+            return true;
+        };
+        if kind == ValueKind::Text && runs && fill(rest, values, runs) {
+            return true;
+        }
+        for index in 0..values.len() {
+            if kind.takes(values[index]) {
+                let taken = values.remove(index);
+                let filled = fill(rest, values, runs);
+                values.insert(index, taken);
+                if filled {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+    let runs = !grounding.texts.is_empty();
+    let mut values: Vec<&Literal> = grounding.values.iter().collect();
+    match &grounding.required {
+        None => fill(&kinds, &mut values, runs),
+        Some(required) => (0..kinds.len()).any(|slot| {
+            kinds[slot].takes(required) && {
+                let mut rest = kinds.clone();
+                rest.remove(slot);
+                fill(&rest, &mut values, runs)
+            }
+        }),
+    }
+}
+
+/// The required properties of an object schema, in order.
+pub fn required_properties(schema: &Value) -> Vec<(&String, &Value)> {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|properties| {
+            properties
+                .iter()
+                .filter(|(k, _)| required.contains(&k.as_str()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `schema` with `$ref` to a definition of `root` followed (a few levels).
+pub fn resolve<'s>(mut schema: &'s Value, root: &'s Value) -> &'s Value {
+    for _ in 0..8 {
+        let Some(reference) = schema.get("$ref").and_then(Value::as_str) else {
+            break;
+        };
+        let target = ["#/$defs/", "#/definitions/"].iter().find_map(|prefix| {
+            let name = reference.strip_prefix(prefix)?;
+            root.get(&prefix[2..prefix.len() - 1])?.get(name)
+        });
+        match target {
+            Some(target) => schema = target,
+            None => break,
+        }
+    }
+    schema
+}
+
+/// The one JSON type `schema` allows when it is a plain value of it: no
+/// enum, constant, format, pattern or union that a grounding would
+/// override.
+pub fn plain_type(schema: &Value) -> Option<&str> {
+    let object = schema.as_object()?;
+    const OVERRIDES: [&str; 9] = [
+        "enum", "const", "format", "pattern", "anyOf", "oneOf", "allOf", "not", "$ref",
+    ];
+    if OVERRIDES.iter().any(|k| object.contains_key(*k)) {
+        return None;
+    }
+    object.get("type")?.as_str()
+}
+
+fn visit(value: &Value, f: &mut impl FnMut(&Value)) {
+    match value {
+        Value::Array(items) => items.iter().for_each(|v| visit(v, f)),
+        Value::Object(map) => map.values().for_each(|v| visit(v, f)),
+        other => f(other),
+    }
+}
+
+/// `number` as JSON writes it: whole numbers without a fraction.
+pub fn number_literal(number: f64) -> String {
+    if number.fract() == 0.0 && number.abs() < 9.0e15 {
+        format!("{}", number as i64)
+    } else {
+        serde_json::Number::from_f64(number)
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| number.to_string())
+    }
+}
+
+/// English words that stand for a number, and the number. "Half of 64"
+/// divides by two, "a dozen" is twelve: a word that names a number gives
+/// it as surely as digits do.
+const NUMBER_WORDS: [(&str, f64); 33] = [
+    ("zero", 0.0),
+    ("one", 1.0),
+    ("two", 2.0),
+    ("three", 3.0),
+    ("four", 4.0),
+    ("five", 5.0),
+    ("six", 6.0),
+    ("seven", 7.0),
+    ("eight", 8.0),
+    ("nine", 9.0),
+    ("ten", 10.0),
+    ("eleven", 11.0),
+    ("twelve", 12.0),
+    ("thirteen", 13.0),
+    ("fourteen", 14.0),
+    ("fifteen", 15.0),
+    ("sixteen", 16.0),
+    ("seventeen", 17.0),
+    ("eighteen", 18.0),
+    ("nineteen", 19.0),
+    ("twenty", 20.0),
+    ("hundred", 100.0),
+    ("thousand", 1000.0),
+    ("million", 1_000_000.0),
+    ("dozen", 12.0),
+    ("half", 2.0),
+    ("halve", 2.0),
+    ("double", 2.0),
+    ("twice", 2.0),
+    ("triple", 3.0),
+    ("thrice", 3.0),
+    ("third", 3.0),
+    ("quarter", 4.0),
+];
+
+/// The values written in `text`, in order, with the byte range each takes:
+/// quoted texts (`'…'`, `"…"`, `` `…` ``, `“…”`, `‘…’`), and outside them
+/// numbers (digits with an optional sign, thousands separators and
+/// decimals, and the English words for numbers). Digits inside a word
+/// (`sha256`, `b2`) are not numbers, nor is an apostrophe a quote.
+pub fn values_in(text: &str) -> Vec<(std::ops::Range<usize>, Literal)> {
+    let quoted = quoted_in(text);
+    let mut values: Vec<(std::ops::Range<usize>, Literal)> = Vec::new();
+    let mut start = 0;
+    for (range, inner) in quoted {
+        values.extend(
+            numbers_at(&text[start..range.start])
+                .into_iter()
+                .map(|(r, n)| (r.start + start..r.end + start, Literal::Number(n))),
+        );
+        values.push((range.clone(), Literal::Text(inner)));
+        start = range.end;
+    }
+    values.extend(
+        numbers_at(&text[start..])
+            .into_iter()
+            .map(|(r, n)| (r.start + start..r.end + start, Literal::Number(n))),
+    );
+    values
+}
+
+/// The numbers written in `text`, in order (see [`values_in`]; quotes are
+/// not looked for).
+pub fn numbers_in(text: &str) -> Vec<f64> {
+    numbers_at(text).into_iter().map(|(_, n)| n).collect()
+}
+
+/// Quoted texts of `text`: (the range with the quotes, the text inside).
+fn quoted_in(text: &str) -> Vec<(std::ops::Range<usize>, String)> {
+    const PAIRS: [(char, char); 5] = [('\'', '\''), ('"', '"'), ('`', '`'), ('“', '”'), ('‘', '’')];
+    let mut found = Vec::new();
+    let mut chars = text.char_indices().peekable();
+    let mut previous: Option<char> = None;
+    while let Some((at, c)) = chars.next() {
+        let opens = PAIRS.iter().find(|(open, _)| *open == c);
+        let after_word = previous.is_some_and(char::is_alphanumeric);
+        previous = Some(c);
+        let Some(&(_, close)) = opens.filter(|_| !after_word) else {
+            continue;
+        };
+        let inner_start = at + c.len_utf8();
+        // The closing quote: not followed by a letter (an apostrophe in
+        // "fox's" does not close "'the fox's tail'").
+        let rest = &text[inner_start..];
+        let mut end = None;
+        for (offset, d) in rest.char_indices() {
+            if d == close {
+                let next = rest[offset + d.len_utf8()..].chars().next();
+                if !next.is_some_and(char::is_alphanumeric) {
+                    end = Some(inner_start + offset);
+                    break;
+                }
+            }
+        }
+        let Some(end) = end else { continue };
+        let inner = &text[inner_start..end];
+        if inner.trim().is_empty() {
+            continue;
+        }
+        let closing = end + close.len_utf8();
+        found.push((at..closing, inner.to_owned()));
+        while chars.peek().is_some_and(|(i, _)| *i < closing) {
+            chars.next();
+        }
+        previous = Some(close);
+    }
+    found
+}
+
+fn numbers_at(text: &str) -> Vec<(std::ops::Range<usize>, f64)> {
+    let bytes = text.as_bytes();
+    let mut numbers = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i].is_ascii_alphabetic() && (i == 0 || !is_word_byte(bytes[i - 1])) {
+            let end = i + bytes[i..].iter().take_while(|b| is_word_byte(**b)).count();
+            let word = text[i..end].to_ascii_lowercase();
+            if let Some((_, n)) = NUMBER_WORDS.iter().find(|(w, _)| *w == word) {
+                numbers.push((i..end, *n));
+            }
+            i = end;
+            continue;
+        }
+        if !bytes[i].is_ascii_digit() || (i > 0 && is_word_byte(bytes[i - 1])) {
+            i += 1;
+            continue;
+        }
+        // `SHA-256`, `UTF-8`: digits joined to a word by a hyphen are part
+        // of its name.
+        if i >= 2 && bytes[i - 1] == b'-' && bytes[i - 2].is_ascii_alphabetic() {
+            while i < bytes.len() && is_word_byte(bytes[i]) {
+                i += 1;
+            }
+            continue;
+        }
+        let negative = i > 0
+            && bytes[i - 1] == b'-'
+            && (i < 2 || !is_word_byte(bytes[i - 2]) && bytes[i - 2] != b'-');
+        let start = if negative { i - 1 } else { i };
+        let mut digits = String::new();
+        // Digits before the first thousands separator: one to three.
+        let mut separated = false;
+        while i < bytes.len() {
+            let b = bytes[i];
+            if b.is_ascii_digit() {
+                digits.push(b as char);
+                i += 1;
+            } else if b == b','
+                && !digits.contains('.')
+                && (separated || (1..=3).contains(&digits.len()))
+                && bytes.len() >= i + 4
+                && bytes[i + 1..i + 4].iter().all(u8::is_ascii_digit)
+                && bytes.get(i + 4).is_none_or(|b| !b.is_ascii_digit())
+            {
+                // `1,200`: a group of three digits after a comma.
+                separated = true;
+                i += 1;
+            } else if b == b'.'
+                && !digits.contains('.')
+                && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)
+            {
+                digits.push('.');
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        // A number glued to letters after it (`3rd`, `4x4`'s `4x`) is a
+        // word, not a number.
+        if bytes.get(i).is_some_and(|b| b.is_ascii_alphabetic()) {
+            while i < bytes.len() && is_word_byte(bytes[i]) {
+                i += 1;
+            }
+            continue;
+        }
+        if let Ok(value) = digits.parse::<f64>()
+            && value.is_finite()
+        {
+            numbers.push((start..i, if negative { -value } else { value }));
+        }
+    }
+    numbers
+}
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn plain(text: &str) -> Vec<String> {
+        values_in(text)
+            .into_iter()
+            .map(|(_, v)| v.plain())
+            .collect()
+    }
+
+    #[test]
+    fn numbers_are_read_as_people_write_them() {
+        assert_eq!(numbers_in("What is 23 plus 19?"), [23.0, 19.0]);
+        assert_eq!(numbers_in("Add 1,200 and 345."), [1200.0, 345.0]);
+        assert_eq!(numbers_in("3.5 times -4, then 1545.0"), [3.5, -4.0, 1545.0]);
+        assert_eq!(numbers_in("the sha256 of b2, the 3rd"), Vec::<f64>::new());
+        assert_eq!(numbers_in("{\"words\":4,\"lines\":1}"), [4.0, 1.0]);
+        assert_eq!(numbers_in("10-4 and 1,2,3"), [10.0, 4.0, 1.0, 2.0, 3.0]);
+        assert_eq!(numbers_in("Half of 64, twice"), [2.0, 64.0, 2.0]);
+        assert_eq!(numbers_in("someone anyone"), Vec::<f64>::new());
+        assert_eq!(numbers_in("SHA-256 of UTF-8, 5 - 3"), [5.0, 3.0]);
+    }
+
+    #[test]
+    fn quoted_texts_are_values_and_their_numbers_are_theirs() {
+        assert_eq!(
+            plain("Count the words in 'I have 3 cats', then multiply by 2."),
+            ["I have 3 cats", "2"]
+        );
+        assert_eq!(
+            plain("Upper-case \"it's fine\" and the fox's tail"),
+            ["it's fine"]
+        );
+        assert_eq!(plain("Hash `abc` and “déjà vu”"), ["abc", "déjà vu"]);
+        assert_eq!(plain("don't 'close"), Vec::<String>::new());
+        let ranges: Vec<_> = values_in("add 2 and 'x y'")
+            .into_iter()
+            .map(|(r, _)| r)
+            .collect();
+        assert_eq!(ranges, [4..5, 10..15]);
+    }
+
+    #[test]
+    fn a_grounding_of_texts_offers_their_values() {
+        let grounding = Grounding::of_texts(["Add 1200 and 345", "", "then 'abc' and 1200"]);
+        assert_eq!(grounding.texts.len(), 2);
+        assert_eq!(grounding.numbers(false), ["1200", "345"]);
+        assert_eq!(
+            grounding.values,
+            [
+                Literal::Number(1200.0),
+                Literal::Number(345.0),
+                Literal::Text("abc".into()),
+                Literal::Number(1200.0)
+            ]
+        );
+        let long = "word ".repeat(4000);
+        let grounding = Grounding::of_texts([long.clone(), long]);
+        let total: usize = grounding.texts.iter().map(String::len).sum();
+        assert!(total <= MAX_SOURCE_BYTES, "{total}");
+    }
+
+    #[test]
+    fn a_call_can_be_made_when_its_values_are_there() {
+        let two = json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"$ref": "#/$defs/N"}}, "required": ["a", "b"], "$defs": {"N": {"type": "number"}}});
+        let text = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]});
+        let numbers = Grounding {
+            required: Some(Literal::Number(4.0)),
+            values: vec![Literal::Number(5.0)],
+            texts: Vec::new(),
+        };
+        assert!(can_fill(&two, &numbers));
+        assert!(!can_fill(&text, &numbers));
+        let one = Grounding {
+            values: Vec::new(),
+            ..numbers.clone()
+        };
+        assert!(!can_fill(&two, &one));
+        let quoted = Grounding {
+            required: Some(Literal::Text("abc".into())),
+            ..Grounding::default()
+        };
+        assert!(can_fill(&text, &quoted));
+        assert!(!can_fill(&two, &quoted));
+        // Words of the request fill a string when nothing is quoted.
+        assert!(can_fill(&text, &Grounding::of_texts(["shout hello"])));
+    }
+
+    #[test]
+    fn calls_of_other_models_are_checked_against_the_values() {
+        let grounding = Grounding::of_texts(["What is 6 times 7?", "count 'the quick brown fox'"]);
+        assert!(grounding.check(&json!({"a": 6, "b": 7})).is_ok());
+        assert!(
+            grounding
+                .check(&json!({"text": "the quick brown fox"}))
+                .is_ok()
+        );
+        let wrong = grounding.check(&json!({"a": 1, "b": 7})).unwrap_err();
+        assert!(wrong.contains('1'), "{wrong}");
+        assert!(grounding.check(&json!({"text": "a lazy dog"})).is_err());
+        // Without numbers, numbers are free.
+        assert!(
+            Grounding::of_texts(["add it"])
+                .check(&json!({"a": 2}))
+                .is_ok()
+        );
+        assert!(
+            Grounding::of_texts(["double it"])
+                .check(&json!({"a": 2}))
+                .is_ok()
+        );
+    }
+}
