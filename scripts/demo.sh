@@ -110,7 +110,7 @@ second call calculator multiply '{"a": 6, "b": 7}'
 second call text upper '{"text": "called where it lives"}' --remote
 
 printf '\n\033[1m--- a goal across two nodes: the second node forms a team (its calculator, the first node'"'"'s text agent) ---\033[0m\n'
-second goal "Add 1200 and 345, then count the words in 'the quick brown fox'." --depth 0 --max-turns 3
+second goal "Add 1200 and 345, then count the words in 'the quick brown fox'."
 second goals
 
 printf '\n\033[1m--- a chat on the second node'"'"'s web page: its model answers with the calculator'"'"'s tools ---\033[0m\n'

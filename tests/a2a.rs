@@ -21,53 +21,34 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::scripted::{Answer, ModelServer, tool_results, turn};
+use support::scripted::{Answer, Asked, ModelServer, capable, read};
 use support::{Cli, Server, installed_tool, mcp_call, node, repo, run_bounded};
 
 fn python() -> String {
     installed_tool("venv/bin/python").display().to_string()
 }
 
-/// The node's model: for a message to the calculator it chooses `add`
-/// (slowly when told to take its time); in a goal the calculator
-/// multiplies 6 by 7 and the team concludes.
+/// The node's model: a capable one (see [`support::scripted::capable`]),
+/// slow to choose a call when told to take its time.
 fn model(request: &ChatRequest) -> Answer {
-    let system = request.messages.first().map_or("", |m| m.content.as_str());
-    let last = request.messages.last().expect("a request has messages");
-    if system.contains("You act for the agent calculator") {
-        let call = Answer::Call("add", json!({"a": 2, "b": 3}));
-        return if last.content.contains("Take your time") {
-            Answer::Later(Duration::from_secs(120), Box::new(call))
-        } else {
-            call
-        };
-    }
-    let tool_results = tool_results(request);
-    if system.contains("Do the task") {
-        return match tool_results.last() {
-            Some(result) => Answer::Text(format!("6 times 7 is {result}")),
-            None => Answer::Call("multiply", json!({"a": 6, "b": 7})),
-        };
-    }
-    let transcript: String = request
-        .messages
-        .iter()
-        .map(|m| m.content.as_str())
-        .collect();
-    if transcript.contains("result of #") {
-        turn("conclude", "6 times 7 is 42.", &[], "calculator")
-    } else {
-        turn(
-            "assign_sync",
-            "The calculator multiplies",
-            &[("calculator", "multiply 6 by 7")],
-            "calculator",
-        )
+    let read = read(request);
+    let answer = capable(&read);
+    match read.asked {
+        Asked::Call if request.messages[1].content.contains("Take your time") => {
+            Answer::Later(Duration::from_secs(120), Box::new(answer))
+        }
+        _ => answer,
     }
 }
 
 fn client_run(base: &str) -> Value {
-    let script = repo().join("tests/python/a2a_client.py");
+    python_json("a2a_client.py", base)
+}
+
+/// What the Python script `script` (of tests/python) printed as JSON, run
+/// against the node at `base`.
+fn python_json(script: &str, base: &str) -> Value {
+    let script = repo().join("tests/python").join(script);
     let output = run_bounded(
         Command::new(python()).arg(&script).arg(base),
         Duration::from_secs(240),
@@ -110,12 +91,12 @@ fn the_a2a_sdk_client_talks_to_a_node() {
         json!(["add", "subtract", "multiply", "divide"])
     );
 
-    // The model chose add(2, 3).
+    // The model chose add(2, 3); the answer states its result.
     let chosen = &seen["chosen"];
     assert_eq!(chosen["state"], "TASK_STATE_COMPLETED", "{seen}");
     assert_eq!(chosen["artifacts"], json!(["5.0"]));
     assert_eq!(chosen["data"], json!([{"result": 5.0}]));
-    assert_eq!(chosen["said"], "5.0");
+    assert_eq!(chosen["said"], "Found: add(2, 3) = 5.");
     assert_eq!(chosen["history"], 2, "the question and the answer");
 
     // multiply(6, 7) streamed: the task, working, the call, its result, done.
@@ -153,7 +134,7 @@ fn the_a2a_sdk_client_talks_to_a_node() {
 
     let goal = &seen["goal"];
     assert_eq!(goal["state"], "TASK_STATE_COMPLETED", "{seen}");
-    assert_eq!(goal["artifacts"], json!(["6 times 7 is 42."]));
+    assert_eq!(goal["artifacts"], json!(["Found: multiply(6, 7) = 42."]));
     assert!(seen["goal_updates"].as_u64().unwrap() >= 3, "{seen}");
 
     // What is not a request of A2A 1.0 gets a JSON-RPC error saying why.
@@ -194,6 +175,64 @@ fn the_a2a_sdk_client_talks_to_a_node() {
     );
     assert_eq!(code, -32005, "{said}");
     drop(node);
+}
+
+/// The default A2A client (its HTTP client's read timeout is a few
+/// seconds) follows a goal through ten quiet seconds: the node's keep-alive
+/// comments hold the stream open. A client that goes away mid-goal stops
+/// the goal, so the node's model is free for the next caller.
+#[test]
+fn a_default_a2a_client_waits_out_a_slow_goal_and_leaving_stops_one() {
+    let model = ModelServer::start(|request: &ChatRequest| {
+        let read = read(request);
+        let answer = capable(&read);
+        let asked = request.messages.get(1).map_or("", |m| m.content.as_str());
+        match read.asked {
+            Asked::Call if asked.contains("Slowly") => {
+                Answer::Later(Duration::from_secs(10), Box::new(answer))
+            }
+            Asked::Call if asked.contains("Forever") => {
+                Answer::Later(Duration::from_secs(600), Box::new(answer))
+            }
+            _ => answer,
+        }
+    });
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    std::fs::write(cli.data().join("config.toml"), model.node_config()).unwrap();
+    let node = Server::start(cli.data(), &[]);
+    let seen = python_json("a2a_patient.py", &node.base);
+    let slow = &seen["slow"];
+    assert_eq!(slow["last_state"], "TASK_STATE_COMPLETED", "{seen}");
+    assert!(slow["seconds"].as_f64().unwrap() >= 10.0, "{seen}");
+    assert_eq!(seen["artifact"], "Found: multiply(6, 7) = 42.", "{seen}");
+
+    // The abandoned goal is cancelled within a few seconds of the client
+    // leaving, long before its model would have answered.
+    let abandoned = seen["abandoned"].as_str().unwrap().to_owned();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let endpoint = node.url("/a2a");
+    runtime.block_on(support::eventually_async(
+        Duration::from_secs(15),
+        "the abandoned goal is cancelled",
+        async || {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": abandoned}});
+            let answer: Value = reqwest::Client::new()
+                .post(&endpoint)
+                .header("A2A-Version", "1.0")
+                .json(&body)
+                .send()
+                .await
+                .map_err(|e| e.to_string())?
+                .json()
+                .await
+                .map_err(|e| e.to_string())?;
+            match answer["result"]["status"]["state"].as_str() {
+                Some("TASK_STATE_CANCELED") => Ok(()),
+                other => Err(format!("{other:?}: {answer}")),
+            }
+        },
+    ));
 }
 
 /// A Python A2A agent on a free port, stopped when dropped; what it prints
@@ -392,12 +431,12 @@ async fn misbehaving_a2a_peers_are_clear_errors_within_the_deadline() {
 async fn an_attached_a2a_agent_does_a_task_in_a_goal() {
     use agentsite::goals::ask::GoalModel;
     use agentsite::goals::config::GoalsConfig;
-    use agentsite::goals::{Body, GoalState, NewGoal};
+    use agentsite::goals::{GoalState, NewGoal};
     use agentsite::llm::{Completion, LlmFailure};
-    use support::scripted::{completion, goals_for};
+    use support::scripted::{Asked, completion, first_call, goals_for, read, run_goal};
 
     /// The team's one member reverses the words with the attached agent's
-    /// skill and the goal concludes with what it found.
+    /// skill, and the answer states what it found.
     struct Scripted;
 
     #[async_trait::async_trait]
@@ -408,31 +447,10 @@ async fn an_attached_a2a_agent_does_a_task_in_a_goal() {
             request: ChatRequest,
             _deadline: std::time::Instant,
         ) -> Result<Completion, LlmFailure> {
-            let text: String = request
-                .messages
-                .iter()
-                .map(|m| m.content.as_str())
-                .collect();
-            let tool_results = tool_results(&request);
-            let is_task = text.contains("Your task: ");
-            let answer = if is_task && tool_results.is_empty() {
-                Answer::Call("reverse", json!({"message": "alpha beta gamma"}))
-            } else if is_task {
-                Answer::Text(format!("reversed: {}", tool_results[0]))
-            } else if text.contains("reversed: ") {
-                turn(
-                    "conclude",
-                    "Reversed, it reads gamma beta alpha.",
-                    &[],
-                    "wordsmith",
-                )
-            } else {
-                turn(
-                    "assign_sync",
-                    "wordsmith reverses",
-                    &[("wordsmith", "reverse alpha beta gamma")],
-                    "wordsmith",
-                )
+            let answer = match read(&request).asked {
+                Asked::Call => Answer::Call("reverse", json!({"message": "alpha beta gamma"})),
+                Asked::Answer => Answer::Text("Reversed, it reads gamma beta alpha.".into()),
+                _ => Answer::Text("Reverse the words.".into()),
             };
             Ok(completion(answer, 10))
         }
@@ -452,29 +470,18 @@ async fn an_attached_a2a_agent_does_a_task_in_a_goal() {
         Arc::new(Scripted),
         GoalsConfig::default(),
     );
-    let record = goals
-        .start(NewGoal {
-            text: "Reverse alpha beta gamma".into(),
-            team: vec!["wordsmith".into()],
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    let record = tokio::time::timeout(Duration::from_secs(60), goals.finished(&record.id))
-        .await
-        .expect("the goal stops within 60 s")
-        .unwrap();
-    let messages = goals.messages(&record.id, 0, 1000).await.unwrap();
+    let new = NewGoal {
+        text: "Reverse alpha beta gamma".into(),
+        team: vec!["wordsmith".into()],
+        ..Default::default()
+    };
+    let (record, messages) = run_goal(&goals, new, Duration::from_secs(60)).await;
     assert_eq!(record.state, GoalState::Concluded, "{messages:#?}");
-    let call = messages
-        .iter()
-        .find_map(|m| match &m.body {
-            Body::Progress {
-                call: Some(call), ..
-            } => Some(call.clone()),
-            _ => None,
-        })
-        .expect("the member called a tool");
+    let call = first_call(&messages);
     assert_eq!(call.tool, "reverse");
     assert!(call.result.contains("gamma beta alpha"), "{}", call.result);
+    assert_eq!(
+        record.conclusion.as_deref(),
+        Some("Reversed, it reads gamma beta alpha.")
+    );
 }

@@ -384,12 +384,13 @@ fn units_attachment() -> Attachment {
 async fn an_attached_server_does_a_task_in_a_goal() {
     use agentsite::goals::ask::GoalModel;
     use agentsite::goals::config::GoalsConfig;
-    use agentsite::goals::{Body, GoalState, NewGoal};
+    use agentsite::goals::{GoalState, NewGoal};
     use agentsite::llm::{ChatRequest, Completion, LlmFailure};
-    use support::scripted::{Answer, completion, goals_for, tool_results, turn};
+    use support::scripted::{Answer, Asked, completion, first_call, goals_for, read, run_goal};
 
-    /// The team's one member converts with the attached server's tool and
-    /// the goal concludes with what it found.
+    /// The team's one member converts with the attached server's tool
+    /// (its unit codes are words of the tool's description), and the
+    /// conclusion states the exact result.
     struct Scripted;
 
     #[async_trait::async_trait]
@@ -400,29 +401,15 @@ async fn an_attached_server_does_a_task_in_a_goal() {
             request: ChatRequest,
             _deadline: std::time::Instant,
         ) -> Result<Completion, LlmFailure> {
-            let text: String = request
-                .messages
-                .iter()
-                .map(|m| m.content.as_str())
-                .collect();
-            let tool_results = tool_results(&request);
-            let is_task = text.contains("Your task: ");
-            let answer = if is_task && tool_results.is_empty() {
-                Answer::Call(
+            let answer = match read(&request).asked {
+                Asked::Call => Answer::Call(
                     "convert",
                     json!({"value": 42, "from_unit": "km", "to_unit": "mi"}),
-                )
-            } else if is_task {
-                Answer::Text(format!("42 km is {} mi", tool_results[0]))
-            } else if text.contains("42 km is") {
-                turn("conclude", "42 km is about 26.1 miles.", &[], "units")
-            } else {
-                turn(
-                    "assign_sync",
-                    "units converts",
-                    &[("units", "convert 42 km to miles")],
-                    "units",
-                )
+                ),
+                // Rounded: a number no tool gave, so the node states the
+                // result itself.
+                Asked::Answer => Answer::Text("42 km is about 26.1 miles.".into()),
+                _ => Answer::Text("Convert the units.".into()),
             };
             Ok(completion(answer, 10))
         }
@@ -441,29 +428,19 @@ async fn an_attached_server_does_a_task_in_a_goal() {
         Arc::new(Scripted),
         GoalsConfig::default(),
     );
-    let record = goals
-        .start(NewGoal {
-            text: "How far is 42 km in miles?".into(),
-            team: vec!["units".into()],
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    let record = tokio::time::timeout(Duration::from_secs(60), goals.finished(&record.id))
-        .await
-        .expect("the goal stops within 60 s")
-        .unwrap();
-    let messages = goals.messages(&record.id, 0, 1000).await.unwrap();
+    let new = NewGoal {
+        text: "How far is 42 km in miles?".into(),
+        team: vec!["units".into()],
+        ..Default::default()
+    };
+    let (record, messages) = run_goal(&goals, new, Duration::from_secs(60)).await;
     assert_eq!(record.state, GoalState::Concluded, "{messages:#?}");
-    let call = messages
-        .iter()
-        .find_map(|m| match &m.body {
-            Body::Progress {
-                call: Some(call), ..
-            } => Some(call.clone()),
-            _ => None,
-        })
-        .expect("the member called a tool");
+    let call = first_call(&messages);
     assert_eq!(call.tool, "convert");
     assert!(call.result.contains("26.09"), "{}", call.result);
+    let conclusion = record.conclusion.unwrap();
+    assert!(
+        conclusion.starts_with("convert(42, \"km\", \"mi\") = 26.09"),
+        "{conclusion}"
+    );
 }

@@ -385,8 +385,23 @@ async fn the_goals_api_refuses_bad_requests_with_one_line_reasons() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_client_that_goes_away_cancels_its_goal() {
+    use support::scripted::{Answer, Asked, ModelServer, capable, read};
+    // A model that takes its time over the call: the goal is still
+    // running when the client leaves.
+    let model = tokio::task::spawn_blocking(|| {
+        ModelServer::start(|request| {
+            let read = read(request);
+            match read.asked {
+                Asked::Call => Answer::Later(Duration::from_secs(600), Box::new(capable(&read))),
+                _ => capable(&read),
+            }
+        })
+    })
+    .await
+    .unwrap();
     let cli = Cli::new();
     cli.add(&["calculator"]);
+    std::fs::write(cli.data().join("config.toml"), model.node_config()).unwrap();
     let node = Server::start(cli.data(), &[]);
     let client = ().serve(StreamableHttpClientTransport::from_uri(node.url("/mcp"))).await.unwrap();
     let params = CallToolRequestParams::new("goal").with_arguments(

@@ -825,3 +825,36 @@ async fn the_llm_grant_routes_requests_counts_them_and_holds_budgets() {
     cli.call("conformance", "test_sampling", args)
         .failure("which this node does not have (it has local)");
 }
+
+/// A goal on the embedded model whose tool's input schema defines its
+/// types under `$defs` and refers to them with `$ref` (the conformance
+/// agent's JSON Schema 2020-12 tool): the call is written under the
+/// schema's grammar and runs; the conclusion states what it returned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_goal_calls_a_tool_whose_schema_uses_defs_on_the_embedded_model() {
+    use agentsite::goals::config::GoalsConfig;
+    use agentsite::goals::{GoalState, NewGoal};
+    use support::scripted::{first_call, run_goal};
+    let (node, dir) =
+        support::hostile::node_with(&["conformance"], agentsite::config::Limits::default()).await;
+    let goals = support::scripted::goals_for(
+        dir.path(),
+        &node,
+        None,
+        node.models().clone(),
+        GoalsConfig::default(),
+    );
+    let new = NewGoal {
+        text: "Greet 'Ada'.".into(),
+        team: vec!["conformance".into()],
+        ..Default::default()
+    };
+    let (record, messages) = run_goal(&goals, new, Duration::from_secs(300)).await;
+    assert_eq!(record.state, GoalState::Concluded, "{messages:#?}");
+    let call = first_call(&messages);
+    assert_eq!(call.tool, "json_schema_2020_12_tool");
+    assert!(!call.is_error, "{call:?}");
+    assert!(call.result.starts_with("Hello, Ada"), "{call:?}");
+    let conclusion = record.conclusion.unwrap();
+    assert!(conclusion.contains("Hello, Ada"), "{conclusion}");
+}

@@ -6,12 +6,11 @@
 
 mod support;
 
-use agentsite::llm::{ChatRequest, Role};
-use serde_json::json;
+use agentsite::llm::ChatRequest;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
-use support::scripted::{Answer, ModelServer, tool_results, turn};
+use support::scripted::{Answer, Asked, ModelServer, capable, read};
 use support::{Cli, Server, eventually, installed_tool, repo, run_bounded, tools_dir};
 
 /// The longest one journey may take, browser start included.
@@ -266,84 +265,27 @@ impl Restarts {
     }
 }
 
-/// The chat journey's model. In a chat it adds the two numbers of the
-/// person's message with the calculator and says the sum. In a goal the
-/// coordinator has the calculator add 2 and 3, then concludes; a follow-up
-/// that asks to double it has the calculator multiply the sum by 2.
+/// The chat journey's model: a capable one (see
+/// [`support::scripted::capable`]) whose answers read as a person's would:
+/// in a chat it says the sum the calculator found; a goal's conclusion
+/// says it with emphasis, and a follow-up's says the doubled sum.
 fn chat_model(request: &ChatRequest) -> Answer {
-    let system = request.messages.first().map_or("", |m| m.content.as_str());
-    let last = request.messages.last().expect("a request has messages");
-    let tool_results = tool_results(request);
-    if system.contains("Do the task") {
-        // A member's task step: one tool call, then its result said.
-        if let Some(result) = tool_results.last() {
-            return Answer::Text(sum(result));
-        }
-        return if last.content.contains("multiply 5 by 2") {
-            Answer::Call("multiply", json!({"a": 5, "b": 2}))
-        } else {
-            Answer::Call("add", json!({"a": 2, "b": 3}))
-        };
+    let read = read(request);
+    if read.asked != Asked::Answer {
+        return capable(&read);
     }
-    if request.response_schema.is_some() {
-        let transcript: String = request
-            .messages
-            .iter()
-            .map(|m| m.content.as_str())
-            .collect();
-        let results = transcript.matches("result of #").count();
-        let doubling = transcript.contains("double it");
-        return match (doubling, results) {
-            (false, 0) => turn(
-                "assign_sync",
-                "The calculator adds the two numbers",
-                &[("calculator", "add 2 and 3")],
-                "calculator",
-            ),
-            (false, _) => turn("conclude", "2 + 3 = **5**.", &[], "calculator"),
-            (true, 1) => turn(
-                "assign_sync",
-                "Doubling the sum",
-                &[("calculator", "multiply 5 by 2")],
-                "calculator",
-            ),
-            (true, _) => turn("conclude", "Doubled, the sum is **10**.", &[], "calculator"),
-        };
-    }
-    match last.role {
-        Role::Tool => Answer::Text(format!(
-            "The calculator says the sum is {}.",
-            sum(&last.content)
-        )),
-        _ => {
-            let numbers: Vec<i64> = last
-                .content
-                .split(|c: char| !c.is_ascii_digit())
-                .filter_map(|n| n.parse().ok())
-                .collect();
-            // An @mention asks for the agent's tools: the node requires a
-            // tool call then.
-            if last.content.contains("@calculator")
-                && request.tool_choice != agentsite::llm::ToolChoice::Required
-            {
-                return Answer::Text("The node did not require a tool call.".into());
-            }
-            match numbers[..] {
-                [a, b] if request.tools.iter().any(|t| t.name == "calculator__add") => {
-                    Answer::Call("calculator__add", json!({"a": a, "b": b}))
-                }
-                _ => Answer::Text("Mention @calculator and give me two numbers to add.".into()),
-            }
-        }
-    }
-}
-
-/// The number in a calculator's result (`{"result": 5.0}`), as a person
-/// writes it.
-fn sum(result: &str) -> String {
-    let value: serde_json::Value = serde_json::from_str(result).unwrap_or_default();
-    match value["result"].as_f64() {
-        Some(number) => number.to_string(),
-        None => result.trim().to_owned(),
-    }
+    let result = read
+        .user
+        .lines()
+        .rev()
+        .find_map(|line| line.rsplit(" = ").next().filter(|_| line.starts_with("- ")))
+        .unwrap_or_default()
+        .to_owned();
+    Answer::Text(if read.user.contains("as a team") {
+        format!("2 + 3 = **{result}**.")
+    } else if read.user.contains("double it") {
+        format!("Doubled, the sum is **{result}**.")
+    } else {
+        format!("The calculator says the sum is {result}.")
+    })
 }

@@ -7,13 +7,16 @@ Run by tests/python_client.rs:
 
 Lists the models, asks one question whole and streamed (greedy decoding,
 so both answers are the same text), has the model call a tool (required,
-and named while streaming) and answer in a JSON schema, and checks the
+and named while streaming, and on its own with "auto" when the question
+plainly needs one, then answer with the tool's result) and answer in a
+JSON schema, and checks the
 errors a client sees
 for an unknown model, a request the node refuses and a wrong token. Prints
 one line per check and exits non-zero at the first failure.
 """
 
 import json
+import re
 import sys
 
 import openai
@@ -133,6 +136,64 @@ def main(base, token):
         streamed_calls.get(0, {}).get("name") == "weather"
         and json.loads(streamed_calls[0]["arguments"]) == arguments,
         f"the streamed call is the same call: {streamed_calls}",
+    )
+
+    # tool_choice "auto": a question a tool plainly answers makes the call,
+    # with the question's numbers; the answer after it states the result.
+    def arithmetic(name, description):
+        return {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": description,
+                "parameters": {
+                    "type": "object",
+                    "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                    "required": ["a", "b"],
+                },
+            },
+        }
+
+    sums = [arithmetic("add", "Add two numbers."), arithmetic("multiply", "Multiply two numbers.")]
+    ask = [{"role": "user", "content": "What is 17 plus 25?"}]
+    auto = client.chat.completions.create(
+        model="local", messages=ask, tools=sums, temperature=0, max_tokens=60
+    )
+    choice = auto.choices[0]
+    call = (choice.message.tool_calls or [None])[0]
+    check(
+        choice.finish_reason == "tool_calls"
+        and call.function.name == "add"
+        and json.loads(call.function.arguments) == {"a": 17, "b": 25},
+        f"auto calls the tool a question plainly needs: {choice.message}",
+    )
+    answered = client.chat.completions.create(
+        model="local",
+        messages=ask
+        + [
+            choice.message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": call.id, "content": "42.0"},
+        ],
+        tools=sums,
+        temperature=0,
+        max_tokens=60,
+    )
+    said = answered.choices[0].message.content or ""
+    numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", said)]
+    check(
+        42.0 in numbers and all(n in (17.0, 25.0, 42.0) for n in numbers),
+        f"the answer states the tool's result and no other number: {said!r}",
+    )
+    chat = client.chat.completions.create(
+        model="local",
+        messages=[{"role": "user", "content": "Hello! How are you today?"}],
+        tools=sums,
+        temperature=0,
+        max_tokens=40,
+    )
+    check(
+        not chat.choices[0].message.tool_calls and chat.choices[0].message.content,
+        f"small talk is answered in words: {chat.choices[0].message.content!r}",
     )
 
     structured = client.chat.completions.create(

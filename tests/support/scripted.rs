@@ -9,8 +9,9 @@ use agentsite::goals::config::GoalsConfig;
 use agentsite::goals::directory::NodeDirectory;
 use agentsite::goals::store::GoalStore;
 use agentsite::hub::Hub;
-use agentsite::llm::{Completion, StopReason, ToolCall, Usage};
-use serde_json::{Value, json};
+use agentsite::llm::grounding::{Grounding, Literal};
+use agentsite::llm::{ChatRequest, Completion, Role, StopReason, ToolCall, ToolSpec, Usage};
+use serde_json::{Map, Value, json};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +28,37 @@ pub fn goals_for(
     let store = GoalStore::open(&dir.join("goals.redb")).unwrap();
     let directory = NodeDirectory::new(node.clone(), hub, false);
     Goals::new(store, model, Arc::new(directory), config, None)
+}
+
+/// Runs `new` to its end (within `limit`): the goal's record and
+/// messages.
+pub async fn run_goal(
+    goals: &Arc<Goals>,
+    new: agentsite::goals::NewGoal,
+    limit: Duration,
+) -> (agentsite::goals::GoalRecord, Vec<agentsite::goals::Message>) {
+    let record = goals.start(new).await.unwrap();
+    let record = tokio::time::timeout(limit, goals.finished(&record.id))
+        .await
+        .unwrap_or_else(|_| panic!("the goal did not stop within {limit:?}"))
+        .unwrap();
+    let messages = goals.messages(&record.id, 0, 10_000).await.unwrap();
+    (record, messages)
+}
+
+/// The first tool call a goal's messages record.
+pub fn first_call(
+    messages: &[agentsite::goals::Message],
+) -> agentsite::goals::message::ToolCallRecord {
+    messages
+        .iter()
+        .find_map(|m| match &m.body {
+            agentsite::goals::Body::Progress {
+                call: Some(call), ..
+            } => Some(call.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no tool call in {messages:#?}"))
 }
 
 /// The tool results a request hands the model, in order.
@@ -80,14 +112,151 @@ pub fn completion(answer: Answer, tokens: u32) -> Completion {
     }
 }
 
-/// A turn's answer: its type, text, tasks as (assignee, task), and who
-/// speaks next.
-pub fn turn(kind: &str, text: &str, tasks: &[(&str, &str)], next: &str) -> Answer {
-    let tasks: Vec<Value> = tasks
+/// What the node asks the model for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Asked {
+    /// A few words on how to do something (a goal, or a step of it).
+    How,
+    /// The call of a step, among `tools`, held to `grounding`.
+    Call,
+    /// The answer a person reads, from the results.
+    Answer,
+    /// A reply in a conversation no tool could serve.
+    Reply,
+}
+
+/// A request as the rules read it.
+pub struct Request {
+    pub asked: Asked,
+    /// What the node asks about: the goal or step (How), the step's part
+    /// (Call), the request and its results (Answer).
+    pub user: String,
+    pub tools: Vec<ToolSpec>,
+    pub grounding: Option<Grounding>,
+    /// What the node said of an earlier call of the model's, if anything.
+    pub told: Option<String>,
+}
+
+pub fn read(request: &ChatRequest) -> Request {
+    let system = request
+        .messages
+        .first()
+        .map(|m| m.content.clone())
+        .unwrap_or_default();
+    let asked = if system.starts_with("Call the one tool") {
+        Asked::Call
+    } else if system.starts_with("Answer the person") {
+        Asked::Answer
+    } else if system.starts_with("Explain briefly") {
+        Asked::How
+    } else {
+        Asked::Reply
+    };
+    Request {
+        asked,
+        user: request
+            .messages
+            .get(1)
+            .map(|m| m.content.clone())
+            .unwrap_or_default(),
+        tools: request.tools.clone(),
+        grounding: request.grounding.clone(),
+        told: request
+            .messages
+            .iter()
+            .rfind(|m| m.role == Role::Tool)
+            .map(|m| m.content.clone()),
+    }
+}
+
+impl Request {
+    /// The part of the request this call is for.
+    pub fn now(&self) -> &str {
+        let now = self.user.rsplit("Now: ").next().unwrap_or_default();
+        now.split("\nValues: ").next().unwrap_or_default()
+    }
+}
+
+/// The call a capable model makes: the tool the step's words name (else
+/// the first offered), its required arguments filled in order from the
+/// grounding's values, the required one first.
+pub fn good_call(request: &Request) -> Answer {
+    let now = request.now().to_lowercase();
+    let wanted = [
+        ("plus", "add"),
+        ("add", "add"),
+        ("times", "multiply"),
+        ("double", "multiply"),
+        ("multiply", "multiply"),
+        ("divide", "divide"),
+        ("words", "word_count"),
+        ("upper", "upper"),
+        ("spin", "spin"),
+    ]
+    .iter()
+    .find(|(word, tool)| now.contains(word) && request.tools.iter().any(|t| t.name == *tool))
+    .map(|(_, tool)| *tool);
+    let tool = request
+        .tools
         .iter()
-        .map(|(assignee, task)| json!({"assignee": assignee, "task": task}))
+        .find(|t| Some(t.name.as_str()) == wanted)
+        .unwrap_or(&request.tools[0]);
+    // Held to a grounding when it has one (a model of the node's own
+    // kind); else it reads the values the prompt lists.
+    let mut values: Vec<Literal> = match request.grounding.clone() {
+        Some(grounding) => grounding.all_values().cloned().collect(),
+        None => {
+            let listed = request.user.rsplit("\nValues: ").next().unwrap_or_default();
+            agentsite::llm::grounding::values_in(listed)
+                .into_iter()
+                .map(|(_, value)| value)
+                .collect()
+        }
+    };
+    let mut arguments = Map::new();
+    let required = tool.parameters["required"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for name in required.iter().filter_map(Value::as_str) {
+        let number = tool.parameters["properties"][name]["type"] == "number";
+        let position = values
+            .iter()
+            .position(|v| matches!(v, Literal::Number(_)) == number)
+            .unwrap_or_else(|| panic!("no value for {name} in {values:?}"));
+        let value = match values.remove(position) {
+            Literal::Number(n) => json!(n),
+            Literal::Text(t) => json!(t),
+        };
+        arguments.insert(name.to_owned(), value);
+    }
+    Answer::Call(leak(&tool.name), Value::Object(arguments))
+}
+
+/// A tool name as the double's answers hold it.
+pub fn leak(name: &str) -> &'static str {
+    Box::leak(name.to_owned().into_boxed_str())
+}
+
+/// An answer that states each result line of the request: "Found: add(6,
+/// 10) = 16."
+pub fn good_answer(request: &Request) -> Answer {
+    let results: Vec<&str> = request
+        .user
+        .lines()
+        .filter_map(|l| l.strip_prefix("- "))
         .collect();
-    Answer::Json(json!({"type": kind, "text": text, "tasks": tasks, "next": next}))
+    Answer::Text(format!("Found: {}.", results.join("; ")))
+}
+
+/// A capable model: a few words on how, then good calls and answers.
+pub fn capable(request: &Request) -> Answer {
+    match request.asked {
+        Asked::How => Answer::Text("Use the right tool for it.".into()),
+        Asked::Call => good_call(request),
+        Asked::Answer => good_answer(request),
+        Asked::Reply => Answer::Text("Hello! Ask me something a tool can do.".into()),
+    }
 }
 
 /// A scripted model as a language model of the node's own kind: its text

@@ -1,13 +1,12 @@
-//! What a message does once it is a task: to an agent, one call of its
-//! tools (the one the message names in a data part, or the one the node's
-//! model chooses from its text); to the node, a goal, whose progress and
-//! end become the task's.
+//! What a message does once it is a task: to an agent, the call a data
+//! part names, or the calls its text asks for and the answer from their
+//! results; to the node, a goal, whose progress and end become the task's.
 
 use super::tasks::TaskEntry;
 use super::wire::{Artifact, Message, Part, TaskState, new_id};
 use crate::Node;
+use crate::answers::{self, NodeAsk, Offered, Runner};
 use crate::goals::{Body, GoalEvent, GoalRecord, GoalState, Goals};
-use crate::llm::{ChatRequest, Message as ChatMessage, Role, ToolChoice, ToolSpec};
 use crate::store::AgentRecord;
 use crate::tool::{Content, ResourceBody, ToolOutput};
 use serde_json::{Map, Value};
@@ -16,8 +15,8 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
-/// How long the node's model may take to choose a call.
-const CHOOSE_DEADLINE: Duration = Duration::from_secs(120);
+/// How long the node's model may take over a message's answer, in all.
+const ANSWER_DEADLINE: Duration = Duration::from_secs(120);
 /// Characters of a result or goal message a status message carries.
 const STATUS_CHARS: usize = 2000;
 
@@ -27,32 +26,42 @@ pub fn goal_state(state: GoalState) -> TaskState {
         GoalState::Forming => TaskState::Submitted,
         GoalState::Running => TaskState::Working,
         GoalState::Concluded => TaskState::Completed,
-        GoalState::Failed => TaskState::Failed,
+        // A limit stopped the goal before it was done: not completed.
+        GoalState::Stopped | GoalState::Failed => TaskState::Failed,
         GoalState::Cancelled => TaskState::Canceled,
         // The node stopped while the goal ran: a message resumes it.
         GoalState::Interrupted => TaskState::InputRequired,
     }
 }
 
-/// Runs the task `entry` of `record`: chooses the call `message` asks
-/// for and makes it through the node, as any client's call is made.
+/// Runs the task `entry` of `record`: the call a data part names, made
+/// through the node as any client's call is made; or, for a text message,
+/// the calls its request takes, chosen with the node's model and run in
+/// turn, and the answer from their results (see [`crate::answers`]).
 pub async fn call(node: Arc<Node>, record: AgentRecord, entry: Arc<TaskEntry>, message: Message) {
     entry.set_status(TaskState::Working, None);
     let work = async {
-        let (tool, arguments) = choose(&node, &record, &message).await?;
-        let said = format!(
-            "calling {tool} with {}",
-            crate::text::one_line(&arguments.to_string(), STATUS_CHARS)
-        );
-        entry.set_status(TaskState::Working, Some(entry.agent_message(said)));
-        let grants = node.grants(&record).map_err(|e| e.to_string())?;
-        let output = node
-            .call_record(&record, &tool, &arguments.to_string(), grants, None)
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok::<_, String>((tool, output))
+        match named_call(&message) {
+            Some(named) => {
+                let (tool, arguments) = named?;
+                let runner = TaskRunner {
+                    node: &node,
+                    record: &record,
+                    entry: &entry,
+                };
+                let output = runner.call(&tool, &arguments).await;
+                Ok(match output.is_error {
+                    false => (TaskState::Completed, summary(&output)),
+                    true => (
+                        TaskState::Failed,
+                        format!("{tool} failed: {}", output.text()),
+                    ),
+                })
+            }
+            None => answer(&node, &record, &entry, &message.text()).await,
+        }
     };
-    // Cancelling drops the call, which stops the agent.
+    // Cancelling drops the work, which stops the agent and the model.
     let outcome = tokio::select! {
         _ = entry.cancel.cancelled() => {
             entry.set_status(TaskState::Canceled, Some(entry.agent_message("canceled by the client")));
@@ -60,21 +69,117 @@ pub async fn call(node: Arc<Node>, record: AgentRecord, entry: Arc<TaskEntry>, m
         }
         outcome = work => outcome,
     };
-    match outcome {
-        Ok((tool, output)) if !output.is_error => {
-            let said = crate::text::one_line(&summary(&output), STATUS_CHARS);
-            entry.add_artifact(artifact(&tool, &output));
-            entry.set_status(TaskState::Completed, Some(entry.agent_message(said)));
+    let (state, said) = outcome.unwrap_or_else(|why| (TaskState::Failed, why));
+    let said = crate::text::one_line(&said, STATUS_CHARS);
+    entry.set_status(state, Some(entry.agent_message(said)));
+}
+
+/// A text message's request, answered with `record`'s tools: the task's
+/// end and what it says.
+async fn answer(
+    node: &Arc<Node>,
+    record: &AgentRecord,
+    entry: &Arc<TaskEntry>,
+    text: &str,
+) -> Result<(TaskState, String), String> {
+    if text.trim().is_empty() {
+        return Err(format!(
+            "the message has no text for the node's model to choose a call of {} from; say what to do, or name the call in a data part {{\"tool\": NAME, \"arguments\": {{...}}}}",
+            record.card.name
+        ));
+    }
+    let tools: Vec<Offered> = record
+        .tools
+        .iter()
+        .map(|tool| Offered {
+            owner: record.card.name.clone(),
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            schema: tool.input_schema.clone(),
+        })
+        .collect();
+    let ask = NodeAsk {
+        models: node.models().clone(),
+        model: None,
+        requester: REQUESTER,
+        caller: format!("a2a {}", entry.context_id()),
+        deadline: Instant::now() + ANSWER_DEADLINE,
+    };
+    let runner = TaskRunner {
+        node,
+        record,
+        entry,
+    };
+    let served = answers::serve(&ask, text, &tools, &runner, None).await?;
+    let Some(answer) = served.answer else {
+        return Err(format!(
+            "nothing in the message is for a tool of {} to take ({}); give the values a tool needs, or name the call in a data part {{\"tool\": NAME, \"arguments\": {{...}}}}",
+            record.card.name,
+            record
+                .tools
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    };
+    // Done when every call succeeded and nothing of the request is left.
+    let done = served.steps.made().iter().all(|m| !m.output.is_error)
+        && served.steps.unused_part().is_none();
+    Ok(match done {
+        true => (TaskState::Completed, answer.text),
+        false => (TaskState::Failed, answer.text),
+    })
+}
+
+/// Who A2A's requests to the node's model are counted for.
+const REQUESTER: &str = "a2a";
+
+/// Runs a task's calls on the node, saying each as it starts and keeping
+/// each result as an artifact.
+struct TaskRunner<'a> {
+    node: &'a Arc<Node>,
+    record: &'a AgentRecord,
+    entry: &'a Arc<TaskEntry>,
+}
+
+impl TaskRunner<'_> {
+    async fn call(&self, tool: &str, arguments: &Value) -> ToolOutput {
+        let said = format!(
+            "calling {tool} with {}",
+            crate::text::one_line(&arguments.to_string(), STATUS_CHARS)
+        );
+        self.entry
+            .set_status(TaskState::Working, Some(self.entry.agent_message(said)));
+        let output = match self.node.grants(self.record) {
+            Ok(grants) => self
+                .node
+                .call_record(self.record, tool, &arguments.to_string(), grants, None)
+                .await
+                .unwrap_or_else(|e| ToolOutput::failure(e.to_string())),
+            Err(e) => ToolOutput::failure(e.to_string()),
+        };
+        if !output.is_error {
+            self.entry.add_artifact(artifact(tool, &output));
         }
-        Ok((tool, output)) => {
-            let said = format!("{tool} failed: {}", output.text());
-            let said = crate::text::one_line(&said, STATUS_CHARS);
-            entry.set_status(TaskState::Failed, Some(entry.agent_message(said)));
-        }
-        Err(why) => {
-            let said = crate::text::one_line(&why, STATUS_CHARS);
-            entry.set_status(TaskState::Failed, Some(entry.agent_message(said)));
-        }
+        output
+    }
+}
+
+#[async_trait::async_trait]
+impl Runner for TaskRunner<'_> {
+    async fn run(&self, tool: &Offered, arguments: &Value, _label: &str) -> ToolOutput {
+        self.call(&tool.name, arguments).await
+    }
+
+    fn choosing(&self, part: &str) {
+        let said = format!(
+            "choosing a tool of {} for: {}",
+            self.record.card.name,
+            crate::text::excerpt(part, 200)
+        );
+        self.entry
+            .set_status(TaskState::Working, Some(self.entry.agent_message(said)));
     }
 }
 
@@ -93,109 +198,6 @@ fn named_call(message: &Message) -> Option<Result<(String, Value), String>> {
         Some(_) => return Some(Err("a data part's \"arguments\" is a JSON object".into())),
     };
     Some(Ok((tool.to_owned(), arguments)))
-}
-
-/// The name a tool goes by for the model: function names may not have
-/// every letter a tool name may.
-fn function_name(tool: &str) -> String {
-    tool.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect()
-}
-
-/// The tool and arguments `message` asks `record` for: named in a data
-/// part, or chosen by the node's model from its text (asked again once,
-/// with what was wrong, when its answer is not a call of a tool it has).
-async fn choose(
-    node: &Node,
-    record: &AgentRecord,
-    message: &Message,
-) -> Result<(String, Value), String> {
-    if let Some(named) = named_call(message) {
-        return named;
-    }
-    let text = message.text();
-    if text.trim().is_empty() {
-        return Err(format!(
-            "the message has no text for the node's model to choose a call of {} from; say what to do, or name the call in a data part {{\"tool\": NAME, \"arguments\": {{...}}}}",
-            record.card.name
-        ));
-    }
-    let tools: Vec<ToolSpec> = record
-        .tools
-        .iter()
-        .map(|tool| ToolSpec {
-            name: function_name(&tool.name),
-            description: tool.description.clone(),
-            parameters: tool.input_schema.clone(),
-        })
-        .collect();
-    let mut messages = vec![
-        ChatMessage::system(format!(
-            "You act for the agent {}: {}. Call the one tool that does what the message asks, with arguments taken from the message.",
-            record.card.name, record.card.description
-        )),
-        ChatMessage::user(text),
-    ];
-    let deadline = Instant::now() + CHOOSE_DEADLINE;
-    let mut wrong = String::new();
-    for _ in 0..2 {
-        let request = ChatRequest {
-            messages: messages.clone(),
-            tools: tools.clone(),
-            tool_choice: ToolChoice::Required,
-            max_tokens: Some(512),
-            ..Default::default()
-        };
-        let completion = node
-            .models()
-            .complete(None, request, deadline, None, "a2a")
-            .await
-            .map_err(|e| format!("the node's model could not choose a call: {e}"))?;
-        let Some(call) = completion.tool_calls.first() else {
-            wrong = "the answer called no tool".into();
-            messages.push(ChatMessage::new(Role::Assistant, completion.content));
-            messages.push(ChatMessage::user(format!(
-                "That called no tool. Call one of the tools: {}.",
-                tools
-                    .iter()
-                    .map(|t| t.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-            continue;
-        };
-        let tool = record
-            .tools
-            .iter()
-            .find(|tool| function_name(&tool.name) == call.name);
-        let arguments = serde_json::from_str::<Value>(&call.arguments);
-        match (tool, arguments) {
-            (Some(tool), Ok(arguments @ Value::Object(_))) => {
-                return Ok((tool.name.clone(), arguments));
-            }
-            (None, _) => wrong = format!("there is no tool {:?}", call.name),
-            (_, Ok(_)) => wrong = "the arguments are not a JSON object".into(),
-            (_, Err(e)) => wrong = format!("the arguments are not JSON: {e}"),
-        }
-        let mut assistant = ChatMessage::new(Role::Assistant, completion.content.clone());
-        assistant.tool_calls = vec![call.clone()];
-        messages.push(assistant);
-        let mut told = ChatMessage::new(Role::Tool, format!("That call was wrong: {wrong}."));
-        told.tool_call_id = Some(call.id.clone());
-        messages.push(told);
-    }
-    Err(format!(
-        "the node's model did not choose a call of {}: {wrong}",
-        record.card.name
-    ))
 }
 
 /// A result in a few words: its text, or its structured content.
@@ -299,6 +301,26 @@ pub fn apply(entry: &TaskEntry, record: &GoalRecord) {
                 metadata: None,
             });
             entry.set_status(state, Some(entry.agent_message(conclusion)));
+        }
+        GoalState::Stopped => {
+            // What the team found before the limit stays with the task;
+            // the status says why it is not complete.
+            let found = record.conclusion.clone().unwrap_or_default();
+            entry.add_artifact(Artifact {
+                artifact_id: new_id(),
+                name: Some("results so far".into()),
+                description: Some(format!("What goal {} found before it stopped", record.id)),
+                parts: vec![Part::text(found.clone())],
+                metadata: None,
+            });
+            let why = record
+                .reason
+                .clone()
+                .unwrap_or_else(|| "stopped by a limit".into());
+            entry.set_status(
+                state,
+                Some(entry.agent_message(format!("{why}\n\n{found}"))),
+            );
         }
         GoalState::Failed | GoalState::Cancelled => {
             let why = record

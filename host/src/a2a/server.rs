@@ -270,7 +270,15 @@ async fn dispatch(
         "SendStreamingMessage" => {
             return match parse::<SendMessageRequest>(params) {
                 Ok(request) => match start(a2a, agent.as_ref(), request.message).await {
-                    Ok(started) => stream(started, id),
+                    // The stream's client owns the work: when it goes, the
+                    // work stops, so no one's model time goes to no one.
+                    Ok(started) => {
+                        let owner = Owner {
+                            a2a: a2a.clone(),
+                            scope,
+                        };
+                        stream(started, id, Some(owner))
+                    }
                     Err(e) => answer(&id, Err(e)),
                 },
                 Err(e) => answer(&id, Err(e)),
@@ -289,7 +297,7 @@ async fn dispatch(
                     );
                     answer(&id, Err(error))
                 }
-                Ok(entry) => stream(Started::new(entry), id),
+                Ok(entry) => stream(Started::new(entry), id, None),
                 Err(e) => answer(&id, Err(e)),
             };
         }
@@ -548,11 +556,23 @@ async fn send(
     let configuration = request.configuration.unwrap_or_default();
     let entry = start(a2a, agent, request.message).await?.entry;
     if !configuration.return_immediately {
+        // The client waits for the task: if it goes, the work stops.
+        let guard = StopOnDrop {
+            owner: Some(Owner {
+                a2a: a2a.clone(),
+                scope: match agent {
+                    Some(record) => Scope::Agent(record.id),
+                    None => Scope::Node,
+                },
+            }),
+            entry: &entry,
+        };
         let mut state = entry.watch();
         // The task's own deadline (the call's, the goal's budget) ends it.
         let _ = state
             .wait_for(|s| s.is_terminal() || s.is_interrupted())
             .await;
+        guard.disarm();
     }
     let task = entry.snapshot(history(configuration.history_length), true);
     to_value(&SendMessageResponse::Task(task))
@@ -611,24 +631,67 @@ async fn cancel(a2a: &Arc<A2a>, scope: Scope, id: &str) -> Result<Value, RpcErro
             format!("task {id} has ended ({})", entry.state().as_str()),
         ));
     }
-    entry.cancel.cancel();
-    if let (Scope::Node, Some(goals)) = (scope, &a2a.goals)
-        && goals.cancel(id).is_err()
-    {
-        // Not running (interrupted, waiting for a message): nothing to stop.
-        let said = entry.agent_message("canceled by the client");
-        entry.set_status(TaskState::Canceled, Some(said));
-    }
+    stop(a2a, scope, &entry);
     let mut state = entry.watch();
     let _ = tokio::time::timeout(CANCEL_WAIT, state.wait_for(|s| s.is_terminal())).await;
     to_value(&entry.snapshot(None, true))
 }
 
+/// Stops the work of task `entry`: its call, or its goal.
+fn stop(a2a: &A2a, scope: Scope, entry: &TaskEntry) {
+    entry.cancel.cancel();
+    if let (Scope::Node, Some(goals)) = (scope, &a2a.goals)
+        && goals.cancel(&entry.id()).is_err()
+    {
+        // Not running (interrupted, waiting for a message): nothing to stop.
+        let said = entry.agent_message("canceled by the client");
+        entry.set_status(TaskState::Canceled, Some(said));
+    }
+}
+
+/// The client whose request started a task's work, which stops the work
+/// when it goes away before the work ends.
+struct Owner {
+    a2a: Arc<A2a>,
+    scope: Scope,
+}
+
+impl Owner {
+    fn gone(&self, entry: &TaskEntry) {
+        let state = entry.state();
+        if !(state.is_terminal() || state.is_interrupted()) {
+            tracing::info!(task = %entry.id(), "the client went away: its task is stopped");
+            stop(&self.a2a, self.scope, entry);
+        }
+    }
+}
+
+/// Stops the task when dropped before [`StopOnDrop::disarm`]: a request that
+/// waits for its task, dropped because its client went away.
+struct StopOnDrop<'a> {
+    owner: Option<Owner>,
+    entry: &'a TaskEntry,
+}
+
+impl StopOnDrop<'_> {
+    fn disarm(mut self) {
+        self.owner = None;
+    }
+}
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(owner) = &self.owner {
+            owner.gone(self.entry);
+        }
+    }
+}
+
 /// A task's events as server-sent events, each a JSON-RPC response with
 /// request id `id`: the task as it is, then each change until it ends or
 /// waits for the client. A client that falls behind is sent the whole
-/// task again.
-fn stream(started: Started, id: Value) -> Response {
+/// task again. When `owner`'s client goes away first, the work stops.
+fn stream(started: Started, id: Value, owner: Option<Owner>) -> Response {
     let Started {
         entry,
         first,
@@ -642,14 +705,29 @@ fn stream(started: Started, id: Value) -> Response {
             return;
         }
         loop {
-            let event = match events.recv().await {
+            let received = tokio::select! {
+                received = events.recv() => received,
+                () = sender.closed() => {
+                    if let Some(owner) = &owner {
+                        owner.gone(&entry);
+                    }
+                    return;
+                }
+            };
+            let event = match received {
                 Ok(event) => event,
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     StreamResponse::Task(entry.snapshot(None, true))
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
             };
-            if sender.send(wrap(&event)).await.is_err() || ends(&event) {
+            if sender.send(wrap(&event)).await.is_err() {
+                if let Some(owner) = &owner {
+                    owner.gone(&entry);
+                }
+                return;
+            }
+            if ends(&event) {
                 return;
             }
         }

@@ -11,18 +11,22 @@
 //!   texts the person and the tools gave, checked to state every call's
 //!   result, and otherwise stated by the node itself.
 
+pub mod serve;
+pub mod steer;
 pub mod steps;
 pub mod wording;
 
+pub use serve::{Runner, Served, serve};
 pub use steps::{Made, Offered, Step, Steps};
 pub use wording::Answer;
 
+use crate::llm::grounding::{Literal, number_literal};
 use crate::llm::{ChatRequest, Completion, DeltaSink, Message, Role, ToolChoice, ToolSpec};
 use crate::text::excerpt;
 use serde_json::Value;
 
 /// Tokens the model's account of how to do a step may take.
-const THOUGHT_TOKENS: u32 = 24;
+pub(crate) const THOUGHT_TOKENS: u32 = 24;
 /// Tokens a call may take.
 const CALL_TOKENS: u32 = 160;
 
@@ -44,6 +48,48 @@ pub trait Ask: Send + Sync {
 
     /// Says why an answer could not be used (a failure of the model's).
     fn unusable(&self, why: String) -> Self::Error;
+}
+
+/// The node's models as chat and A2A ask them: the default model, within
+/// `deadline`, counted for `requester`.
+pub struct NodeAsk {
+    pub models: std::sync::Arc<crate::llm::models::Models>,
+    /// The model by name; the node's default when `None`.
+    pub model: Option<String>,
+    pub requester: &'static str,
+    /// Whose requests these are (a conversation, a task): they take their
+    /// turns at the model together.
+    pub caller: String,
+    pub deadline: std::time::Instant,
+}
+
+#[async_trait::async_trait]
+impl Ask for NodeAsk {
+    type Error = String;
+
+    async fn ask(
+        &self,
+        mut request: ChatRequest,
+        max_tokens: u32,
+        sink: DeltaSink,
+    ) -> Result<Completion, String> {
+        request.max_tokens = Some(max_tokens);
+        request.caller = Some(self.caller.clone());
+        self.models
+            .complete(
+                self.model.as_deref(),
+                request,
+                self.deadline,
+                sink,
+                self.requester,
+            )
+            .await
+            .map_err(|e| format!("the node's model could not answer: {e}"))
+    }
+
+    fn unusable(&self, why: String) -> String {
+        why
+    }
 }
 
 /// A call chosen for a step.
@@ -82,6 +128,15 @@ pub async fn choose<A: Ask>(
         candidates = steps.named_by(tools, step, &thought.content);
     }
     let names = function_names(tools, &candidates);
+    // Where the person quoted nothing, a string may also be words of the
+    // tool's own description: the unit codes, modes or names it lists
+    // ("42 km in miles" is convert(42, "km", "mi")).
+    let mut grounding = step.grounding.clone();
+    if !grounding.texts.is_empty() {
+        grounding
+            .texts
+            .extend(candidates.iter().map(|&i| tools[i].description.clone()));
+    }
     let specs: Vec<ToolSpec> = candidates
         .iter()
         .zip(&names)
@@ -109,7 +164,7 @@ pub async fn choose<A: Ask>(
                 ToolChoice::Required
             },
             parallel_tool_calls: Some(false),
-            grounding: Some(step.grounding.clone()),
+            grounding: Some(grounding.clone()),
             temperature: Some(0.0),
             ..Default::default()
         };
@@ -130,9 +185,9 @@ pub async fn choose<A: Ask>(
             }
         };
         // A model held to the grounding always passes; another is told
-        // what was wrong, once.
-        match step.grounding.check(&arguments) {
-            Err(why) if last_error.is_empty() => {
+        // what was wrong, once, and a call that is wrong again is not made.
+        match grounding.check(&arguments) {
+            Err(why) => {
                 let mut assistant = Message::new(Role::Assistant, completion.content.clone());
                 assistant.tool_calls = vec![call.clone()];
                 messages.push(assistant);
@@ -144,7 +199,7 @@ pub async fn choose<A: Ask>(
                 messages.push(told);
                 last_error = why;
             }
-            _ => {
+            Ok(()) => {
                 return Ok(Chosen {
                     tool: candidates[position],
                     arguments,
@@ -168,6 +223,19 @@ fn call_prompt(steps: &Steps, tools: &[Offered], step: &Step) -> String {
         ));
     }
     prompt.push_str(&format!("Now: {}", step.part));
+    // The values the call may take, the one it must take first: a model
+    // not held to them while writing reads them here.
+    let values: Vec<String> = step
+        .grounding
+        .all_values()
+        .map(|value| match value {
+            Literal::Number(n) => number_literal(*n),
+            Literal::Text(t) => format!("{:?}", excerpt(t, 200)),
+        })
+        .collect();
+    if !values.is_empty() {
+        prompt.push_str(&format!("\nValues: {}", values.join(", ")));
+    }
     prompt
 }
 

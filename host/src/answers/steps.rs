@@ -63,10 +63,17 @@ pub struct Made {
     pub output: ToolOutput,
     /// The values of the result later steps may take, and whether one has.
     values: Vec<Literal>,
+    /// The result's fields the request names ("count the words": `words`).
+    named: Vec<String>,
     used: bool,
 }
 
 impl Made {
+    /// The names of the result's fields the request asked about.
+    pub fn named_fields(&self) -> &[String] {
+        &self.named
+    }
+
     /// The values of the result a person asked about: those under keys
     /// the request names ("count the words" → `words`), else all of them.
     pub fn values(&self) -> &[Literal] {
@@ -96,6 +103,9 @@ pub struct Steps {
     made: Vec<Made>,
     /// The request's words that name what to do (not its values).
     words: Vec<String>,
+    /// Results of earlier requests of the same conversation, latest
+    /// first: what "it" in "now double it" is.
+    earlier: Vec<Literal>,
 }
 
 impl Steps {
@@ -120,7 +130,32 @@ impl Steps {
             given,
             made: Vec::new(),
             words,
+            earlier: Vec::new(),
         }
+    }
+
+    /// The steps of `request`, which follows requests whose calls
+    /// returned `earlier` (latest first): a step whose call needs more
+    /// values than the request gives takes them from these.
+    pub fn after(request: &str, earlier: Vec<Literal>) -> Steps {
+        let mut steps = Steps::new(request);
+        steps.earlier = earlier;
+        steps.earlier.truncate(RESULT_VALUES);
+        steps
+    }
+
+    /// The values of this request's results, latest first, then those it
+    /// was given from earlier requests: what a request after it may take.
+    pub fn results_for_later(&self) -> Vec<Literal> {
+        let mut values: Vec<Literal> = self
+            .made
+            .iter()
+            .rev()
+            .flat_map(|m| m.values.iter().cloned())
+            .collect();
+        values.extend(self.earlier.iter().cloned());
+        values.truncate(RESULT_VALUES);
+        values
     }
 
     pub fn request(&self) -> &str {
@@ -152,6 +187,7 @@ impl Steps {
             .rev()
             .filter(|m| !m.used)
             .flat_map(|m| m.values.iter().take(RESULT_VALUES).cloned())
+            .chain(self.earlier.iter().cloned())
             .collect();
         let texts = if self.quotes() {
             Vec::new()
@@ -164,7 +200,7 @@ impl Steps {
                 // As many values as the largest call takes, from the first.
                 let slots = tools
                     .iter()
-                    .map(|t| crate::llm::grounding::required_kinds(&t.schema).len())
+                    .map(|t| crate::llm::grounding::slot_kinds(&t.schema).len())
                     .max()
                     .unwrap_or(1);
                 let neighbours: Vec<&Given> = self.given[first + 1..]
@@ -214,6 +250,13 @@ impl Steps {
             at,
             tools,
         })
+    }
+
+    /// The part of the request whose values no call has used yet, if any:
+    /// what is left to do when no tool on offer can take them.
+    pub fn unused_part(&self) -> Option<String> {
+        let first = self.given.iter().position(|g| !g.used)?;
+        Some(self.part(first).0)
     }
 
     /// The part of the request a step that starts at value `first` serves
@@ -337,6 +380,8 @@ impl Steps {
                 .find(|m| !m.used && m.values.iter().any(|v| v.matches(value)))
             {
                 made.used = true;
+            } else if let Some(at) = self.earlier.iter().position(|v| v.matches(value)) {
+                self.earlier.remove(at);
             }
         }
         // A call that took none of the values it was to start from (a
@@ -350,16 +395,20 @@ impl Steps {
         {
             given.used = true;
         }
-        let values = if output.is_error {
-            Vec::new()
+        let (values, named) = if output.is_error {
+            (Vec::new(), Vec::new())
         } else {
-            result_values(&output, &self.words)
+            (
+                result_values(&output, &self.words),
+                named_fields(&output, &self.words),
+            )
         };
         self.made.push(Made {
             tool,
             arguments,
             output,
             values,
+            named,
             used: false,
         });
     }
@@ -412,6 +461,37 @@ pub fn result_values(output: &ToolOutput, words: &[String]) -> Vec<Literal> {
         _ if text.len() <= crate::llm::grounding::MAX_TEXT_VALUE => {
             vec![Literal::Text(text.to_owned())]
         }
+        _ => Vec::new(),
+    }
+}
+
+/// The values of a result as its text reads (a number, the fields of a
+/// JSON object, or the text): a result kept or passed on as text.
+pub fn values_of_text(text: &str) -> Vec<Literal> {
+    let output = ToolOutput {
+        content: vec![crate::tool::Content::Text {
+            text: text.to_owned(),
+        }],
+        structured_content: crate::tool::StructuredContent::from_text(text.to_owned())
+            .ok()
+            .filter(|s| s.to_value().is_object()),
+        is_error: false,
+    };
+    result_values(&output, &[])
+}
+
+/// The top-level fields of a structured result that the request's
+/// `words` name.
+fn named_fields(output: &ToolOutput, words: &[String]) -> Vec<String> {
+    let Some(structured) = &output.structured_content else {
+        return Vec::new();
+    };
+    match structured.to_value() {
+        Value::Object(map) => map
+            .keys()
+            .filter(|k| terms(k).any(|t| words.iter().any(|w| same_word(w, &t))))
+            .cloned()
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -598,6 +678,15 @@ mod tests {
         let step = steps.next(&tools).unwrap();
         assert_eq!(step.grounding.required, Some(Literal::Number(8.0)));
         assert_eq!(step.grounding.values, [Literal::Number(50.0)]);
+    }
+
+    #[test]
+    fn a_request_after_others_takes_what_they_found() {
+        let tools = tools();
+        let steps = Steps::after("Now double it.", vec![Literal::Number(5.0)]);
+        let step = steps.next(&tools).unwrap();
+        assert_eq!(step.grounding.required, Some(Literal::Number(2.0)));
+        assert_eq!(step.grounding.values, [Literal::Number(5.0)]);
     }
 
     #[test]

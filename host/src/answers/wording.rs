@@ -132,6 +132,7 @@ pub fn check(answer: &str, steps: &Steps) -> Result<(), String> {
     if answer.is_empty() {
         return Err("the answer is empty".into());
     }
+    debris(answer, steps)?;
     let allowed = grounding(steps);
     let known: Vec<f64> = allowed
         .all_values()
@@ -164,6 +165,52 @@ pub fn check(answer: &str, steps: &Steps) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Marks of a prompt template or of markup, which a small model copies
+/// into its answer when it loses the thread (`{{<insert task here}}`,
+/// `<|im_end|>`), and which a sentence for a person has no use for unless
+/// the request or a result has them too.
+const DEBRIS: [&str; 8] = ["{", "}", "<|", "|>", "<insert", "[INST", "</s>", "<s>"];
+
+/// Whether `answer` is template debris or repeats itself: the first thing
+/// wrong.
+fn debris(answer: &str, steps: &Steps) -> Result<(), String> {
+    let given = |mark: &str| {
+        steps.request().contains(mark)
+            || steps
+                .made()
+                .iter()
+                .any(|m| m.output.text().contains(mark) || m.arguments.to_string().contains(mark))
+    };
+    if let Some(mark) = DEBRIS.iter().find(|m| answer.contains(**m) && !given(m)) {
+        return Err(format!("it has template debris ({mark:?})"));
+    }
+    let mut sentences: Vec<String> = Vec::new();
+    for sentence in answer.split(['.', '!', '?', '\n']) {
+        let words: Vec<&str> = sentence.split_whitespace().collect();
+        if words.len() < 3 {
+            continue;
+        }
+        let sentence = words.join(" ").to_lowercase();
+        if sentences.contains(&sentence) {
+            return Err(format!("it repeats \"{}\"", excerpt(&sentence, 60)));
+        }
+        sentences.push(sentence);
+    }
+    Ok(())
+}
+
+/// What a person must know when part of a request was not done: the part
+/// whose values no call took (no tool of the team could, or the model
+/// made no usable call for it).
+pub fn left_undone(steps: &Steps) -> Option<String> {
+    steps.unused_part().map(|part| {
+        format!(
+            "Not done: \"{}\" (no call of the tools at hand could be made for it).",
+            crate::text::excerpt(&part, 160)
+        )
+    })
 }
 
 /// The node's own statement of what the calls found: one line a call.
@@ -220,8 +267,13 @@ pub fn result_text(call: &Made) -> String {
     if let Some(structured) = &output.structured_content {
         let value = structured.to_value();
         if let Value::Object(map) = &value {
-            let fields: Vec<String> = map
-                .iter()
+            // The fields the request asked about first ("count the
+            // words": `words 4, bytes 19, …`).
+            let named = call.named_fields();
+            let mut ordered: Vec<(&String, &Value)> = map.iter().collect();
+            ordered.sort_by_key(|(k, _)| !named.contains(k));
+            let fields: Vec<String> = ordered
+                .into_iter()
                 .filter(|(_, v)| !v.is_object() && !v.is_array())
                 .map(|(k, v)| (k, value_plain(v)))
                 .map(|(k, v)| {
@@ -314,6 +366,16 @@ mod tests {
         let leaves_out = check("The sum is 42.", &steps).unwrap_err();
         assert!(leaves_out.contains("leaves out"), "{leaves_out}");
         assert!(check("", &steps).is_err());
+        let debris = check(
+            "- #1 {{<insert task here}} (calculator): 42, 3 words",
+            &steps,
+        );
+        assert!(debris.unwrap_err().contains("debris"));
+        let repeats = check(
+            "The sum is 42 and there are 3 words. The sum is 42 and there are 3 words.",
+            &steps,
+        );
+        assert!(repeats.unwrap_err().contains("repeats"));
     }
 
     #[test]

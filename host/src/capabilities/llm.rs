@@ -415,6 +415,7 @@ fn request_from_chat(
         presence_penalty: None,
         parallel_tool_calls: None,
         grounding: None,
+        caller: None,
     };
     Ok((converted, request.model_hint))
 }

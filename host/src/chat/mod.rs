@@ -13,12 +13,13 @@
 pub mod store;
 
 use crate::Node;
+use crate::answers::{self, NodeAsk, Offered, Runner};
 use crate::capabilities::peers::Hop;
 use crate::goals::directory::{Candidate, Directory, NodeDirectory};
 use crate::goals::message::Member;
 use crate::goals::{Goals, NewGoal};
 use crate::hub::Hub;
-use crate::llm::{ChatRequest, Delta, Message, Role, ToolCall, ToolChoice, ToolSpec};
+use crate::llm::{ChatRequest, Delta, Message, Role};
 use crate::tool::ToolOutput;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -36,8 +37,6 @@ const MAX_TITLE: usize = 120;
 const MAX_MENTIONS: usize = 8;
 /// Tools offered to the model at most.
 const MAX_TOOLS: usize = 64;
-/// Rounds of tool calls one answer may take before it must reply.
-const MAX_ROUNDS: usize = 6;
 /// Entries of the conversation the model reads before the new message.
 const HISTORY: usize = 16;
 /// Characters of one earlier entry (or tool result) the model reads.
@@ -104,6 +103,9 @@ pub enum ChatEvent {
     Entry(Box<Entry>),
     /// Text of the reply being written.
     Delta(String),
+    /// What the node is doing for the answer now (choosing a tool,
+    /// calling one, writing).
+    Working(String),
     /// The answer to the last message is complete.
     Idle,
 }
@@ -162,24 +164,6 @@ pub fn mentions(text: &str) -> Vec<String> {
         }
     }
     names
-}
-
-/// The name a tool goes by for the model: `agent__tool`, in the letters
-/// function names may have.
-fn function_name(agent: &str, tool: &str) -> String {
-    let clean = |s: &str| -> String {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
-    };
-    let name = format!("{}__{}", clean(agent), clean(tool));
-    name.chars().take(64).collect()
 }
 
 impl Chats {
@@ -491,7 +475,10 @@ impl Chats {
         Ok(agents)
     }
 
-    /// Answers the message `text` (entry `seq`) with the node's model.
+    /// Answers the message `text` (entry `seq`): with the tools of the
+    /// agents it is with, step by step, the reply resting on what they
+    /// returned (see [`crate::answers`]); a message no tool can take is
+    /// answered by the node's model from the conversation.
     async fn answer(
         &self,
         conversation: &Conversation,
@@ -500,25 +487,53 @@ impl Chats {
     ) -> Result<(), String> {
         let deadline = Instant::now() + ANSWER_DEADLINE;
         let agents = self.participants(conversation, text).await?;
-        let mut by_function: HashMap<String, (&Candidate, String)> = HashMap::new();
-        let mut tools = Vec::new();
-        for agent in &agents {
-            for tool in &agent.tools {
-                if tools.len() == MAX_TOOLS {
-                    break;
-                }
-                let name = function_name(&agent.name, &tool.name);
-                by_function.insert(name.clone(), (agent, tool.name.clone()));
-                tools.push(ToolSpec {
-                    name,
-                    description: format!(
-                        "{} (agent {}): {}",
-                        tool.name, agent.name, tool.description
-                    ),
-                    parameters: tool.input_schema.clone(),
-                });
-            }
+        let tools: Vec<Offered> = agents
+            .iter()
+            .flat_map(|agent| {
+                agent.tools.iter().map(|tool| Offered {
+                    owner: agent.name.clone(),
+                    name: tool.name.clone(),
+                    description: tool.description.clone(),
+                    schema: tool.input_schema.clone(),
+                })
+            })
+            .take(MAX_TOOLS)
+            .collect();
+        let ask = NodeAsk {
+            models: self.node.models().clone(),
+            model: None,
+            requester: REQUESTER,
+            caller: format!("chat {}", conversation.id),
+            deadline,
+        };
+        let live = self.channel(&conversation.id);
+        let runner = ChatRunner {
+            chats: self,
+            conversation,
+            agents: &agents,
+            deadline,
+        };
+        let (sink, forward) = stream_to(live.clone());
+        let served = answers::serve(&ask, text, &tools, &runner, Some(sink)).await;
+        let _ = forward.await;
+        if let Some(answer) = served?.answer {
+            let model = match answer.by_model {
+                true => self.node.models().default_name().to_owned(),
+                false => "node".to_owned(),
+            };
+            self.append(
+                &conversation.id,
+                EntryBody::Reply {
+                    text: answer.text,
+                    model,
+                },
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+            return Ok(());
         }
+        // Nothing for a tool: the model answers from the conversation.
+        let _ = live.send(ChatEvent::Working("the model is writing".into()));
         let mut messages = vec![Message::system(system_prompt(&agents))];
         let earlier = self
             .store
@@ -532,82 +547,42 @@ impl Chats {
             }
         }
         messages.push(Message::user(text));
-        let models = self.node.models().clone();
-        // An agent @mentioned in the message is asked for its tools: the
-        // first round uses one, as small models would rather guess.
-        let asked_for_tools = !mentions(text).is_empty();
-        for round in 0..MAX_ROUNDS {
-            let request = ChatRequest {
-                messages: messages.clone(),
-                tools: tools.clone(),
-                tool_choice: if tools.is_empty() {
-                    ToolChoice::None
-                } else if round == 0 && asked_for_tools {
-                    ToolChoice::Required
-                } else {
-                    ToolChoice::Auto
-                },
-                max_tokens: Some(1024),
-                ..Default::default()
-            };
-            let (sink, mut deltas) = mpsc::channel::<Delta>(256);
-            let live = self.channel(&conversation.id);
-            let forward = tokio::spawn(async move {
-                while let Some(delta) = deltas.recv().await {
-                    if let Delta::Text(text) = delta {
-                        let _ = live.send(ChatEvent::Delta(text));
-                    }
-                }
-            });
-            let completion = models
-                .complete(None, request, deadline, Some(sink), "chat")
-                .await;
-            let _ = forward.await;
-            let completion =
-                completion.map_err(|e| format!("the node's model could not answer: {e}"))?;
-            if completion.tool_calls.is_empty() {
-                self.append(
-                    &conversation.id,
-                    EntryBody::Reply {
-                        text: completion.content,
-                        model: completion.model,
-                    },
-                )
-                .await
-                .map_err(|e| e.to_string())?;
-                return Ok(());
-            }
-            let mut assistant = Message::new(Role::Assistant, completion.content.clone());
-            assistant.tool_calls = completion.tool_calls.clone();
-            messages.push(assistant);
-            for call in &completion.tool_calls {
-                let result = self
-                    .run_tool(conversation, call, &by_function, deadline)
-                    .await;
-                let mut answer =
-                    Message::new(Role::Tool, crate::text::one_line(&result, ENTRY_CHARS));
-                answer.tool_call_id = Some(call.id.clone());
-                messages.push(answer);
-            }
-        }
-        Err(format!(
-            "the model was still calling tools after {MAX_ROUNDS} rounds; ask more simply"
-        ))
+        let request = ChatRequest {
+            messages,
+            max_tokens: Some(REPLY_TOKENS),
+            caller: Some(format!("chat {}", conversation.id)),
+            ..Default::default()
+        };
+        let (sink, forward) = stream_to(live);
+        let completion = self
+            .node
+            .models()
+            .complete(None, request, deadline, Some(sink), REQUESTER)
+            .await;
+        let _ = forward.await;
+        let completion =
+            completion.map_err(|e| format!("the node's model could not answer: {e}"))?;
+        self.append(
+            &conversation.id,
+            EntryBody::Reply {
+                text: completion.content,
+                model: completion.model,
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        Ok(())
     }
 
-    /// Runs one tool call of the model, records it, and says what the
-    /// model is told of it.
+    /// Runs `tool` of `agent` with `arguments` and records the call.
     async fn run_tool(
         &self,
         conversation: &Conversation,
-        call: &ToolCall,
-        by_function: &HashMap<String, (&Candidate, String)>,
+        agent: &Candidate,
+        tool: &str,
+        arguments: &Value,
         deadline: Instant,
-    ) -> String {
-        let Some((agent, tool)) = by_function.get(&call.name) else {
-            return format!("there is no tool {:?}", call.name);
-        };
-        let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(Value::Null);
+    ) -> ToolOutput {
         let member = Member {
             name: agent.name.clone(),
             agent: agent.agent,
@@ -624,25 +599,18 @@ impl Chats {
         let started = Instant::now();
         let (output, node) = match self
             .directory
-            .call(&member, tool, &call.arguments, hop)
+            .call(&member, tool, &arguments.to_string(), hop)
             .await
         {
             Ok(answered) => (answered.output, answered.node),
             Err(failure) => (ToolOutput::failure(failure.to_string()), String::new()),
         };
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let told = if output.is_error {
-            format!("error: {}", output.text())
-        } else {
-            match &output.structured_content {
-                Some(structured) => structured.to_string(),
-                None => output.text(),
-            }
-        };
         let kept = ToolOutput {
             content: output
                 .content
-                .into_iter()
+                .iter()
+                .cloned()
                 .map(|content| match content {
                     crate::tool::Content::Text { text } if text.len() > KEPT_RESULT_CHARS => {
                         crate::tool::Content::Text {
@@ -655,7 +623,7 @@ impl Chats {
                     other => other,
                 })
                 .collect(),
-            ..output
+            ..output.clone()
         };
         let node = if node.is_empty() || node == self.directory.this_node() {
             "this node".to_owned()
@@ -667,15 +635,80 @@ impl Chats {
                 &conversation.id,
                 EntryBody::ToolUse {
                     agent: agent.name.clone(),
-                    tool: tool.clone(),
-                    arguments,
+                    tool: tool.to_owned(),
+                    arguments: arguments.clone(),
                     output: Box::new(kept),
                     elapsed_ms,
                     node,
                 },
             )
             .await;
-        told
+        output
+    }
+}
+
+/// Who chat's requests to the node's model are counted for.
+const REQUESTER: &str = "chat";
+/// Tokens a reply without tools may take.
+const REPLY_TOKENS: u32 = 256;
+
+/// A sink for the model's text that passes it on to a conversation's
+/// followers as it is written, and the task doing so.
+fn stream_to(
+    live: broadcast::Sender<ChatEvent>,
+) -> (mpsc::Sender<Delta>, tokio::task::JoinHandle<()>) {
+    let (sink, mut deltas) = mpsc::channel::<Delta>(256);
+    let forward = tokio::spawn(async move {
+        while let Some(delta) = deltas.recv().await {
+            if let Delta::Text(text) = delta {
+                let _ = live.send(ChatEvent::Delta(text));
+            }
+        }
+    });
+    (sink, forward)
+}
+
+/// Runs an answer's calls on the agents a conversation is with, saying
+/// what it does as it goes.
+struct ChatRunner<'a> {
+    chats: &'a Chats,
+    conversation: &'a Conversation,
+    agents: &'a [Candidate],
+    deadline: Instant,
+}
+
+#[async_trait::async_trait]
+impl Runner for ChatRunner<'_> {
+    async fn run(&self, tool: &Offered, arguments: &Value, label: &str) -> ToolOutput {
+        let Some(agent) = self.agents.iter().find(|a| a.name == tool.owner) else {
+            return ToolOutput::failure(format!("no agent {} is in the conversation", tool.owner));
+        };
+        self.working(format!("calling {}.{label}", agent.name));
+        self.chats
+            .run_tool(
+                self.conversation,
+                agent,
+                &tool.name,
+                arguments,
+                self.deadline,
+            )
+            .await
+    }
+
+    fn choosing(&self, part: &str) {
+        self.working(format!(
+            "choosing a tool for: {}",
+            crate::text::excerpt(part, 120)
+        ));
+    }
+}
+
+impl ChatRunner<'_> {
+    fn working(&self, text: String) {
+        let _ = self
+            .chats
+            .channel(&self.conversation.id)
+            .send(ChatEvent::Working(text));
     }
 }
 
@@ -722,11 +755,5 @@ mod tests {
             vec!["calculator", "text-tools"]
         );
         assert!(mentions("no one here").is_empty());
-    }
-
-    #[test]
-    fn function_names_keep_to_the_allowed_letters() {
-        assert_eq!(function_name("my agent", "do.it"), "my_agent__do_it");
-        assert!(function_name(&"a".repeat(100), "t").len() <= 64);
     }
 }

@@ -7,7 +7,7 @@
 use super::network::NodeClient;
 use crate::config::DataDir;
 use crate::goals::api::GoalAnswer;
-use crate::goals::message::{Body, GoalRecord, GoalState, Message, Mode};
+use crate::goals::message::{Body, GoalRecord, GoalState, Message, Mode, Speaker};
 use crate::text::terminal_safe;
 use anyhow::Context as _;
 use futures::StreamExt as _;
@@ -30,10 +30,10 @@ pub struct GoalArgs {
     /// [default: the node forms one from this node's agents and the network's].
     #[arg(long, value_delimiter = ',', value_name = "AGENT,...")]
     pub team: Vec<String>,
-    /// Levels of sub-teams a member may form (0: none) [default: `depth` under [goals]].
+    /// Times the node may look for more agents when no member's tool can take what is left (0: never) [default: `depth` under [goals]].
     #[arg(long)]
     pub depth: Option<u32>,
-    /// Turns before a conclusion is forced [default: `turns` under [goals]].
+    /// Requests to the model (a step's call, the conclusion's wording) before the goal stops [default: `turns` under [goals]].
     #[arg(long)]
     pub max_turns: Option<u32>,
     /// Wall-clock limit, such as 90s or 5m [default: `deadline` under [goals]].
@@ -252,6 +252,10 @@ struct View {
     running: HashMap<u32, ProgressBar>,
     /// The team (task number) each task's sub-team speaks in, for indents.
     task_team: HashMap<u32, Option<u32>>,
+    /// Members already shown: a team that grows shows only who joins.
+    shown_members: Vec<String>,
+    /// Where each task's call ran and how long it took, for its result.
+    calls: HashMap<u32, String>,
 }
 
 impl View {
@@ -260,6 +264,8 @@ impl View {
             bars: live.then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
             running: HashMap::new(),
             task_team: HashMap::new(),
+            shown_members: Vec::new(),
+            calls: HashMap::new(),
         }
     }
 
@@ -294,7 +300,7 @@ impl View {
             Body::Say { text } => vec![format!("person: {}", safe(text))],
             Body::Team { members, queries } => {
                 let mut lines = Vec::new();
-                if !queries.is_empty() {
+                if !queries.is_empty() && self.shown_members.is_empty() {
                     let q: Vec<String> = queries.iter().map(|q| format!("{:?}", safe(q))).collect();
                     lines.push(format!("searched for {}", q.join(", ")));
                 }
@@ -303,8 +309,19 @@ impl View {
                 } else {
                     "team"
                 };
-                lines.push(format!("{title}:"));
-                for m in members {
+                let joining: Vec<_> = members
+                    .iter()
+                    .filter(|m| !self.shown_members.contains(&m.name))
+                    .collect();
+                if !joining.is_empty() {
+                    if self.shown_members.is_empty() {
+                        lines.push(format!("{title}:"));
+                    } else {
+                        lines.push(format!("joins the {title}:"));
+                    }
+                }
+                for m in joining {
+                    self.shown_members.push(m.name.clone());
                     let node = if m.local {
                         "this node".to_owned()
                     } else {
@@ -322,12 +339,17 @@ impl View {
             }
             Body::Discussion { text } => vec![format!("{who}: {}", safe(text))],
             Body::Assign { mode, text, tasks } => {
-                let how = if *mode == Mode::Sync {
-                    "assigns, and waits"
-                } else {
-                    "assigns, and goes on"
-                };
-                let mut lines = vec![format!("{who} {how}: {}", safe(text))];
+                // The node hands a step's call to a member: the call says
+                // it all. A member's own assignment shows its words.
+                let mut lines = Vec::new();
+                if message.speaker != Speaker::Node {
+                    let how = if *mode == Mode::Sync {
+                        "assigns, and waits"
+                    } else {
+                        "assigns, and goes on"
+                    };
+                    lines.push(format!("{who} {how}: {}", safe(text)));
+                }
                 for task in tasks {
                     self.task_team.insert(task.task, message.team);
                     lines.push(format!(
@@ -351,35 +373,43 @@ impl View {
                     safe(text)
                 )]
             }
-            Body::Progress { task, text, call } => {
-                if let (Some(bar), Some(call)) = (self.running.get(task), call) {
-                    bar.set_message(format!("{} ({} ms)", safe(&call.tool), call.millis));
+            Body::Progress { task, text, call } => match call {
+                // A call's place and time go with its result, shown next.
+                Some(call) => {
+                    if let Some(bar) = self.running.get(task) {
+                        bar.set_message(format!("{} ({} ms)", safe(&call.tool), call.millis));
+                    }
+                    self.calls.insert(
+                        *task,
+                        format!("on {}, {} ms", short(&call.node), call.millis),
+                    );
+                    Vec::new()
                 }
-                let place = call
-                    .as_ref()
-                    .map(|c| format!(" [on {}]", short(&c.node)))
-                    .unwrap_or_default();
-                vec![format!("  #{task} {}{place}", safe(text))]
-            }
+                None => vec![format!("  #{task} {}", safe(text))],
+            },
             Body::Result { task, ok, text } => {
                 if let Some(bar) = self.running.remove(task) {
                     bar.finish_and_clear();
                 }
                 let mark = if *ok { "done" } else { "failed" };
+                let place = self
+                    .calls
+                    .remove(task)
+                    .map(|p| format!(", {p}"))
+                    .unwrap_or_default();
                 let mut lines = text.lines();
                 let first = lines.next().unwrap_or_default();
-                let mut shown = vec![format!("  #{task} {mark} ({who}): {}", safe(first))];
+                let mut shown = vec![format!("  #{task} {mark} ({who}{place}): {}", safe(first))];
                 shown.extend(lines.map(|line| format!("     {}", safe(line))));
                 shown
             }
             Body::Failure { text } => vec![format!("failure: {}", safe(text))],
             Body::Notice { text } => vec![format!("note: {}", safe(text))],
             Body::Conclusion { text, limit } => {
-                let forced = limit
-                    .as_ref()
-                    .map(|l| format!(", forced by the {l} limit"))
-                    .unwrap_or_default();
-                let mut lines = vec![format!("conclusion ({who}{forced}):")];
+                let mut lines = vec![match limit {
+                    Some(limit) => format!("stopped by the {limit} limit; found so far:"),
+                    None => format!("conclusion ({who}):"),
+                }];
                 lines.extend(text.lines().map(|l| format!("  {}", safe(l))));
                 lines
             }

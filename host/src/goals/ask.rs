@@ -1,12 +1,9 @@
 //! Asking the node's model on a goal's behalf: every request is counted
-//! against the goal's budget, and answers that must be structured (a team,
-//! a turn) are asked for with a JSON schema, parsed strictly and checked,
-//! and asked for once more with the error before the step fails.
+//! against the goal's budget and bounded by its deadline.
 
 use super::budget::{Budget, Limit};
 use crate::llm::models::Models;
-use crate::llm::{ChatRequest, Completion, LlmFailure, Message};
-use serde_json::Value;
+use crate::llm::{ChatRequest, Completion, LlmFailure};
 use std::time::Instant;
 
 /// Who the node's model requests are counted for in metrics.
@@ -85,6 +82,8 @@ pub struct Asker<'a> {
     pub model: &'a dyn GoalModel,
     pub name: Option<&'a str>,
     pub budget: &'a Budget,
+    /// The goal, whose requests take their turns at the model together.
+    pub goal: &'a str,
 }
 
 impl Asker<'_> {
@@ -108,6 +107,7 @@ impl Asker<'_> {
     ) -> Result<Completion, AskFailure> {
         let left = self.budget.tokens_left().map_err(AskFailure::Limit)?;
         request.max_tokens = Some(max_tokens.min(left.min(u64::from(u32::MAX)) as u32));
+        request.caller = Some(format!("goal {}", self.goal));
         let outcome = self
             .model
             .complete(self.name, request, self.budget.deadline)
@@ -120,58 +120,5 @@ impl Asker<'_> {
             Err(LlmFailure::DeadlineExceeded(_)) => Err(AskFailure::Limit(Limit::Deadline)),
             Err(failure) => Err(AskFailure::Failed(format!("the model failed: {failure}"))),
         }
-    }
-
-    /// An answer that is a JSON value of `schema` accepted by `check`:
-    /// asked once, and once more with what was wrong.
-    pub async fn structured<T>(
-        &self,
-        messages: Vec<Message>,
-        schema: Value,
-        max_tokens: u32,
-        check: impl Fn(Value) -> Result<T, String>,
-    ) -> Result<T, AskFailure> {
-        let mut messages = messages;
-        let mut last_error = String::new();
-        for attempt in 0..2 {
-            let request = ChatRequest {
-                messages: messages.clone(),
-                response_schema: Some(schema.clone()),
-                temperature: Some(0.0),
-                ..Default::default()
-            };
-            let completion = self.complete(request, max_tokens).await?;
-            let parsed = if completion.stop_reason == crate::llm::StopReason::MaxTokens {
-                Err(format!(
-                    "the answer was cut off at {} tokens; keep it shorter",
-                    completion.usage.completion_tokens
-                ))
-            } else {
-                serde_json::from_str::<Value>(completion.content.trim())
-                    .map_err(|e| format!("the answer is not JSON ({e})"))
-                    .and_then(&check)
-            };
-            match parsed {
-                Ok(value) => return Ok(value),
-                Err(error) if attempt == 0 => {
-                    // What was wrong, not the whole answer: a long wrong
-                    // answer would crowd the model's window.
-                    messages.push(Message::new(
-                        crate::llm::Role::Assistant,
-                        crate::text::excerpt(&completion.content, 300).into_owned(),
-                    ));
-                    messages.push(Message::user(format!(
-                        "That answer cannot be used: {error}. Answer again with only a JSON value \
-                         that matches the schema."
-                    )));
-                    last_error = error;
-                }
-                Err(error) => last_error = error,
-            }
-        }
-        Err(AskFailure::Failed(format!(
-            "the model's answer was not what was asked for, twice: {}",
-            crate::text::one_line(&last_error, 300)
-        )))
     }
 }

@@ -7,13 +7,13 @@
 //! fetch_members = false  # call members where they live; true: fetch them first
 //! deadline = "5m"        # a goal's wall-clock time, unless it asks otherwise
 //! max_deadline = "30m"   # the most a goal may ask for
-//! turns = 12             # turns of the conversation (all teams together)
+//! turns = 12             # requests to the model: each step's call, the conclusion
 //! max_turns = 40
 //! tokens = 60000         # tokens of the node's model (prompt and answer)
 //! max_tokens = 400000
 //! tool_calls = 24        # tool calls of all members together
 //! max_tool_calls = 200
-//! depth = 1              # levels of sub-teams (0: none)
+//! depth = 1              # times a goal may look for more agents (0: never)
 //! max_depth = 3
 //! running = 4            # goals running at once
 //! ```

@@ -32,11 +32,13 @@ pub fn descriptor() -> rmcp::model::Tool {
         serde_json::from_value(json!({
             "name": TOOL_NAME,
             "title": "Hand a goal to a team of agents",
-            "description": "Give this node a goal. It forms a team of agents that can help \
-                (on this node or elsewhere on the network), runs a conversation in which \
-                tasks are assigned to members and done with their tools, and returns the \
-                team's conclusion. Each message of the conversation is sent as a progress \
-                notification. To continue a goal with a new message, pass its id as goal_id.",
+            "description": "Give this node a goal. It finds agents that can help (on this \
+                node or elsewhere on the network), calls their tools step by step with the \
+                goal's own values, and returns a conclusion that states what the tools \
+                returned, with the calls it rests on. Each step is sent as a progress \
+                notification. A goal stopped by a limit is an error result that says which \
+                limit and what was found. To continue a goal with a new message, pass its id \
+                as goal_id.",
             "inputSchema": {
                 "type": "object",
                 "properties": {
@@ -52,8 +54,8 @@ pub fn descriptor() -> rmcp::model::Tool {
                         "maxItems": super::team::MAX_NAMED,
                         "description": "Agents (names, ids or search words) to be the team; the node forms one when absent.",
                     },
-                    "depth": {"type": "integer", "minimum": 0, "description": "How deep members may form sub-teams (0: none)."},
-                    "max_turns": {"type": "integer", "minimum": 1, "description": "Turns after which the team must conclude."},
+                    "depth": {"type": "integer", "minimum": 0, "description": "Times the node may look for more agents when no member's tool can take what is left (0: never)."},
+                    "max_turns": {"type": "integer", "minimum": 1, "description": "Requests to the model (each step's call, the conclusion) after which the goal stops with what it found."},
                     "deadline_seconds": {"type": "integer", "minimum": 1, "description": "Wall-clock time the goal may take."},
                     "model": {"type": "string", "description": "The node's model to speak for the members."},
                     "goal_id": {"type": "string", "description": "An earlier goal to continue with text as the person's message."},

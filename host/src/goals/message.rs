@@ -48,8 +48,11 @@ pub enum GoalState {
     Forming,
     /// The team is talking and working.
     Running,
-    /// A conclusion was written (perhaps forced by a limit).
+    /// The team did what the goal asked and wrote its conclusion.
     Concluded,
+    /// A limit (`reason` names it) stopped the work before it was done;
+    /// the conclusion says what was found.
+    Stopped,
     /// It ended without a conclusion (no team could be formed, the model
     /// failed turn after turn).
     Failed,
@@ -65,6 +68,7 @@ impl GoalState {
             GoalState::Forming => "forming",
             GoalState::Running => "running",
             GoalState::Concluded => "concluded",
+            GoalState::Stopped => "stopped",
             GoalState::Failed => "failed",
             GoalState::Cancelled => "cancelled",
             GoalState::Interrupted => "interrupted",

@@ -53,6 +53,8 @@ pub const MAX_LISTED: usize = 200;
 const REPLAY_PAGE: usize = 500;
 /// A person's messages waiting for a running goal to read them, at most.
 const INBOX: usize = 16;
+/// How often a running goal's cost is sent to its listeners, at most.
+const USAGE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Something that happened to a goal, as listeners receive it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,6 +112,8 @@ pub enum GoalError {
 struct Running {
     cancel: CancellationToken,
     inbox: mpsc::Sender<String>,
+    /// What the round has spent so far, for a record read while it runs.
+    run: Option<Arc<GoalRun>>,
 }
 
 /// The node's goals.
@@ -259,7 +263,7 @@ impl Goals {
                 next: None,
             });
         }
-        self.launch(record.clone(), messages, new.model, None)?;
+        self.launch(record.clone(), messages, new.model, None, new.text)?;
         Ok(record)
     }
 
@@ -287,7 +291,7 @@ impl Goals {
             at: unix_millis(),
             team: None,
             speaker: Speaker::Person,
-            body: Body::Say { text },
+            body: Body::Say { text: text.clone() },
             next: None,
         });
         record.state = GoalState::Running;
@@ -295,7 +299,7 @@ impl Goals {
         record.reason = None;
         let model = Some(record.model.clone());
         let stored = messages.len() - 1;
-        self.launch(record.clone(), messages, model, Some(stored))?;
+        self.launch(record.clone(), messages, model, Some(stored), text)?;
         Ok(record)
     }
 
@@ -312,13 +316,31 @@ impl Goals {
         }
     }
 
-    /// The record of goal `id`.
+    /// The record of goal `id`; a running goal's with what it has spent
+    /// so far.
     pub async fn record(&self, id: &str) -> Result<GoalRecord, GoalError> {
-        self.store
+        let record = self
+            .store
             .goal(id)
             .await
             .map_err(|e| GoalError::Storage(e.to_string()))?
-            .ok_or_else(|| GoalError::NotFound(format!("no goal {id} on this node")))
+            .ok_or_else(|| GoalError::NotFound(format!("no goal {id} on this node")))?;
+        Ok(self.live(record))
+    }
+
+    /// `record` as it is now: a running goal's usage counts its round so
+    /// far, and its team is the one working.
+    fn live(&self, mut record: GoalRecord) -> GoalRecord {
+        let run = self
+            .running()
+            .get(&record.id)
+            .and_then(|running| running.run.clone());
+        if let Some(run) = run
+            && record.state.is_active()
+        {
+            add_round(&mut record, &run);
+        }
+        record
     }
 
     /// The messages of goal `id` after `after`, at most `limit`.
@@ -336,10 +358,12 @@ impl Goals {
 
     /// The newest goals, at most `limit`.
     pub async fn list(&self, limit: usize) -> Result<Vec<GoalRecord>, GoalError> {
-        self.store
+        let records = self
+            .store
             .goals(limit.min(MAX_LISTED))
             .await
-            .map_err(|e| GoalError::Storage(e.to_string()))
+            .map_err(|e| GoalError::Storage(e.to_string()))?;
+        Ok(records.into_iter().map(|r| self.live(r)).collect())
     }
 
     /// Waits until goal `id` is no longer running; returns its record.
@@ -446,6 +470,7 @@ impl Goals {
         earlier: Vec<Message>,
         model: Option<String>,
         stored: Option<usize>,
+        request: String,
     ) -> Result<(), GoalError> {
         let cancel = CancellationToken::new();
         let (inbox, person) = mpsc::channel(INBOX);
@@ -468,6 +493,7 @@ impl Goals {
                 Running {
                     cancel: cancel.clone(),
                     inbox,
+                    run: None,
                 },
             );
         }
@@ -509,47 +535,65 @@ impl Goals {
             self.audit.clone(),
             last_task,
         ));
+        if let Some(running) = self.running().get_mut(&record.id) {
+            running.run = Some(goal.clone());
+        }
         let goals = self.clone();
         tokio::spawn(async move {
-            let end = goals.round(&goal, &mut record, person).await;
+            let reporting = goals.report_while_running(record.id.clone());
+            let end = goals.round(&goal, &mut record, person, request).await;
+            reporting.abort();
             goals.end(&goal, record, end);
         });
         Ok(())
     }
 
-    /// One round: the team (formed, or the one the goal has), then its
-    /// conversation.
+    /// Sends goal `id`'s record, with what it has spent so far, to its
+    /// listeners while it runs and its cost changes, at most each second.
+    fn report_while_running(self: &Arc<Self>, id: GoalId) -> tokio::task::JoinHandle<()> {
+        let goals = self.clone();
+        tokio::spawn(async move {
+            let mut last = None;
+            loop {
+                tokio::time::sleep(USAGE_EVERY).await;
+                let Ok(record) = goals.record(&id).await else {
+                    return;
+                };
+                if !record.state.is_active() {
+                    return;
+                }
+                if last != Some(record.usage) {
+                    last = Some(record.usage);
+                    goals.publish_state(&record);
+                }
+            }
+        })
+    }
+
+    /// One round: the team (the one named or working already, or the
+    /// candidates found for the goal), then its work on `request`.
     async fn round(
         &self,
         goal: &Arc<GoalRun>,
         record: &mut GoalRecord,
         person: mpsc::Receiver<String>,
+        request: String,
     ) -> End {
-        let members = match goal.log.main_team() {
-            Some(members) => members,
+        let (members, candidates, queries) = match goal.log.main_team() {
+            Some(members) => (members, Vec::new(), Vec::new()),
             None => {
-                let formed = goal
-                    .until_cancelled(team::discover(
+                let found = goal
+                    .until_cancelled(team::candidates(
                         &goal.asker(),
                         &*goal.directory,
                         &record.text,
                     ))
                     .await;
-                let formed = match formed {
+                match found {
                     None => return End::Cancelled,
-                    Some(Ok(formed)) => formed,
+                    Some(Ok(found)) => (Vec::new(), found.members, found.queries),
                     Some(Err(failure)) => return End::Failed(failure.to_string()),
-                };
-                goal.log.append(
-                    None,
-                    Speaker::Node,
-                    Body::Team {
-                        members: formed.members.clone(),
-                        queries: formed.queries,
-                    },
-                    None,
-                );
-                formed.members
+                }
             }
         };
         record.team = members.iter().map(|m| m.name.clone()).collect();
@@ -557,7 +601,7 @@ impl Goals {
         record.updated_at = unix_millis();
         self.store.save(record);
         self.publish_state(record);
-        Team::new(goal.clone(), members, None, 0, record.text.clone())
+        Team::new(goal.clone(), members, candidates, queries, request)
             .listening(person)
             .run()
             .await
@@ -565,16 +609,17 @@ impl Goals {
 
     /// Writes how a round ended.
     fn end(&self, goal: &GoalRun, mut record: GoalRecord, end: End) {
-        let spent = goal.budget.spent();
-        record.usage.turns += spent.turns;
-        record.usage.tokens += spent.tokens;
-        record.usage.tool_calls += spent.tool_calls;
-        record.usage.tasks += spent.tasks;
+        let spent = add_round(&mut record, goal);
         match end {
-            End::Concluded { text, limit } => {
+            End::Concluded { text } => {
                 record.state = GoalState::Concluded;
                 record.conclusion = Some(text);
-                record.reason = limit.map(|l| format!("the {} limit was hit", l.as_str()));
+                record.reason = None;
+            }
+            End::Stopped { limit, text } => {
+                record.state = GoalState::Stopped;
+                record.conclusion = Some(text);
+                record.reason = Some(format!("stopped: the {} limit was hit", limit.as_str()));
             }
             End::Failed(why) => {
                 goal.log.append(
@@ -624,4 +669,18 @@ impl Goals {
             record: Box::new(record.clone()),
         });
     }
+}
+
+/// Adds what the round `run` spent so far, and its team, to `record`;
+/// what it spent.
+fn add_round(record: &mut GoalRecord, run: &GoalRun) -> GoalUsage {
+    let spent = run.budget.spent();
+    record.usage.turns += spent.turns;
+    record.usage.tokens += spent.tokens;
+    record.usage.tool_calls += spent.tool_calls;
+    record.usage.tasks += spent.tasks;
+    if let Some(team) = run.log.main_team() {
+        record.team = team.iter().map(|m| m.name.clone()).collect();
+    }
+    spent
 }

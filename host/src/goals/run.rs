@@ -85,6 +85,26 @@ impl Log {
             .collect()
     }
 
+    /// The values of the main team's successful calls, latest first: what
+    /// a person's next message may refer to ("now double it").
+    pub fn results(&self) -> Vec<crate::llm::grounding::Literal> {
+        self.messages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .rev()
+            .filter(|m| m.team.is_none())
+            .filter_map(|m| match &m.body {
+                Body::Progress {
+                    call: Some(call), ..
+                } if !call.is_error => Some(crate::answers::steps::values_of_text(&call.result)),
+                _ => None,
+            })
+            .flatten()
+            .take(8)
+            .collect()
+    }
+
     /// The team of the main conversation, from its last `Team` message.
     pub fn main_team(&self) -> Option<Vec<super::message::Member>> {
         self.messages
@@ -145,6 +165,7 @@ impl GoalRun {
             model: &*self.model,
             name: self.model_name.as_deref(),
             budget: &self.budget,
+            goal: &self.id,
         }
     }
 

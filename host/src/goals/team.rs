@@ -1,21 +1,18 @@
-//! Forming a team for a goal: the agents a person named, or the ones the
-//! model picks from what a search of this node and the network finds.
+//! The agents a team is made of: those a person named, or candidates found
+//! for the goal by a search of this node and the network.
 //!
-//! Without names, the model writes a few search queries; the goal's own
-//! words are searched too, so a weak model still finds what the goal
-//! mentions. The model then picks one to four of the candidates from their
-//! cards and tools, with a reason for each, preferring fewer members with
-//! distinct skills.
+//! Without names, the goal's own words are searched, and the words the
+//! model uses to say how to do it: "what is 23 plus 19?" names no tool,
+//! "to find 23 plus 19, add them" does. No candidate is a member yet: one joins the team when a step
+//! of the goal calls one of its tools (see [`super::controller`]), so every
+//! member is there for a tool that serves a part of the goal.
 
 use super::ask::{AskFailure, Asker};
 use super::directory::{Candidate, Directory};
 use super::message::Member;
-use crate::llm::Message;
+use crate::llm::{ChatRequest, Message};
 use crate::text::excerpt;
-use serde_json::{Value, json};
 
-/// Members a formed team has at most.
-pub const MAX_MEMBERS: usize = 4;
 /// Agents a person may name for one team.
 pub const MAX_NAMED: usize = 8;
 /// Candidates shown to the model at most.
@@ -70,25 +67,24 @@ pub async fn named(directory: &dyn Directory, named: &[String]) -> Result<Formed
     })
 }
 
-/// A team for `goal` found by searching and chosen by the model.
-pub async fn discover(
+/// Candidates for `goal`, found by the model's search queries and the
+/// goal's own words.
+pub async fn candidates(
     asker: &Asker<'_>,
     directory: &dyn Directory,
     goal: &str,
 ) -> Result<Formed, FormFailure> {
-    let mut queries = ask_queries(asker, goal).await.map_err(FormFailure::Ask)?;
-    queries.push(excerpt(goal, 200).into_owned());
-    let mut candidates: Vec<Candidate> = Vec::new();
+    let mut queries = vec![excerpt(goal, 200).into_owned()];
+    queries.extend(ask_how(asker, goal).await.map_err(FormFailure::Ask)?);
+    let mut found: Vec<Candidate> = Vec::new();
     for query in &queries {
         for candidate in directory.search(query, PER_QUERY).await {
-            if candidates.len() < MAX_CANDIDATES
-                && candidates.iter().all(|c| c.agent != candidate.agent)
-            {
-                candidates.push(candidate);
+            if found.len() < MAX_CANDIDATES && found.iter().all(|c| c.agent != candidate.agent) {
+                found.push(candidate);
             }
         }
     }
-    if candidates.is_empty() {
+    if found.is_empty() {
         return Err(FormFailure::NoTeam(format!(
             "no team could be formed: no agent on this node or the network matches {}",
             queries
@@ -98,14 +94,23 @@ pub async fn discover(
                 .join(", ")
         )));
     }
-    let members = if candidates.len() == 1 {
-        vec![member(&candidates[0], "the only agent found".into(), &[])]
-    } else {
-        pick(asker, goal, &candidates)
-            .await
-            .map_err(FormFailure::Ask)?
-    };
+    let mut members: Vec<Member> = Vec::new();
+    for candidate in &found {
+        let made = member(candidate, String::new(), &members);
+        members.push(made);
+    }
     Ok(Formed { members, queries })
+}
+
+/// `candidate` renamed, if need be, to differ from `others`.
+pub fn unique<'a>(candidate: Member, others: impl Iterator<Item = &'a Member> + Clone) -> Member {
+    let mut name = candidate.name.clone();
+    let mut n = 2;
+    while others.clone().any(|m| m.name == name) {
+        name = format!("{}-{n}", candidate.name);
+        n += 1;
+    }
+    Member { name, ..candidate }
 }
 
 /// A member made of `candidate`, named uniquely among `others`.
@@ -127,132 +132,33 @@ fn member(candidate: &Candidate, reason: String, others: &[Member]) -> Member {
     }
 }
 
-/// The model's search queries for `goal` (none if it offers none).
-async fn ask_queries(asker: &Asker<'_>, goal: &str) -> Result<Vec<String>, AskFailure> {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "queries": {
-                "type": "array",
-                "minItems": 1,
-                "maxItems": 3,
-                "items": {"type": "string", "minLength": 2, "maxLength": 60}
-            }
-        },
-        "required": ["queries"],
-        "additionalProperties": false
-    });
-    let messages = vec![
-        Message::system(
-            "You find agents for a goal on a network of AI agents. Agents are found by the words \
-             of their names, descriptions and tools. Answer with JSON: up to 3 short search \
-             queries, a few words each, naming the skills the goal needs.",
-        ),
-        Message::user(format!("Goal: {goal}")),
-    ];
-    asker
-        .structured(messages, schema, 120, |value| {
-            let queries: Vec<String> = value["queries"]
-                .as_array()
-                .ok_or("\"queries\" must be an array of strings")?
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::trim)
-                .filter(|q| !q.is_empty())
-                .map(|q| excerpt(q, 60).into_owned())
-                .take(3)
-                .collect();
-            Ok(queries)
-        })
-        .await
-}
+/// Tokens the model's account of how to do a goal may take.
+const HOW_TOKENS: u32 = 40;
+/// Words of that account searched for, at most.
+const HOW_WORDS: usize = 8;
 
-/// A candidate as the model sees it: one line, bounded.
-fn describe(label: &str, candidate: &Candidate) -> String {
-    format!(
-        "- {label}: {} Tools: {}",
-        excerpt(&candidate.description, 200),
-        super::member::tools_line(&candidate.tools, 8)
-    )
-}
-
-/// The model's choice of members among `candidates`.
-async fn pick(
-    asker: &Asker<'_>,
-    goal: &str,
-    candidates: &[Candidate],
-) -> Result<Vec<Member>, AskFailure> {
-    // Labels are unique even when two agents share a name.
-    let mut labelled: Vec<Member> = Vec::new();
-    for candidate in candidates {
-        let labelled_one = member(candidate, String::new(), &labelled);
-        labelled.push(labelled_one);
+/// A search query in the model's words: what it says the goal takes
+/// ("To find 23 plus 19, add 23 and 19" finds the agent that adds), its
+/// words that name things, once each; `None` when it says nothing useful.
+async fn ask_how(asker: &Asker<'_>, goal: &str) -> Result<Option<String>, AskFailure> {
+    let request = ChatRequest {
+        messages: vec![
+            Message::system("Explain briefly how to do this."),
+            Message::user(goal.to_owned()),
+        ],
+        temperature: Some(0.0),
+        ..Default::default()
+    };
+    let answer = asker.complete(request, HOW_TOKENS).await?;
+    let mut words: Vec<String> = Vec::new();
+    for word in answer.content.split(|c: char| !c.is_alphanumeric()) {
+        let word = word.to_lowercase();
+        let names_something = word.len() >= 3
+            && !word.bytes().all(|b| b.is_ascii_digit())
+            && crate::store::terms::terms(&word).next().is_some();
+        if names_something && !words.contains(&word) && words.len() < HOW_WORDS {
+            words.push(word);
+        }
     }
-    let labels: Vec<&str> = labelled.iter().map(|m| m.name.as_str()).collect();
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "members": {
-                "type": "array",
-                "minItems": 1,
-                "maxItems": MAX_MEMBERS,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "name": {"enum": labels},
-                        "reason": {"type": "string", "minLength": 3, "maxLength": 200}
-                    },
-                    "required": ["name", "reason"],
-                    "additionalProperties": false
-                }
-            }
-        },
-        "required": ["members"],
-        "additionalProperties": false
-    });
-    let list: Vec<String> = labelled
-        .iter()
-        .zip(candidates)
-        .map(|(m, c)| describe(&m.name, c))
-        .collect();
-    let messages = vec![
-        Message::system(format!(
-            "You form a team of agents for a goal. Pick 1 to {MAX_MEMBERS} of the candidates \
-             whose tools the goal needs, with a short reason for each. Prefer fewer members \
-             with distinct skills. Answer with JSON."
-        )),
-        Message::user(format!("Goal: {goal}\n\nCandidates:\n{}", list.join("\n"))),
-    ];
-    asker
-        .structured(messages, schema, 300, |value| {
-            let picks = value["members"]
-                .as_array()
-                .ok_or("\"members\" must be an array")?;
-            let mut members: Vec<Member> = Vec::new();
-            for pick in picks.iter().take(MAX_MEMBERS) {
-                let name = pick["name"]
-                    .as_str()
-                    .ok_or("each member needs a \"name\"")?;
-                let chosen = labelled
-                    .iter()
-                    .find(|m| m.name == name)
-                    .ok_or_else(|| format!("{name:?} is not one of the candidates"))?;
-                if members.iter().any(|m| m.agent == chosen.agent) {
-                    continue;
-                }
-                let reason = pick["reason"].as_str().unwrap_or("").trim();
-                let mut chosen = chosen.clone();
-                chosen.reason = if reason.is_empty() {
-                    "picked for the goal".into()
-                } else {
-                    excerpt(reason, 200).into_owned()
-                };
-                members.push(chosen);
-            }
-            if members.is_empty() {
-                return Err("pick at least one member".into());
-            }
-            Ok(members)
-        })
-        .await
+    Ok((!words.is_empty()).then(|| words.join(" ")))
 }

@@ -126,6 +126,10 @@ impl ChatModel for EmbeddedModel {
         &self.name
     }
 
+    fn grounds(&self) -> bool {
+        true
+    }
+
     fn context_window(&self) -> Option<usize> {
         Some(self.context)
     }

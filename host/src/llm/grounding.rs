@@ -219,12 +219,31 @@ pub fn required_kinds(schema: &Value) -> Vec<ValueKind> {
         .collect()
 }
 
+/// The kinds of values a call of `schema` takes: its required plain
+/// properties', or, where it requires none (every argument optional, as
+/// many tools have it), those of its plain properties.
+pub fn slot_kinds(schema: &Value) -> Vec<ValueKind> {
+    if !required_properties(schema).is_empty() {
+        return required_kinds(schema);
+    }
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|properties| {
+            properties
+                .values()
+                .filter_map(|property| ValueKind::of(property, schema))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Whether a call with arguments of `schema` can be made from `grounding`:
 /// each required number or string takes one of its values (a string may
 /// be a run of its texts' words), each value used at most as often as it
 /// is offered, the required value among them.
 pub fn can_fill(schema: &Value, grounding: &Grounding) -> bool {
-    let kinds = required_kinds(schema);
+    let kinds = slot_kinds(schema);
     fn fill(kinds: &[ValueKind], values: &mut Vec<&Literal>, runs: bool) -> bool {
         let Some((&kind, rest)) = kinds.split_first() else {
             return true;
@@ -306,7 +325,20 @@ pub fn plain_type(schema: &Value) -> Option<&str> {
     if OVERRIDES.iter().any(|k| object.contains_key(*k)) {
         return None;
     }
-    object.get("type")?.as_str()
+    match object.get("type")? {
+        Value::String(kind) => Some(kind),
+        // A nullable type (`["string", "null"]`, as an `Option` is
+        // written): a value of the type is one of the schema's.
+        Value::Array(kinds) => {
+            let mut not_null = kinds
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|k| *k != "null");
+            let kind = not_null.next()?;
+            (not_null.next().is_none() && kinds.len() <= 2).then_some(kind)
+        }
+        _ => None,
+    }
 }
 
 fn visit(value: &Value, f: &mut impl FnMut(&Value)) {

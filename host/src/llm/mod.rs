@@ -13,6 +13,7 @@
 
 pub mod config;
 pub mod embedded;
+pub mod fair;
 pub mod grounding;
 pub mod ledger;
 pub mod models;
@@ -147,6 +148,10 @@ pub struct ChatRequest {
     /// Where tool call arguments' values come from: an embedded model is
     /// held to it while it writes a call (see [`grounding`]).
     pub grounding: Option<grounding::Grounding>,
+    /// Who the request is for (a goal, a conversation, an agent, a task):
+    /// the model's waiting requests are taken one caller at a time (see
+    /// [`fair`]). Not sent to the model.
+    pub caller: Option<String>,
 }
 
 /// Why generation stopped.
@@ -331,5 +336,11 @@ pub trait ChatModel: Send + Sync {
     /// first request does not wait for it.
     async fn prepare(&self) -> Result<(), LlmFailure> {
         Ok(())
+    }
+
+    /// Whether it keeps to a request's grounding while it writes (the
+    /// embedded model does); others' answers are checked after.
+    fn grounds(&self) -> bool {
+        false
     }
 }

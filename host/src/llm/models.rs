@@ -1,25 +1,23 @@
 //! A node's models by name, each behind a gate that bounds how many
-//! requests it runs at once and how many may wait.
+//! requests it runs at once and how many may wait, and takes the waiting
+//! callers in turn (see [`super::fair`]).
 
 use super::config::{Backend, LlmConfig, ModelConfig};
 use super::embedded::{self, EmbeddedModel};
+use super::fair::{FairGate, Refused};
 use super::ledger::Ledger;
 use super::openai::OpenAiModel;
 use super::share::{ModelNetwork, NetworkModel, NetworkSlot};
 use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmFailure, ModelStatus};
 use crate::audit::Audit;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
-use tokio::sync::Semaphore;
 
 /// One model and its gate.
 pub struct Gated {
     model: Arc<dyn ChatModel>,
-    running: Arc<Semaphore>,
+    gate: FairGate,
     max_concurrent: u32,
-    /// Requests waiting for a slot now, and how many may.
-    waiting: AtomicU32,
     queue: u32,
 }
 
@@ -27,9 +25,8 @@ impl Gated {
     pub fn new(model: Arc<dyn ChatModel>, max_concurrent: u32, queue: u32) -> Self {
         Gated {
             model,
-            running: Arc::new(Semaphore::new(max_concurrent as usize)),
+            gate: FairGate::new(max_concurrent, queue),
             max_concurrent,
-            waiting: AtomicU32::new(0),
             queue,
         }
     }
@@ -40,6 +37,11 @@ impl Gated {
 
     pub fn context_window(&self) -> Option<usize> {
         self.model.context_window()
+    }
+
+    /// Whether the model keeps to a request's grounding while it writes.
+    pub fn grounds(&self) -> bool {
+        self.model.grounds()
     }
 
     /// Completes `request` once a slot is free, failing as busy if the
@@ -57,23 +59,14 @@ impl Gated {
                 self.max_concurrent
             ))
         };
-        let permit = match self.running.clone().try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) => {
-                let waiting = self.waiting.fetch_add(1, Ordering::AcqRel);
-                let _leave = super::on_drop(|| {
-                    self.waiting.fetch_sub(1, Ordering::AcqRel);
-                });
-                if waiting >= self.queue {
-                    return Err(busy(&format!("{} more are waiting", self.queue)));
-                }
-                match tokio::time::timeout_at(deadline.into(), self.running.clone().acquire_owned())
-                    .await
-                {
-                    Ok(Ok(permit)) => permit,
-                    Ok(Err(_)) => return Err(busy("it is shutting down")),
-                    Err(_) => return Err(busy("the request's deadline passed while it waited")),
-                }
+        // Each caller in turn (see [`FairGate`]): the request's own
+        // caller, else all requests of one kind share a turn.
+        let caller = request.caller.clone().unwrap_or_default();
+        let permit = match self.gate.enter(&caller, deadline).await {
+            Ok(slot) => slot,
+            Err(Refused::Full) => return Err(busy(&format!("{} more are waiting", self.queue))),
+            Err(Refused::Deadline) => {
+                return Err(busy("the request's deadline passed while it waited"));
             }
         };
         let result = self.model.complete(request, deadline, sink).await;
@@ -193,6 +186,8 @@ impl Models {
         requester: &str,
     ) -> Result<Completion, LlmFailure> {
         let gated = self.get(model)?;
+        let mut request = request;
+        request.caller.get_or_insert_with(|| requester.to_owned());
         let result = gated.complete(request, deadline, sink).await;
         self.audit
             .llm_request(gated.name(), requester, result.as_ref());

@@ -144,8 +144,9 @@ async fn chat_completions(
         Ok(read) => read,
         Err(why) => return invalid(&why),
     };
+    let mut read = read;
     let model = match v1.models.get(read.model.as_deref()) {
-        Ok(model) => model.name().to_owned(),
+        Ok(model) => model,
         Err(failure) => {
             return error(
                 StatusCode::NOT_FOUND,
@@ -156,6 +157,20 @@ async fn chat_completions(
         }
     };
     let deadline = Instant::now() + REQUEST_DEADLINE;
+    // A model held to groundings is steered: it calls a tool when one is
+    // plainly needed, and keeps to what the tools returned.
+    let grounds = model.grounds();
+    let model = model.name().to_owned();
+    if grounds {
+        let ask = crate::answers::NodeAsk {
+            models: v1.models.clone(),
+            model: Some(model.clone()),
+            requester: REQUESTER,
+            caller: REQUESTER.to_owned(),
+            deadline,
+        };
+        crate::answers::steer::steer(&mut read.request, &ask).await;
+    }
     let id = completion_id();
     let created = unix_now();
     if !read.stream {

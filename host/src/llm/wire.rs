@@ -549,6 +549,7 @@ pub fn request_from_wire(wire: ChatCompletionRequest) -> Result<ReadRequest, Str
             presence_penalty: wire.presence_penalty,
             parallel_tool_calls: wire.parallel_tool_calls,
             grounding: None,
+            caller: None,
         },
         stream: wire.stream,
         include_usage: wire.stream_options.is_some_and(|o| o.include_usage),
@@ -966,6 +967,7 @@ mod tests {
             presence_penalty: None,
             parallel_tool_calls: Some(false),
             grounding: None,
+            caller: None,
         };
         for choice in [
             ToolChoice::Auto,

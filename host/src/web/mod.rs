@@ -10,6 +10,9 @@ use axum::http::header;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 
+/// How long an event stream stays quiet at most.
+pub const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// A response of server-sent events: each item sent to the other end of
 /// `items`, as `to_event` writes it, with keep-alive comments between them,
 /// until that end is dropped. A client going away drops `items`, which
@@ -22,8 +25,11 @@ pub fn event_stream<T: Send + 'static>(
         let item = items.recv().await?;
         Some((Ok::<_, std::convert::Infallible>(to_event(item)), items))
     });
+    // A comment line each second the stream is quiet: clients and proxies
+    // with a read timeout (the A2A SDK's is a few seconds) stay connected
+    // through a long step, and a client that left is noticed.
     Sse::new(stream)
-        .keep_alive(KeepAlive::default())
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
         .into_response()
 }
 

@@ -42,13 +42,22 @@ await run(async (browser) => {
   await page.waitForURL(/\/chat\/[^/]+$/);
   await page.getByText("@calculator").waitFor();
 
-  // Every piece of text the reply being written receives, as it comes.
+  // Every piece of text the reply being written receives, as it comes;
+  // what the working indicator says, and what shows first.
   await page.evaluate(() => {
     window.replyPieces = [];
+    window.workingSaid = [];
+    window.shown = [];
     new MutationObserver((records) => {
       for (const record of records) {
         if (record.target.closest?.(".pending")) {
           for (const node of record.addedNodes) window.replyPieces.push(node.textContent);
+        }
+        if (record.target.closest?.(".working")) window.workingSaid.push(record.target.textContent);
+        for (const node of record.addedNodes) {
+          for (const kind of ["working", "pending"]) {
+            if (node.classList?.contains(kind) && !window.shown.includes(kind)) window.shown.push(kind);
+          }
         }
       }
     }).observe(document.getElementById("log"), { childList: true, subtree: true });
@@ -60,6 +69,11 @@ await run(async (browser) => {
   assert.ok(pieces.length >= 5, `the reply streamed in word by word: ${JSON.stringify(pieces)}`);
   assert.equal(pieces.join(""), "The calculator says the sum is 5.");
   assert.equal(await page.locator(".pending").count(), 0, "the streamed draft gave way to the reply");
+  // The page said it was working before the first word came, and what on.
+  assert.deepEqual(await page.evaluate(() => window.shown), ["working", "pending"]);
+  const said = await page.evaluate(() => window.workingSaid);
+  assert.ok(said.some((s) => s === "calling calculator.add(2, 3)…"), `the call was shown as it ran: ${JSON.stringify(said)}`);
+  await page.locator(".working").waitFor({ state: "detached" });
 
   // The tool call: folded, with where it ran; its arguments and result inside.
   const call = page.locator("details.tool-use");
@@ -74,21 +88,21 @@ await run(async (browser) => {
   const goal = page.locator("section.goal");
   await goal.getByText("concluded").waitFor();
   assert.match(await goal.getByRole("list", { name: "team" }).textContent(), /calculator on this node/);
-  assert.match(await goal.getByRole("list", { name: "tasks" }).textContent(), /task 1 calculator: add 2 and 3 done/);
+  assert.match(await goal.getByRole("list", { name: "tasks" }).textContent(), /task 1 calculator: add\(2, 3\) done/);
   const kinds = await goal.locator(".messages li").evaluateAll((items) => items.map((i) => i.dataset.type));
   for (const kind of ["goal", "team", "assign", "result", "conclusion"]) {
     assert.ok(kinds.includes(kind), `a ${kind} message among ${kinds}`);
   }
-  await goal.locator(".messages").getByText("2 + 3 = 5.").waitFor();
+  await goal.locator(".conclusion-text").getByText("2 + 3 = 5.").waitFor();
   await call.locator(":scope > summary").click();
   await screenshot(page, "chat");
 
   // A follow-up continues the same goal, shown in the same place.
   await send(page, "Now double it.", { teamUp: true });
   await page.getByText("(the team's goal goes on above)").waitFor();
-  await goal.locator(".messages").getByText("Doubled, the sum is 10.").waitFor();
+  await goal.locator(".conclusion-text").getByText("Doubled, the sum is 10.").waitFor();
   await goal.getByText("concluded").waitFor();
-  assert.match(await goal.getByRole("list", { name: "tasks" }).textContent(), /task 2 calculator: multiply 5 by 2 done/);
+  assert.match(await goal.getByRole("list", { name: "tasks" }).textContent(), /task 2 calculator: multiply\(2, 5\) done/);
   assert.equal(await page.locator("section.goal").count(), 1, "one goal, continued");
 
   // Renamed (the page asks for the title).
@@ -130,7 +144,7 @@ await run(async (browser) => {
   await page.locator("#goal-list").getByRole("link", { name: "Work out 2 plus 3 as a team." }).click();
   await page.waitForURL(/\/chat\/goals\/[^/]+$/);
   await page.locator("section.goal").getByText("concluded").waitFor();
-  await page.locator("section.goal").getByText("Doubled, the sum is 10.").waitFor();
+  await page.locator("section.goal .conclusion-text").getByText("Doubled, the sum is 10.").waitFor();
   await page.goBack();
 
   // Deleted: gone from the list.

@@ -234,12 +234,17 @@ fn chat_event(event: ChatEvent) -> Event {
             .event("delta")
             .json_data(&text)
             .unwrap_or_default(),
+        ChatEvent::Working(text) => Event::default()
+            .event("working")
+            .json_data(&text)
+            .unwrap_or_default(),
         ChatEvent::Idle => Event::default().event("idle").data("idle"),
     }
 }
 
 /// `GET /chat/{id}/events?after=N`: `entry` events (with the entry's
-/// number as id), `delta` (text of the reply being written) and `idle`.
+/// number as id), `working` (what the node does for the answer now),
+/// `delta` (text of the reply being written) and `idle`.
 pub async fn events(
     State(site): State<Arc<Site>>,
     Path(id): Path<String>,

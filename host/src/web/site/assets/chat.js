@@ -28,6 +28,22 @@ function follow(id, operator) {
   const shownGoals = new Map();
   let last = 0;
   let pending = null;
+  // What the node is doing for the answer, from the message until the
+  // answer is done: shown before the first word, so a person knows it works.
+  let working = null;
+  function showWorking(text) {
+    if (!working) {
+      working = h("p", { class: "working", role: "status", "aria-live": "polite" },
+        h("span", { class: "spinner", "aria-hidden": "true" }), h("span", { class: "text" }));
+      append(working);
+    } else if (working !== log.lastElementChild) {
+      log.append(working);
+    }
+    working.querySelector(".text").textContent = text;
+  }
+  function hideWorking() {
+    if (working) { working.remove(); working = null; }
+  }
 
   const atBottom = () => window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
   function append(element) {
@@ -70,7 +86,10 @@ function follow(id, operator) {
 
   function idle(isIdle) {
     if (send) send.disabled = !isIdle;
-    if (isIdle && pending) { pending.remove(); pending = null; }
+    if (isIdle) {
+      hideWorking();
+      if (pending) { pending.remove(); pending = null; }
+    }
   }
 
   const events = new EventSource(`/chat/${encodeURIComponent(id)}/events?after=0`);
@@ -83,14 +102,20 @@ function follow(id, operator) {
     const entry = JSON.parse(event.data);
     if (entry.seq <= last) return;
     last = entry.seq;
-    if (entry.kind === "person") idle(false);
     if (entry.kind === "reply" && pending) { pending.remove(); pending = null; }
     append(render(entry));
+    if (entry.kind === "person") {
+      idle(false);
+      if (!entry.team_up) showWorking("working…");
+    }
+    if (working && entry.kind !== "person") log.append(working);
   });
+  events.addEventListener("working", (event) => showWorking(`${JSON.parse(event.data)}…`));
   events.addEventListener("delta", (event) => {
     if (!pending) {
       pending = h("div", { class: "bubble reply pending", "aria-busy": "true" }, h("span", { class: "who" }, "model"), h("span", { class: "text" }));
       append(pending);
+      if (working) log.append(working);
     }
     pending.querySelector(".text").append(JSON.parse(event.data));
   });
@@ -106,11 +131,13 @@ function follow(id, operator) {
     const text = message.value.trim();
     if (!text) return;
     send.disabled = true;
+    showWorking("sending…");
     try {
       await postJson(`/chat/${encodeURIComponent(id)}/messages`, { text, team_up: document.getElementById("team-up")?.checked ?? false });
       message.value = "";
     } catch (e) {
       toast(e.message, true);
+      hideWorking();
       send.disabled = false;
     }
   });

@@ -1,7 +1,9 @@
-// A goal as its team works on it: the members and their nodes, each
-// message with its type, tasks and their states, sub-teams indented, who
-// speaks next, and the conclusion. Follows the goal's event stream, which
-// a reconnecting page resumes from the last message it has.
+// A goal as its team works on it: its state and cost, the conclusion and
+// each task's call and result first, the team with why each member is on
+// it, then the whole conversation, folded (a message repeated back to back
+// shows once with a count, a long one is clipped until opened). Follows
+// the goal's event stream, which a reconnecting page resumes from the last
+// message it has.
 import { h, postJson, toast } from "./common.js";
 import { markdown } from "./result.js";
 
@@ -18,37 +20,62 @@ function shortPeer(peer) {
  * and `resume` to follow it again when a message continues it. */
 export function goalView(id) {
   const state = h("span", { class: "pill" }, "starting");
+  const cost = h("span", { class: "hint cost" });
   const cancel = h("button", { type: "button", class: "link" }, "Stop");
   const team = h("ul", { class: "team", "aria-label": "team" });
   const tasks = h("ul", { class: "plain tasks", "aria-label": "tasks" });
   const messages = h("ol", { class: "messages" });
   const next = h("p", { class: "next", hidden: true });
-  const conclusion = h("div", { class: "conclusion-text" });
+  const conclusion = h("div", { class: "conclusion-text", "aria-label": "conclusion" });
+  const reason = h("p", { class: "hint reason", hidden: true });
+  const count = h("span", {}, "0");
+  const log = h("details", { class: "log" }, h("summary", {}, "Conversation (", count, " messages)"), messages, next);
   const view = h("section", { class: "goal", "data-goal": id, "aria-label": "goal" },
-    h("h3", {}, "Team goal ", state, " ", cancel), team, tasks, messages, next, conclusion);
+    h("h3", {}, "Team goal ", state, " ", cost, " ", cancel), reason, conclusion, tasks, team, log);
   const taskStates = new Map();
   let last = 0;
+  let shown = 0;
+  let previous = null;
 
   cancel.addEventListener("click", async () => {
     try { await postJson(`/chat/goals/${encodeURIComponent(id)}/cancel`); } catch (e) { toast(e.message, true); }
   });
 
-  function setTask(number, text, stateText, assignee) {
+  function setTask(number, text, stateText, assignee, result) {
     let task = taskStates.get(number);
     if (!task) {
       const label = h("span", { class: "task-state" });
-      const line = h("li", { "data-task": number }, h("strong", {}, `task ${number}`), " ", h("span", { class: "assignee" }, assignee ?? ""), ": ", h("span", { class: "task-text" }, text ?? ""), " ", label);
-      task = { line, label };
+      const found = h("span", { class: "task-result" });
+      const line = h("li", { "data-task": number }, h("strong", {}, `task ${number}`), " ", h("span", { class: "assignee" }, assignee ?? ""), ": ", h("span", { class: "task-text" }, text ?? ""), " ", label, " ", found);
+      task = { line, label, found };
       taskStates.set(number, task);
       tasks.append(line);
     }
     task.label.textContent = stateText;
     task.label.className = `task-state ${stateText}`;
+    if (result !== undefined) task.found.textContent = `→ ${clip(result, 300)}`;
+  }
+
+  function clip(text, most) {
+    return text.length > most ? `${text.slice(0, most)}…` : text;
+  }
+
+  // A long text shows its start until opened.
+  function folded(text) {
+    if (text.length <= 400) return text;
+    return h("details", { class: "long" }, h("summary", {}, clip(text, 200)), text);
   }
 
   function add(message) {
     if (message.seq <= last) return;
     last = message.seq;
+    // The same words again, back to back: counted on the first, not shown.
+    const said = `${message.type}|${JSON.stringify(message.speaker)}|${message.text ?? ""}`;
+    if (previous && previous.said === said && message.text) {
+      previous.times += 1;
+      previous.counter.textContent = ` ×${previous.times}`;
+      return;
+    }
     const speaker = message.speaker.kind === "member" ? message.speaker.name : message.speaker.kind;
     const node = message.speaker.kind === "member" ? message.speaker.node : "";
     const kind = message.type;
@@ -62,14 +89,15 @@ export function goalView(id) {
       case "team":
         if (!message.team) team.replaceChildren();
         for (const member of message.members) {
-          const item = h("li", { title: member.reason || member.description }, member.name,
-            h("span", { class: "hint" }, ` on ${member.local ? "this node" : shortPeer(member.node)}`));
+          const item = h("li", {}, h("strong", {}, member.name),
+            h("span", { class: "hint" }, ` on ${member.local ? "this node" : shortPeer(member.node)}`),
+            member.reason ? ` — ${member.reason}` : "");
           if (!message.team) team.append(item);
         }
         line.append(message.members.map((m) => m.name).join(", "));
         break;
       case "assign":
-        line.append(message.mode === "async" ? "(goes on meanwhile) " : "(waits for the results) ", message.text);
+        line.append(message.speaker.kind === "node" ? "" : (message.mode === "async" ? "(goes on meanwhile) " : "(waits for the results) "), folded(message.text));
         for (const task of message.tasks) setTask(task.task, task.text, "working", task.assignee);
         break;
       case "progress":
@@ -77,32 +105,39 @@ export function goalView(id) {
         if (message.call) line.append(h("span", { class: "hint" }, ` · ${message.call.tool} on ${shortPeer(message.call.node)} in ${message.call.millis} ms`));
         break;
       case "result":
-        line.append(message.text);
-        setTask(message.task, null, message.ok ? "done" : "failed");
+        line.append(folded(message.text));
+        setTask(message.task, null, message.ok ? "done" : "failed", undefined, message.text);
         break;
       case "conclusion":
-        line.append(markdown(message.text));
+        line.append(folded(message.text));
+        conclusion.replaceChildren(markdown(message.text));
         break;
       default:
-        line.append(message.text ?? "");
+        line.append(folded(message.text ?? ""));
     }
+    const counter = h("span", { class: "hint times" });
+    line.append(counter);
+    previous = { said, times: 1, counter };
     messages.append(line);
+    shown += 1;
+    count.textContent = String(shown);
     next.hidden = !message.next;
     next.textContent = message.next ? `next: ${message.next}` : "";
   }
 
+  // Green only when the team concluded; a limit's stop says which limit.
+  const PILLS = { concluded: "pill-ok", stopped: "pill-warn", failed: "pill-bad", cancelled: "pill-warn", interrupted: "pill-warn" };
+
   function setState(record) {
-    state.textContent = record.state;
-    state.className = `pill ${record.state === "concluded" ? "pill-ok" : ""}`;
+    state.textContent = record.state === "stopped" && record.reason ? record.reason : record.state;
+    state.className = `pill ${PILLS[record.state] ?? ""}`;
+    cost.textContent = `${record.usage.turns} turns · ${record.usage.tasks} tasks · ${record.usage.tool_calls} tool calls · ${record.usage.tokens} tokens`;
     cancel.hidden = !["forming", "running"].includes(record.state);
-    if (!cancel.hidden) {
-      conclusion.replaceChildren();
-      return;
-    }
+    if (!cancel.hidden) return;
     next.hidden = true;
-    conclusion.replaceChildren(
-      record.reason ? h("p", { class: "hint" }, record.reason) : "",
-      h("p", { class: "hint" }, `${record.usage.turns} turns · ${record.usage.tasks} tasks · ${record.usage.tool_calls} tool calls · ${record.usage.tokens} tokens`));
+    reason.hidden = !record.reason || record.state === "stopped";
+    reason.textContent = record.reason ?? "";
+    if (record.conclusion && !conclusion.childElementCount) conclusion.replaceChildren(markdown(record.conclusion));
   }
 
   // Followed while the goal runs; a follow-up message that continues it

@@ -1,0 +1,207 @@
+//! A request answered with a set of tools, start to end: the steps it
+//! takes, each call run by the caller, and the answer from what they
+//! returned. Chat and A2A answer people this way; goals run the same
+//! steps under their budget, with teams (see [`crate::goals`]).
+
+use super::steps::{Offered, Steps};
+use super::wording::{self, Answer};
+use super::{Ask, choose};
+use crate::llm::DeltaSink;
+use crate::tool::ToolOutput;
+use serde_json::Value;
+
+/// Runs the calls an answer makes, where their agents live.
+#[async_trait::async_trait]
+pub trait Runner: Send + Sync {
+    /// Runs `tool` with `arguments` (`label` is how a person reads the
+    /// call: `add(2, 3)`): its result, or an error result saying why it
+    /// could not run.
+    async fn run(&self, tool: &Offered, arguments: &Value, label: &str) -> ToolOutput;
+
+    /// The model is about to be asked which call the next step makes.
+    fn choosing(&self, _part: &str) {}
+}
+
+/// What answering a request did.
+pub struct Served {
+    /// The calls made and their results.
+    pub steps: Steps,
+    /// The answer, when a call was made (`None`: no step could be taken
+    /// with these tools; the caller answers otherwise).
+    pub answer: Option<Answer>,
+}
+
+/// Answers `request` with `tools`: each step's call chosen (see
+/// [`choose`]) and run by `runner`, then the answer worded from the
+/// results (its text sent to `sink` as written). A step the model cannot
+/// make a usable call for ends the steps: the answer says what was not
+/// done; when it is the first step, its failure is returned.
+pub async fn serve<A: Ask, R: Runner>(
+    ask: &A,
+    request: &str,
+    tools: &[Offered],
+    runner: &R,
+    sink: DeltaSink,
+) -> Result<Served, A::Error> {
+    let mut steps = Steps::new(request);
+    while let Some(step) = steps.next(tools) {
+        runner.choosing(&step.part);
+        let chosen = match choose(ask, &steps, tools, &step).await {
+            Ok(chosen) => chosen,
+            Err(failure) if steps.made().is_empty() => return Err(failure),
+            Err(_) => break,
+        };
+        if steps.repeats(chosen.tool, &chosen.arguments) {
+            // The same call again would only repeat its answer.
+            break;
+        }
+        let tool = &tools[chosen.tool];
+        let label = wording::call_label(tool, &chosen.arguments);
+        let output = runner.run(tool, &chosen.arguments, &label).await;
+        steps.record(&step, chosen.tool, chosen.arguments, output);
+    }
+    if steps.made().is_empty() {
+        return Ok(Served {
+            steps,
+            answer: None,
+        });
+    }
+    let note = wording::left_undone(&steps);
+    let answer = wording::answer(ask, &steps, tools, note.as_deref(), sink).await?;
+    Ok(Served {
+        steps,
+        answer: Some(answer),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{ChatRequest, Completion, StopReason, ToolCall, Usage};
+    use crate::tool::Content;
+    use serde_json::json;
+    use std::sync::Mutex;
+
+    /// A model that makes the call the step's grounding gives, in order,
+    /// and answers with `answer`.
+    struct Model {
+        answer: &'static str,
+    }
+
+    #[async_trait::async_trait]
+    impl Ask for Model {
+        type Error = String;
+
+        async fn ask(
+            &self,
+            request: ChatRequest,
+            _max_tokens: u32,
+            _sink: DeltaSink,
+        ) -> Result<Completion, String> {
+            let (content, tool_calls) = match &request.grounding {
+                Some(grounding) if !request.tools.is_empty() => {
+                    let numbers: Vec<f64> = grounding
+                        .all_values()
+                        .filter_map(|v| match v {
+                            crate::llm::grounding::Literal::Number(n) => Some(*n),
+                            _ => None,
+                        })
+                        .collect();
+                    let call = ToolCall {
+                        id: "1".into(),
+                        name: request.tools[0].name.clone(),
+                        arguments: json!({"a": numbers[0], "b": numbers[1]}).to_string(),
+                    };
+                    (String::new(), vec![call])
+                }
+                _ => (self.answer.to_owned(), Vec::new()),
+            };
+            Ok(Completion {
+                content,
+                stop_reason: if tool_calls.is_empty() {
+                    StopReason::EndTurn
+                } else {
+                    StopReason::ToolCalls
+                },
+                tool_calls,
+                model: "test".into(),
+                usage: Usage::default(),
+                time_to_first_token: None,
+            })
+        }
+
+        fn unusable(&self, why: String) -> String {
+            why
+        }
+    }
+
+    #[derive(Default)]
+    struct Adder {
+        ran: Mutex<Vec<String>>,
+    }
+
+    #[async_trait::async_trait]
+    impl Runner for Adder {
+        async fn run(&self, _tool: &Offered, arguments: &Value, label: &str) -> ToolOutput {
+            self.ran.lock().unwrap().push(label.to_owned());
+            let sum = arguments["a"].as_f64().unwrap() + arguments["b"].as_f64().unwrap();
+            ToolOutput {
+                content: vec![Content::Text {
+                    text: sum.to_string(),
+                }],
+                structured_content: None,
+                is_error: false,
+            }
+        }
+    }
+
+    fn add() -> Vec<Offered> {
+        vec![Offered {
+            owner: "calculator".into(),
+            name: "add".into(),
+            description: "Add two numbers.".into(),
+            schema: json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
+        }]
+    }
+
+    #[tokio::test]
+    async fn each_step_is_run_and_the_answer_rests_on_the_results() {
+        let runner = Adder::default();
+        let model = Model {
+            answer: "2 plus 3 is 5, and 10 plus 20 is 30.",
+        };
+        let served = serve(
+            &model,
+            "Add 2 and 3, then add 10 and 20.",
+            &add(),
+            &runner,
+            None,
+        )
+        .await
+        .unwrap();
+        assert_eq!(*runner.ran.lock().unwrap(), ["add(2, 3)", "add(10, 20)"]);
+        let answer = served.answer.unwrap();
+        assert!(answer.by_model);
+        assert_eq!(answer.text, "2 plus 3 is 5, and 10 plus 20 is 30.");
+
+        // A wrong answer is replaced by the node's statement.
+        let wrong = Model {
+            answer: "2 plus 3 is 6.",
+        };
+        let served = serve(&wrong, "Add 2 and 3.", &add(), &Adder::default(), None)
+            .await
+            .unwrap();
+        assert_eq!(served.answer.unwrap().text, "add(2, 3) = 5");
+    }
+
+    #[tokio::test]
+    async fn a_request_no_tool_can_take_makes_no_call() {
+        let runner = Adder::default();
+        let model = Model { answer: "Hello." };
+        let served = serve(&model, "Hello there!", &add(), &runner, None)
+            .await
+            .unwrap();
+        assert!(served.answer.is_none());
+        assert!(runner.ran.lock().unwrap().is_empty());
+    }
+}
