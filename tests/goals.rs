@@ -496,7 +496,7 @@ async fn values_no_member_can_take_bring_in_an_agent_that_can_as_the_depth_allow
 }
 
 #[tokio::test]
-async fn a_goal_no_agent_matches_fails_clearly() {
+async fn a_goal_no_agent_can_do_fails_clearly() {
     let model = Scripted::new(|request| match request.asked {
         Asked::How => Answer::Text("Look at a weather forecast.".into()),
         _ => capable(request),
@@ -504,12 +504,13 @@ async fn a_goal_no_agent_matches_fails_clearly() {
     let h = harness(model, GoalsConfig::default()).await;
     let (record, _) = h.run(goal("tomorrow's weather in Lyon", &[])).await;
     assert_eq!(record.state, GoalState::Failed);
-    assert!(
-        record
-            .reason
-            .unwrap()
-            .contains("no agent on this node or the network matches")
+    // The search finds nothing; this node's own agents cannot do it.
+    let reason = record.reason.unwrap();
+    assert_eq!(
+        reason, "no tool of calculator, text can do what the goal asks",
+        "{reason}"
     );
+    assert!(record.team.is_empty());
 }
 
 #[tokio::test]

@@ -13,8 +13,8 @@
 //! | `agentsite_listing_failures_total` | agent, list | agents left out of a resource or prompt list |
 //! | `agentsite_agents_installed` | | agents installed (gauge) |
 //! | `agentsite_peers_connected` | | peers connected on the network (gauge; 0 off the network) |
-//! | `agentsite_goals_total` | outcome | goal rounds that ended: `concluded`, `failed`, `cancelled` |
-//! | `agentsite_goal_turns_total` | | turns members of goals' teams took |
+//! | `agentsite_goals_total` | outcome | goal rounds that ended: `concluded`, `stopped` (by a limit), `failed`, `cancelled` |
+//! | `agentsite_goal_turns_total` | | requests goals made to the model (each step's call, the conclusion) |
 //! | `agentsite_goal_tasks_total` | outcome | goals' tasks that ended: `done`, `failed` |
 //! | `agentsite_goal_tokens_total` | | model tokens goals used |
 //! | `agentsite_goal_tool_calls_total` | | tool calls goals' members made |
@@ -306,12 +306,12 @@ impl Audit {
         );
         describe(
             "goals",
-            "Goal rounds that ended, per outcome (concluded, failed, cancelled)",
+            "Goal rounds that ended, per outcome (concluded, stopped by a limit, failed, cancelled)",
             Described::new(goals.clone()),
         );
         describe(
             "goal_turns",
-            "Turns members of goals' teams took",
+            "Requests goals made to the model (each step's call, the conclusion)",
             Described::new(goal_turns.clone()),
         );
         describe(

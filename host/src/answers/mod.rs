@@ -11,6 +11,7 @@
 //!   texts the person and the tools gave, checked to state every call's
 //!   result, and otherwise stated by the node itself.
 
+pub mod align;
 pub mod serve;
 pub mod steer;
 pub mod steps;
@@ -200,10 +201,10 @@ pub async fn choose<A: Ask>(
                 last_error = why;
             }
             Ok(()) => {
-                return Ok(Chosen {
-                    tool: candidates[position],
-                    arguments,
-                });
+                let tool = candidates[position];
+                let mut arguments = arguments;
+                align::align(&tools[tool], &step.part, &mut arguments);
+                return Ok(Chosen { tool, arguments });
             }
         }
     }

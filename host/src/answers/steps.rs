@@ -326,10 +326,10 @@ impl Steps {
     /// model's account of how to do it). Each word that names some of the
     /// remaining tools but not all narrows the choice; a word that names
     /// only tools earlier steps called says what those did, and is passed
-    /// over. The tools left, which may be all.
+    /// over unless no other word names a tool. The tools left, which may
+    /// be all.
     pub fn named_by(&self, tools: &[Offered], step: &Step, thought: &str) -> Vec<usize> {
         let called: Vec<usize> = self.made.iter().map(|m| m.tool).collect();
-        let mut left = step.tools.clone();
         let mut words: Vec<(usize, String)> = Vec::new();
         let mut offset: usize = 0;
         for piece in step.part.split_inclusive(|c: char| !c.is_alphanumeric()) {
@@ -339,25 +339,39 @@ impl Steps {
             offset += piece.len();
         }
         words.sort_by_key(|(distance, _)| *distance);
-        let words = words.into_iter().map(|(_, w)| w).chain(terms(thought));
-        for word in words.filter(|w| !is_number(w)) {
-            let naming: Vec<usize> = left
-                .iter()
-                .copied()
-                .filter(|&i| tools[i].terms().iter().any(|t| same_word(&word, t)))
-                .collect();
-            if naming.is_empty() || naming.len() == left.len() {
-                continue;
+        let words: Vec<String> = words
+            .into_iter()
+            .map(|(_, w)| w)
+            .chain(terms(thought))
+            .filter(|w| !is_number(w))
+            .collect();
+        // First without the words that name only called tools ("multiply
+        // the count": `count` says what word_count did); if nothing else
+        // names a tool, with them ("then add 30 and 40" adds again).
+        for pass_over_called in [true, false] {
+            let mut left = step.tools.clone();
+            for word in &words {
+                let naming: Vec<usize> = left
+                    .iter()
+                    .copied()
+                    .filter(|&i| tools[i].terms().iter().any(|t| same_word(word, t)))
+                    .collect();
+                if naming.is_empty() || naming.len() == left.len() {
+                    continue;
+                }
+                if pass_over_called && naming.iter().all(|i| called.contains(i)) {
+                    continue;
+                }
+                left = naming;
+                if left.len() == 1 {
+                    break;
+                }
             }
-            if naming.iter().all(|i| called.contains(i)) {
-                continue;
-            }
-            left = naming;
-            if left.len() == 1 {
-                break;
+            if left.len() < step.tools.len() || !pass_over_called {
+                return left;
             }
         }
-        left
+        step.tools.clone()
     }
 
     /// Records a call the step made: the values it took are used, and its

@@ -166,6 +166,15 @@ pub fn mentions(text: &str) -> Vec<String> {
     names
 }
 
+/// `text` without its `@name` mentions: who a message is for is not what
+/// it asks ("@calculator what is 6 times 7?" asks "what is 6 times 7?").
+fn without_mentions(text: &str) -> String {
+    text.split_whitespace()
+        .filter(|word| !word.starts_with('@') || word.len() == 1)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 impl Chats {
     /// The conversations of `node` (the network's agents through `hub`;
     /// "team up" through `goals`).
@@ -514,7 +523,8 @@ impl Chats {
             deadline,
         };
         let (sink, forward) = stream_to(live.clone());
-        let served = answers::serve(&ask, text, &tools, &runner, Some(sink)).await;
+        let asked = without_mentions(text);
+        let served = answers::serve(&ask, &asked, &tools, &runner, Some(sink)).await;
         let _ = forward.await;
         if let Some(answer) = served?.answer {
             let model = match answer.by_model {
@@ -747,6 +757,14 @@ fn as_message(entry: &Entry) -> Option<Message> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_without_its_mentions_is_what_it_asks() {
+        assert_eq!(
+            without_mentions("@calculator what is 6 times 7? mail me @ home"),
+            "what is 6 times 7? mail me @ home"
+        );
+    }
 
     #[test]
     fn mentions_are_read_once_each() {

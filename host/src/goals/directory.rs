@@ -46,6 +46,11 @@ pub trait Directory: Send + Sync {
     /// The agent a person named: a name, an id, or search words.
     async fn resolve(&self, named: &str) -> Result<Candidate, String>;
 
+    /// This node's own agents, at most `limit`: candidates for any goal,
+    /// whether or not a search finds them (a search reads words; "7 times
+    /// 7" names no agent, yet the calculator here can do it).
+    async fn installed(&self, limit: usize) -> Vec<Candidate>;
+
     /// Calls `tool` of `member` at `hop`.
     async fn call(
         &self,
@@ -121,6 +126,13 @@ fn remote(found: crate::hub::Found, node: String) -> Candidate {
 
 #[async_trait::async_trait]
 impl Directory for NodeDirectory {
+    async fn installed(&self, limit: usize) -> Vec<Candidate> {
+        let Ok(records) = self.node.list() else {
+            return Vec::new();
+        };
+        records.iter().take(limit).map(|r| self.local(r)).collect()
+    }
+
     fn this_node(&self) -> String {
         match &self.hub {
             Some(hub) => hub.peer_id().to_string(),

@@ -84,6 +84,13 @@ pub async fn candidates(
             }
         }
     }
+    // This node's own agents are candidates too: the steps decide which
+    // of them a goal needs.
+    for candidate in directory.installed(MAX_CANDIDATES).await {
+        if found.len() < MAX_CANDIDATES && found.iter().all(|c| c.agent != candidate.agent) {
+            found.push(candidate);
+        }
+    }
     if found.is_empty() {
         return Err(FormFailure::NoTeam(format!(
             "no team could be formed: no agent on this node or the network matches {}",

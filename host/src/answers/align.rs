@@ -1,0 +1,214 @@
+//! Which value goes to which argument, where the tool's own description
+//! says it: "Subtract `b` from `a`." puts the value written between
+//! "subtract" and "from" in `b`, so "subtract 8 from 50" is
+//! `subtract(a: 50, b: 8)` whatever order the model wrote them in.
+//!
+//! A description that names its parameters in a phrase is the author's
+//! statement of their order; a person's request in the same phrase gives
+//! the values in the same places. The values the model chose are only
+//! moved between its arguments, never changed, and only when every
+//! argument the description places gets a value of its own.
+
+use super::steps::Offered;
+use crate::llm::grounding::values_in;
+use serde_json::Value;
+
+/// The words either side of a place in a text: lower-case, without
+/// punctuation or quotes.
+#[derive(Debug, Default, PartialEq)]
+struct Neighbours {
+    before: Option<String>,
+    after: Option<String>,
+}
+
+impl Neighbours {
+    /// How many of the two sides `other` shares.
+    fn shared(&self, other: &Neighbours) -> usize {
+        let same = |a: &Option<String>, b: &Option<String>| a.is_some() && a == b;
+        usize::from(same(&self.before, &other.before))
+            + usize::from(same(&self.after, &other.after))
+    }
+}
+
+/// The words of `text`, lower-case, with where each starts and ends.
+fn words(text: &str) -> Vec<(usize, usize, String)> {
+    let mut found = Vec::new();
+    let mut start = None;
+    for (at, c) in text.char_indices().chain([(text.len(), ' ')]) {
+        let in_word = c.is_alphanumeric() || c == '_';
+        match (start, in_word) {
+            (None, true) => start = Some(at),
+            (Some(from), false) => {
+                found.push((from, at, text[from..at].to_lowercase()));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// The words either side of `range` in `text`.
+fn around(text: &str, range: std::ops::Range<usize>) -> Neighbours {
+    let words = words(text);
+    Neighbours {
+        before: words
+            .iter()
+            .rev()
+            .find(|(_, end, _)| *end <= range.start)
+            .map(|(_, _, w)| w.clone()),
+        after: words
+            .iter()
+            .find(|(start, _, _)| *start >= range.end)
+            .map(|(_, _, w)| w.clone()),
+    }
+}
+
+/// Where the tool's description names each of `parameters`, as the words
+/// either side of the name (the first mention; none for a parameter it
+/// does not name).
+fn placed(description: &str, parameters: &[String]) -> Vec<Option<Neighbours>> {
+    let words = words(description);
+    parameters
+        .iter()
+        .map(|name| {
+            let name = name.to_lowercase();
+            let index = words.iter().position(|(_, _, w)| *w == name)?;
+            Some(Neighbours {
+                before: index.checked_sub(1).map(|i| words[i].2.clone()),
+                after: words.get(index + 1).map(|(_, _, w)| w.clone()),
+            })
+        })
+        .collect()
+}
+
+/// `arguments` of `tool`, their values moved to the parameters where the
+/// description places the phrase of `part` they were written in; as they
+/// are when the description places no two of them, or the values do not
+/// sit in such phrases.
+pub fn align(tool: &Offered, part: &str, arguments: &mut Value) {
+    let Some(object) = arguments.as_object_mut() else {
+        return;
+    };
+    let parameters: Vec<String> = object.keys().cloned().collect();
+    let places = placed(&tool.description, &parameters);
+    if places.iter().filter(|p| p.is_some()).count() < 2 {
+        return;
+    }
+    // Where each argument's value is written in the part.
+    let written = values_in(part);
+    let at: Vec<Option<Neighbours>> = parameters
+        .iter()
+        .map(|name| {
+            let value = &object[name];
+            written
+                .iter()
+                .find(|(_, literal)| literal.matches(value))
+                .map(|(range, _)| around(part, range.clone()))
+        })
+        .collect();
+    // Each placed parameter takes the value whose neighbours it shares
+    // most; a value left over goes to the one parameter left, if any.
+    let n = parameters.len();
+    let mut assigned: Vec<Option<usize>> = vec![None; n];
+    let mut taken = vec![false; n];
+    for (p, place) in places.iter().enumerate() {
+        let Some(place) = place else { continue };
+        let best = (0..n)
+            .filter(|&v| !taken[v])
+            .filter_map(|v| Some((v, at[v].as_ref()?.shared(place))))
+            .filter(|(_, shared)| *shared > 0)
+            .max_by_key(|(v, shared)| (*shared, usize::MAX - v));
+        if let Some((v, _)) = best {
+            assigned[p] = Some(v);
+            taken[v] = true;
+        }
+    }
+    let left: Vec<usize> = (0..n).filter(|&v| !taken[v]).collect();
+    let open: Vec<usize> = (0..n).filter(|&p| assigned[p].is_none()).collect();
+    if left.len() != open.len() || open.len() > 1 {
+        return;
+    }
+    for (p, v) in open.into_iter().zip(left) {
+        assigned[p] = Some(v);
+    }
+    // Only a different order of the same values, of the same kinds.
+    let values: Vec<Value> = parameters.iter().map(|k| object[k].clone()).collect();
+    let kind = Value::is_number;
+    let moved: Vec<Value> = assigned
+        .iter()
+        .map(|v| values[v.expect("every parameter assigned")].clone())
+        .collect();
+    if moved.iter().zip(&values).any(|(a, b)| kind(a) != kind(b)) {
+        // Only numbers with numbers, texts with texts.
+        return;
+    }
+    for (name, value) in parameters.iter().zip(moved) {
+        object.insert(name.clone(), value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(description: &str) -> Offered {
+        Offered {
+            owner: "calculator".into(),
+            name: "t".into(),
+            description: description.into(),
+            schema: json!({}),
+        }
+    }
+
+    fn aligned(description: &str, part: &str, arguments: Value) -> Value {
+        let mut arguments = arguments;
+        align(&tool(description), part, &mut arguments);
+        arguments
+    }
+
+    #[test]
+    fn a_description_that_places_its_parameters_orders_the_values() {
+        let subtract = "Subtract `b` from `a`.";
+        assert_eq!(
+            aligned(subtract, "Subtract 8 from 50.", json!({"a": 8, "b": 50})),
+            json!({"a": 50, "b": 8})
+        );
+        assert_eq!(
+            aligned(subtract, "Take 13 from 100.", json!({"a": 13, "b": 100})),
+            json!({"a": 100, "b": 13})
+        );
+        // Already in place, it stays.
+        assert_eq!(
+            aligned(subtract, "subtract 5 from 25", json!({"a": 25, "b": 5})),
+            json!({"a": 25, "b": 5})
+        );
+        // A value from an earlier result, not written: the one written
+        // takes its place, the other the place left.
+        assert_eq!(
+            aligned(
+                subtract,
+                "then subtract 5 from the result.",
+                json!({"a": 5, "b": 25})
+            ),
+            json!({"a": 25, "b": 5})
+        );
+        assert_eq!(
+            aligned(
+                "Divide `a` by `b`.",
+                "Divide 50 by 2",
+                json!({"a": 2, "b": 50})
+            ),
+            json!({"a": 50, "b": 2})
+        );
+    }
+
+    #[test]
+    fn a_description_that_places_nothing_changes_nothing() {
+        assert_eq!(
+            aligned("Add two numbers.", "Add 2 and 3", json!({"a": 3, "b": 2})),
+            json!({"a": 3, "b": 2})
+        );
+    }
+}
