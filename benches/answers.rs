@@ -368,8 +368,15 @@ fn a2a(tally: &mut Tally) {
             .map(|artifacts| {
                 artifacts
                     .iter()
-                    .filter_map(|a| a["parts"][0]["text"].as_str())
-                    .map(|text| (Value::Null, text.to_owned()))
+                    .filter_map(|a| {
+                        // A result's text, or its structured content.
+                        let part = &a["parts"][0];
+                        part["text"]
+                            .as_str()
+                            .map(str::to_owned)
+                            .or_else(|| part.get("data").map(Value::to_string))
+                    })
+                    .map(|text| (Value::Null, text))
                     .collect()
             })
             .unwrap_or_default();

@@ -116,7 +116,14 @@ pub async fn choose<A: Ask>(
             .ask(
                 ChatRequest {
                     messages: vec![
-                        Message::system("Explain briefly how to do this."),
+                        Message::system(format!(
+                            "Explain briefly how to do this, with one of: {}.",
+                            candidates
+                                .iter()
+                                .map(|&i| tools[i].name.replace('_', " "))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )),
                         Message::user(step.part.clone()),
                     ],
                     temperature: Some(0.0),
