@@ -166,10 +166,6 @@ impl GoalModel for Timed {
     fn resolve(&self, model: Option<&str>) -> Result<String, String> {
         GoalModel::resolve(&*self.inner, model)
     }
-
-    fn context_window(&self, model: Option<&str>) -> Option<usize> {
-        GoalModel::context_window(&*self.inner, model)
-    }
 }
 
 /// 2: a goal on the embedded model across three nodes.

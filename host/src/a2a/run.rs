@@ -91,12 +91,7 @@ async fn answer(
     let tools: Vec<Offered> = record
         .tools
         .iter()
-        .map(|tool| Offered {
-            owner: record.card.name.clone(),
-            name: tool.name.clone(),
-            description: tool.description.clone(),
-            schema: tool.input_schema.clone(),
-        })
+        .map(|tool| Offered::of(&record.card.name, tool))
         .collect();
     let ask = NodeAsk {
         models: node.models().clone(),
@@ -281,6 +276,17 @@ pub fn follow_goal(goals: Arc<Goals>, entry: Arc<TaskEntry>, goal: String) {
     });
 }
 
+/// An artifact of one text part.
+fn text_artifact(name: &str, description: String, text: &str) -> Artifact {
+    Artifact {
+        artifact_id: new_id(),
+        name: Some(name.to_owned()),
+        description: Some(description),
+        parts: vec![Part::text(text.to_owned())],
+        metadata: None,
+    }
+}
+
 /// Brings the task to where the goal `record` is.
 pub fn apply(entry: &TaskEntry, record: &GoalRecord) {
     let state = goal_state(record.state);
@@ -293,26 +299,22 @@ pub fn apply(entry: &TaskEntry, record: &GoalRecord) {
         }
         GoalState::Concluded => {
             let conclusion = record.conclusion.clone().unwrap_or_default();
-            entry.add_artifact(Artifact {
-                artifact_id: new_id(),
-                name: Some("conclusion".into()),
-                description: Some(format!("The conclusion of goal {}", record.id)),
-                parts: vec![Part::text(conclusion.clone())],
-                metadata: None,
-            });
+            entry.add_artifact(text_artifact(
+                "conclusion",
+                format!("The conclusion of goal {}", record.id),
+                &conclusion,
+            ));
             entry.set_status(state, Some(entry.agent_message(conclusion)));
         }
         GoalState::Stopped => {
             // What the team found before the limit stays with the task;
             // the status says why it is not complete.
             let found = record.conclusion.clone().unwrap_or_default();
-            entry.add_artifact(Artifact {
-                artifact_id: new_id(),
-                name: Some("results so far".into()),
-                description: Some(format!("What goal {} found before it stopped", record.id)),
-                parts: vec![Part::text(found.clone())],
-                metadata: None,
-            });
+            entry.add_artifact(text_artifact(
+                "results so far",
+                format!("What goal {} found before it stopped", record.id),
+                &found,
+            ));
             let why = record
                 .reason
                 .clone()

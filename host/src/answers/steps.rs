@@ -38,6 +38,16 @@ pub struct Offered {
 }
 
 impl Offered {
+    /// The tool `tool` of the agent `owner`.
+    pub fn of(owner: &str, tool: &crate::tool::ToolSpec) -> Offered {
+        Offered {
+            owner: owner.to_owned(),
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            schema: tool.input_schema.clone(),
+        }
+    }
+
     /// The terms of its name and description.
     fn terms(&self) -> Vec<String> {
         terms(&format!("{} {}", self.name, self.description))

@@ -499,12 +499,10 @@ impl Chats {
         let tools: Vec<Offered> = agents
             .iter()
             .flat_map(|agent| {
-                agent.tools.iter().map(|tool| Offered {
-                    owner: agent.name.clone(),
-                    name: tool.name.clone(),
-                    description: tool.description.clone(),
-                    schema: tool.input_schema.clone(),
-                })
+                agent
+                    .tools
+                    .iter()
+                    .map(|tool| Offered::of(&agent.name, tool))
             })
             .take(MAX_TOOLS)
             .collect();

@@ -24,11 +24,6 @@ pub trait GoalModel: Send + Sync {
 
     /// The name of the model `model` resolves to, or why there is none.
     fn resolve(&self, model: Option<&str>) -> Result<String, String>;
-
-    /// Tokens a request to `model` may fill, when known.
-    fn context_window(&self, _model: Option<&str>) -> Option<usize> {
-        None
-    }
 }
 
 #[async_trait::async_trait]
@@ -47,17 +42,7 @@ impl GoalModel for Models {
             .map(|gated| gated.name().to_owned())
             .map_err(|e| e.to_string())
     }
-
-    fn context_window(&self, model: Option<&str>) -> Option<usize> {
-        self.get(model).ok()?.context_window()
-    }
 }
-
-/// Characters per token, counted low: English runs near four, JSON and
-/// numbers nearer two or three.
-const CHARS_PER_TOKEN: usize = 3;
-/// Tokens a chat template adds around the messages, at most.
-const TEMPLATE_TOKENS: usize = 64;
 
 /// Why a step that asked the model did not get its answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,17 +72,6 @@ pub struct Asker<'a> {
 }
 
 impl Asker<'_> {
-    /// Characters of variable text (a transcript, results) a prompt may
-    /// still hold besides `fixed` characters, leaving room for an answer of
-    /// `answer_tokens`; unbounded when the model's window is unknown.
-    pub fn room(&self, fixed: usize, answer_tokens: u32) -> usize {
-        let Some(window) = self.model.context_window(self.name) else {
-            return usize::MAX;
-        };
-        let used = fixed.div_ceil(CHARS_PER_TOKEN) + answer_tokens as usize + TEMPLATE_TOKENS;
-        window.saturating_sub(used) * CHARS_PER_TOKEN
-    }
-
     /// One request, within the budget's tokens and deadline: at most
     /// `max_tokens` generated.
     pub async fn complete(

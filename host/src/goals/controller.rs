@@ -288,12 +288,10 @@ impl Team {
             .iter()
             .chain(&self.candidates)
             .flat_map(|member| {
-                member.tools.iter().map(|tool| Offered {
-                    owner: member.name.clone(),
-                    name: tool.name.clone(),
-                    description: tool.description.clone(),
-                    schema: tool.input_schema.clone(),
-                })
+                member
+                    .tools
+                    .iter()
+                    .map(|tool| Offered::of(&member.name, tool))
             })
             .collect()
     }

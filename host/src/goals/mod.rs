@@ -540,7 +540,7 @@ impl Goals {
         }
         let goals = self.clone();
         tokio::spawn(async move {
-            let reporting = goals.report_while_running(record.id.clone());
+            let reporting = goals.report_while_running(record.id.clone(), goal.clone());
             let end = goals.round(&goal, &mut record, person, request).await;
             reporting.abort();
             goals.end(&goal, record, end);
@@ -548,24 +548,32 @@ impl Goals {
         Ok(())
     }
 
-    /// Sends goal `id`'s record, with what it has spent so far, to its
-    /// listeners while it runs and its cost changes, at most each second.
-    fn report_while_running(self: &Arc<Self>, id: GoalId) -> tokio::task::JoinHandle<()> {
+    /// Sends goal `id`'s record, with what its round `run` has spent so
+    /// far, to its listeners while it runs and its cost changes, at most
+    /// each second. The cost is read from the round's budget; the record
+    /// only when it changed.
+    fn report_while_running(
+        self: &Arc<Self>,
+        id: GoalId,
+        run: Arc<GoalRun>,
+    ) -> tokio::task::JoinHandle<()> {
         let goals = self.clone();
         tokio::spawn(async move {
-            let mut last = None;
+            let mut last = run.budget.spent();
             loop {
                 tokio::time::sleep(USAGE_EVERY).await;
+                let spent = run.budget.spent();
+                if spent == last {
+                    continue;
+                }
+                last = spent;
                 let Ok(record) = goals.record(&id).await else {
                     return;
                 };
                 if !record.state.is_active() {
                     return;
                 }
-                if last != Some(record.usage) {
-                    last = Some(record.usage);
-                    goals.publish_state(&record);
-                }
+                goals.publish_state(&record);
             }
         })
     }

@@ -122,21 +122,16 @@ pub fn unique<'a>(candidate: Member, others: impl Iterator<Item = &'a Member> + 
 
 /// A member made of `candidate`, named uniquely among `others`.
 fn member(candidate: &Candidate, reason: String, others: &[Member]) -> Member {
-    let mut name = candidate.name.clone();
-    let mut n = 2;
-    while others.iter().any(|m| m.name == name) {
-        name = format!("{}-{n}", candidate.name);
-        n += 1;
-    }
-    Member {
-        name,
+    let made = Member {
+        name: candidate.name.clone(),
         agent: candidate.agent,
         node: candidate.node.clone(),
         local: candidate.local,
         description: candidate.description.clone(),
         tools: candidate.tools.clone(),
         reason,
-    }
+    };
+    unique(made, others.iter())
 }
 
 /// Tokens the model's account of how to do a goal may take.
