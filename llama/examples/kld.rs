@@ -15,12 +15,27 @@
 //! llama.cpp scores); the last reports "Same top p", the share of positions
 //! where both pick the same next token. `--top` also prints each position
 //! where the two disagree, with both tokens' log-probabilities in each.
+//!
+//! A position where the first choice barely leads the second can go either
+//! way with the order of float additions, and llama.cpp's own batched and
+//! one-token runs part there too. So the agreement is also reported by how
+//! clearly the reference picks its token, and any two such files can be
+//! compared the same way (llama.cpp against itself, say):
+//!
+//! ```text
+//! cargo run --release -p agentsite-llama --example kld -- --compare REFERENCE.kld OTHER.kld
+//! ```
 
 use agentsite_llama::{Llama, Session};
 use std::io::{Read, Write};
 
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, reference, other] = args.as_slice()
+        && flag == "--compare"
+    {
+        return compare(reference, other);
+    }
     let [model_path, base_path, out_path, ..] = args.as_slice() else {
         return Err("usage: kld GGUF LLAMA_KLD OUT_KLD [--top]".into());
     };
@@ -41,13 +56,7 @@ fn main() -> Result<(), String> {
         .and_then(|v| v.to_u32().ok());
     let model = Llama::read(&content, &mut file).map_err(|e| e.to_string())?;
 
-    let mut base = Vec::new();
-    std::fs::File::open(base_path)
-        .and_then(|mut f| f.read_to_end(&mut base))
-        .map_err(|e| format!("{base_path}: {e}"))?;
-    if base.get(..8) != Some(b"_logits_".as_slice()) {
-        return Err(format!("{base_path} is not a llama-perplexity logits file"));
-    }
+    let base = read_logits(base_path)?;
     let int = |at: usize| i32::from_le_bytes(base[at..at + 4].try_into().unwrap());
     let n_ctx = int(8) as usize;
     let n_vocab = int(12) as usize;
@@ -104,7 +113,78 @@ fn main() -> Result<(), String> {
         "{total} positions ({n_chunk} chunks of {n_ctx}, second halves): engine and llama.cpp pick the same next token at {same} ({:.2}%)",
         100.0 * same as f64 / total as f64
     );
+    compare(base_path, out_path)
+}
+
+/// How far the reference's first choice leads its second, in nats, at
+/// which agreement is reported.
+const MARGINS: [f32; 5] = [0.0, 0.05, 0.1, 0.2, 0.3];
+
+/// Prints how often `other` picks the reference's top token, over all
+/// positions and over those where the reference leads by each of
+/// [`MARGINS`].
+fn compare(reference_path: &str, other_path: &str) -> Result<(), String> {
+    let (reference, other) = (read_logits(reference_path)?, read_logits(other_path)?);
+    let int = |bytes: &[u8], at: usize| i32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    let (n_ctx, n_vocab, n_chunk) = (
+        int(&reference, 8) as usize,
+        int(&reference, 12) as usize,
+        int(&reference, 16) as usize,
+    );
+    if reference[..20] != other[..20] || reference.len() != other.len() {
+        return Err("the two files score different texts or vocabularies".into());
+    }
+    let records = 20 + 4 * n_chunk * n_ctx;
+    let record_bytes = (2 * n_vocab.div_ceil(2) + 4) * 2;
+    let mut counts = [(0usize, 0usize); MARGINS.len()];
+    for (theirs, ours) in reference[records..]
+        .chunks_exact(record_bytes)
+        .zip(other[records..].chunks_exact(record_bytes))
+    {
+        let top_theirs = top(theirs, n_vocab);
+        let lead = log_prob(theirs, top_theirs) - second_best(theirs, n_vocab, top_theirs);
+        let same = top(ours, n_vocab) == top_theirs;
+        for (count, &margin) in counts.iter_mut().zip(&MARGINS) {
+            if margin == 0.0 || lead > margin {
+                count.0 += 1;
+                count.1 += usize::from(same);
+            }
+        }
+    }
+    println!("| the reference's first choice leads its second by | positions | same top token |");
+    println!("|---|---:|---:|");
+    for ((positions, same), margin) in counts.iter().zip(MARGINS) {
+        let label = if margin == 0.0 {
+            "any amount".to_owned()
+        } else {
+            format!("more than {margin} nats")
+        };
+        println!(
+            "| {label} | {positions} | {same} ({:.2}%) |",
+            100.0 * *same as f64 / (*positions).max(1) as f64
+        );
+    }
     Ok(())
+}
+
+/// A file `llama-perplexity --kl-divergence-base` wrote, whole.
+fn read_logits(path: &str) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(|e| format!("{path}: {e}"))?;
+    if bytes.get(..8) != Some(b"_logits_".as_slice()) {
+        return Err(format!("{path} is not a llama-perplexity logits file"));
+    }
+    Ok(bytes)
+}
+
+/// The highest log-probability a record gives a token other than `top`.
+fn second_best(record: &[u8], n_vocab: usize, top: usize) -> f32 {
+    (0..n_vocab)
+        .filter(|&i| i != top)
+        .map(|i| log_prob(record, i))
+        .fold(f32::NEG_INFINITY, f32::max)
 }
 
 /// One position's record as llama-perplexity writes it: the scale and the
