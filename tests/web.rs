@@ -267,25 +267,32 @@ impl Restarts {
 
 /// The chat journey's model: a capable one (see
 /// [`support::scripted::capable`]) whose answers read as a person's would:
-/// in a chat it says the sum the calculator found; a goal's conclusion
-/// says it with emphasis, and a follow-up's says the doubled sum.
+/// in a chat it says the sum the calculator found and of what; a goal's
+/// conclusion says it with emphasis, and a follow-up's says the doubling.
 fn chat_model(request: &ChatRequest) -> Answer {
     let read = read(request);
     if read.asked != Asked::Answer {
         return capable(&read);
     }
-    let result = read
+    // The last call, "- add(2, 3) = 5": what it was given and found.
+    let last = read
         .user
         .lines()
         .rev()
-        .find_map(|line| line.rsplit(" = ").next().filter(|_| line.starts_with("- ")))
-        .unwrap_or_default()
-        .to_owned();
+        .find(|line| line.starts_with("- "))
+        .unwrap_or_default();
+    let result = last.rsplit(" = ").next().unwrap_or_default();
+    let given = last
+        .split_once('(')
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map_or("", |(inside, _)| inside);
+    let given: Vec<&str> = given.split(", ").collect();
+    let [first, second] = [0, 1].map(|i| given.get(i).copied().unwrap_or_default());
     Answer::Text(if read.user.contains("as a team") {
-        format!("2 + 3 = **{result}**.")
+        format!("{first} + {second} = **{result}**.")
     } else if read.user.contains("double it") {
-        format!("Doubled, the sum is **{result}**.")
+        format!("Doubled, {first} times {second} is **{result}**.")
     } else {
-        format!("The calculator says the sum is {result}.")
+        format!("The calculator says {first} plus {second} is {result}.")
     })
 }

@@ -4,8 +4,8 @@
 //! The model writes the answer held to the numbers and texts the person and
 //! the tools gave (an embedded model cannot write another number; any
 //! other model's answer is checked for one). An answer is shown only when
-//! it states each call's result; otherwise the node states the results
-//! itself, one line a call.
+//! it states each call's result and what the call was given; otherwise
+//! the node states the calls and their results itself, one line a call.
 
 use super::Ask;
 use super::steps::{Made, Offered, Steps};
@@ -28,8 +28,8 @@ pub struct Answer {
 }
 
 /// The answer to the request of `steps`: the model's, when it states every
-/// call's result and no number the request and the results did not give;
-/// else the node's statement of the results. `note` is said after the
+/// call's result and what the call was given, and no number the request
+/// and the results did not give; else the node's statement of the calls. `note` is said after the
 /// results (why the work stopped, when it stopped early).
 pub async fn answer<A: Ask>(
     ask: &A,
@@ -57,7 +57,7 @@ pub async fn answer<A: Ask>(
         messages: vec![
             Message::system(
                 "Answer the person's request in one or two sentences, from the results of the \
-                 tools. State each result exactly as the tool gave it.",
+                 tools: say what each tool was given, and its result exactly as the tool gave it.",
             ),
             Message::user(format!("Request: {}\nResults:\n{results}", steps.request())),
         ],
@@ -125,9 +125,16 @@ fn literals(value: &Value, out: &mut Vec<Literal>) {
     }
 }
 
+/// Texts a call took that an answer must repeat: those the person quoted,
+/// at most this long (a longer one, a paragraph to count, they know).
+const STATED_TEXT_CHARS: usize = 40;
+
 /// Whether `answer` states what the calls of `steps` found: each call
-/// that succeeded has one of its result's values in it, and every number
-/// in it is one the request or the calls gave. The first thing wrong.
+/// that succeeded has one of its result's values in it and the numbers
+/// and quoted texts it took (so that a person reads what was computed from what: "The answer
+/// is 90" hides that 81 and 9 were added, not subtracted), and every
+/// number in it is one the request or the calls gave. The first thing
+/// wrong.
 pub fn check(answer: &str, steps: &Steps) -> Result<(), String> {
     if answer.is_empty() {
         return Err("the answer is empty".into());
@@ -148,19 +155,49 @@ pub fn check(answer: &str, steps: &Steps) -> Result<(), String> {
         ));
     }
     let stated: Vec<f64> = numbers_in(answer);
-    for call in steps.made().iter().filter(|c| !c.output.is_error) {
-        let values = call.values();
-        if values.is_empty() {
+    // The texts the person quoted: values they gave, as a number is.
+    let quoted: Vec<String> = values_in(steps.request())
+        .into_iter()
+        .filter_map(|(_, value)| match value {
+            Literal::Text(t) => Some(t),
+            Literal::Number(_) => None,
+        })
+        .collect();
+    for (number, call) in steps.made().iter().enumerate() {
+        if call.output.is_error {
             continue;
         }
-        let found = values.iter().any(|value| match value {
-            Literal::Number(n) => stated.contains(n),
-            Literal::Text(t) => answer.contains(t.trim()),
-        });
+        let values = call.values();
+        let found = values.is_empty()
+            || values.iter().any(|value| match value {
+                Literal::Number(n) => stated.contains(n),
+                Literal::Text(t) => answer.contains(t.trim()),
+            });
         if !found {
             return Err(format!(
                 "it leaves out the result {}",
                 excerpt(&result_text(call), 80)
+            ));
+        }
+        let mut taken = Vec::new();
+        literals(&call.arguments, &mut taken);
+        let unsaid = taken.iter().find(|value| match value {
+            Literal::Number(n) => !stated.contains(n),
+            Literal::Text(t) => {
+                let t = t.trim();
+                quoted.iter().any(|q| q.trim() == t)
+                    && t.chars().count() <= STATED_TEXT_CHARS
+                    && !answer.contains(t)
+            }
+        });
+        if let Some(value) = unsaid {
+            return Err(format!(
+                "it does not say that call {} took {}",
+                number + 1,
+                match value {
+                    Literal::Number(n) => number_literal(*n),
+                    Literal::Text(t) => format!("{:?}", excerpt(t, 60)),
+                }
             ));
         }
     }
@@ -363,16 +400,22 @@ mod tests {
         assert!(check("23 plus 19 is 42, and 'a b c' has 3 words.", &steps).is_ok());
         let contradicts = check("23 + 19 = 32, and there are 3 words.", &steps).unwrap_err();
         assert!(contradicts.contains("32"), "{contradicts}");
-        let leaves_out = check("The sum is 42.", &steps).unwrap_err();
+        let leaves_out = check("The sum of 23 and 19 is 42.", &steps).unwrap_err();
         assert!(leaves_out.contains("leaves out"), "{leaves_out}");
+        // A result without what it was computed from hides the call: "42"
+        // might be 23 + 19 or 23 - 19 for all the person can tell.
+        let unsourced = check("The answer is 42, and 'a b c' has 3 words.", &steps).unwrap_err();
+        assert!(unsourced.contains("call 1 took 23"), "{unsourced}");
+        let unsourced = check("23 plus 19 is 42, and there are 3 words.", &steps).unwrap_err();
+        assert!(unsourced.contains("call 2 took \"a b c\""), "{unsourced}");
         assert!(check("", &steps).is_err());
         let debris = check(
-            "- #1 {{<insert task here}} (calculator): 42, 3 words",
+            "- #1 {{<insert task here}} (calculator): 23, 19, 42, 'a b c', 3 words",
             &steps,
         );
         assert!(debris.unwrap_err().contains("debris"));
         let repeats = check(
-            "The sum is 42 and there are 3 words. The sum is 42 and there are 3 words.",
+            "23 and 19 make 42 and 'a b c' has 3 words. 23 and 19 make 42 and 'a b c' has 3 words.",
             &steps,
         );
         assert!(repeats.unwrap_err().contains("repeats"));

@@ -64,10 +64,10 @@ await run(async (browser) => {
   });
   await send(page, "What is 2 plus 3?");
   const reply = page.locator(".bubble.reply:not(.pending)").last();
-  await reply.getByText("The calculator says the sum is 5.").waitFor();
+  await reply.getByText("The calculator says 2 plus 3 is 5.").waitFor();
   const pieces = await page.evaluate(() => window.replyPieces);
   assert.ok(pieces.length >= 5, `the reply streamed in word by word: ${JSON.stringify(pieces)}`);
-  assert.equal(pieces.join(""), "The calculator says the sum is 5.");
+  assert.equal(pieces.join(""), "The calculator says 2 plus 3 is 5.");
   assert.equal(await page.locator(".pending").count(), 0, "the streamed draft gave way to the reply");
   // The page said it was working before the first word came, and what on.
   assert.deepEqual(await page.evaluate(() => window.shown), ["working", "pending"]);
@@ -100,7 +100,7 @@ await run(async (browser) => {
   // A follow-up continues the same goal, shown in the same place.
   await send(page, "Now double it.", { teamUp: true });
   await page.getByText("(the team's goal goes on above)").waitFor();
-  await goal.locator(".conclusion-text").getByText("Doubled, the sum is 10.").waitFor();
+  await goal.locator(".conclusion-text").getByText("Doubled, 2 times 5 is 10.").waitFor();
   await goal.getByText("concluded").waitFor();
   assert.match(await goal.getByRole("list", { name: "tasks" }).textContent(), /task 2 calculator: multiply\(2, 5\) done/);
   assert.equal(await page.locator("section.goal").count(), 1, "one goal, continued");
@@ -123,8 +123,8 @@ await run(async (browser) => {
   const other = await newPage(browser);
   await other.goto(url);
   await send(other, "@calculator and 4 plus 4?");
-  await other.getByText("The calculator says the sum is 8.").waitFor();
-  await page.getByText("The calculator says the sum is 8.").waitFor({ timeout: 60000 });
+  await other.getByText("The calculator says 4 plus 4 is 8.").waitFor();
+  await page.getByText("The calculator says 4 plus 4 is 8.").waitFor({ timeout: 60000 });
   await page.locator("#stream-state").waitFor({ state: "hidden" });
   assert.match(await page.evaluate(() => window.streamLost), /connection to the node was lost; reconnecting/);
   const people = await page.locator(".bubble.person").allTextContents();
@@ -136,7 +136,7 @@ await run(async (browser) => {
   // Still there after the restart, as a fresh page sees it.
   await page.reload();
   await page.locator("#title").getByText("Sums with the calculator").waitFor();
-  await page.getByText("The calculator says the sum is 8.").waitFor();
+  await page.getByText("The calculator says 4 plus 4 is 8.").waitFor();
   await page.locator("section.goal").getByText("concluded").waitFor();
   assert.equal(await page.locator("#conversation-list a").getByText("Sums with the calculator").count(), 1);
 
@@ -144,7 +144,7 @@ await run(async (browser) => {
   await page.locator("#goal-list").getByRole("link", { name: "Work out 2 plus 3 as a team." }).click();
   await page.waitForURL(/\/chat\/goals\/[^/]+$/);
   await page.locator("section.goal").getByText("concluded").waitFor();
-  await page.locator("section.goal .conclusion-text").getByText("Doubled, the sum is 10.").waitFor();
+  await page.locator("section.goal .conclusion-text").getByText("Doubled, 2 times 5 is 10.").waitFor();
   await page.goBack();
 
   // Deleted: gone from the list.
