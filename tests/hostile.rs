@@ -1,6 +1,7 @@
 //! Hostile agents are contained: each attack ends in a clear error naming
 //! the limit or fault, the node keeps serving, and a normal call right
-//! after the attack (and calls running during it) succeed.
+//! after the attack (and calls running during it) succeed. Hostile HTTP
+//! clients meet the front end's bounds the same way.
 
 mod support;
 
@@ -347,4 +348,122 @@ fn flood_limits() -> Limits {
         deadline: Duration::from_secs(60),
         ..test_limits()
     }
+}
+
+/// Connections that never finish their request (issue 41, class 1): a
+/// flood of them from two addresses, one the same as an honest client's.
+/// The node holds no more than its caps (the newest push out the oldest
+/// that sent nothing), answers the honest client each time it asks during
+/// the flood, closes the rest at the head deadline, and ends a request
+/// whose body stops arriving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_that_never_finish_their_request_are_capped_and_closed() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    const FLOOD: usize = 200;
+    const TOTAL: usize = 64;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[serve]\nmax_connections = {TOTAL}\nmax_connections_per_address = 32\n\
+             request_head_timeout = \"6s\"\nrequest_body_idle_timeout = \"2s\"\n"
+        ),
+    )
+    .unwrap();
+    let server = support::Server::start(dir.path(), &[]);
+    let address: std::net::SocketAddr = server.base.trim_start_matches("http://").parse().unwrap();
+    let connect_from = |source: &str| {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+        socket.connect(address)
+    };
+    let started = Instant::now();
+    let mut flood = Vec::new();
+    for i in 0..FLOOD {
+        let source = if i % 2 == 0 { "127.0.0.1" } else { "127.0.0.2" };
+        let mut stream = connect_from(source).await.unwrap();
+        stream
+            .write_all(
+                format!("GET /health HTTP/1.1\r\nHost: {address}\r\nX-Never-Ends: ").as_bytes(),
+            )
+            .await
+            .unwrap();
+        flood.push(stream);
+    }
+    // During the flood an honest client is answered, each time.
+    let client = reqwest::Client::new();
+    for _ in 0..5 {
+        let response = tokio::time::timeout(
+            Duration::from_secs(5),
+            client.get(server.url("/health")).send(),
+        )
+        .await
+        .expect("answered during the flood")
+        .unwrap();
+        assert!(response.status().is_success());
+    }
+    // Whether the node ended a connection of the flood (closed it, or
+    // answered what it had of the request).
+    async fn closed(stream: &mut tokio::net::TcpStream) -> bool {
+        let mut bytes = [0u8; 1024];
+        tokio::time::timeout(Duration::from_millis(1), stream.read(&mut bytes))
+            .await
+            .is_ok()
+    }
+    // Before the head deadline, all but the caps' worth were closed.
+    let held = loop {
+        let mut open = 0;
+        for stream in &mut flood {
+            if !closed(stream).await {
+                open += 1;
+            }
+        }
+        if open <= TOTAL || started.elapsed() > Duration::from_secs(5) {
+            break open;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        held <= TOTAL,
+        "{held} of {FLOOD} unfinished requests held open, past the cap of {TOTAL}"
+    );
+    // At the head deadline the rest are closed too.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    'waiting: loop {
+        for stream in &mut flood {
+            if !closed(stream).await {
+                assert!(
+                    Instant::now() < deadline,
+                    "an unfinished request outlived the head deadline"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue 'waiting;
+            }
+        }
+        break;
+    }
+    // A body that stops arriving ends its request.
+    let mut stalled = connect_from("127.0.0.1").await.unwrap();
+    stalled
+        .write_all(
+            format!(
+                "POST /v1/chat/completions HTTP/1.1\r\nHost: {address}\r\n\
+                 Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"model\":"
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), stalled.read_to_end(&mut answer))
+        .await
+        .expect("a stalled body ends its request")
+        .ok();
+    let client_after = reqwest::Client::new();
+    let response = client_after
+        .get(server.url("/health"))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success());
 }

@@ -366,9 +366,14 @@ async fn forged_results_are_refused_as_malformed() {
     let node2 = node.clone();
     let errors = while_serving(&node, async move {
         let mut errors = Vec::new();
-        for tool in ["not_json", "not_an_object", "bad_uri"] {
+        for (tool, arguments) in [
+            ("not_json", "{}"),
+            ("not_an_object", "{}"),
+            ("bad_uri", "{}"),
+            ("too_deep", r#"{"levels": 100000}"#),
+        ] {
             let error = node2
-                .call("hostile-forger", tool, "{}", None)
+                .call("hostile-forger", tool, arguments, None)
                 .await
                 .expect_err("a forged result is refused");
             errors.push((tool, error));
@@ -388,6 +393,12 @@ async fn forged_results_are_refused_as_malformed() {
             "{tool}: {error}"
         );
     }
+    // As deep as clients read is passed on.
+    let fine = node
+        .call("hostile-forger", "too_deep", r#"{"levels": 64}"#, None)
+        .await
+        .unwrap();
+    assert!(fine.structured_content.is_some());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

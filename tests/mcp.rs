@@ -529,6 +529,65 @@ async fn foreign_origins_and_hosts_are_refused() {
     assert_eq!(health["agents"], 1);
 }
 
+/// The DNS-rebinding rule covers the whole front end (issue 41): a Host or
+/// Origin that is not this node's is refused on every route it serves, and
+/// on paths it does not, before anything is read or named; nothing is
+/// exempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_host_or_origin_is_refused_on_every_route() {
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    let server = Server::start(cli.data(), &[]);
+    let client = reqwest::Client::new();
+    let paths = [
+        "/health",
+        "/metrics",
+        "/",
+        "/hub/search",
+        "/hub/agents/calculator",
+        "/chat",
+        "/network",
+        "/login",
+        "/assets/site.css",
+        "/v1/models",
+        "/mcp",
+        "/agents/calculator/mcp",
+        "/a2a",
+        "/.well-known/agent-card.json",
+        "/agents/calculator/.well-known/agent-card.json",
+        "/api/goals",
+        "/no/such/path",
+    ];
+    for path in paths {
+        for (header, value) in [
+            ("host", "rebound.example"),
+            ("origin", "http://rebound.example"),
+        ] {
+            let response = client
+                .get(server.url(path))
+                .header(header, value)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 403, "GET {path} with {header}: {value}");
+            let body = response.text().await.unwrap();
+            assert!(
+                !body.contains("calculator"),
+                "GET {path} named an agent to {value}: {body}"
+            );
+        }
+    }
+    // The node's own name still reaches every route.
+    for path in ["/health", "/metrics", "/", "/.well-known/agent-card.json"] {
+        let response = client.get(server.url(path)).send().await.unwrap();
+        assert!(
+            response.status().is_success(),
+            "GET {path}: {}",
+            response.status()
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_guards_the_mcp_endpoints() {
     let cli = Cli::new();
@@ -1210,5 +1269,37 @@ async fn an_agent_that_never_lists_does_not_hold_up_the_others() {
         .await
         .unwrap();
     assert_eq!(text(&pong), "pong");
+
+    // When its failure is old enough to ask again (issue 41), it is asked
+    // in the background: the listings answer from what the others said,
+    // without waiting out its listing deadline again.
+    tokio::time::sleep(agentsite::mcp::listing::RETRY_AFTER).await;
+    let started = Instant::now();
+    let uris = resource_uris(&client).await;
+    assert!(uris.contains(&"note://todo".to_owned()), "{uris:?}");
+    let prompts = prompt_names(&client).await;
+    assert!(
+        prompts.contains(&"notes.summarize".to_owned()),
+        "{prompts:?}"
+    );
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "listing after the retry window took {took:?}: it waited for the stalling agent"
+    );
+    // It was asked again all the same, and failed again.
+    let line = "agentsite_listing_failures_total{agent=\"hostile-stall\",list=\"resources\"} 2";
+    support::eventually_async(
+        Duration::from_secs(10),
+        "the stalling agent asked again",
+        async || {
+            if server.metrics().await.contains(line) {
+                Ok(())
+            } else {
+                Err("not yet")
+            }
+        },
+    )
+    .await;
     client.cancel().await.unwrap();
 }

@@ -858,3 +858,49 @@ async fn a_goal_calls_a_tool_whose_schema_uses_defs_on_the_embedded_model() {
     let conclusion = record.conclusion.unwrap();
     assert!(conclusion.contains("Hello, Ada"), "{conclusion}");
 }
+
+/// The peak resident memory of process `pid`, in bytes.
+fn peak_resident(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status");
+    kib * 1024
+}
+
+/// A prompt longer than the model's window by its bytes alone is refused
+/// before it is tokenized (issue 41): tokenizing costs about a hundred
+/// times the text's size, so a 3.9 MB prompt cost the node some 350 MiB
+/// before it learnt that the prompt was too long.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_longer_than_the_window_is_refused_before_it_is_tokenized() {
+    let cli = Cli::new();
+    let server = Server::start(cli.data(), &[]);
+    let client = reqwest::Client::new();
+    let ask = |content: String, max_tokens: u32| {
+        client
+            .post(server.url("/v1/chat/completions"))
+            .json(&serde_json::json!({
+                "model": "local",
+                "max_tokens": max_tokens,
+                "messages": [{"role": "user", "content": content}],
+            }))
+            .send()
+    };
+    // The model is loaded by a first, short request.
+    assert!(ask("Hi".into(), 1).await.unwrap().status().is_success());
+    let before = peak_resident(server.pid());
+    let response = ask("word ".repeat(780_000), 16).await.unwrap();
+    assert_eq!(response.status(), 400);
+    let body: serde_json::Value = response.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("takes at most"), "{body}");
+    let grown = peak_resident(server.pid()).saturating_sub(before);
+    assert!(
+        grown < 64 << 20,
+        "refusing a 3.9 MB prompt raised the node's peak memory by {} MiB",
+        grown >> 20
+    );
+}

@@ -73,6 +73,7 @@ fn front() -> &'static Front {
                 token: None,
                 allowed_hosts: vec![],
                 allowed_origins: vec![],
+                connections: Default::default(),
             };
             router(hosted, options, tokio_util::sync::CancellationToken::new())
         });

@@ -109,6 +109,17 @@ pub struct ServeConfig {
     pub allowed_hosts: Vec<String>,
     /// Browser origins allowed besides this machine's.
     pub allowed_origins: Vec<String>,
+    /// HTTP connections open at once, in all.
+    pub max_connections: usize,
+    /// HTTP connections open at once from one address.
+    pub max_connections_per_address: usize,
+    /// Time a client has to send a request's line and headers (also how
+    /// long an idle keep-alive connection is kept).
+    #[serde(with = "humantime_serde_compat")]
+    pub request_head_timeout: Duration,
+    /// Time a request body may go without a byte arriving.
+    #[serde(with = "humantime_serde_compat")]
+    pub request_body_idle_timeout: Duration,
 }
 
 /// Where `agentsite serve` listens unless told otherwise.
@@ -118,11 +129,28 @@ pub const DEFAULT_LISTEN: std::net::SocketAddr = std::net::SocketAddr::V4(
 
 impl Default for ServeConfig {
     fn default() -> Self {
+        let connections = crate::web::connections::ConnectionLimits::default();
         ServeConfig {
             listen: DEFAULT_LISTEN,
             token: None,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
+            max_connections: connections.total,
+            max_connections_per_address: connections.per_address,
+            request_head_timeout: connections.head_timeout,
+            request_body_idle_timeout: connections.body_idle_timeout,
+        }
+    }
+}
+
+impl ServeConfig {
+    /// The bounds on the HTTP front end's connections.
+    pub fn connections(&self) -> crate::web::connections::ConnectionLimits {
+        crate::web::connections::ConnectionLimits {
+            total: self.max_connections,
+            per_address: self.max_connections_per_address,
+            head_timeout: self.request_head_timeout,
+            body_idle_timeout: self.request_body_idle_timeout,
         }
     }
 }

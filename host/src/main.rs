@@ -478,6 +478,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 token: token.or_else(|| serve.token.clone()),
                 allowed_hosts: [serve.allowed_hosts.clone(), allow_hosts].concat(),
                 allowed_origins: [serve.allowed_origins.clone(), allow_origins].concat(),
+                connections: serve.connections(),
             };
             cli::serve(std::sync::Arc::new(node), options, p2p).await
         }

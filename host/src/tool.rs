@@ -121,9 +121,66 @@ pub struct StructuredContent(String);
 
 const NOT_AN_OBJECT: &str = "structured content is not a JSON object";
 
+/// The deepest nesting of objects and arrays a structured result may have.
+/// Clients read results recursively (serde_json stops at 128 levels,
+/// Python's `json` near 1,000 with a RecursionError), so the node passes
+/// on none that one of them could not read; real results seldom pass ten.
+pub const MAX_STRUCTURED_DEPTH: usize = 64;
+
+fn too_deep() -> String {
+    format!("structured content is nested deeper than {MAX_STRUCTURED_DEPTH} levels")
+}
+
+/// The deepest nesting of objects and arrays in JSON `text`, counted in one
+/// pass over its bytes (brackets inside strings do not count); stops
+/// counting past [`MAX_STRUCTURED_DEPTH`].
+fn nesting_of_text(text: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &byte in text.as_bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+                if deepest > MAX_STRUCTURED_DEPTH {
+                    break;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Whether `value` nests objects and arrays more than `levels` deep.
+fn deeper_than(value: &Value, levels: usize) -> bool {
+    match value {
+        Value::Object(map) => levels == 0 || map.values().any(|v| deeper_than(v, levels - 1)),
+        Value::Array(items) => levels == 0 || items.iter().any(|v| deeper_than(v, levels - 1)),
+        _ => false,
+    }
+}
+
 impl StructuredContent {
-    /// Checks that `text` is one JSON object.
+    /// Checks that `text` is one JSON object, nested at most
+    /// [`MAX_STRUCTURED_DEPTH`] levels.
     pub fn from_text(text: String) -> Result<Self, String> {
+        // Before the parse, which reads any depth (it skips values without
+        // recursing) and would let a deeper one through.
+        if nesting_of_text(&text) > MAX_STRUCTURED_DEPTH {
+            return Err(too_deep());
+        }
         serde_json::from_str::<serde::de::IgnoredAny>(&text)
             .map_err(|e| format!("structured content is not JSON: {e}"))?;
         // Valid JSON starting with `{` is one object.
@@ -137,6 +194,9 @@ impl StructuredContent {
     pub fn from_value(value: &Value) -> Result<Self, String> {
         if !value.is_object() {
             return Err(NOT_AN_OBJECT.into());
+        }
+        if deeper_than(value, MAX_STRUCTURED_DEPTH) {
+            return Err(too_deep());
         }
         // A tree written out is valid JSON: no need to check it again.
         Ok(StructuredContent(value.to_string()))
@@ -446,6 +506,30 @@ mod tests {
                 "isError": false,
             })
         );
+    }
+
+    /// `levels` objects, each the only value of the one around it.
+    fn nested(levels: usize) -> String {
+        format!("{}1{}", "{\"a\":".repeat(levels), "}".repeat(levels))
+    }
+
+    #[test]
+    fn structured_content_nests_at_most_max_depth_levels() {
+        assert!(StructuredContent::from_text(nested(MAX_STRUCTURED_DEPTH)).is_ok());
+        let error = StructuredContent::from_text(nested(MAX_STRUCTURED_DEPTH + 1)).unwrap_err();
+        assert!(error.contains("nested deeper than 64 levels"), "{error}");
+        // 100,000 levels in 600 KB: refused without a parse that recurses.
+        assert!(StructuredContent::from_text(nested(100_000)).is_err());
+        let arrays = format!("{{\"a\":{}{}}}", "[".repeat(64), "]".repeat(64));
+        assert!(StructuredContent::from_text(arrays).is_err());
+        // Brackets inside strings are text.
+        let text = format!("{{\"a\":\"{}\\\"{}\"}}", "[".repeat(500), "{".repeat(500));
+        assert!(StructuredContent::from_text(text).is_ok());
+        // A tree from a peer's message is held to the same depth.
+        let deep: Value = serde_json::from_str(&nested(MAX_STRUCTURED_DEPTH + 1)).unwrap();
+        assert!(StructuredContent::from_value(&deep).is_err());
+        let fine: Value = serde_json::from_str(&nested(MAX_STRUCTURED_DEPTH)).unwrap();
+        assert!(StructuredContent::from_value(&fine).is_ok());
     }
 
     #[test]

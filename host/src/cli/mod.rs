@@ -416,12 +416,14 @@ pub async fn serve(
     let guard = options.guard();
     let page_rules =
         crate::web::guard::Guard::new(&options.allowed_hosts(), &options.allowed_origins(), None);
+    let front_rules = std::sync::Arc::new(page_rules.clone());
     let sessions = crate::web::site::session::Sessions::new(
         options.token.clone(),
         address.port(),
         node.config().web.public_read,
     )?;
     let token_required = options.token.as_deref().is_some_and(|t| !t.is_empty());
+    let connections = options.connections;
     let mut router = http::router(hosted.clone(), options, stop.clone()).merge(models);
     let api_host = if address.ip().is_unspecified() {
         std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), address.port())
@@ -489,6 +491,16 @@ pub async fn serve(
             crate::goals::api::unavailable(format!("{e:#}"), guard)
         }
     });
+    // The Host and Origin rules (against DNS rebinding and cross-site
+    // requests) once around everything the front end serves, unknown
+    // paths included: no route, today's or a later one, answers a name
+    // that is not this node's or a page of a site the node does not allow.
+    // Nothing is exempt. The routers' own guards add the token where a
+    // route needs one.
+    let router = router.layer(axum::middleware::from_fn_with_state(
+        front_rules,
+        crate::web::guard::require,
+    ));
     // The address line is the one a script or test waits for.
     eprintln!(
         "serving {agents} agents over MCP at http://{address}/mcp and the node's models at http://{address}/v1 (health: /health); pages at http://{address}/"
@@ -501,7 +513,7 @@ pub async fn serve(
             stop.cancel();
         }
     });
-    let served = http::serve(listener, router, stop.clone()).await;
+    let served = crate::web::connections::serve(listener, router, connections, stop.clone()).await;
     stop.cancel();
     let _ = watcher.await;
     if let Some(hub) = hub {

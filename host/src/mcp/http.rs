@@ -48,6 +48,8 @@ pub struct HttpOptions {
     /// Browser origins allowed besides this machine's own, such as
     /// `https://app.example.com:443`.
     pub allowed_origins: Vec<String>,
+    /// How many connections the front end holds, and for how long.
+    pub connections: crate::web::connections::ConnectionLimits,
 }
 
 impl HttpOptions {
@@ -381,27 +383,6 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Serves `router` on `listener` until `stop` is cancelled.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    router: Router,
-    stop: CancellationToken,
-) -> anyhow::Result<()> {
-    use axum::serve::ListenerExt as _;
-    // Responses go out in several writes (headers, SSE event, end of
-    // stream); without TCP_NODELAY, Nagle's algorithm and the client's
-    // delayed ACK can hold the last one back for 40 ms.
-    let listener = listener.tap_io(|stream| {
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::debug!("cannot set TCP_NODELAY: {e}");
-        }
-    });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move { stop.cancelled_owned().await })
-        .await?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,6 +394,7 @@ mod tests {
             token: None,
             allowed_hosts: vec![],
             allowed_origins: vec![],
+            connections: Default::default(),
         };
         let error = options.check().unwrap_err().to_string();
         assert!(error.contains("without a bearer token"), "{error}");

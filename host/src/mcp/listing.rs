@@ -3,11 +3,18 @@
 //! nothing changed.
 //!
 //! A listing on `/mcp` needs an answer from every agent in scope, and any
-//! of them may be slow or hostile. So agents are asked in parallel, each
-//! under the node's listing deadline (`[limits] listing_deadline`), and the
-//! list holds those that answered; one that did not is logged, counted in
-//! `agentsite_listing_failures_total`, and not asked again for
-//! [`RETRY_AFTER`], so that it costs other clients nothing in between.
+//! of them may be slow or hostile. So agents are asked in parallel, each in
+//! a task of its own under the node's listing deadline (`[limits]
+//! listing_deadline`), and a listing waits for none beyond what is known of
+//! it: an agent asked for the first time is waited for (nothing else is
+//! known of it), one that answered within [`CUT_OFF`] last time is waited
+//! for up to that, and one that was slower or failed is not waited for at
+//! all. The listing then holds what arrived, or the agent's last answer
+//! while its grants are the same; the ask goes on in its task and its
+//! answer serves the next listing. An agent that failed to answer is
+//! logged, counted in `agentsite_listing_failures_total`, and not asked
+//! again for [`RETRY_AFTER`]. So no agent delays another's clients by more
+//! than one first ask.
 //!
 //! An answer is kept while it still holds: the agent's grants are the same,
 //! no call that could change its state has run since (see
@@ -32,10 +39,34 @@ pub const FRESH_FOR: Duration = Duration::from_secs(10);
 /// trap, a malformed answer) is left out before it is asked again.
 pub const RETRY_AFTER: Duration = Duration::from_secs(30);
 
+/// How long a listing waits for an agent that answered this fast last
+/// time; one that took longer is not waited for again until it is fast.
+pub const CUT_OFF: Duration = Duration::from_millis(250);
+
 /// One kind of list, per agent.
 pub struct Listings<T> {
     what: &'static str,
-    entries: Mutex<HashMap<AgentId, Listed<T>>>,
+    entries: Arc<Mutex<HashMap<AgentId, Agent<T>>>>,
+}
+
+/// What is known of one agent's listing.
+struct Agent<T> {
+    /// Its last answer, if it was ever asked.
+    listed: Option<Listed<T>>,
+    /// Whether the last ask took longer than [`CUT_OFF`] or failed.
+    slow: bool,
+    /// Says when the ask in progress, if any, has ended.
+    asking: Option<tokio::sync::watch::Receiver<bool>>,
+}
+
+impl<T> Default for Agent<T> {
+    fn default() -> Self {
+        Agent {
+            listed: None,
+            slow: false,
+            asking: None,
+        }
+    }
 }
 
 /// An agent's answer, and what it depended on.
@@ -59,17 +90,23 @@ impl<T> Listed<T> {
     }
 }
 
+fn lock<T>(
+    entries: &Mutex<HashMap<AgentId, Agent<T>>>,
+) -> std::sync::MutexGuard<'_, HashMap<AgentId, Agent<T>>> {
+    entries.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl<T: Send + Sync + 'static> Listings<T> {
     /// An empty cache for lists of `what` ("resources", "prompts").
     pub fn new(what: &'static str) -> Self {
         Listings {
             what,
-            entries: Mutex::new(HashMap::new()),
+            entries: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, Listed<T>>> {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, Agent<T>>> {
+        lock(&self.entries)
     }
 
     /// What each of `agents` lists, in their order, leaving out those that
@@ -82,7 +119,7 @@ impl<T: Send + Sync + 'static> Listings<T> {
     ) -> Vec<(&'a ExposedAgent, Arc<T>)>
     where
         F: Fn(Arc<AgentRecord>, Grants) -> Fut,
-        Fut: Future<Output = Result<T, NodeCallError>>,
+        Fut: Future<Output = Result<T, NodeCallError>> + Send + 'static,
     {
         let ask = &ask;
         let answers = agents
@@ -98,7 +135,7 @@ impl<T: Send + Sync + 'static> Listings<T> {
     async fn of_one<F, Fut>(&self, node: &Node, agent: &ExposedAgent, ask: &F) -> Option<Arc<T>>
     where
         F: Fn(Arc<AgentRecord>, Grants) -> Fut,
-        Fut: Future<Output = Result<T, NodeCallError>>,
+        Fut: Future<Output = Result<T, NodeCallError>> + Send + 'static,
     {
         let record = &agent.record;
         let name = record.card.name.as_str();
@@ -111,34 +148,104 @@ impl<T: Send + Sync + 'static> Listings<T> {
                 return None;
             }
         };
-        if let Some(listed) = self.entries().get(&record.id)
-            && listed.holds(&grants, activity)
+        let (mut ended, wait, last) = {
+            let mut entries = self.entries();
+            let known = entries.entry(record.id).or_default();
+            if let Some(listed) = &known.listed
+                && listed.holds(&grants, activity)
+            {
+                return listed.answer.clone();
+            }
+            let ended = match &known.asking {
+                Some(ended) => ended.clone(),
+                None => {
+                    let ended = self.ask_in_background(node, record, grants.clone(), activity, ask);
+                    known.asking = Some(ended.clone());
+                    ended
+                }
+            };
+            let wait = match (&known.listed, known.slow) {
+                (None, _) => None,
+                (Some(_), false) => Some(CUT_OFF),
+                (Some(_), true) => Some(Duration::ZERO),
+            };
+            let last = known
+                .listed
+                .as_ref()
+                .filter(|listed| listed.grants == grants)
+                .and_then(|listed| listed.answer.clone());
+            (ended, wait, last)
+        };
+        let answered = match wait {
+            None => ended.wait_for(|ended| *ended).await.is_ok(),
+            Some(wait) => matches!(
+                tokio::time::timeout(wait, ended.wait_for(|ended| *ended)).await,
+                Ok(Ok(_))
+            ),
+        };
+        if answered
+            && let Some(listed) = &self
+                .entries()
+                .get(&record.id)
+                .and_then(|k| k.listed.as_ref())
+            && listed.grants == grants
         {
             return listed.answer.clone();
         }
-        let answer = match ask(record.clone(), grants.clone()).await {
-            Ok(answer) => Some(Arc::new(answer)),
-            Err(e) => {
-                tracing::warn!(
-                    agent = name,
-                    "{} not listed, left out for {}s: {e}",
-                    self.what,
-                    RETRY_AFTER.as_secs()
-                );
-                node.audit().listing_failed(name, self.what);
-                None
+        last
+    }
+
+    /// Asks `record` for its list in a task of its own, which records the
+    /// answer (or the failure) when it comes; the receiver says when.
+    fn ask_in_background<F, Fut>(
+        &self,
+        node: &Node,
+        record: &Arc<AgentRecord>,
+        grants: Grants,
+        activity: u64,
+        ask: &F,
+    ) -> tokio::sync::watch::Receiver<bool>
+    where
+        F: Fn(Arc<AgentRecord>, Grants) -> Fut,
+        Fut: Future<Output = Result<T, NodeCallError>> + Send + 'static,
+    {
+        let (done, ended) = tokio::sync::watch::channel(false);
+        let asked = ask(record.clone(), grants.clone());
+        let entries = self.entries.clone();
+        let audit = node.audit().clone();
+        let (id, name, what) = (record.id, record.card.name.clone(), self.what);
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let answer = match asked.await {
+                Ok(answer) => Some(Arc::new(answer)),
+                Err(e) => {
+                    tracing::warn!(
+                        agent = name.as_str(),
+                        "{what} not listed, left out for {}s: {e}",
+                        RETRY_AFTER.as_secs()
+                    );
+                    audit.listing_failed(&name, what);
+                    None
+                }
+            };
+            {
+                let mut entries = lock(&entries);
+                // Not there when the agent was removed meanwhile.
+                let Some(known) = entries.get_mut(&id) else {
+                    return;
+                };
+                known.slow = answer.is_none() || started.elapsed() > CUT_OFF;
+                known.listed = Some(Listed {
+                    grants,
+                    activity,
+                    at: Instant::now(),
+                    answer,
+                });
+                known.asking = None;
             }
-        };
-        self.entries().insert(
-            record.id,
-            Listed {
-                grants,
-                activity,
-                at: Instant::now(),
-                answer: answer.clone(),
-            },
-        );
-        answer
+            let _ = done.send(true);
+        });
+        ended
     }
 
     /// Forgets agents that are no longer installed.

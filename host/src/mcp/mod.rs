@@ -6,7 +6,7 @@ mod client;
 pub(crate) mod exposed;
 pub mod hosted;
 pub mod http;
-pub(crate) mod listing;
+pub mod listing;
 pub(crate) mod server;
 pub(crate) mod stdio;
 

@@ -2,6 +2,7 @@
 //! uses to drive a running node.
 
 pub mod api;
+pub mod connections;
 pub mod control;
 pub mod guard;
 pub mod site;

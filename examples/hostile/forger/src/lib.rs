@@ -1,5 +1,6 @@
 //! Returns results no honest agent would: structured content that is not
-//! JSON, or not an object, and an embedded resource with no valid URI. The
+//! JSON, or not an object, or nested beyond what clients read, and an
+//! embedded resource with no valid URI. The
 //! node must refuse each as malformed instead of passing it to a client.
 
 use agentsite_sdk::{Content, EmbeddedResource, ResourceBody, ToolResult, agent};
@@ -27,6 +28,15 @@ impl Forger {
     #[tool]
     fn not_an_object() -> ToolResult {
         result(vec![Content::Text("fine".into())], Some("[1, 2, 3]"))
+    }
+
+    /// Structured content nested `levels` deep: valid JSON that common
+    /// clients cannot read (Python's `json` raises RecursionError).
+    #[tool]
+    fn too_deep(levels: u32) -> ToolResult {
+        let levels = levels as usize;
+        let nested = format!("{}1{}", "{\"a\":".repeat(levels), "}".repeat(levels));
+        result(vec![Content::Text("fine".into())], Some(&nested))
     }
 
     /// An embedded resource whose URI is not a URI.

@@ -36,6 +36,10 @@ pub struct Loaded {
     stop_tokens: Vec<u32>,
     /// The smaller of the model's trained context and the configured one.
     context: usize,
+    /// The most bytes of text one token stands for (its vocabulary's
+    /// longest entry, as written): a prompt of `n` bytes is at least
+    /// `n / longest_token` tokens, known before it is tokenized.
+    longest_token: usize,
 }
 
 /// What a GGUF file holds, read from its header without its weights.
@@ -150,6 +154,16 @@ pub fn read_model(
             }
             ReadError::Unfit(why) => format!("{} cannot be run: {why}", path.display()),
         })?;
+    // An entry's text as the vocabulary writes it is at least as long as
+    // the bytes it stands for (byte-level entries spell each byte as one
+    // character, SentencePiece ones the text itself with a wider space).
+    let longest_token = tokenizer
+        .get_vocab(true)
+        .keys()
+        .map(String::len)
+        .max()
+        .unwrap_or(1)
+        .max(1);
     Ok(Loaded {
         weights,
         tokenizer,
@@ -157,6 +171,7 @@ pub fn read_model(
         grammars,
         stop_tokens,
         context: context.min(trained_context),
+        longest_token,
     })
 }
 
@@ -239,6 +254,16 @@ pub fn generate(
             .template
             .render(&request.messages, tools, request.response_schema.as_ref())
             .map_err(LlmFailure::InvalidRequest)?;
+        // Tokenizing costs many times the text's size in memory: a prompt
+        // too long for the window by its bytes alone is refused before.
+        let fewest_tokens = prompt.len().div_ceil(loaded.longest_token);
+        if fewest_tokens + 1 > loaded.context {
+            return Err(LlmFailure::InvalidRequest(format!(
+                "the conversation is at least {fewest_tokens} tokens long ({} bytes); model {model_name:?} takes at most {} tokens",
+                prompt.len(),
+                loaded.context
+            )));
+        }
         let mut constraint = loaded.grammars.for_request(&request)?;
         let encoding = loaded.tokenizer.encode(prompt, false).map_err(|e| {
             LlmFailure::InvalidRequest(format!("cannot tokenize the conversation: {e}"))
