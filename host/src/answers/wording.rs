@@ -29,8 +29,9 @@ pub struct Answer {
 
 /// The answer to the request of `steps`: the model's, when it states every
 /// call's result and what the call was given, and no number the request
-/// and the results did not give; else the node's statement of the calls. `note` is said after the
-/// results (why the work stopped, when it stopped early).
+/// and the results did not give; else the node's statement of the calls.
+/// `note` is said after the results (why the work stopped, when it stopped
+/// early).
 pub async fn answer<A: Ask>(
     ask: &A,
     steps: &Steps,
@@ -131,10 +132,10 @@ const STATED_TEXT_CHARS: usize = 40;
 
 /// Whether `answer` states what the calls of `steps` found: each call
 /// that succeeded has one of its result's values in it and the numbers
-/// and quoted texts it took (so that a person reads what was computed from what: "The answer
-/// is 90" hides that 81 and 9 were added, not subtracted), and every
-/// number in it is one the request or the calls gave. The first thing
-/// wrong.
+/// and quoted texts it took (so that a person reads what was computed from
+/// what: "The answer is 90" hides that 81 and 9 were added, not
+/// subtracted), and every number in it is one the request or the calls
+/// gave. The first thing wrong.
 pub fn check(answer: &str, steps: &Steps) -> Result<(), String> {
     if answer.is_empty() {
         return Err("the answer is empty".into());

@@ -12,10 +12,10 @@
 //! when a limit stops the work ([`crate::answers::steps`]). The model is
 //! asked only what needs language: which tool the step calls and with which
 //! of its values, and the wording of the conclusion, which is shown only if
-//! it states every call and result ([`crate::answers::wording`]). Each call is a task
-//! of the member whose tool it is, made where that agent lives; a member
-//! joins the team when one of its tools serves a part of the goal, and its
-//! reason names the tool and the part.
+//! it states every call and result ([`crate::answers::wording`]). Each call
+//! is a task of the member whose tool it is, made where that agent lives; a
+//! member joins the team when one of its tools serves a part of the goal,
+//! and its reason names the tool and the part.
 
 use super::ask::{AskFailure, Asker};
 use super::budget::Limit;
