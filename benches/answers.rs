@@ -239,10 +239,13 @@ async fn goals(tally: &mut Tally) {
     for (question, _, facts) in SINGLE.iter().chain(TWO_STEPS) {
         let started = Instant::now();
         let record = goals
-            .start(NewGoal {
-                text: (*question).into(),
-                ..Default::default()
-            })
+            .start(
+                NewGoal {
+                    text: (*question).into(),
+                    ..Default::default()
+                },
+                &tester(),
+            )
             .await
             .unwrap();
         let record = goals.finished(&record.id).await.unwrap();
@@ -289,7 +292,10 @@ async fn chat(tally: &mut Tally) {
         let (sender, mut events) = tokio::sync::mpsc::channel(256);
         tokio::spawn(chats.clone().follow(conversation.id.clone(), 0, sender));
         let started = Instant::now();
-        chats.send(&conversation.id, &message, false).await.unwrap();
+        chats
+            .send(&conversation.id, &message, false, &tester())
+            .await
+            .unwrap();
         // Past the idle of the empty conversation: the person's entry, then
         // the answer's idle.
         let mut asked = false;
@@ -430,4 +436,9 @@ fn main() {
     for row in rows {
         println!("{row}");
     }
+}
+
+/// Who the goals of this file are given by.
+fn tester() -> agentsite::requester::Requester {
+    agentsite::requester::Requester::new("test", None)
 }

@@ -10,8 +10,13 @@
 //! search` does (a provider lookup per query term, the hosts' matches,
 //! BM25 over what came back).
 //!
+//! Then the same again on a poisoned network: one more node publishes, under
+//! one key, the same card stuffed with every word of the queries under
+//! [`COPIES`] ids (a byte appended each time) and [`VARIANTS`] cards that
+//! differ by a word, as a publisher gaming the rank would.
+//!
 //! `cargo bench -p agentsite --bench search` prints recall@1 and recall@3
-//! and the queries that missed, for BENCHMARKS.md.
+//! of both and the queries that missed, for BENCHMARKS.md.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -22,6 +27,9 @@ use support::testnet::{Testnet, node_with_hub};
 
 /// Simulated nodes publishing the agents.
 const NODES: usize = 32;
+/// Copies of the stuffed card the poisoner publishes, and variants of it.
+const COPIES: usize = 20;
+const VARIANTS: usize = 8;
 
 #[derive(Deserialize)]
 struct Agent {
@@ -48,10 +56,47 @@ fn main() {
         .enable_all()
         .build()
         .unwrap()
-        .block_on(measure());
+        .block_on(async {
+            measure(false).await;
+            measure(true).await;
+        });
 }
 
-async fn measure() {
+/// Publishes the poisoner's agents from `node`: the queries' words stuffed
+/// into one card's name, tags, description and tool names.
+async fn poison(node: &support::testnet::SimNode, queries: &[Query]) {
+    let mut words: Vec<String> = queries
+        .iter()
+        .flat_map(|q| q.query.split_whitespace())
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .filter(|w| w.len() > 3)
+        .collect();
+    words.sort();
+    words.dedup();
+    let description = words.join(" ");
+    let tags: Vec<&str> = words.iter().take(24).map(String::as_str).collect();
+    let tools: Vec<(&str, &str)> = words
+        .iter()
+        .take(40)
+        .map(|w| (w.as_str(), description.as_str()))
+        .collect();
+    for copy in 0..COPIES {
+        let mut bytes = b"best agent".to_vec();
+        bytes.extend(std::iter::repeat_n(0, copy));
+        let manifest = node.offer_agent(&bytes, "best-agent", &description, &tags, &tools);
+        node.network.publish(manifest).await.unwrap();
+    }
+    for variant in 0..VARIANTS {
+        let name = format!("best-agent-{variant}");
+        let manifest = node.offer_agent(name.as_bytes(), &name, &description, &tags, &tools);
+        node.network.publish(manifest).await.unwrap();
+    }
+}
+
+async fn measure(poisoned: bool) {
     let agents: Vec<Agent> = serde_json::from_str(include_str!("search/agents.json")).unwrap();
     let queries: Vec<Query> = serde_json::from_str(include_str!("search/queries.json")).unwrap();
     let mut net = Testnet::start(NODES, 0x5EA4C4).await;
@@ -65,6 +110,9 @@ async fn measure() {
         let tags: Vec<&str> = agent.tags.iter().map(String::as_str).collect();
         let manifest = node.make_described_agent(&agent.name, &agent.description, &tags, &tools);
         node.network.publish(manifest).await.unwrap();
+    }
+    if poisoned {
+        poison(&net.nodes[NODES - 1], &queries).await;
     }
     net.quiet().await;
 
@@ -103,8 +151,15 @@ async fn measure() {
     }
     times.sort_unstable();
     let count = queries.len() as f64;
+    let poison = if poisoned {
+        format!(
+            ", poisoned: one publisher's stuffed card under {COPIES} ids and {VARIANTS} variants"
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "\n{} agents on {NODES} nodes, {} queries, each from a node that joined afterwards",
+        "\n{} agents on {NODES} nodes, {} queries, each from a node that joined afterwards{poison}",
         agents.len(),
         queries.len()
     );

@@ -105,7 +105,7 @@ fn goal(text: &str, team: &[&str]) -> NewGoal {
 impl Harness {
     /// Starts `new` and waits (bounded) for it to stop.
     async fn run(&self, new: NewGoal) -> (GoalRecord, Vec<Message>) {
-        let record = self.goals.start(new).await.unwrap();
+        let record = self.goals.start(new, &tester()).await.unwrap();
         self.finish(&record.id).await
     }
 
@@ -375,7 +375,7 @@ async fn cancel_stops_the_goal_while_the_model_works() {
     let h = harness(model.clone(), GoalsConfig::default()).await;
     let record = h
         .goals
-        .start(goal("What is 6 times 7?", &["calculator"]))
+        .start(goal("What is 6 times 7?", &["calculator"]), &tester())
         .await
         .unwrap();
     support::eventually_async(
@@ -521,11 +521,11 @@ async fn bad_goals_are_refused_with_a_reason() {
         Err(GoalError::Invalid(why)) => why,
         other => panic!("{other:?}"),
     };
-    assert!(refused(h.goals.start(goal("  ", &[])).await).contains("no text"));
+    assert!(refused(h.goals.start(goal("  ", &[]), &tester()).await).contains("no text"));
     let long = "x".repeat(agentsite::goals::MAX_TEXT + 1);
-    assert!(refused(h.goals.start(goal(&long, &[])).await).contains("over the limit"));
+    assert!(refused(h.goals.start(goal(&long, &[]), &tester()).await).contains("over the limit"));
     assert!(
-        refused(h.goals.start(goal("go", &["nosuch"])).await)
+        refused(h.goals.start(goal("go", &["nosuch"]), &tester()).await)
             .contains("unknown team member \"nosuch\"")
     );
     let mut greedy = goal("go", &["text"]);
@@ -533,7 +533,7 @@ async fn bad_goals_are_refused_with_a_reason() {
         turns: Some(1000),
         ..Default::default()
     };
-    assert!(refused(h.goals.start(greedy).await).contains("max_turns"));
+    assert!(refused(h.goals.start(greedy, &tester()).await).contains("max_turns"));
     assert!(matches!(
         h.goals.record("gffffffffffffffff").await,
         Err(GoalError::NotFound(_))
@@ -569,7 +569,7 @@ async fn cancelling_a_goal_stops_the_call_it_started_on_another_node() {
     let model = Scripted::new(capable);
     let goals = goals_for(dir.path(), &node, Some(hub), model, GoalsConfig::default());
     let record = goals
-        .start(goal("spin", &[&spinner.id.to_string()]))
+        .start(goal("spin", &[&spinner.id.to_string()]), &tester())
         .await
         .unwrap();
     support::eventually_async(
@@ -597,4 +597,9 @@ async fn cancelling_a_goal_stops_the_call_it_started_on_another_node() {
         }
     })
     .await;
+}
+
+/// Who the goals of this file are given by.
+fn tester() -> agentsite::requester::Requester {
+    agentsite::requester::Requester::new("test", None)
 }

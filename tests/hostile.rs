@@ -467,3 +467,158 @@ async fn connections_that_never_finish_their_request_are_capped_and_closed() {
         .unwrap();
     assert!(response.status().is_success());
 }
+
+/// A2A's JSON-RPC request `method` with `params` to `url`, from `client`.
+async fn a2a(
+    client: &reqwest::Client,
+    url: &str,
+    method: &str,
+    params: serde_json::Value,
+) -> serde_json::Value {
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let response = client.post(url).json(&request).send().await.unwrap();
+    let body = response.bytes().await.unwrap();
+    serde_json::from_slice(&body).unwrap_or_else(|e| panic!("{e}: {} bytes", body.len()))
+}
+
+/// A message to the text agent that names its call.
+fn text_call(tool: &str, text: &str) -> serde_json::Value {
+    json!({"message": {
+        "messageId": format!("m-{}", rand_suffix()),
+        "role": "ROLE_USER",
+        "parts": [{"data": {"tool": tool, "arguments": {"text": text}}}],
+    }})
+}
+
+fn rand_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A client whose connections come from `source` (a loopback address).
+fn client_from(source: &str) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(Some(source.parse().unwrap()))
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap()
+}
+
+/// Stores capped by count (issue 41, class 3) and kept results bounded by
+/// bytes (class 4), on A2A's tasks: one client floods an agent with more
+/// tasks than the node keeps, then with tasks that hold a MiB each. The
+/// operator's earlier task outlives the flood (the flood gives up its own
+/// oldest tasks first); the flood keeps at most its share; past the byte
+/// budget the oldest results say they were dropped while the newest are
+/// whole; and a listing page stays within its bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_a2a_tasks_keeps_to_its_share_and_its_bytes() {
+    use support::{Cli, Server};
+    const FLOOD: usize = 1010;
+    const SHARE: u64 = 250;
+    let cli = Cli::new();
+    cli.add(&["text"]);
+    let server = Server::start(cli.data(), &[]);
+    let url = server.url("/agents/text/a2a");
+    let operator = client_from("127.0.0.1");
+    let flood = client_from("127.0.0.2");
+    let mine = a2a(
+        &operator,
+        &url,
+        "SendMessage",
+        text_call("word_count", "one two three"),
+    )
+    .await;
+    let mine = mine["result"]["task"]["id"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let senders: Vec<_> = (0..4)
+        .map(|_| {
+            let (flood, url, sent) = (flood.clone(), url.clone(), sent.clone());
+            tokio::spawn(async move {
+                while sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < FLOOD {
+                    let answer = a2a(&flood, &url, "SendMessage", text_call("upper", "x")).await;
+                    let state = &answer["result"]["task"]["status"]["state"];
+                    assert_eq!(
+                        state, "TASK_STATE_COMPLETED",
+                        "the flood's own tasks make room: {answer}"
+                    );
+                }
+            })
+        })
+        .collect();
+    for sender in senders {
+        sender.await.unwrap();
+    }
+    let kept = a2a(&operator, &url, "GetTask", json!({"id": mine})).await;
+    assert_eq!(
+        kept["result"]["id"], mine,
+        "the operator's task outlived {FLOOD} of another client's: {kept}"
+    );
+    let listed = a2a(&operator, &url, "ListTasks", json!({"pageSize": 1})).await;
+    let total = listed["result"]["totalSize"].as_u64().unwrap();
+    assert!(
+        total <= SHARE + 1,
+        "{total} tasks kept: the flood kept more than its share"
+    );
+
+    // Tasks that hold a MiB each: the oldest results go, with a marker.
+    let big = "b".repeat(400 << 10);
+    let mut ids = Vec::new();
+    for _ in 0..100 {
+        let answer = a2a(&flood, &url, "SendMessage", text_call("upper", &big)).await;
+        assert_eq!(
+            answer["result"]["task"]["status"]["state"],
+            "TASK_STATE_COMPLETED",
+            "{}",
+            answer.to_string().chars().take(300).collect::<String>()
+        );
+        ids.push(answer["result"]["task"]["id"].as_str().unwrap().to_owned());
+    }
+    let text_of = |task: &serde_json::Value| {
+        task["artifacts"][0]["parts"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let oldest = a2a(&flood, &url, "GetTask", json!({"id": ids[0]})).await;
+    let dropped = text_of(&oldest["result"]);
+    assert!(
+        dropped.contains("was dropped"),
+        "the oldest result: {}",
+        dropped.chars().take(200).collect::<String>()
+    );
+    let newest = a2a(&flood, &url, "GetTask", json!({"id": ids.last().unwrap()})).await;
+    assert_eq!(
+        text_of(&newest["result"]).len(),
+        big.len(),
+        "the newest result is whole"
+    );
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks",
+        "params": {"pageSize": 100, "includeArtifacts": true}});
+    let page = operator
+        .post(&url)
+        .json(&request)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert!(
+        page.len() < 6 << 20,
+        "a listing page of {} bytes",
+        page.len()
+    );
+    let page: serde_json::Value = serde_json::from_slice(&page).unwrap();
+    assert!(
+        !page["result"]["nextPageToken"].as_str().unwrap().is_empty(),
+        "the rest is on the next pages"
+    );
+    let health = operator.get(server.url("/health")).send().await.unwrap();
+    assert!(health.status().is_success());
+}

@@ -37,6 +37,7 @@ pub mod net;
 mod node;
 pub mod policy;
 pub mod prompt;
+pub mod requester;
 pub mod resource;
 pub mod runtime;
 pub mod store;

@@ -37,7 +37,8 @@ pub async fn run_goal(
     new: agentsite::goals::NewGoal,
     limit: Duration,
 ) -> (agentsite::goals::GoalRecord, Vec<agentsite::goals::Message>) {
-    let record = goals.start(new).await.unwrap();
+    let requester = agentsite::requester::Requester::new("test", None);
+    let record = goals.start(new, &requester).await.unwrap();
     let record = tokio::time::timeout(limit, goals.finished(&record.id))
         .await
         .unwrap_or_else(|_| panic!("the goal did not stop within {limit:?}"))

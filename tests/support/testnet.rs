@@ -128,7 +128,9 @@ impl SimNode {
         self.offer_agent(name.as_bytes(), name, description, tags, tools)
     }
 
-    fn offer_agent(
+    /// Signs and offers a manifest for the component `bytes` (its id is
+    /// theirs) with the card and tools given.
+    pub fn offer_agent(
         &self,
         bytes: &[u8],
         name: &str,

@@ -20,10 +20,11 @@ use super::wire::{
 };
 use crate::goals::{GoalError, Goals, NewGoal};
 use crate::mcp::Hosted;
+use crate::requester::Requester;
 use crate::store::AgentRecord;
 use crate::web::guard::Guard;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Extension, Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::Event;
@@ -31,7 +32,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc};
@@ -45,6 +48,9 @@ const MAX_TEXT: usize = 16 * 1024;
 /// Tasks one `ListTasks` page holds by default and at most.
 const PAGE: usize = 50;
 const MAX_PAGE: usize = 100;
+/// The bytes of tasks one `ListTasks` page holds at most (a page holds at
+/// least one task, whatever its size).
+const MAX_PAGE_BYTES: usize = 4 << 20;
 /// Named team members a message's metadata may ask for.
 const MAX_TEAM: usize = 8;
 /// How long `CancelTask` waits for the work to stop before answering.
@@ -149,18 +155,31 @@ async fn agent_card(
     }
 }
 
-async fn node_rpc(State(a2a): State<Arc<A2a>>, headers: HeaderMap, body: Bytes) -> Response {
-    dispatch(&a2a, None, &headers, &body).await
+/// The address a request came from, as the front end recorded it.
+type Address = Option<Extension<ConnectInfo<SocketAddr>>>;
+
+fn requester(from: Address) -> Requester {
+    Requester::new("a2a", from.map(|Extension(ConnectInfo(at))| at.ip()))
+}
+
+async fn node_rpc(
+    State(a2a): State<Arc<A2a>>,
+    from: Address,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    dispatch(&a2a, None, &requester(from), &headers, &body).await
 }
 
 async fn agent_rpc(
     State(a2a): State<Arc<A2a>>,
     Path(agent): Path<String>,
+    from: Address,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
     match find(&a2a, &agent) {
-        Ok(record) => dispatch(&a2a, Some(record), &headers, &body).await,
+        Ok(record) => dispatch(&a2a, Some(record), &requester(from), &headers, &body).await,
         Err(response) => *response,
     }
 }
@@ -181,14 +200,46 @@ impl RpcError {
     }
 }
 
-fn answer(id: &Value, outcome: Result<Value, RpcError>) -> Response {
-    let body = match outcome {
-        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        Err(error) => {
-            json!({"jsonrpc": "2.0", "id": id, "error": {"code": error.code, "message": error.message}})
-        }
+/// What a method answers with: its result, already written as JSON, so
+/// that a large task is serialized once, straight from the task, rather
+/// than built again as a tree of values first.
+type Outcome = Result<Box<RawValue>, RpcError>;
+
+fn answer(id: &Value, outcome: Outcome) -> Response {
+    #[derive(serde::Serialize)]
+    struct Failure<'a> {
+        code: i64,
+        message: &'a str,
+    }
+    #[derive(serde::Serialize)]
+    struct Answer<'a> {
+        jsonrpc: &'static str,
+        id: &'a Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<&'a RawValue>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<Failure<'a>>,
+    }
+    let (result, error) = match &outcome {
+        Ok(result) => (Some(&**result), None),
+        Err(error) => (
+            None,
+            Some(Failure {
+                code: error.code,
+                message: &error.message,
+            }),
+        ),
     };
-    Json(body).into_response()
+    let answer = Answer {
+        jsonrpc: "2.0",
+        id,
+        result,
+        error,
+    };
+    match serde_json::to_vec(&answer) {
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
 }
 
 fn parse<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
@@ -196,14 +247,15 @@ fn parse<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
         .map_err(|e| RpcError::new(code::INVALID_PARAMS, format!("invalid params: {e}")))
 }
 
-fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, RpcError> {
-    serde_json::to_value(value).map_err(|e| RpcError::new(code::INTERNAL, e.to_string()))
+fn to_value<T: serde::Serialize>(value: &T) -> Outcome {
+    serde_json::value::to_raw_value(value).map_err(|e| RpcError::new(code::INTERNAL, e.to_string()))
 }
 
 /// Reads one JSON-RPC request and answers it.
 async fn dispatch(
     a2a: &Arc<A2a>,
     agent: Option<AgentRecord>,
+    requester: &Requester,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Response {
@@ -264,12 +316,12 @@ async fn dispatch(
     };
     let outcome = match method {
         "SendMessage" => match parse::<SendMessageRequest>(params) {
-            Ok(request) => send(a2a, agent.as_ref(), request).await,
+            Ok(request) => send(a2a, agent.as_ref(), requester, request).await,
             Err(e) => Err(e),
         },
         "SendStreamingMessage" => {
             return match parse::<SendMessageRequest>(params) {
-                Ok(request) => match start(a2a, agent.as_ref(), request.message).await {
+                Ok(request) => match start(a2a, agent.as_ref(), requester, request.message).await {
                     // The stream's client owns the work: when it goes, the
                     // work stops, so no one's model time goes to no one.
                     Ok(started) => {
@@ -286,7 +338,7 @@ async fn dispatch(
         }
         "SubscribeToTask" => {
             let entry = match parse::<GetTaskRequest>(params) {
-                Ok(request) => lookup(a2a, scope, &request.id).await,
+                Ok(request) => lookup(a2a, scope, requester, &request.id).await,
                 Err(e) => Err(e),
             };
             return match entry {
@@ -302,7 +354,7 @@ async fn dispatch(
             };
         }
         "GetTask" => match parse::<GetTaskRequest>(params) {
-            Ok(request) => match lookup(a2a, scope, &request.id).await {
+            Ok(request) => match lookup(a2a, scope, requester, &request.id).await {
                 Ok(entry) => to_value(&entry.snapshot(history(request.history_length), true)),
                 Err(e) => Err(e),
             },
@@ -310,7 +362,7 @@ async fn dispatch(
         },
         "ListTasks" => parse::<ListTasksRequest>(params).and_then(|r| list(a2a, scope, r)),
         "CancelTask" => match parse::<CancelTaskRequest>(params) {
-            Ok(request) => cancel(a2a, scope, &request.id).await,
+            Ok(request) => cancel(a2a, scope, requester, &request.id).await,
             Err(e) => Err(e),
         },
         "CreateTaskPushNotificationConfig"
@@ -344,9 +396,14 @@ fn history(length: Option<i32>) -> Option<usize> {
 
 /// Task `id` of `scope`; at the node, a goal that no task follows yet (one
 /// started before the node restarted, or from its pages) is taken up.
-async fn lookup(a2a: &A2a, scope: Scope, id: &str) -> Result<Arc<TaskEntry>, RpcError> {
+async fn lookup(
+    a2a: &A2a,
+    scope: Scope,
+    requester: &Requester,
+    id: &str,
+) -> Result<Arc<TaskEntry>, RpcError> {
     match (scope, &a2a.goals) {
-        (Scope::Node, Some(goals)) => goal_task(a2a, goals, id).await,
+        (Scope::Node, Some(goals)) => goal_task(a2a, goals, requester, id).await,
         _ => a2a
             .tasks
             .get(scope, id)
@@ -355,7 +412,12 @@ async fn lookup(a2a: &A2a, scope: Scope, id: &str) -> Result<Arc<TaskEntry>, Rpc
 }
 
 /// A goal's task, taken up from the goal's record when no task follows it.
-async fn goal_task(a2a: &A2a, goals: &Arc<Goals>, id: &str) -> Result<Arc<TaskEntry>, RpcError> {
+async fn goal_task(
+    a2a: &A2a,
+    goals: &Arc<Goals>,
+    requester: &Requester,
+    id: &str,
+) -> Result<Arc<TaskEntry>, RpcError> {
     if let Some(entry) = a2a.tasks.get(Scope::Node, id) {
         return Ok(entry);
     }
@@ -372,7 +434,13 @@ async fn goal_task(a2a: &A2a, goals: &Arc<Goals>, id: &str) -> Result<Arc<TaskEn
     };
     let entry = a2a
         .tasks
-        .create(Scope::Node, Some(record.id.clone()), &record.id, asked)
+        .create(
+            Scope::Node,
+            requester,
+            Some(record.id.clone()),
+            &record.id,
+            asked,
+        )
         .map_err(|full| RpcError::new(code::INTERNAL, full.to_string()))?;
     run::apply(&entry, &record);
     if record.state.is_active() {
@@ -441,6 +509,7 @@ impl Started {
 async fn start(
     a2a: &Arc<A2a>,
     agent: Option<&AgentRecord>,
+    requester: &Requester,
     message: Message,
 ) -> Result<Started, RpcError> {
     match agent {
@@ -455,7 +524,13 @@ async fn start(
             let context = message.context_id.clone();
             let entry = a2a
                 .tasks
-                .create(Scope::Agent(record.id), None, &context, message.clone())
+                .create(
+                    Scope::Agent(record.id),
+                    requester,
+                    None,
+                    &context,
+                    message.clone(),
+                )
                 .map_err(|full| RpcError::new(code::INTERNAL, full.to_string()))?;
             let started = Started::new(entry.clone());
             let node = a2a.hosted.node().clone();
@@ -475,24 +550,28 @@ async fn start(
             };
             let text = message.text();
             if message.task_id.is_empty() {
-                let record = goals
-                    .start(NewGoal {
-                        text,
-                        team: team(&message)?,
-                        ..Default::default()
-                    })
-                    .await
-                    .map_err(goal_error)?;
+                let new = NewGoal {
+                    text,
+                    team: team(&message)?,
+                    ..Default::default()
+                };
+                let record = goals.start(new, requester).await.map_err(goal_error)?;
                 let context = message.context_id.clone();
                 let entry = a2a
                     .tasks
-                    .create(Scope::Node, Some(record.id.clone()), &context, message)
+                    .create(
+                        Scope::Node,
+                        requester,
+                        Some(record.id.clone()),
+                        &context,
+                        message,
+                    )
                     .map_err(|full| RpcError::new(code::INTERNAL, full.to_string()))?;
                 let started = Started::new(entry.clone());
                 run::follow_goal(goals, entry, record.id);
                 return Ok(started);
             }
-            let entry = goal_task(a2a, &goals, &message.task_id).await?;
+            let entry = goal_task(a2a, &goals, requester, &message.task_id).await?;
             if entry.state().is_terminal() {
                 return Err(RpcError::new(
                     code::UNSUPPORTED_OPERATION,
@@ -551,10 +630,11 @@ fn goal_error(error: GoalError) -> RpcError {
 async fn send(
     a2a: &Arc<A2a>,
     agent: Option<&AgentRecord>,
+    requester: &Requester,
     request: SendMessageRequest,
-) -> Result<Value, RpcError> {
+) -> Outcome {
     let configuration = request.configuration.unwrap_or_default();
-    let entry = start(a2a, agent, request.message).await?.entry;
+    let entry = start(a2a, agent, requester, request.message).await?.entry;
     if !configuration.return_immediately {
         // The client waits for the task: if it goes, the work stops.
         let guard = StopOnDrop {
@@ -578,7 +658,7 @@ async fn send(
     to_value(&SendMessageResponse::Task(task))
 }
 
-fn list(a2a: &A2a, scope: Scope, request: ListTasksRequest) -> Result<Value, RpcError> {
+fn list(a2a: &A2a, scope: Scope, request: ListTasksRequest) -> Outcome {
     let size = match request.page_size {
         None | Some(0) => PAGE,
         Some(n) if n < 0 => {
@@ -602,10 +682,19 @@ fn list(a2a: &A2a, scope: Scope, request: ListTasksRequest) -> Result<Value, Rpc
     });
     let total = matching.len();
     let artifacts = request.include_artifacts.unwrap_or(false);
+    // A page ends at `size` tasks or at MAX_PAGE_BYTES (after at least
+    // one), whichever comes first: what concurrent listings hold is bounded
+    // by bytes, not by what clients made the tasks hold.
+    let mut bytes = 0;
     let tasks: Vec<Task> = matching
         .iter()
         .skip(offset)
         .take(size)
+        .take_while(|entry| {
+            let first = bytes == 0;
+            bytes += entry.bytes().max(1);
+            first || bytes <= MAX_PAGE_BYTES
+        })
         .map(|entry| entry.snapshot(history(request.history_length), artifacts))
         .collect();
     let next = offset + tasks.len();
@@ -623,8 +712,8 @@ fn list(a2a: &A2a, scope: Scope, request: ListTasksRequest) -> Result<Value, Rpc
 
 /// `CancelTask`: stops the work and answers with the task once it says
 /// it is canceled (or after a few seconds, as it is then).
-async fn cancel(a2a: &Arc<A2a>, scope: Scope, id: &str) -> Result<Value, RpcError> {
-    let entry = lookup(a2a, scope, id).await?;
+async fn cancel(a2a: &Arc<A2a>, scope: Scope, requester: &Requester, id: &str) -> Outcome {
+    let entry = lookup(a2a, scope, requester, id).await?;
     if entry.state().is_terminal() {
         return Err(RpcError::new(
             code::TASK_NOT_CANCELABLE,

@@ -1,19 +1,37 @@
 //! The tasks A2A clients started on this node, as they stand, with the
-//! events of each for the clients streaming it. Bounded: at most
-//! [`MAX_TASKS`] are kept, the oldest finished ones making room for new
-//! ones; a node whose every kept task still runs turns new ones away.
+//! events of each for the clients streaming it.
+//!
+//! Bounded by count and by bytes. At most [`SHARES`]`.total` tasks are kept,
+//! shared among requesters as [`crate::requester`] says (each its own share,
+//! its own oldest finished tasks going first, another's only when old
+//! enough); past it, a newcomer is refused. What the kept tasks hold (what
+//! was asked, what came back) is at most [`MAX_KEPT_BYTES`]: past it, the
+//! results and large messages of the oldest finished tasks of whoever holds
+//! the most are dropped, each with a marker that says so.
 
 use super::wire::{Artifact, Message, Role, StreamResponse, Task, TaskArtifactUpdateEvent};
 use super::wire::{TaskState, TaskStatus, TaskStatusUpdateEvent, new_id, now};
 use crate::AgentId;
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use crate::requester::{Kept, Refused, Requester, Room, Shares, make_room};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
-/// Tasks kept at most.
-pub const MAX_TASKS: usize = 1000;
+/// Tasks kept at most, and each requester's share of them.
+pub const SHARES: Shares = Shares {
+    total: 1000,
+    per_requester: 250,
+    min_age: Duration::from_secs(3600),
+    what: "A2A tasks",
+};
+/// The bytes kept tasks hold at most (as their JSON).
+pub const MAX_KEPT_BYTES: usize = 64 << 20;
+/// A message of a task whose results were dropped keeps its parts when it
+/// is at most this big.
+const KEPT_MESSAGE: usize = 4 << 10;
 /// Messages a task's history keeps at most: the first (what was asked)
 /// and the newest.
 const MAX_HISTORY: usize = 32;
@@ -31,7 +49,13 @@ pub enum Scope {
 /// One task and its followers.
 pub struct TaskEntry {
     pub scope: Scope,
+    /// Who started it.
+    pub requester: Requester,
     task: Mutex<Task>,
+    /// The bytes of the task as JSON, as of its last change.
+    bytes: AtomicUsize,
+    /// The store, told when the task ends so that it can keep to its bytes.
+    kept: Weak<Mutex<Inner>>,
     /// The milliseconds of its last change, for listing newest first.
     updated: Mutex<u64>,
     events: broadcast::Sender<StreamResponse>,
@@ -106,6 +130,44 @@ impl TaskEntry {
     pub fn record(&self, message: Message) {
         let mut task = self.lock();
         push_history(&mut task.history, message);
+        self.weigh(&task);
+    }
+
+    /// The bytes the task holds, as of its last change.
+    pub fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    fn weigh(&self, task: &Task) {
+        self.bytes
+            .store(crate::text::json_size(task), Ordering::Relaxed);
+    }
+
+    /// Drops the task's results and its large messages, leaving a marker
+    /// in each place; returns the bytes it holds now.
+    fn shed(&self) -> usize {
+        let mut task = self.lock();
+        let budget = MAX_KEPT_BYTES >> 20;
+        for artifact in &mut task.artifacts {
+            let size = crate::text::json_size(&artifact.parts);
+            artifact.parts = vec![super::wire::Part::text(format!(
+                "[this result of {size} bytes was dropped: the node keeps at most {budget} MiB of A2A tasks; run the task again to see it]"
+            ))];
+            artifact
+                .metadata
+                .get_or_insert_default()
+                .insert("droppedBytes".into(), size.into());
+        }
+        for message in &mut task.history {
+            let size = crate::text::json_size(&message.parts);
+            if size > KEPT_MESSAGE {
+                message.parts = vec![super::wire::Part::text(format!(
+                    "[this message of {size} bytes was dropped: the node keeps at most {budget} MiB of A2A tasks]"
+                ))];
+            }
+        }
+        self.weigh(&task);
+        self.bytes()
     }
 
     /// Moves the task to `state`, saying `message`; a task that has ended
@@ -128,6 +190,7 @@ impl TaskEntry {
             {
                 push_history(&mut task.history, message);
             }
+            self.weigh(&task);
             TaskStatusUpdateEvent {
                 task_id: task.id.clone(),
                 context_id: task.context_id.clone(),
@@ -138,6 +201,11 @@ impl TaskEntry {
         self.touch();
         let _ = self.events.send(StreamResponse::StatusUpdate(event));
         self.state.send_replace(state);
+        if state.is_terminal()
+            && let Some(kept) = self.kept.upgrade()
+        {
+            keep_to_budget(&mut lock(&kept), 0);
+        }
         true
     }
 
@@ -149,6 +217,7 @@ impl TaskEntry {
                 return;
             }
             task.artifacts.push(artifact.clone());
+            self.weigh(&task);
             TaskArtifactUpdateEvent {
                 task_id: task.id.clone(),
                 context_id: task.context_id.clone(),
@@ -175,37 +244,75 @@ fn push_history(history: &mut Vec<Message>, message: Message) {
     history.push(message);
 }
 
-/// Why a task could not be kept.
+/// Why a task could not be kept: one line.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "this node keeps {MAX_TASKS} A2A tasks and all of them are still running; try again when some have ended"
-)]
-pub struct Full;
+#[error("{0}")]
+pub struct Full(String);
+
+impl From<Refused> for Full {
+    fn from(refused: Refused) -> Full {
+        Full(refused.0)
+    }
+}
+
+fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
+    inner.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Drops the results of finished tasks, those of whoever holds the most
+/// bytes first and the oldest of each first, until the kept tasks and
+/// `coming` more bytes fit in [`MAX_KEPT_BYTES`]. Returns the bytes the
+/// kept tasks hold then.
+fn keep_to_budget(inner: &mut Inner, coming: usize) -> usize {
+    let budget = MAX_KEPT_BYTES.saturating_sub(coming);
+    let mut total: usize = inner.by_id.values().map(|e| e.bytes()).sum();
+    if total <= budget {
+        return total;
+    }
+    let mut held: HashMap<&Requester, usize> = HashMap::new();
+    for entry in inner.by_id.values() {
+        *held.entry(&entry.requester).or_default() += entry.bytes();
+    }
+    let mut finished: Vec<&Arc<TaskEntry>> = inner
+        .by_id
+        .values()
+        .filter(|e| e.state().is_terminal() && e.bytes() > KEPT_MESSAGE)
+        .collect();
+    finished.sort_by_key(|e| (std::cmp::Reverse(held[&e.requester]), e.updated()));
+    for entry in finished {
+        if total <= budget {
+            break;
+        }
+        let before = entry.bytes();
+        let after = entry.shed();
+        total = total - before + after;
+    }
+    total
+}
 
 /// The node's A2A tasks.
 #[derive(Default)]
 pub struct Tasks {
-    inner: Mutex<Inner>,
+    inner: Arc<Mutex<Inner>>,
 }
 
 #[derive(Default)]
 struct Inner {
     by_id: HashMap<String, Arc<TaskEntry>>,
-    /// Ids, oldest first.
-    order: VecDeque<String>,
 }
 
 impl Tasks {
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.inner)
     }
 
-    /// A new task of `scope` in context `context_id` (a new context when
-    /// empty), with id `id` (a new one when `None`), submitted with the
-    /// client's `message`.
+    /// A new task of `scope` for `requester` in context `context_id` (a
+    /// new context when empty), with id `id` (a new one when `None`),
+    /// submitted with the client's `message`.
     pub fn create(
         &self,
         scope: Scope,
+        requester: &Requester,
         id: Option<String>,
         context_id: &str,
         message: Message,
@@ -231,9 +338,13 @@ impl Tasks {
             history: vec![message],
             metadata: None,
         };
+        let bytes = crate::text::json_size(&task);
         let entry = Arc::new(TaskEntry {
             scope,
+            requester: requester.clone(),
             task: Mutex::new(task),
+            bytes: AtomicUsize::new(bytes),
+            kept: Arc::downgrade(&self.inner),
             updated: Mutex::new(crate::goals::message::unix_millis()),
             events: broadcast::channel(EVENTS).0,
             state: watch::channel(TaskState::Submitted).0,
@@ -242,21 +353,30 @@ impl Tasks {
             seen: AtomicU64::new(0),
         });
         let mut inner = self.lock();
-        if inner.by_id.len() >= MAX_TASKS {
-            let finished = inner.order.iter().position(|id| {
-                inner
-                    .by_id
-                    .get(id)
-                    .is_none_or(|entry| entry.state().is_terminal())
-            });
-            let Some(at) = finished else {
-                return Err(Full);
-            };
-            if let Some(old) = inner.order.remove(at) {
-                inner.by_id.remove(&old);
-            }
+        let room = {
+            let kept: Vec<Kept<'_, &str>> = inner
+                .by_id
+                .iter()
+                .map(|(id, entry)| Kept {
+                    id: id.as_str(),
+                    requester: &entry.requester,
+                    changed: entry.updated(),
+                    finished: entry.state().is_terminal(),
+                })
+                .collect();
+            let now = crate::goals::message::unix_millis();
+            make_room(&kept, requester, &SHARES, now)?.map_id(str::to_owned)
+        };
+        if let Room::Drop(old) = room {
+            inner.by_id.remove(&old);
         }
-        inner.order.push_back(id.clone());
+        let held = keep_to_budget(&mut inner, bytes);
+        if held + bytes > MAX_KEPT_BYTES {
+            return Err(Full(format!(
+                "the A2A tasks this node keeps hold {} MiB in tasks that still run, its most; try again when some have ended",
+                held >> 20
+            )));
+        }
         inner.by_id.insert(id, entry.clone());
         Ok(entry)
     }
@@ -300,7 +420,7 @@ mod tests {
     #[test]
     fn a_task_moves_until_it_ends_and_then_stays() {
         let tasks = Tasks::default();
-        let entry = tasks.create(Scope::Node, None, "", asked()).unwrap();
+        let entry = tasks.create(Scope::Node, &me(), None, "", asked()).unwrap();
         let mut events = entry.subscribe();
         assert!(entry.set_status(TaskState::Working, None));
         entry.add_artifact(Artifact {
@@ -336,17 +456,63 @@ mod tests {
         assert!(tasks.get(Scope::Node, &task.id).is_some());
     }
 
+    fn me() -> Requester {
+        Requester::new("a2a", Some("10.0.0.1".parse().unwrap()))
+    }
+
     #[test]
-    fn finished_tasks_make_room_and_running_ones_do_not() {
+    fn a_requester_at_its_share_makes_room_with_its_own_finished_tasks() {
         let tasks = Tasks::default();
-        let first = tasks.create(Scope::Node, None, "", asked()).unwrap();
-        for _ in 1..MAX_TASKS {
-            tasks.create(Scope::Node, None, "", asked()).unwrap();
+        let other = Requester::new("a2a", Some("10.0.0.2".parse().unwrap()));
+        let theirs = tasks
+            .create(Scope::Node, &other, None, "", asked())
+            .unwrap();
+        theirs.set_status(TaskState::Completed, None);
+        let first = tasks.create(Scope::Node, &me(), None, "", asked()).unwrap();
+        for _ in 1..SHARES.per_requester {
+            tasks.create(Scope::Node, &me(), None, "", asked()).unwrap();
         }
-        assert!(tasks.create(Scope::Node, None, "", asked()).is_err());
+        let Err(refused) = tasks.create(Scope::Node, &me(), None, "", asked()) else {
+            panic!("a requester past its share with every task running is refused");
+        };
+        assert!(
+            refused.to_string().contains("none of them has ended"),
+            "{refused}"
+        );
         first.set_status(TaskState::Completed, None);
-        tasks.create(Scope::Node, None, "", asked()).unwrap();
+        tasks.create(Scope::Node, &me(), None, "", asked()).unwrap();
         assert!(tasks.get(Scope::Node, &first.id()).is_none());
-        assert_eq!(tasks.list(Scope::Node, |_| true).len(), MAX_TASKS);
+        assert!(
+            tasks.get(Scope::Node, &theirs.id()).is_some(),
+            "another's stays"
+        );
+        assert_eq!(
+            tasks.list(Scope::Node, |_| true).len(),
+            SHARES.per_requester + 1
+        );
+    }
+
+    #[test]
+    fn past_the_byte_budget_the_results_of_finished_tasks_are_dropped_with_a_marker() {
+        let tasks = Tasks::default();
+        let result = "x".repeat(1 << 20);
+        let mut ended = Vec::new();
+        for _ in 0..(MAX_KEPT_BYTES >> 20) + 8 {
+            let entry = tasks.create(Scope::Node, &me(), None, "", asked()).unwrap();
+            entry.add_artifact(Artifact {
+                artifact_id: "a".into(),
+                parts: vec![super::super::wire::Part::text(result.clone())],
+                ..Default::default()
+            });
+            entry.set_status(TaskState::Completed, None);
+            ended.push(entry);
+        }
+        let held: usize = ended.iter().map(|e| e.bytes()).sum();
+        assert!(held <= MAX_KEPT_BYTES, "{held} bytes kept");
+        let oldest = ended[0].snapshot(None, true);
+        let text = oldest.artifacts[0].parts[0].text.as_deref().unwrap();
+        assert!(text.contains("was dropped"), "{text}");
+        let newest = ended.last().unwrap().snapshot(None, true);
+        assert_eq!(newest.artifacts[0].parts[0].text.as_deref(), Some(&*result));
     }
 }

@@ -20,6 +20,7 @@ use crate::goals::message::Member;
 use crate::goals::{Goals, NewGoal};
 use crate::hub::Hub;
 use crate::llm::{ChatRequest, Delta, Message, Role};
+use crate::requester::Requester;
 use crate::tool::ToolOutput;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -298,12 +299,13 @@ impl Chats {
     }
 
     /// The person says `text` in conversation `id`; the answer (or the
-    /// goal, with `team_up`) follows as entries.
+    /// goal, with `team_up`, given as `requester`) follows as entries.
     pub async fn send(
         self: &Arc<Self>,
         id: &str,
         text: &str,
         team_up: bool,
+        requester: &Requester,
     ) -> Result<Entry, ChatError> {
         let text = text.trim();
         if text.is_empty() || text.len() > MAX_TEXT {
@@ -352,9 +354,10 @@ impl Chats {
         let chats = self.clone();
         let text = text.to_owned();
         let seq = entry.seq;
+        let requester = requester.clone();
         tokio::spawn(async move {
             let outcome = if team_up {
-                chats.team_up(&mut conversation, &text).await
+                chats.team_up(&mut conversation, &text, &requester).await
             } else {
                 chats.answer(&conversation, &text, seq).await
             };
@@ -423,7 +426,12 @@ impl Chats {
 
     /// Carries the message on as the conversation's goal: the team is the
     /// agents it is with and those mentioned (the node forms one when none).
-    async fn team_up(&self, conversation: &mut Conversation, text: &str) -> Result<(), String> {
+    async fn team_up(
+        &self,
+        conversation: &mut Conversation,
+        text: &str,
+        requester: &Requester,
+    ) -> Result<(), String> {
         let goals = self
             .goals
             .clone()
@@ -434,14 +442,13 @@ impl Chats {
                 let mut team = conversation.agents.clone();
                 team.extend(mentions(text).into_iter().take(MAX_MENTIONS));
                 team.dedup();
-                goals
-                    .start(NewGoal {
-                        text: text.to_owned(),
-                        team,
-                        limits: Default::default(),
-                        model: None,
-                    })
-                    .await
+                let new = NewGoal {
+                    text: text.to_owned(),
+                    team,
+                    limits: Default::default(),
+                    model: None,
+                };
+                goals.start(new, requester).await
             }
         }
         .map_err(|e| e.to_string())?;

@@ -13,8 +13,9 @@
 //! Errors are `{"error": "<one line>"}`.
 
 use super::{GoalError, GoalEvent, GoalRecord, Goals, Message, NewGoal};
+use crate::requester::Requester;
 use crate::web::guard::Guard;
-use axum::extract::{DefaultBodyLimit, Path, Query, Request, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Extension, Path, Query, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::sse::Event;
@@ -23,6 +24,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// The largest request body: a goal's text and its options.
@@ -91,12 +93,17 @@ fn body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
         .map_err(|e| format!("the request body is not what this endpoint takes: {e}"))
 }
 
-async fn create(State(goals): State<Arc<Goals>>, bytes: axum::body::Bytes) -> Response {
+async fn create(
+    State(goals): State<Arc<Goals>>,
+    from: Option<Extension<ConnectInfo<SocketAddr>>>,
+    bytes: axum::body::Bytes,
+) -> Response {
     let new: NewGoal = match body(&bytes) {
         Ok(new) => new,
         Err(why) => return failure(StatusCode::BAD_REQUEST, why),
     };
-    match goals.start(new).await {
+    let requester = Requester::new("http", from.map(|Extension(ConnectInfo(at))| at.ip()));
+    match goals.start(new, &requester).await {
         Ok(record) => (StatusCode::CREATED, Json(record)).into_response(),
         Err(error) => refused(error),
     }

@@ -12,6 +12,7 @@
 use super::config::AskedLimits;
 use super::{Body, GoalError, GoalEvent, GoalRecord, GoalState, Goals, Member, NewGoal};
 use crate::capabilities::caller::{Caller, Progress};
+use crate::requester::Requester;
 use crate::tool::{Content, StructuredContent, ToolOutput};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -174,6 +175,7 @@ impl Drop for CancelOnDrop<'_> {
 pub async fn call(
     goals: &Arc<Goals>,
     arguments: Option<&serde_json::Map<String, Value>>,
+    requester: &Requester,
     caller: &dyn Caller,
 ) -> ToolOutput {
     let arguments = Value::Object(arguments.cloned().unwrap_or_default());
@@ -181,7 +183,7 @@ pub async fn call(
         Ok(arguments) => arguments,
         Err(e) => return ToolOutput::failure(format!("invalid arguments: {e}")),
     };
-    match run(goals, arguments, caller).await {
+    match run(goals, arguments, requester, caller).await {
         Ok(output) => output,
         Err(error) => ToolOutput::failure(error.to_string()),
     }
@@ -190,6 +192,7 @@ pub async fn call(
 async fn run(
     goals: &Arc<Goals>,
     arguments: Arguments,
+    requester: &Requester,
     caller: &dyn Caller,
 ) -> Result<ToolOutput, GoalError> {
     // A continued goal's team was formed in an earlier round: it is read
@@ -207,7 +210,7 @@ async fn run(
                 },
                 model: arguments.model,
             };
-            (goals.start(new).await?.id, 0, Vec::new())
+            (goals.start(new, requester).await?.id, 0, Vec::new())
         }
         Some(id) => {
             if !arguments.team.is_empty() || arguments.model.is_some() {

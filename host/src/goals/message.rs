@@ -111,6 +111,10 @@ pub struct GoalRecord {
     /// Why it ended as it did, when not by a conclusion of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Who gave it: its share of the goals the node keeps is counted
+    /// against them (empty for goals kept before the node recorded it).
+    #[serde(default)]
+    pub requester: crate::requester::Requester,
 }
 
 /// A member of a team: an agent, where it lives, and why it was chosen.

@@ -31,6 +31,7 @@ pub mod team;
 pub use config::GoalsConfig;
 pub use message::{Body, GoalId, GoalRecord, GoalState, Member, Message, Speaker};
 
+use crate::requester::Requester;
 use ask::GoalModel;
 use budget::Budget;
 use config::AskedLimits;
@@ -192,7 +193,12 @@ impl Goals {
     }
 
     /// Starts a goal; it runs in the background. Returns its record.
-    pub async fn start(self: &Arc<Self>, new: NewGoal) -> Result<GoalRecord, GoalError> {
+    /// `requester` is who gives it, whose share of the kept goals it takes.
+    pub async fn start(
+        self: &Arc<Self>,
+        new: NewGoal,
+        requester: &Requester,
+    ) -> Result<GoalRecord, GoalError> {
         if !self.config.enabled {
             return Err(GoalError::Conflict(
                 "this node takes no goals ([goals] enabled = false)".into(),
@@ -237,7 +243,13 @@ impl Goals {
             usage: GoalUsage::default(),
             conclusion: None,
             reason: None,
+            requester: requester.clone(),
         };
+        // Its place among the kept goals is taken now: a goal the store
+        // cannot keep is refused before anything runs.
+        self.store
+            .admit(&record)
+            .map_err(|refused| GoalError::Busy(refused.0))?;
         let first = Message {
             seq: 1,
             at: now,
@@ -263,7 +275,10 @@ impl Goals {
                 next: None,
             });
         }
-        self.launch(record.clone(), messages, new.model, None, new.text)?;
+        if let Err(e) = self.launch(record.clone(), messages, new.model, None, new.text) {
+            self.store.forget(&record.id);
+            return Err(e);
+        }
         Ok(record)
     }
 

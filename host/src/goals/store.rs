@@ -6,20 +6,31 @@
 //! burst of messages costs one sync. Readers flush first: what a caller
 //! appended is there when it reads. When the node opens the store, goals
 //! that were running are marked interrupted.
+//!
+//! The store keeps at most [`SHARES`]`.total` goals, shared among those who
+//! give them as [`crate::requester`] says: a goal that cannot be kept is
+//! refused when it is given ([`GoalStore::admit`]), and the goal that makes
+//! room for it goes in the same write.
 
 use super::message::{Body, GoalId, GoalRecord, GoalState, Message, Speaker, unix_millis};
-use redb::{
-    ReadableDatabase as _, ReadableTable as _, ReadableTableMetadata as _, TableDefinition,
-};
+use crate::requester::{Kept, Refused, Requester, Room, Shares, make_room};
+use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{Mutex, PoisonError, mpsc};
+use std::time::Duration;
 use tokio::sync::oneshot;
 
 const GOALS: TableDefinition<&str, &[u8]> = TableDefinition::new("goals");
 const MESSAGES: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("messages");
 
-/// Goals kept at most; past it the oldest finished goals go.
-pub const MAX_STORED_GOALS: usize = 1000;
+/// Goals kept at most, and each requester's share of them.
+pub const SHARES: Shares = Shares {
+    total: 1000,
+    per_requester: 250,
+    min_age: Duration::from_secs(24 * 3600),
+    what: "goals",
+};
 
 /// Why the store failed. The node goes on; the goal's record says so.
 #[derive(Debug, thiserror::Error)]
@@ -33,12 +44,33 @@ fn failed(context: &str, error: impl std::fmt::Display) -> StoreError {
 enum Write {
     Goal(GoalRecord),
     Message(GoalId, Message),
+    /// A goal and its messages go.
+    Remove(GoalId),
     Flush(oneshot::Sender<()>),
+}
+
+/// What the store knows of each kept goal to share its room.
+struct Indexed {
+    requester: Requester,
+    changed: u64,
+    finished: bool,
+}
+
+impl Indexed {
+    fn of(record: &GoalRecord) -> Indexed {
+        Indexed {
+            requester: record.requester.clone(),
+            changed: record.updated_at,
+            finished: !record.state.is_active(),
+        }
+    }
 }
 
 /// The node's goals on disk.
 pub struct GoalStore {
     db: std::sync::Arc<redb::Database>,
+    /// The kept goals, by id.
+    index: Mutex<HashMap<GoalId, Indexed>>,
     /// `None` only while the store is dropped.
     writes: Option<mpsc::Sender<Write>>,
     writer: Option<std::thread::JoinHandle<()>>,
@@ -71,6 +103,12 @@ impl GoalStore {
         write.commit().map_err(|e| failed("cannot commit", e))?;
         let db = std::sync::Arc::new(db);
         interrupt_running(&db)?;
+        let read = db.begin_read().map_err(|e| failed("cannot read", e))?;
+        let index = all_goals(&read)?
+            .iter()
+            .map(|record| (record.id.clone(), Indexed::of(record)))
+            .collect();
+        drop(read);
         let (writes, queue) = mpsc::channel();
         let writer_db = db.clone();
         let writer = std::thread::Builder::new()
@@ -79,13 +117,52 @@ impl GoalStore {
             .map_err(|e| failed("cannot start its writer", e))?;
         Ok(GoalStore {
             db,
+            index: Mutex::new(index),
             writes: Some(writes),
             writer: Some(writer),
         })
     }
 
+    fn index(&self) -> std::sync::MutexGuard<'_, HashMap<GoalId, Indexed>> {
+        self.index.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes a place for the new goal `record` among the kept goals,
+    /// removing the goal that makes room for it, or says why it cannot be
+    /// kept.
+    pub fn admit(&self, record: &GoalRecord) -> Result<(), Refused> {
+        let mut index = self.index();
+        let room = {
+            let kept: Vec<Kept<'_, &str>> = index
+                .iter()
+                .map(|(id, goal)| Kept {
+                    id: id.as_str(),
+                    requester: &goal.requester,
+                    changed: goal.changed,
+                    finished: goal.finished,
+                })
+                .collect();
+            make_room(&kept, &record.requester, &SHARES, unix_millis())?.map_id(str::to_owned)
+        };
+        if let Room::Drop(old) = room {
+            tracing::info!(goal = %old, "a kept goal goes to make room for {}'s", record.requester);
+            index.remove(&old);
+            self.send(Write::Remove(old));
+        }
+        index.insert(record.id.clone(), Indexed::of(record));
+        Ok(())
+    }
+
+    /// Gives up the place [`GoalStore::admit`] took for goal `id`, which
+    /// did not start.
+    pub fn forget(&self, id: &str) {
+        self.index().remove(id);
+        self.send(Write::Remove(id.to_owned()));
+    }
+
     /// Saves `record` (replacing the goal's earlier record).
     pub fn save(&self, record: &GoalRecord) {
+        self.index().insert(record.id.clone(), Indexed::of(record));
         self.send(Write::Goal(record.clone()));
     }
 
@@ -206,7 +283,6 @@ fn commit(
     flushed: &mut Vec<oneshot::Sender<()>>,
 ) -> Result<(), StoreError> {
     let write = db.begin_write().map_err(|e| failed("cannot write", e))?;
-    let mut created = false;
     {
         let mut goals = write
             .open_table(GOALS)
@@ -219,10 +295,9 @@ fn commit(
                 Write::Goal(record) => {
                     let bytes =
                         serde_json::to_vec(&record).map_err(|e| failed("cannot encode", e))?;
-                    let old = goals
+                    goals
                         .insert(record.id.as_str(), bytes.as_slice())
                         .map_err(|e| failed("cannot write", e))?;
-                    created |= old.is_none();
                 }
                 Write::Message(id, message) => {
                     let bytes =
@@ -231,47 +306,19 @@ fn commit(
                         .insert((id.as_str(), message.seq), bytes.as_slice())
                         .map_err(|e| failed("cannot write", e))?;
                 }
+                Write::Remove(id) => {
+                    goals
+                        .remove(id.as_str())
+                        .map_err(|e| failed("cannot write", e))?;
+                    messages
+                        .retain_in((id.as_str(), 0)..=(id.as_str(), u64::MAX), |_, _| false)
+                        .map_err(|e| failed("cannot write", e))?;
+                }
                 Write::Flush(done) => flushed.push(done),
             }
         }
     }
-    if created {
-        prune(&write)?;
-    }
     write.commit().map_err(|e| failed("cannot commit", e))
-}
-
-/// Removes the oldest finished goals beyond [`MAX_STORED_GOALS`].
-fn prune(write: &redb::WriteTransaction) -> Result<(), StoreError> {
-    let mut goals = write
-        .open_table(GOALS)
-        .map_err(|e| failed("cannot write", e))?;
-    let count = goals.len().map_err(|e| failed("cannot read", e))? as usize;
-    if count <= MAX_STORED_GOALS {
-        return Ok(());
-    }
-    let mut finished: Vec<(u64, String)> = Vec::new();
-    for entry in goals.iter().map_err(|e| failed("cannot read", e))? {
-        let (key, bytes) = entry.map_err(|e| failed("cannot read", e))?;
-        if let Ok(record) = decode::<GoalRecord>(bytes.value())
-            && !record.state.is_active()
-        {
-            finished.push((record.updated_at, key.value().to_owned()));
-        }
-    }
-    finished.sort();
-    let mut messages = write
-        .open_table(MESSAGES)
-        .map_err(|e| failed("cannot write", e))?;
-    for (_, id) in finished.into_iter().take(count - MAX_STORED_GOALS) {
-        goals
-            .remove(id.as_str())
-            .map_err(|e| failed("cannot write", e))?;
-        messages
-            .retain_in((id.as_str(), 0)..=(id.as_str(), u64::MAX), |_, _| false)
-            .map_err(|e| failed("cannot write", e))?;
-    }
-    Ok(())
 }
 
 /// Marks goals left running by a node that stopped as interrupted, with a
@@ -350,6 +397,7 @@ mod tests {
             usage: GoalUsage::default(),
             conclusion: None,
             reason: None,
+            requester: Requester::default(),
         }
     }
 
@@ -394,29 +442,55 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_oldest_finished_goals_go_first_when_full() {
+    async fn a_requester_past_its_share_makes_room_with_its_own_oldest_goal() {
         let dir = tempfile::tempdir().unwrap();
-        let store = GoalStore::open(&dir.path().join("goals.redb")).unwrap();
-        store.save(&record("gold-running", GoalState::Running, 0));
-        store.append("gold-finished", &say(1, "x"));
-        for n in 0..MAX_STORED_GOALS as u64 {
-            store.save(&record(&format!("g{n:05}"), GoalState::Concluded, n + 1));
+        let path = dir.path().join("goals.redb");
+        let operator = Requester::new("http", Some("127.0.0.1".parse().unwrap()));
+        let flood = Requester::new("a2a", Some("10.0.0.9".parse().unwrap()));
+        let store = GoalStore::open(&path).unwrap();
+        let mut theirs = record("g-operator", GoalState::Concluded, 1);
+        theirs.requester = operator;
+        store.admit(&theirs).unwrap();
+        store.save(&theirs);
+        store.append("g-flood-00000", &say(1, "x"));
+        for n in 0..SHARES.per_requester as u64 + 5 {
+            let mut goal = record(&format!("g-flood-{n:05}"), GoalState::Running, n + 2);
+            goal.requester = flood.clone();
+            if n == SHARES.per_requester as u64 {
+                // At its share with every goal running: refused.
+                let refused = store.admit(&goal).unwrap_err();
+                assert!(refused.0.contains("none of them has ended"), "{refused}");
+                for m in 0..5 {
+                    let mut ended = record(&format!("g-flood-{m:05}"), GoalState::Concluded, m + 2);
+                    ended.requester = flood.clone();
+                    store.save(&ended);
+                }
+            }
+            store.admit(&goal).unwrap();
+            store.save(&goal);
         }
-        store.save(&record("gold-finished", GoalState::Concluded, 0));
-        store.flush().await;
+        drop(store);
+        // What was decided is what is on disk, also after a restart.
+        let store = GoalStore::open(&path).unwrap();
         let goals = store.goals(usize::MAX).await.unwrap();
-        assert_eq!(goals.len(), MAX_STORED_GOALS);
+        assert_eq!(goals.len(), SHARES.per_requester + 1);
         assert!(
-            goals.iter().any(|g| g.id == "gold-running"),
-            "running goals stay"
+            goals.iter().any(|g| g.id == "g-operator"),
+            "another's goal stays"
         );
-        assert!(!goals.iter().any(|g| g.id == "gold-finished"));
+        assert!(
+            !goals.iter().any(|g| g.id == "g-flood-00000"),
+            "its own oldest went"
+        );
         assert!(
             store
-                .messages("gold-finished", 0, 10)
+                .messages("g-flood-00000", 0, 10)
                 .await
                 .unwrap()
                 .is_empty()
         );
+        let mut next = record("g-next", GoalState::Running, 999);
+        next.requester = flood;
+        assert!(store.admit(&next).is_ok(), "the index is read back on open");
     }
 }

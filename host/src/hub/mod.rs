@@ -112,6 +112,10 @@ pub struct Found {
     /// it is not fetchable, only called there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<String>,
+    /// Other ids of agents with the same card and tools (copies of it),
+    /// which rank as this one result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<AgentId>,
 }
 
 impl Found {
@@ -130,6 +134,7 @@ impl Found {
             size: manifest.size,
             capabilities: manifest.capabilities.clone(),
             service: manifest.service.clone(),
+            also: Vec::new(),
         }
     }
 }
@@ -410,15 +415,34 @@ impl Hub {
 
     /// The best `limit` agents of the index for `words`, and how many match.
     fn ranked(&self, words: &[String], limit: usize) -> (Vec<Found>, usize) {
+        let signals = self.signals();
         let index = self.shared.index();
-        let hits = index.search(words);
+        let hits = index.search(words, &signals);
         let total = hits.len();
         let best = hits
             .into_iter()
             .take(limit)
-            .map(|(_, known)| Found::from_known(known))
+            .map(|hit| Found {
+                also: hit.also,
+                ..Found::from_known(hit.known)
+            })
             .collect();
         (best, total)
+    }
+
+    /// What this node knows of agents besides what their publishers say,
+    /// for the rank: the publishers its operator trusts (and its own), and
+    /// the agents installed here.
+    fn signals(&self) -> index::Signals {
+        let node = &self.shared.node;
+        let mut trusted: std::collections::HashSet<PeerId> =
+            node.policy().current().publishers.keys().copied().collect();
+        trusted.insert(self.publisher_id());
+        let installed = node
+            .list()
+            .map(|records| records.iter().map(|r| r.id).collect())
+            .unwrap_or_default();
+        index::Signals { trusted, installed }
     }
 
     /// Runs `read` over every agent the index holds (this node's published

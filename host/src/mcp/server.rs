@@ -13,6 +13,7 @@ use crate::NodeCallError;
 use crate::capabilities::caller::Caller;
 use crate::capabilities::peers::PeerFailure;
 use crate::prompt::PromptSpec;
+use crate::requester::Requester;
 use crate::resource::{ResourceCatalog, ResourceSpec, ResourceTemplateSpec};
 use crate::runtime::CallError;
 use crate::tool::{Content, ResourceBody, ToolOutput};
@@ -74,9 +75,16 @@ impl AgentServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, McpError> {
         let arguments = request.arguments.as_ref();
+        // Over HTTP, the address the request came from; over stdio, the
+        // process that started this one.
+        let requester = match context.extensions.get::<http::request::Parts>() {
+            Some(parts) => Requester::from_extensions("mcp", &parts.extensions),
+            None => Requester::new("mcp", None),
+        };
+        let requester = &requester;
         let output = self
             .with_client(&context, |caller| async move {
-                crate::goals::mcp::call(goals, arguments, &*caller).await
+                crate::goals::mcp::call(goals, arguments, requester, &*caller).await
             })
             .await?;
         Ok(call_tool_result(output))

@@ -39,24 +39,6 @@ pub(crate) fn check_count(what: &'static str, count: usize, limit: usize) -> Res
     Ok(())
 }
 
-/// The bytes `value` takes as JSON, counted without building the text.
-fn json_size(value: &impl serde::Serialize) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Serializing host types into a counter cannot fail.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
-}
-
 /// Checks the size of `value` as it will be sent, counting it only when it
 /// could be over the cap: the raw bytes it came from (`raw`, in `items`
 /// items) grow at most sixfold as JSON (a control character becomes
@@ -76,7 +58,7 @@ fn check_wire_size(
     if bound as u64 <= limits.max_output.as_u64() {
         return Ok(());
     }
-    check_size(json_size(value), limits)
+    check_size(crate::text::json_size(value), limits)
 }
 
 /// An error message from the guest, cut to [`MAX_ERROR_MESSAGE`].
@@ -316,7 +298,7 @@ pub(super) fn resource_catalog(
         });
     }
     check_size(
-        json_size(&catalog.resources) + json_size(&catalog.templates),
+        crate::text::json_size(&catalog.resources) + crate::text::json_size(&catalog.templates),
         limits,
     )?;
     Ok(catalog)
@@ -411,7 +393,7 @@ pub(super) fn prompts(
             arguments,
         });
     }
-    check_size(json_size(&specs), limits)?;
+    check_size(crate::text::json_size(&specs), limits)?;
     Ok(specs)
 }
 

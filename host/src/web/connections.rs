@@ -247,8 +247,13 @@ pub async fn serve(
         tokio::spawn(async move {
             let _slot = slot;
             let _finished = finished;
-            let service = hyper::service::service_fn(move |request| {
+            let service = hyper::service::service_fn(move |mut request: hyper::Request<_>| {
                 requested.store(true, Ordering::Relaxed);
+                // Where it came from, for the shares of what clients keep
+                // (see crate::requester).
+                request
+                    .extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
                 hyper::service::Service::call(&service, request)
             });
             let connection = hyper::server::conn::http1::Builder::new()

@@ -6,7 +6,8 @@
 use super::session::Access;
 use super::{JsonBody, Site, failure};
 use crate::chat::{ChatError, ChatEvent, Chats};
-use axum::extract::{Path, Query, State};
+use crate::requester::Requester;
+use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
@@ -14,6 +15,7 @@ use axum::{Extension, Json};
 use minijinja::value::Serde;
 use serde::Deserialize;
 use serde_json::json;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// Why a node without goals cannot show or stop one.
@@ -178,11 +180,13 @@ pub struct Said {
 pub async fn say(
     State(site): State<Arc<Site>>,
     Path(id): Path<String>,
+    from: Option<Extension<ConnectInfo<SocketAddr>>>,
     JsonBody(said): JsonBody<Said>,
 ) -> Result<Response, Response> {
+    let requester = Requester::new("chat", from.map(|Extension(ConnectInfo(at))| at.ip()));
     let entry = site
         .chats()?
-        .send(&id, &said.text, said.team_up)
+        .send(&id, &said.text, said.team_up, &requester)
         .await
         .map_err(refused)?;
     Ok((StatusCode::ACCEPTED, Json(entry)).into_response())
