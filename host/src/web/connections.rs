@@ -202,9 +202,6 @@ pub async fn serve(
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
     let limits = limits.within_descriptors();
-    let router = router.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
-        limits.body_idle_timeout,
-    ));
     let open = Arc::new(Mutex::new(Open::default()));
     // Each connection holds a receiver; the server waits for all to drop.
     let (finished_tx, finished_rx) = tokio::sync::watch::channel(());
@@ -247,8 +244,11 @@ pub async fn serve(
         tokio::spawn(async move {
             let _slot = slot;
             let _finished = finished;
-            let service = hyper::service::service_fn(move |mut request: hyper::Request<_>| {
+            let body_idle_timeout = limits.body_idle_timeout;
+            let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
                 requested.store(true, Ordering::Relaxed);
+                let mut request =
+                    request.map(|body| super::idle_body::IdleBody::new(body, body_idle_timeout));
                 // Where it came from, for the shares of what clients keep
                 // (see crate::requester).
                 request

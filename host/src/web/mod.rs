@@ -5,6 +5,7 @@ pub mod api;
 pub mod connections;
 pub mod control;
 pub mod guard;
+mod idle_body;
 pub mod site;
 
 use axum::http::header;
