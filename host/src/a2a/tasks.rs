@@ -54,6 +54,9 @@ pub struct TaskEntry {
     task: Mutex<Task>,
     /// The bytes of the task as JSON, as of its last change.
     bytes: AtomicUsize,
+    /// Whether its results were dropped: done once, so that each marker
+    /// keeps the size of what it stands for.
+    shed: AtomicBool,
     /// The store, told when the task ends so that it can keep to its bytes.
     kept: Weak<Mutex<Inner>>,
     /// The milliseconds of its last change, for listing newest first.
@@ -147,6 +150,7 @@ impl TaskEntry {
     /// in each place; returns the bytes it holds now.
     fn shed(&self) -> usize {
         let mut task = self.lock();
+        self.shed.store(true, Ordering::Relaxed);
         let budget = MAX_KEPT_BYTES >> 20;
         for artifact in &mut task.artifacts {
             let size = crate::text::json_size(&artifact.parts);
@@ -276,7 +280,9 @@ fn keep_to_budget(inner: &mut Inner, coming: usize) -> usize {
     let mut finished: Vec<&Arc<TaskEntry>> = inner
         .by_id
         .values()
-        .filter(|e| e.state().is_terminal() && e.bytes() > KEPT_MESSAGE)
+        .filter(|e| {
+            e.state().is_terminal() && e.bytes() > KEPT_MESSAGE && !e.shed.load(Ordering::Relaxed)
+        })
         .collect();
     finished.sort_by_key(|e| (std::cmp::Reverse(held[&e.requester]), e.updated()));
     for entry in finished {
@@ -344,6 +350,7 @@ impl Tasks {
             requester: requester.clone(),
             task: Mutex::new(task),
             bytes: AtomicUsize::new(bytes),
+            shed: AtomicBool::new(false),
             kept: Arc::downgrade(&self.inner),
             updated: Mutex::new(crate::goals::message::unix_millis()),
             events: broadcast::channel(EVENTS).0,
@@ -512,6 +519,9 @@ mod tests {
         let oldest = ended[0].snapshot(None, true);
         let text = oldest.artifacts[0].parts[0].text.as_deref().unwrap();
         assert!(text.contains("was dropped"), "{text}");
+        // Dropped once: the marker still tells the size of the result.
+        let dropped = &oldest.artifacts[0].metadata.as_ref().unwrap()["droppedBytes"];
+        assert!(dropped.as_u64().unwrap() > 1 << 20, "{dropped}");
         let newest = ended.last().unwrap().snapshot(None, true);
         assert_eq!(newest.artifacts[0].parts[0].text.as_deref(), Some(&*result));
     }

@@ -379,7 +379,7 @@ impl Hub {
         let words = search_words(query);
         let lookups = words.iter().map(|word| self.search_network(word));
         futures::future::join_all(lookups).await;
-        Ok(self.ranked(&words, limit).0)
+        Ok(self.ranked(&words, limit, &self.signals()).0)
     }
 
     /// [`Hub::search`] as it goes: `found` gets the ranking of what the
@@ -397,12 +397,14 @@ impl Hub {
         if words.is_empty() {
             return found(Vec::new(), 0);
         }
-        let (ranked, total) = self.ranked(&words, limit);
+        // What the node knows of agents is read once for the whole search.
+        let signals = self.signals();
+        let (ranked, total) = self.ranked(&words, limit, &signals);
         found(ranked, total);
         let mut lookups: futures::stream::FuturesUnordered<_> =
             words.iter().map(|word| self.search_network(word)).collect();
         while lookups.next().await.is_some() {
-            let (ranked, total) = self.ranked(&words, limit);
+            let (ranked, total) = self.ranked(&words, limit, &signals);
             found(ranked, total);
         }
     }
@@ -410,14 +412,19 @@ impl Hub {
     /// The best `limit` agents of the index for `query`, without asking
     /// the network, and how many match.
     pub fn search_index(&self, query: &str, limit: usize) -> (Vec<Found>, usize) {
-        self.ranked(&search_words(query), limit)
+        self.ranked(&search_words(query), limit, &self.signals())
     }
 
-    /// The best `limit` agents of the index for `words`, and how many match.
-    fn ranked(&self, words: &[String], limit: usize) -> (Vec<Found>, usize) {
-        let signals = self.signals();
+    /// The best `limit` agents of the index for `words` by what `signals`
+    /// add to their terms, and how many match.
+    fn ranked(
+        &self,
+        words: &[String],
+        limit: usize,
+        signals: &index::Signals,
+    ) -> (Vec<Found>, usize) {
         let index = self.shared.index();
-        let hits = index.search(words, &signals);
+        let hits = index.search(words, signals);
         let total = hits.len();
         let best = hits
             .into_iter()
