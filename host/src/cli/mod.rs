@@ -491,16 +491,6 @@ pub async fn serve(
             crate::goals::api::unavailable(format!("{e:#}"), guard)
         }
     });
-    // The Host and Origin rules (against DNS rebinding and cross-site
-    // requests) once around everything the front end serves, unknown
-    // paths included: no route, today's or a later one, answers a name
-    // that is not this node's or a page of a site the node does not allow.
-    // Nothing is exempt. The routers' own guards add the token where a
-    // route needs one.
-    let router = router.layer(axum::middleware::from_fn_with_state(
-        front_rules,
-        crate::web::guard::require,
-    ));
     // The address line is the one a script or test waits for.
     eprintln!(
         "serving {agents} agents over MCP at http://{address}/mcp and the node's models at http://{address}/v1 (health: /health); pages at http://{address}/"
@@ -513,7 +503,9 @@ pub async fn serve(
             stop.cancel();
         }
     });
-    let served = crate::web::connections::serve(listener, router, connections, stop.clone()).await;
+    let served =
+        crate::web::connections::serve(listener, router, front_rules, connections, stop.clone())
+            .await;
     stop.cancel();
     let _ = watcher.await;
     if let Some(hub) = hub {

@@ -96,11 +96,12 @@ impl HttpOptions {
     }
 
     fn rmcp_config(&self, stop: &CancellationToken) -> StreamableHttpServerConfig {
-        let (hosts, origins) = (self.allowed_hosts(), self.allowed_origins());
+        // The Host and Origin rules are the front end's, checked once for
+        // every route where a connection hands a request to the router
+        // (crate::web::connections::serve): rmcp does not check them again.
         StreamableHttpServerConfig::default()
-            .with_allowed_hosts(hosts)
-            .with_allowed_origins(origins)
-            .enforce_origin_validation()
+            .disable_allowed_hosts()
+            .disable_allowed_origins()
             .with_max_request_body_bytes(MAX_REQUEST_BODY)
             // A stateless (2026-07-28) request whose handler sends nothing
             // before its result is answered with plain JSON, not a one-event

@@ -20,7 +20,10 @@
 //!   requests therefore pushes out only its own kind, and a client that
 //!   sends its request is served while it lasts.
 
+use super::guard::Guard;
 use axum::Router;
+use axum::response::IntoResponse;
+use futures::future::Either;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::collections::HashMap;
@@ -194,10 +197,15 @@ impl Drop for Slot {
 }
 
 /// Serves `router` on `listener` within `limits` until `stop`, then lets
-/// the connections finish their requests.
+/// the connections finish their requests. Every request is first held to
+/// `rules` (the Host and Origin rules against DNS rebinding and cross-site
+/// requests): here, once, before any route, so that no route, today's or a
+/// later one, answers a name that is not this node's; a request refused
+/// never reaches the router.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
+    rules: Arc<Guard>,
     limits: ConnectionLimits,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {
@@ -239,6 +247,7 @@ pub async fn serve(
             tracing::debug!("cannot set TCP_NODELAY: {e}");
         }
         let service = TowerToHyperService::new(router.clone());
+        let rules = rules.clone();
         let stop = stop.clone();
         let finished = finished_rx.clone();
         tokio::spawn(async move {
@@ -247,6 +256,9 @@ pub async fn serve(
             let body_idle_timeout = limits.body_idle_timeout;
             let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
                 requested.store(true, Ordering::Relaxed);
+                if let Err(refusal) = rules.check(request.headers()) {
+                    return Either::Left(std::future::ready(Ok(refusal.into_response())));
+                }
                 let mut request =
                     request.map(|body| super::idle_body::IdleBody::new(body, body_idle_timeout));
                 // Where it came from, for the shares of what clients keep
@@ -254,7 +266,7 @@ pub async fn serve(
                 request
                     .extensions_mut()
                     .insert(axum::extract::ConnectInfo(peer));
-                hyper::service::Service::call(&service, request)
+                Either::Right(hyper::service::Service::call(&service, request))
             });
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())

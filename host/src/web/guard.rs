@@ -1,10 +1,12 @@
-//! The rules every HTTP endpoint of the node follows, for the endpoints that
-//! rmcp does not serve itself (`/v1`, and the pages to come): the `Host`
-//! header must name this server (against DNS rebinding), a browser's
-//! `Origin` must be one the node allows, and when the node has a token the
-//! request must carry it. The lists are the ones MCP's endpoint gets (see
-//! [`crate::mcp::http::HttpOptions`]) and read the same way: a host without
-//! a port allows any port, an origin ending in `:*` any port.
+//! The rules every HTTP request to the node is held to: the `Host` header
+//! must name this server (against DNS rebinding), a browser's `Origin` must
+//! be one the node allows, and when a route asks for the node's token the
+//! request must carry it. The front end checks the first two once for every
+//! request, where a connection hands it to the router
+//! ([`crate::web::connections::serve`]); routers add the token where they
+//! need it. The lists are the ones [`crate::mcp::http::HttpOptions`] gives
+//! and read the same way: a host without a port allows any port, an origin
+//! ending in `:*` any port.
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -182,35 +184,42 @@ impl Guard {
     }
 }
 
+impl IntoResponse for Refusal {
+    /// The refusal as `{"error": {"message", "type"}}` (the shape OpenAI
+    /// clients read), with `WWW-Authenticate: Bearer` when a token is
+    /// missing.
+    fn into_response(self) -> Response {
+        let unauthorized = self == Refusal::Unauthorized;
+        let mut response = (
+            self.status(),
+            axum::Json(serde_json::json!({
+                "error": {
+                    "message": self.message(),
+                    "type": if unauthorized {
+                        "authentication_error"
+                    } else {
+                        "permission_error"
+                    },
+                }
+            })),
+        )
+            .into_response();
+        if unauthorized {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+        }
+        response
+    }
+}
+
 /// Middleware: the request goes on if `guard` lets it, else it is answered
-/// with the refusal as `{"error": {"message", "type"}}` (the shape OpenAI
-/// clients read).
+/// with the refusal.
 pub async fn require(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
     match guard.check(request.headers()) {
         Ok(()) => next.run(request).await,
-        Err(refusal) => {
-            let mut response = (
-                refusal.status(),
-                axum::Json(serde_json::json!({
-                    "error": {
-                        "message": refusal.message(),
-                        "type": if refusal == Refusal::Unauthorized {
-                            "authentication_error"
-                        } else {
-                            "permission_error"
-                        },
-                    }
-                })),
-            )
-                .into_response();
-            if refusal == Refusal::Unauthorized {
-                response.headers_mut().insert(
-                    header::WWW_AUTHENTICATE,
-                    header::HeaderValue::from_static("Bearer"),
-                );
-            }
-            response
-        }
+        Err(refusal) => refusal.into_response(),
     }
 }
 
