@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs one integration test (or a test binary's tests) many times in a row,
-# to show it passes on every run and not most:
-#   scripts/repeat.sh [-n TIMES] [-l] TEST [FILTER]
-#   scripts/repeat.sh -n 10 many_nodes
-#   scripts/repeat.sh -n 10 -l many_nodes   # with a build running beside it
+# Runs the integration tests a filter picks (one test, or a part of the
+# suite such as `many_nodes::`) many times in a row, to show they pass on
+# every run and not most:
+#   scripts/repeat.sh [-n TIMES] [-l] FILTER
+#   scripts/repeat.sh -n 10 many_nodes::
+#   scripts/repeat.sh -n 10 -l many_nodes::   # with a build running beside it
 # -l keeps a second build going meanwhile (a release build of the host in a
 # scratch target folder), as a busy machine would. Builds the test once,
 # then runs it TIMES times (10 by default) whatever each run does, and ends
@@ -18,21 +19,20 @@ while getopts "n:l" flag; do
     case $flag in
         n) times=$OPTARG ;;
         l) load=true ;;
-        *) echo "usage: $0 [-n TIMES] [-l] TEST [FILTER]" >&2; exit 2 ;;
+        *) echo "usage: $0 [-n TIMES] [-l] FILTER" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-test=${1:?usage: $0 [-n TIMES] [-l] TEST [FILTER]}
-filter=${2:-}
+filter=${1:?usage: $0 [-n TIMES] [-l] FILTER}
 
 build_examples
-binary=$(cargo test --test "$test" --no-run --message-format=json 2>/dev/null |
+binary=$(cargo test --test suite --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json,sys
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == sys.argv[1]:
-        print(m["executable"])' "$test" | tail -1)
-[ -x "$binary" ] || { echo "cannot build the test $test" >&2; exit 1; }
+        print(m["executable"])' suite | tail -1)
+[ -x "$binary" ] || { echo "cannot build the test suite" >&2; exit 1; }
 
 logs=$(mktemp -d)
 loader=""
@@ -59,7 +59,7 @@ passed=0
 failed=0
 for run in $(seq 1 "$times"); do
     started=$(date +%s)
-    if (cd host && "$binary" $filter) >"$logs/run-$run.log" 2>&1; then
+    if (cd host && "$binary" "$filter") >"$logs/run-$run.log" 2>&1; then
         passed=$((passed + 1))
         echo "run $run: passed in $(( $(date +%s) - started ))s"
         rm "$logs/run-$run.log"
@@ -68,5 +68,5 @@ for run in $(seq 1 "$times"); do
         echo "run $run: FAILED in $(( $(date +%s) - started ))s (log: $logs/run-$run.log)"
     fi
 done
-echo "$test: $passed passed, $failed failed"
+echo "$filter: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -2,8 +2,9 @@
 # The whole test suite, on a fresh machine or a warm one: installs the
 # wasm32-wasip2 target, the test tools (the MCP conformance suite, the MCP
 # Python SDK, cargo-fuzz) and the embedded language model if needed, builds
-# the example agents, then runs the format check, clippy, every test and a
-# bounded fuzz run of each fuzz target. CI runs this through .ci/run.
+# the example agents, then runs the format check, the check of the vendored
+# crates, clippy, every test and a bounded fuzz run of each fuzz target. CI
+# runs this through .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,9 @@ echo "==> cargo fmt --check"
 cargo fmt --all --check
 (cd examples && cargo fmt --all --check)
 (cd fuzz && cargo fmt --all --check)
+
+echo "==> vendor/: each crate is its release plus its patch"
+bash scripts/check-vendor.sh
 
 echo "==> cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings

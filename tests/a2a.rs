@@ -9,7 +9,7 @@
 //! task, answer malformed JSON, answer without end or too much are each a
 //! clear error within the call's deadline.
 
-mod support;
+use crate::support;
 
 use agentsite::NodeCallError;
 use agentsite::bridge::Attachment;

@@ -6,7 +6,7 @@
 //! and held to the call's deadline, output cap and concurrency when it
 //! crashes, hangs, floods or lies.
 
-mod support;
+use crate::support;
 
 use agentsite::NodeCallError;
 use agentsite::bridge::Attachment;

@@ -1,7 +1,7 @@
 //! The `agentsite` command as a user drives it: add, list, inspect, call,
 //! remove, and every kind of bad input refused with a one-line error.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::{Cli, branchy, wasm};

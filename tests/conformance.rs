@@ -3,7 +3,7 @@
 //! with the conformance fixture agent from examples/ at its own endpoint: every
 //! scenario goes through the real MCP → host → wasm path.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::time::Duration;

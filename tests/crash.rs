@@ -3,7 +3,7 @@
 //! blob in the store hashes to its name, every listed agent loads and runs,
 //! and adding or fetching again works.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

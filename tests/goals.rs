@@ -8,7 +8,7 @@
 //! called on a real node; the model is the only double: it answers by
 //! rules over the request it gets.
 
-mod support;
+use crate::support;
 
 use agentsite::goals::ask::GoalModel;
 use agentsite::goals::config::{AskedLimits, GoalsConfig};

@@ -11,7 +11,7 @@
 //! do whatever the model says (a team from the network, provenance, every
 //! limit, a clear end), not to the quality of the model's prose.
 
-mod support;
+use crate::support;
 
 use futures::StreamExt as _;
 use rmcp::model::{CallToolRequestParams, ProgressNotificationParam};

@@ -3,7 +3,7 @@
 //! after the attack (and calls running during it) succeed. Hostile HTTP
 //! clients meet the front end's bounds the same way.
 
-mod support;
+use crate::support;
 
 use agentsite::NodeCallError;
 use agentsite::config::Limits;

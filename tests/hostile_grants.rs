@@ -4,7 +4,7 @@
 //! denied or contained with a clear error, nothing lands outside the grant,
 //! and normal calls running beside it keep succeeding.
 
-mod support;
+use crate::support;
 
 use agentsite::runtime::CallError;
 use serde_json::json;

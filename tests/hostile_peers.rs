@@ -4,7 +4,7 @@
 //! the grant's depth and fan-out end both, and calls from clients beside
 //! them keep being answered.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! open for good, and in-process networks of a few hundred nodes ran out of
 //! memory.
 
-mod support;
+use crate::support;
 
 use agentsite::net::{dht, gossip};
 use std::time::Duration;

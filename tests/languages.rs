@@ -3,7 +3,7 @@
 //! like any component, called through the command line and MCP, and held to
 //! the same limits when they misbehave.
 
-mod support;
+use crate::support;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;

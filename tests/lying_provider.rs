@@ -3,7 +3,7 @@
 //! and blocked, and its bytes never reach the store. In-process nodes on the
 //! memory transport, driven through the library.
 
-mod support;
+use crate::support;
 
 use agentsite::AgentId;
 use agentsite::config::DataDir;

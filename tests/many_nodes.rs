@@ -2,7 +2,7 @@
 //! agents published at scattered nodes are found by every node, by keyword
 //! through the DHT, by id with a verified manifest, and by announcement.
 
-mod support;
+use crate::support;
 
 use agentsite::AgentId;
 use agentsite::net::dht;

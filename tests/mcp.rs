@@ -1,7 +1,7 @@
 //! MCP clients against a real `agentsite serve` (streamable HTTP) and
 //! `agentsite mcp` (stdio) process, using rmcp's client.
 
-mod support;
+use crate::support;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode};
 use rmcp::service::{RunningService, ServiceError};

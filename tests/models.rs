@@ -5,7 +5,7 @@
 //! against the other's `/v1` endpoint), streaming or not, hearing its
 //! refusals and noticing when it dies mid-answer.
 
-mod support;
+use crate::support;
 
 use agentsite::llm::config::OpenAiConfig;
 use agentsite::llm::openai::OpenAiModel;

@@ -2,7 +2,7 @@
 //! loopback: publish, search, fetch, remote calls and delegation between
 //! agents on different nodes.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use std::time::Duration;

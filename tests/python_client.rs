@@ -4,7 +4,7 @@
 //! OpenAI client (`openai`) against the node's `/v1` endpoint, with its
 //! checks in tests/python/openai_client.py.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::time::Duration;

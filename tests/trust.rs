@@ -4,7 +4,7 @@
 //! key, then with its grants, and refuses to fetch them at all when its
 //! policy refuses unknown publishers.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 use support::{Cli, Server, eventually};

@@ -3,7 +3,7 @@
 //! are built, as a client of agentsite over streamable HTTP. The checks live
 //! in tests/typescript/mcp_client.cjs.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! screenshots it takes land in `$CARGO_TARGET_DIR/screenshots` (the
 //! README's come from there).
 
-mod support;
+use crate::support;
 
 use agentsite::llm::ChatRequest;
 use std::path::PathBuf;

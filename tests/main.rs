@@ -1,0 +1,32 @@
+//! The integration suite, one test binary: each module drives the node as
+//! its users do (the `agentsite` binary, MCP and A2A clients, browsers,
+//! networks of nodes) and names what it proves in its own opening comment.
+//! One binary links wasmtime, libp2p and the rest once, and its tests share
+//! the set-up that `support` does once per process (the example agents
+//! built, tools found).
+//!
+//! Run one part with a filter: `cargo test --test suite mcp::`.
+
+mod support;
+
+mod a2a;
+mod attached;
+mod cli;
+mod conformance;
+mod crash;
+mod goals;
+mod goals_planet;
+mod hostile;
+mod hostile_grants;
+mod hostile_peers;
+mod idle_connections;
+mod languages;
+mod lying_provider;
+mod many_nodes;
+mod mcp;
+mod models;
+mod planet;
+mod python_client;
+mod trust;
+mod typescript_client;
+mod web;
