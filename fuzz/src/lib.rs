@@ -6,8 +6,9 @@
 //! never a panic, an abort or a hang.
 
 use agentsite::config::{Config, DataDir, Limits};
+use agentsite::http::token::{Family, Gate};
 use agentsite::mcp::hosted::Hosted;
-use agentsite::mcp::http::{HttpOptions, router};
+use agentsite::mcp::http::router;
 use agentsite::runtime::{Capacity, Runtime};
 use agentsite::store::manifest::SignedManifest;
 use std::sync::{Arc, OnceLock};
@@ -68,14 +69,11 @@ fn front() -> &'static Front {
             )
             .unwrap();
             let hosted = Hosted::new(Arc::new(node)).unwrap();
-            let options = HttpOptions {
-                listen: "127.0.0.1:7777".parse().unwrap(),
-                token: None,
-                allowed_hosts: vec![],
-                allowed_origins: vec![],
-                connections: Default::default(),
-            };
-            router(hosted, options, tokio_util::sync::CancellationToken::new())
+            router(
+                hosted,
+                Gate::new(None, Family::Text),
+                tokio_util::sync::CancellationToken::new(),
+            )
         });
         Front {
             runtime,

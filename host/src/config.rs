@@ -129,7 +129,7 @@ pub const DEFAULT_LISTEN: std::net::SocketAddr = std::net::SocketAddr::V4(
 
 impl Default for ServeConfig {
     fn default() -> Self {
-        let connections = crate::web::connections::ConnectionLimits::default();
+        let connections = crate::http::connections::ConnectionLimits::default();
         ServeConfig {
             listen: DEFAULT_LISTEN,
             token: None,
@@ -145,8 +145,8 @@ impl Default for ServeConfig {
 
 impl ServeConfig {
     /// The bounds on the HTTP front end's connections.
-    pub fn connections(&self) -> crate::web::connections::ConnectionLimits {
-        crate::web::connections::ConnectionLimits {
+    pub fn connections(&self) -> crate::http::connections::ConnectionLimits {
+        crate::http::connections::ConnectionLimits {
             total: self.max_connections,
             per_address: self.max_connections_per_address,
             head_timeout: self.request_head_timeout,

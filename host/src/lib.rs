@@ -29,7 +29,7 @@ pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod goals;
-mod http_body;
+pub mod http;
 pub mod hub;
 pub mod llm;
 pub mod mcp;
@@ -54,10 +54,10 @@ pub mod testing {
     pub use crate::capabilities::guest_log::FRAMING;
     pub use crate::capabilities::kv::ENTRY_OVERHEAD;
     pub use crate::capabilities::limits::{MAX_FIELDS_BYTES, MAX_HANDLES};
+    pub use crate::http::token::{Family, Gate};
     pub use crate::runtime::complexity::{
         MAX_BLOCKS, MAX_FUNCTION_SIZE, MAX_LOCALS, TooComplex, check as check_complexity,
     };
-    pub use crate::web::guard::Guard;
 
     /// The web pages of `node` (and of the network, through `hub`) as the
     /// operator on loopback sees them, without chat, for a benchmark to
@@ -67,12 +67,10 @@ pub mod testing {
         hub: Option<std::sync::Arc<crate::hub::Hub>>,
         port: u16,
     ) -> anyhow::Result<axum::Router> {
-        let guard = Guard::new(&["127.0.0.1".into()], &[], None);
         let sessions = crate::web::site::session::Sessions::new(None, port, false)?;
         let site = crate::web::site::Site::new(
             node,
             hub,
-            guard,
             sessions,
             Err("chat is not part of this benchmark".into()),
         );

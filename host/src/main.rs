@@ -473,7 +473,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 })
                 .transpose()?;
             let serve = &node.config().serve;
-            let options = agentsite::mcp::http::HttpOptions {
+            let options = agentsite::http::HttpOptions {
                 listen: listen.unwrap_or(serve.listen),
                 token: token.or_else(|| serve.token.clone()),
                 allowed_hosts: [serve.allowed_hosts.clone(), allow_hosts].concat(),
@@ -500,7 +500,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
 fn policy_subject(
     node: &Node,
     edit: PolicyEdit,
-) -> anyhow::Result<(cli::policy::Subject, Vec<String>)> {
+) -> anyhow::Result<(agentsite::policy::edit::Subject, Vec<String>)> {
     let PolicyEdit {
         mut args,
         publisher,

@@ -352,8 +352,8 @@ impl ModelServer {
             Arc::new(agentsite::audit::Audit::new()),
         )
         .unwrap();
-        let guard = agentsite::testing::Guard::new(&["127.0.0.1".into()], &[], None);
-        let router = agentsite::llm::serve::router(Arc::new(models), guard);
+        let open = agentsite::testing::Gate::new(None, agentsite::testing::Family::OpenAi);
+        let router = agentsite::llm::serve::router(Arc::new(models), open);
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .unwrap();

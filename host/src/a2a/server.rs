@@ -19,14 +19,13 @@ use super::wire::{
     Message, Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskState, code,
 };
 use crate::goals::{GoalError, Goals, NewGoal};
+use crate::http::token::{Family, Gate};
 use crate::mcp::Hosted;
 use crate::requester::Requester;
 use crate::store::AgentRecord;
-use crate::web::guard::Guard;
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, Extension, Path, Request, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Extension, Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::middleware::{self, Next};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -80,31 +79,20 @@ impl A2a {
     }
 }
 
-/// The A2A routes: cards behind `public` (Host and Origin rules), the
-/// JSON-RPC endpoints behind `guard` (those and the token).
-pub fn router(a2a: Arc<A2a>, public: Guard, guard: Guard) -> Router {
-    let cards = Router::new()
-        .route(CARD_PATH, get(node_card))
-        .route(
-            "/agents/{agent}/.well-known/agent-card.json",
-            get(agent_card),
-        )
-        .route_layer(middleware::from_fn_with_state(Arc::new(public), require));
+/// The A2A routes: the cards open to anyone who may reach the node
+/// (discovery), the JSON-RPC endpoints behind `gate` (the node's token).
+pub fn router(a2a: Arc<A2a>, gate: Gate) -> Router {
+    let cards = Router::new().route(CARD_PATH, get(node_card)).route(
+        "/agents/{agent}/.well-known/agent-card.json",
+        get(agent_card),
+    );
     let rpc = Router::new()
         .route("/a2a", post(node_rpc))
         .route("/agents/{agent}/a2a", post(agent_rpc))
-        .layer(DefaultBodyLimit::max(MAX_BODY))
-        .route_layer(middleware::from_fn_with_state(Arc::new(guard), require));
-    cards.merge(rpc).with_state(a2a)
-}
-
-async fn require(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    match guard.check(request.headers()) {
-        Ok(()) => next.run(request).await,
-        Err(refusal) => {
-            (refusal.status(), Json(json!({"error": refusal.message()}))).into_response()
-        }
-    }
+        .layer(DefaultBodyLimit::max(MAX_BODY));
+    cards
+        .merge(gate.for_family(Family::Json).guard(rpc))
+        .with_state(a2a)
 }
 
 /// The base URL a client reached the node at, for the cards' endpoints.
@@ -821,7 +809,7 @@ fn stream(started: Started, id: Value, owner: Option<Owner>) -> Response {
             }
         }
     });
-    crate::web::event_stream(items, |item| Event::default().data(item.to_string()))
+    crate::http::streams::event_stream(items, |item| Event::default().data(item.to_string()))
 }
 
 /// Whether a stream ends with `event`.

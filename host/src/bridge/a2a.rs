@@ -433,8 +433,8 @@ impl Peer<'_> {
 
 /// A response body of at most `max` bytes (its reader bounds the time).
 async fn read_bounded(response: reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
-    use crate::http_body::BodyError;
-    crate::http_body::read_bounded(response, max)
+    use crate::http::bounded::BodyError;
+    crate::http::bounded::read_bounded(response, max)
         .await
         .map_err(|e| match e {
             BodyError::TooLarge(max) => format!("its answer is larger than {max} bytes"),

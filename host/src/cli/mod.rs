@@ -172,7 +172,7 @@ pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
         value["compiled"] = serde_json::json!(compiled);
         value["asks_for"] = serde_json::json!(asks);
         value["granted"] = match &granted {
-            Ok(grants) => serde_json::json!(policy::describe(grants)),
+            Ok(grants) => serde_json::json!(crate::policy::edit::describe(grants)),
             Err(refused) => serde_json::json!({ "refused": refused.to_string() }),
         };
         return print_json(&value);
@@ -250,7 +250,7 @@ pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
     out.push_str("granted:\n");
     match &granted {
         Ok(grants) => {
-            for line in policy::describe(grants) {
+            for line in crate::policy::edit::describe(grants) {
                 out.push_str(&format!("  {line}\n"));
             }
         }
@@ -398,7 +398,7 @@ pub struct P2pOptions {
 /// the network with its control API) until Ctrl-C or SIGTERM.
 pub async fn serve(
     node: std::sync::Arc<Node>,
-    options: crate::mcp::http::HttpOptions,
+    options: crate::http::HttpOptions,
     p2p: Option<P2pOptions>,
 ) -> anyhow::Result<()> {
     use crate::mcp::{Hosted, http};
@@ -412,11 +412,9 @@ pub async fn serve(
     let stop = tokio_util::sync::CancellationToken::new();
     let watcher = tokio::spawn(hosted.clone().watch(stop.clone()));
     let agents = hosted.records().len();
-    let models = crate::llm::serve::router(node.models().clone(), options.guard());
-    let guard = options.guard();
-    let page_rules =
-        crate::web::guard::Guard::new(&options.allowed_hosts(), &options.allowed_origins(), None);
-    let front_rules = std::sync::Arc::new(page_rules.clone());
+    let gate = options.gate(crate::http::token::Family::OpenAi);
+    let models = crate::llm::serve::router(node.models().clone(), gate.clone());
+    let front_rules = std::sync::Arc::new(options.rules());
     let sessions = crate::web::site::session::Sessions::new(
         options.token.clone(),
         address.port(),
@@ -424,7 +422,7 @@ pub async fn serve(
     )?;
     let token_required = options.token.as_deref().is_some_and(|t| !t.is_empty());
     let connections = options.connections;
-    let mut router = http::router(hosted.clone(), options, stop.clone()).merge(models);
+    let mut router = http::router(hosted.clone(), gate.clone(), stop.clone()).merge(models);
     let api_host = if address.ip().is_unspecified() {
         std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), address.port())
     } else {
@@ -462,7 +460,7 @@ pub async fn serve(
     if let Some(hub) = &hub {
         router = router.merge(crate::web::api::router(hub.clone(), token.clone()));
     }
-    let guard = guard.also_accepting(token);
+    let gate = gate.also_accepting(token);
     let goals = crate::goals::Goals::for_node(&node, hub.clone());
     let chats = crate::chat::Chats::open(node.clone(), hub.clone(), goals.as_ref().ok().cloned())
         .map_err(|e| {
@@ -472,23 +470,22 @@ pub async fn serve(
     router = router.merge(crate::web::site::router(crate::web::site::Site::new(
         node.clone(),
         hub.clone(),
-        page_rules.clone(),
         sessions,
         chats,
     )));
     // A2A: cards are public (discovery), its endpoints ask what /mcp asks.
     let a2a = crate::a2a::A2a::new(hosted.clone(), goals.as_ref().ok().cloned(), token_required);
-    router = router.merge(crate::a2a::router(a2a, page_rules, guard.clone()));
+    router = router.merge(crate::a2a::router(a2a, gate.clone()));
     router = router.merge(match goals {
         Ok(goals) => {
             hosted.offer_goals(goals.clone());
-            crate::goals::api::router(goals, guard)
+            crate::goals::api::router(goals, gate)
         }
         // Another node serving the same data directory holds the goals:
         // this one serves everything else and says why goals are missing.
         Err(e) => {
             tracing::warn!("goals are unavailable on this node: {e:#}");
-            crate::goals::api::unavailable(format!("{e:#}"), guard)
+            crate::goals::api::unavailable(format!("{e:#}"), gate)
         }
     });
     // The address line is the one a script or test waits for.
@@ -504,7 +501,7 @@ pub async fn serve(
         }
     });
     let served =
-        crate::web::connections::serve(listener, router, front_rules, connections, stop.clone())
+        crate::http::connections::serve(listener, router, front_rules, connections, stop.clone())
             .await;
     stop.cancel();
     let _ = watcher.await;

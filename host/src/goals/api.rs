@@ -13,11 +13,10 @@
 //! Errors are `{"error": "<one line>"}`.
 
 use super::{GoalError, GoalEvent, GoalRecord, Goals, Message, NewGoal};
+use crate::http::token::{Family, Gate};
 use crate::requester::Requester;
-use crate::web::guard::Guard;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, Extension, Path, Query, Request, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Extension, Path, Query, State};
 use axum::http::StatusCode;
-use axum::middleware::{self, Next};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -37,38 +36,33 @@ pub struct GoalAnswer {
     pub messages: Vec<Message>,
 }
 
-/// The `/api/goals` routes, behind `guard`.
-pub fn router(goals: Arc<Goals>, guard: Guard) -> Router {
-    Router::new()
+/// The `/api/goals` routes, behind `gate`.
+pub fn router(goals: Arc<Goals>, gate: Gate) -> Router {
+    let routes = Router::new()
         .route("/api/goals", post(create).get(list))
         .route("/api/goals/{id}", get(show))
         .route("/api/goals/{id}/events", get(events))
         .route("/api/goals/{id}/messages", post(say))
         .route("/api/goals/{id}/cancel", post(cancel))
-        .layer(DefaultBodyLimit::max(MAX_BODY))
-        .route_layer(middleware::from_fn_with_state(Arc::new(guard), require))
+        .layer(DefaultBodyLimit::max(MAX_BODY));
+    gate.for_family(Family::Json)
+        .guard(routes)
         .with_state(goals)
 }
 
 /// The `/api/goals` routes of a node whose goals cannot be had, each
 /// answering 503 with `reason`.
-pub fn unavailable(reason: String, guard: Guard) -> Router {
+pub fn unavailable(reason: String, gate: Gate) -> Router {
     let reason = Arc::new(format!("goals are unavailable on this node: {reason}"));
     let answer = move || {
         let reason = reason.clone();
         async move { failure(StatusCode::SERVICE_UNAVAILABLE, reason) }
     };
-    Router::new()
-        .route("/api/goals", axum::routing::any(answer.clone()))
-        .route("/api/goals/{*rest}", axum::routing::any(answer))
-        .route_layer(middleware::from_fn_with_state(Arc::new(guard), require))
-}
-
-async fn require(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    match guard.check(request.headers()) {
-        Ok(()) => next.run(request).await,
-        Err(refusal) => failure(refusal.status(), refusal.message()),
-    }
+    gate.for_family(Family::Json).guard(
+        Router::new()
+            .route("/api/goals", axum::routing::any(answer.clone()))
+            .route("/api/goals/{*rest}", axum::routing::any(answer)),
+    )
 }
 
 fn failure(status: StatusCode, message: impl std::fmt::Display) -> Response {
@@ -194,8 +188,8 @@ async fn events(
     if let Err(error) = goals.record(&id).await {
         return refused(error);
     }
-    let after = crate::web::resume_from(&headers, query.after);
+    let after = crate::http::streams::resume_from(&headers, query.after);
     let (sender, receiver) = tokio::sync::mpsc::channel(64);
     tokio::spawn(goals.follow(id, after, sender));
-    crate::web::event_stream(receiver, |event| sse_event(&event))
+    crate::http::streams::event_stream(receiver, |event| sse_event(&event))
 }

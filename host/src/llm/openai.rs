@@ -212,8 +212,8 @@ impl std::error::Error for StreamBroke {}
 
 /// The body of `response`, refusing one longer than `limit` bytes.
 async fn read_bounded(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
-    use crate::http_body::BodyError;
-    crate::http_body::read_bounded(response, limit)
+    use crate::http::bounded::BodyError;
+    crate::http::bounded::read_bounded(response, limit)
         .await
         .map_err(|e| match e {
             BodyError::TooLarge(limit) => {

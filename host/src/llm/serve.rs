@@ -1,20 +1,21 @@
 //! The node's models over HTTP in the OpenAI format: `GET /v1/models` and
 //! `POST /v1/chat/completions` (whole answers, or server-sent events with
 //! `stream: true`), so that any OpenAI client, and other nodes with
-//! `kind = "openai"`, can use them. Behind the same Host, Origin and token
-//! rules as MCP (see [`crate::web::guard`]).
+//! `kind = "openai"`, can use them. Behind the node's token where it has
+//! one, as MCP is (the Host and Origin rules are the front end's:
+//! [`crate::http::guard`]).
 
 use super::models::Models;
 use super::wire::{self, ChatCompletionRequest};
 use super::{Completion, Delta, LlmFailure};
-use crate::web::guard::{self, Guard};
+use crate::http::token::{Family, Gate};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
 use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::{Json, Router, middleware};
+use axum::{Json, Router};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -32,16 +33,14 @@ struct V1 {
     models: Arc<Models>,
 }
 
-/// The `/v1` routes for `models`, behind `guard`.
-pub fn router(models: Arc<Models>, guard: Guard) -> Router {
-    Router::new()
+/// The `/v1` routes for `models`, behind `gate`.
+pub fn router(models: Arc<Models>, gate: Gate) -> Router {
+    let routes = Router::new()
         .route("/v1/models", get(list_models))
         .route("/v1/chat/completions", post(chat_completions))
-        .layer(DefaultBodyLimit::max(MAX_BODY))
-        .route_layer(middleware::from_fn_with_state(
-            Arc::new(guard),
-            guard::require,
-        ))
+        .layer(DefaultBodyLimit::max(MAX_BODY));
+    gate.for_family(Family::OpenAi)
+        .guard(routes)
         .with_state(Arc::new(V1 { models }))
 }
 
@@ -200,7 +199,7 @@ async fn chat_completions(
         chunk,
         events,
     ));
-    crate::web::event_stream(receiver, std::convert::identity)
+    crate::http::streams::event_stream(receiver, std::convert::identity)
 }
 
 /// Runs a streamed request, sending its events to `events` until the

@@ -11,6 +11,8 @@ use super::exposed::Scope;
 use super::hosted::{Hosted, ScopedTools};
 use super::server::AgentServer;
 use crate::AgentId;
+use crate::http::body_limit::BodyRefused;
+use crate::http::token::{Family, Gate};
 use axum::extract::{Path, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
@@ -20,103 +22,33 @@ use axum::{Json, Router};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Largest request body accepted, in bytes; larger ones get 413.
 pub const MAX_REQUEST_BODY: usize = 4 << 20;
 
-/// How much of a refused body is still read, and for how long, before the
-/// 413 goes out. A server that stops reading while the client is still
-/// sending makes its TCP stack reset the connection, and the client then
-/// fails with a broken pipe instead of reading the answer (RFC 9112 §9.6,
-/// "lingering close"). Past these bounds the client is cut off.
-const DRAIN_LIMIT: usize = 64 << 20;
-const DRAIN_TIME: Duration = Duration::from_secs(5);
-
-/// How a node serves HTTP.
-#[derive(Debug, Clone)]
-pub struct HttpOptions {
-    pub listen: SocketAddr,
-    /// Required as `Authorization: Bearer <token>` on MCP endpoints when set.
-    pub token: Option<String>,
-    /// Host names (or host:port) clients may use besides the loopback names
-    /// and the listen address, for example a public DNS name.
-    pub allowed_hosts: Vec<String>,
-    /// Browser origins allowed besides this machine's own, such as
-    /// `https://app.example.com:443`.
-    pub allowed_origins: Vec<String>,
-    /// How many connections the front end holds, and for how long.
-    pub connections: crate::web::connections::ConnectionLimits,
-}
-
-impl HttpOptions {
-    /// Refuses to expose the node beyond this machine without a token.
-    pub fn check(&self) -> anyhow::Result<()> {
-        if !self.listen.ip().is_loopback() && self.token.as_deref().is_none_or(str::is_empty) {
-            anyhow::bail!(
-                "refusing to listen on {} without a bearer token: anyone who can reach it could run the hosted agents; set --token (or `token` under [serve] in the config), or listen on 127.0.0.1",
-                self.listen
-            );
-        }
-        Ok(())
-    }
-
-    /// The `Host` names clients may use: the loopback names, the listen
-    /// address and the configured ones.
-    pub fn allowed_hosts(&self) -> Vec<String> {
-        let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).into();
-        if !self.listen.ip().is_unspecified() {
-            hosts.push(self.listen.ip().to_string());
-        }
-        hosts.extend(self.allowed_hosts.iter().cloned());
-        hosts
-    }
-
-    /// The browser origins allowed: this machine's, on any port, and the
-    /// configured ones.
-    pub fn allowed_origins(&self) -> Vec<String> {
-        let mut origins: Vec<String> =
-            ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"]
-                .map(String::from)
-                .into();
-        origins.extend(self.allowed_origins.iter().cloned());
-        origins
-    }
-
-    /// The same rules for the node's other HTTP endpoints.
-    pub fn guard(&self) -> crate::web::guard::Guard {
-        crate::web::guard::Guard::new(
-            &self.allowed_hosts(),
-            &self.allowed_origins(),
-            self.token.clone(),
-        )
-    }
-
-    fn rmcp_config(&self, stop: &CancellationToken) -> StreamableHttpServerConfig {
-        // The Host and Origin rules are the front end's, checked once for
-        // every route where a connection hands a request to the router
-        // (crate::web::connections::serve): rmcp does not check them again.
-        StreamableHttpServerConfig::default()
-            .disable_allowed_hosts()
-            .disable_allowed_origins()
-            .with_max_request_body_bytes(MAX_REQUEST_BODY)
-            // A stateless (2026-07-28) request whose handler sends nothing
-            // before its result is answered with plain JSON, not a one-event
-            // SSE stream; one that reports progress or logs still streams.
-            .with_json_response(true)
-            .with_cancellation_token(stop.child_token())
-    }
+/// rmcp's settings for the node's MCP endpoints.
+fn rmcp_config(stop: &CancellationToken) -> StreamableHttpServerConfig {
+    // The Host and Origin rules are the front end's, checked once for
+    // every route where a connection hands a request to the router
+    // (crate::http::connections::serve): rmcp does not check them again.
+    StreamableHttpServerConfig::default()
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
+        .with_max_request_body_bytes(MAX_REQUEST_BODY)
+        // A stateless (2026-07-28) request whose handler sends nothing
+        // before its result is answered with plain JSON, not a one-event
+        // SSE stream; one that reports progress or logs still streams.
+        .with_json_response(true)
+        .with_cancellation_token(stop.child_token())
 }
 
 type McpService = StreamableHttpService<AgentServer, LocalSessionManager>;
 
-/// The state of the HTTP front end.
+/// The state of the MCP endpoints.
 struct Front {
     hosted: Arc<Hosted>,
-    options: HttpOptions,
     stop: CancellationToken,
     all: McpService,
     /// One service per agent served at `/agents/<agent>/mcp`, made on first use.
@@ -125,18 +57,13 @@ struct Front {
 
 /// An MCP endpoint for the agents in `scope`; rmcp makes one `AgentServer`
 /// per session, all sharing the scope's tool snapshot.
-fn mcp_service(
-    hosted: &Arc<Hosted>,
-    options: &HttpOptions,
-    stop: &CancellationToken,
-    scope: Scope,
-) -> McpService {
+fn mcp_service(hosted: &Arc<Hosted>, stop: &CancellationToken, scope: Scope) -> McpService {
     let hosted = hosted.clone();
     let tools = Arc::new(ScopedTools::new(scope));
     StreamableHttpService::new(
         move || Ok(AgentServer::new(hosted.clone(), tools.clone())),
         Arc::new(LocalSessionManager::default()),
-        options.rmcp_config(stop),
+        rmcp_config(stop),
     )
 }
 
@@ -148,24 +75,17 @@ impl Front {
             .unwrap_or_else(PoisonError::into_inner);
         services
             .entry(id)
-            .or_insert_with(|| {
-                mcp_service(
-                    &self.hosted,
-                    &self.options,
-                    &self.stop,
-                    Scope::Agents(vec![id]),
-                )
-            })
+            .or_insert_with(|| mcp_service(&self.hosted, &self.stop, Scope::Agents(vec![id])))
             .clone()
     }
 }
 
-/// The axum router of a node's HTTP front end.
-pub fn router(hosted: Arc<Hosted>, options: HttpOptions, stop: CancellationToken) -> Router {
+/// The MCP endpoints, `/health` and `/metrics`; all but `/health` behind
+/// `gate` (the node's token, refused as text).
+pub fn router(hosted: Arc<Hosted>, gate: Gate, stop: CancellationToken) -> Router {
     let front = Arc::new(Front {
-        all: mcp_service(&hosted, &options, &stop, Scope::All),
+        all: mcp_service(&hosted, &stop, Scope::All),
         hosted,
-        options,
         stop,
         per_agent: Mutex::new(HashMap::new()),
     });
@@ -173,14 +93,10 @@ pub fn router(hosted: Arc<Hosted>, options: HttpOptions, stop: CancellationToken
         .route("/mcp", any(all_agents))
         .route("/agents/{agent}/mcp", any(one_agent))
         .route_layer(middleware::from_fn(check_jsonrpc))
-        .route_layer(middleware::from_fn_with_state(front.clone(), require_token));
-    let metrics = Router::new()
-        .route("/metrics", get(metrics))
-        .route_layer(middleware::from_fn_with_state(front.clone(), require_token));
+        .route("/metrics", get(metrics));
     Router::new()
         .route("/health", get(health))
-        .merge(mcp)
-        .merge(metrics)
+        .merge(gate.for_family(Family::Text).guard(mcp))
         .with_state(front)
 }
 
@@ -231,22 +147,6 @@ async fn metrics(State(front): State<Arc<Front>>) -> Response {
         .into_response()
 }
 
-/// Checks `Authorization: Bearer <token>` when the node has a token.
-async fn require_token(State(front): State<Arc<Front>>, request: Request, next: Next) -> Response {
-    let Some(expected) = front.options.token.as_deref() else {
-        return next.run(request).await;
-    };
-    if bearer_matches(request.headers(), expected) {
-        return next.run(request).await;
-    }
-    (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, "Bearer")],
-        "a bearer token is required: Authorization: Bearer <token>\n",
-    )
-        .into_response()
-}
-
 /// Answers malformed POST bodies with the JSON-RPC error the spec names
 /// (HTTP 400): -32700 for text that is not JSON, -32600 for a batch (not
 /// part of MCP since 2025-06-18) or a message that is not JSON-RPC 2.0, and
@@ -277,41 +177,18 @@ async fn check_jsonrpc(request: Request, next: Next) -> Response {
         .await
 }
 
-/// The whole body if it is at most [`MAX_REQUEST_BODY`] bytes. A longer one
-/// is refused with 413, and the rest of it drained within [`DRAIN_LIMIT`]
-/// and [`DRAIN_TIME`] so the client hears why.
+/// The whole body if it is at most [`MAX_REQUEST_BODY`] bytes; else the
+/// JSON-RPC error saying why not.
 async fn read_limited(body: axum::body::Body) -> Result<bytes::Bytes, Response> {
-    use futures::StreamExt;
-    let mut stream = body.into_data_stream();
-    let mut kept = bytes::BytesMut::new();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| {
-            jsonrpc_error(
-                StatusCode::BAD_REQUEST,
-                -32600,
-                format!("request body could not be read: {e}"),
-            )
-        })?;
-        if kept.len() + chunk.len() > MAX_REQUEST_BODY {
-            let mut drained = kept.len() + chunk.len();
-            let drain = async {
-                while let Some(Ok(chunk)) = stream.next().await {
-                    drained += chunk.len();
-                    if drained > DRAIN_LIMIT {
-                        break;
-                    }
-                }
+    crate::http::body_limit::read_whole(body, MAX_REQUEST_BODY)
+        .await
+        .map_err(|refused| {
+            let status = match refused {
+                BodyRefused::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+                BodyRefused::Broken(_) => StatusCode::BAD_REQUEST,
             };
-            let _ = tokio::time::timeout(DRAIN_TIME, drain).await;
-            return Err(jsonrpc_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                -32600,
-                format!("request body exceeds {MAX_REQUEST_BODY} bytes"),
-            ));
-        }
-        kept.extend_from_slice(&chunk);
-    }
-    Ok(kept.freeze())
+            jsonrpc_error(status, -32600, refused.to_string())
+        })
 }
 
 /// The part of a JSON-RPC message checked here. Reading only this, with the
@@ -367,49 +244,4 @@ fn jsonrpc_error(status: StatusCode, code: i32, message: String) -> Response {
         "error": { "code": code, "message": message },
     });
     (status, Json(body)).into_response()
-}
-
-/// Whether `headers` carry `Authorization: Bearer <expected>`, compared in
-/// constant time.
-pub(crate) fn bearer_matches(headers: &axum::http::HeaderMap, expected: &str) -> bool {
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|presented| constant_time_eq(presented.as_bytes(), expected.as_bytes()))
-}
-
-/// Compares secrets in time that depends only on their lengths.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_public_address_needs_a_token() {
-        let mut options = HttpOptions {
-            listen: "0.0.0.0:7777".parse().unwrap(),
-            token: None,
-            allowed_hosts: vec![],
-            allowed_origins: vec![],
-            connections: Default::default(),
-        };
-        let error = options.check().unwrap_err().to_string();
-        assert!(error.contains("without a bearer token"), "{error}");
-        options.token = Some("s3cret".into());
-        options.check().unwrap();
-        options.token = None;
-        options.listen = "127.0.0.1:7777".parse().unwrap();
-        options.check().unwrap();
-    }
-
-    #[test]
-    fn token_comparison() {
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"abcd"));
-    }
 }

@@ -26,6 +26,7 @@
 //! max_concurrent_calls = 4
 //! ```
 
+pub mod edit;
 pub mod grant;
 pub(crate) mod http_allow;
 pub mod llm_grant;

@@ -9,12 +9,12 @@
 
 use crate::AgentId;
 use crate::capabilities::peers::Hop;
+use crate::http::token::{Family, Gate};
 use crate::hub::{FetchProgress, Fetched, Hub, HubError};
 use crate::net::PublishReport;
 use crate::tool::ToolOutput;
-use axum::extract::{Query, Request, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -67,41 +67,22 @@ pub struct CallAnswer {
 
 struct Api {
     hub: Arc<Hub>,
-    token: String,
 }
 
-/// The `/api` routes for `hub`, guarded by `token`.
+/// The `/api` routes for `hub`, guarded by the control `token`.
 pub fn router(hub: Arc<Hub>, token: String) -> Router {
-    let api = Arc::new(Api { hub, token });
-    Router::new()
+    let gate = Gate::new(Some(token), Family::Json)
+        .telling("the control API needs the token in <data-dir>/control.token");
+    let api = Arc::new(Api { hub });
+    let routes = Router::new()
         .route("/api/node", get(node))
         .route("/api/peers", get(peers))
         .route("/api/publish", post(publish))
         .route("/api/search", get(search))
         .route("/api/models/network", get(network_models))
         .route("/api/fetch", post(fetch))
-        .route("/api/call", post(call))
-        .route_layer(middleware::from_fn_with_state(
-            api.clone(),
-            require_control_token,
-        ))
-        .with_state(api)
-}
-
-async fn require_control_token(
-    State(api): State<Arc<Api>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let valid = crate::mcp::http::bearer_matches(request.headers(), &api.token);
-    if valid {
-        next.run(request).await
-    } else {
-        failure(
-            StatusCode::UNAUTHORIZED,
-            "the control API needs the token in <data-dir>/control.token",
-        )
-    }
+        .route("/api/call", post(call));
+    gate.guard(routes).with_state(api)
 }
 
 fn failure(status: StatusCode, message: impl std::fmt::Display) -> Response {
@@ -212,7 +193,7 @@ async fn fetch(State(api): State<Arc<Api>>, Json(request): Json<FetchRequest>) -
         };
         let _ = lines.send(FetchLine::Outcome(outcome));
     });
-    crate::web::ndjson_stream(body)
+    crate::http::streams::ndjson_stream(body)
 }
 
 #[derive(Deserialize)]

@@ -8,8 +8,8 @@ use super::views::AgentView;
 use super::{JsonBody, Site, failure};
 use crate::AgentId;
 use crate::capabilities::peers::Hop;
-use crate::cli::policy::{Subject, add_grants, remove_grants};
 use crate::hub::{FetchProgress, Found, HubError};
+use crate::policy::edit::{Subject, add_grants, remove_grants};
 use crate::policy::{Grant, Origin};
 use crate::store::AgentRecord;
 use crate::tool::ToolSpec;
@@ -204,7 +204,7 @@ pub async fn page(
     let policy = site.node.policy().current();
     let (granted, refused, source) = match policy.grant_for(&id, &origin) {
         Ok((grant, source)) => (
-            crate::cli::policy::describe(&grant.resolve(site.node.config().limits)),
+            crate::policy::edit::describe(&grant.resolve(site.node.config().limits)),
             None,
             Some(format!("{source:?}").to_lowercase()),
         ),
@@ -346,7 +346,7 @@ pub async fn install(State(site): State<Arc<Site>>, Path(agent): Path<String>) -
         };
         let _ = lines.send(outcome);
     });
-    crate::web::ndjson_stream(body)
+    crate::http::streams::ndjson_stream(body)
 }
 
 /// `POST /hub/agents/{agent}/publish`
@@ -422,7 +422,7 @@ fn edit(
     };
     match change(site.node.policy(), &subject, items) {
         Ok(grant) => Json(json!({
-            "granted": crate::cli::policy::describe(&grant.resolve(site.node.config().limits)),
+            "granted": crate::policy::edit::describe(&grant.resolve(site.node.config().limits)),
         }))
         .into_response(),
         Err(e) => failure(StatusCode::BAD_REQUEST, format!("{e:#}")),

@@ -258,8 +258,12 @@ pub async fn events(
     let chats = site.chats()?.clone();
     chats.get(&id).await.map_err(refused)?;
     let (sender, receiver) = tokio::sync::mpsc::channel(256);
-    tokio::spawn(chats.follow(id, crate::web::resume_from(&headers, query.after), sender));
-    Ok(crate::web::event_stream(receiver, chat_event))
+    tokio::spawn(chats.follow(
+        id,
+        crate::http::streams::resume_from(&headers, query.after),
+        sender,
+    ));
+    Ok(crate::http::streams::event_stream(receiver, chat_event))
 }
 
 /// `GET /chat/goals/{goal}/events?after=N`: the goal's messages and states,
@@ -276,8 +280,12 @@ pub async fn goal_events(
         .await
         .map_err(|e| failure(StatusCode::NOT_FOUND, e))?;
     let (sender, receiver) = tokio::sync::mpsc::channel(256);
-    tokio::spawn(goals.follow(goal, crate::web::resume_from(&headers, query.after), sender));
-    Ok(crate::web::event_stream(receiver, |event| {
+    tokio::spawn(goals.follow(
+        goal,
+        crate::http::streams::resume_from(&headers, query.after),
+        sender,
+    ));
+    Ok(crate::http::streams::event_stream(receiver, |event| {
         crate::goals::api::sse_event(&event)
     }))
 }

@@ -198,5 +198,5 @@ pub async fn search(
         hub.search_live(&query.q, SEARCH_LIMIT, &on_found).await;
         let _ = lines.send(json!({ "done": true }));
     });
-    crate::web::ndjson_stream(body)
+    crate::http::streams::ndjson_stream(body)
 }

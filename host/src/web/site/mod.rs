@@ -25,7 +25,6 @@ mod views;
 
 use crate::Node;
 use crate::hub::Hub;
-use crate::web::guard::Guard;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -43,8 +42,6 @@ pub struct Site {
     hub: Option<Arc<Hub>>,
     pages: Pages,
     sessions: Sessions,
-    /// The `Host` and `Origin` rules of the node's HTTP front end.
-    guard: Guard,
     /// The node's conversations, or why it has none.
     chats: Result<Arc<crate::chat::Chats>, String>,
     /// Its calls per second, for the network page's chart.
@@ -60,12 +57,11 @@ pub struct WebConfig {
 }
 
 impl Site {
-    /// The pages of `node` (on the network as `hub`), behind `guard`'s host
-    /// and origin rules and `sessions`.
+    /// The pages of `node` (on the network as `hub`), behind `sessions`
+    /// (the Host and Origin rules are the front end's: [`crate::http::guard`]).
     pub fn new(
         node: Arc<Node>,
         hub: Option<Arc<Hub>>,
-        guard: Guard,
         sessions: Sessions,
         chats: Result<Arc<crate::chat::Chats>, String>,
     ) -> Arc<Site> {
@@ -75,7 +71,6 @@ impl Site {
             hub,
             pages: Pages::new(),
             sessions,
-            guard,
             chats,
         })
     }
@@ -158,8 +153,7 @@ fn wants_page(request: &Request) -> bool {
     form || html
 }
 
-/// The gate of every page: the host and origin rules, then who is asking,
-/// then for a change, that it comes from the node's own pages and from its
+/// The gate of every page: who is asking, then for a change, that it comes from the node's own pages and from its
 /// operator. Sets the response headers every page carries.
 async fn admit(State(site): State<Arc<Site>>, mut request: Request, next: Next) -> Response {
     let page = wants_page(&request);
@@ -170,9 +164,6 @@ async fn admit(State(site): State<Arc<Site>>, mut request: Request, next: Next) 
             failure(status, message)
         }
     };
-    if let Err(refusal) = site.guard.check(request.headers()) {
-        return with_page_headers(refuse(None, refusal.status(), refusal.message()));
-    }
     let path = request.uri().path().to_owned();
     let access = site.sessions.access(request.headers());
     let change = !matches!(*request.method(), Method::GET | Method::HEAD);

@@ -193,7 +193,7 @@ pub async fn announcements(State(site): State<Arc<Site>>) -> Response {
             }
         }
     });
-    crate::web::event_stream(receiver, |view| {
+    crate::http::streams::event_stream(receiver, |view| {
         Event::default()
             .event("announced")
             .json_data(&view)

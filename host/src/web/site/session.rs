@@ -1,7 +1,7 @@
 //! Who is looking at the pages, and whether they may change anything.
 //!
 //! A node without a token listens on loopback only (see
-//! [`crate::mcp::http::HttpOptions::check`]): whoever reaches it is its
+//! [`crate::http::HttpOptions::check`]): whoever reaches it is its
 //! operator, as on its MCP endpoint. A node with a token asks for it once on
 //! `/login` and keeps a value derived from it in an `HttpOnly`,
 //! `SameSite=Strict` cookie; the token itself never goes into a cookie, and
@@ -13,6 +13,7 @@
 //! carries the page's anti-forgery value in `X-Agentsite-Csrf` (a form on
 //! another site can set neither).
 
+use crate::http::token::same_secret;
 use axum::http::{HeaderMap, header};
 use sha2::{Digest, Sha256};
 
@@ -88,8 +89,8 @@ impl Sessions {
             return Some(Access::Operator);
         };
         let logged_in = cookie(headers, &self.cookie_name)
-            .is_some_and(|value| same(value.as_bytes(), session.as_bytes()));
-        if logged_in || crate::mcp::http::bearer_matches(headers, token) {
+            .is_some_and(|value| same_secret(value.as_bytes(), session.as_bytes()));
+        if logged_in || crate::http::token::bearer_matches(headers, token) {
             Some(Access::Operator)
         } else if self.public_read {
             Some(Access::Reader)
@@ -102,7 +103,7 @@ impl Sessions {
     pub fn token_matches(&self, offered: &str) -> bool {
         self.token
             .as_ref()
-            .is_some_and(|token| same(offered.trim().as_bytes(), token.as_bytes()))
+            .is_some_and(|token| same_secret(offered.trim().as_bytes(), token.as_bytes()))
     }
 
     /// The `Set-Cookie` value that logs a browser in.
@@ -140,7 +141,7 @@ impl Sessions {
         if sent.is_empty() {
             return Some("the request lacks the page's anti-forgery header; use the node's pages");
         }
-        if !same(sent.as_bytes(), self.csrf.as_bytes()) {
+        if !same_secret(sent.as_bytes(), self.csrf.as_bytes()) {
             return Some(
                 "this page is out of date (the node restarted or its token changed): reload it",
             );
@@ -182,10 +183,6 @@ fn same_origin(headers: &HeaderMap) -> bool {
         Some(site) => site == "same-origin" || site == "none",
         None => true,
     }
-}
-
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

@@ -1,18 +1,14 @@
-//! The rules every HTTP request to the node is held to: the `Host` header
-//! must name this server (against DNS rebinding), a browser's `Origin` must
-//! be one the node allows, and when a route asks for the node's token the
-//! request must carry it. The front end checks the first two once for every
-//! request, where a connection hands it to the router
-//! ([`crate::web::connections::serve`]); routers add the token where they
-//! need it. The lists are the ones [`crate::mcp::http::HttpOptions`] gives
-//! and read the same way: a host without a port allows any port, an origin
-//! ending in `:*` any port.
+//! The Host and Origin rules every HTTP request to the node is held to: the
+//! `Host` header must name this server (against DNS rebinding) and a
+//! browser's `Origin` must be one the node allows. The front end checks them
+//! once for every request, where a connection hands it to the router
+//! ([`super::connections::serve`]), so that no route, today's or a later
+//! one, can miss them; the token is [`super::token`]'s. The lists are the
+//! ones [`super::HttpOptions`] gives and read the same way: a host without a
+//! port allows any port, an origin ending in `:*` any port.
 
-use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use std::sync::Arc;
 
 /// One allowed `host[:port]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,26 +27,20 @@ struct Origin {
     port: Option<u16>,
 }
 
-/// Who may talk to the node over HTTP.
+/// The names and pages the node answers for.
 #[derive(Debug, Clone)]
-pub struct Guard {
+pub struct Rules {
     hosts: Vec<Authority>,
     origins: Vec<Origin>,
-    token: Option<String>,
-    /// Another token that passes where `token` is asked for: the control
-    /// token of the node's own command line.
-    also: Option<String>,
 }
 
-/// Why a request was turned away.
+/// Why a request was turned away by the rules.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
     /// 400: a `Host` or `Origin` header that cannot be read.
     Malformed(&'static str),
     /// 403: a host or origin the node does not allow.
     Forbidden(&'static str),
-    /// 401: the token is missing or wrong.
-    Unauthorized,
 }
 
 impl Refusal {
@@ -58,14 +48,12 @@ impl Refusal {
         match self {
             Refusal::Malformed(_) => StatusCode::BAD_REQUEST,
             Refusal::Forbidden(_) => StatusCode::FORBIDDEN,
-            Refusal::Unauthorized => StatusCode::UNAUTHORIZED,
         }
     }
 
     pub fn message(&self) -> &'static str {
         match self {
             Refusal::Malformed(why) | Refusal::Forbidden(why) => why,
-            Refusal::Unauthorized => "a bearer token is required: Authorization: Bearer <token>",
         }
     }
 }
@@ -105,11 +93,11 @@ fn origin(text: &str) -> Option<Origin> {
     })
 }
 
-impl Guard {
-    /// A guard allowing `hosts` and `origins` (entries that cannot be read
-    /// are left out), asking for `token` when set.
-    pub fn new(hosts: &[String], origins: &[String], token: Option<String>) -> Guard {
-        Guard {
+impl Rules {
+    /// Rules allowing `hosts` and `origins` (entries that cannot be read are
+    /// left out).
+    pub fn new(hosts: &[String], origins: &[String]) -> Rules {
+        Rules {
             // A bare IPv6 address such as `::1` is no authority: it is a
             // host, on any port.
             hosts: hosts
@@ -123,16 +111,7 @@ impl Guard {
                 })
                 .collect(),
             origins: origins.iter().filter_map(|o| origin(o)).collect(),
-            token: token.filter(|t| !t.is_empty()),
-            also: None,
         }
-    }
-
-    /// Also lets requests carrying `token` through where the node's token
-    /// is asked for.
-    pub fn also_accepting(mut self, token: String) -> Guard {
-        self.also = Some(token).filter(|t| !t.is_empty());
-        self
     }
 
     /// Checks a request's headers.
@@ -171,55 +150,15 @@ impl Guard {
                 ));
             }
         }
-        if let Some(expected) = &self.token
-            && !crate::mcp::http::bearer_matches(headers, expected)
-            && !self
-                .also
-                .as_ref()
-                .is_some_and(|also| crate::mcp::http::bearer_matches(headers, also))
-        {
-            return Err(Refusal::Unauthorized);
-        }
         Ok(())
     }
 }
 
 impl IntoResponse for Refusal {
-    /// The refusal as `{"error": {"message", "type"}}` (the shape OpenAI
-    /// clients read), with `WWW-Authenticate: Bearer` when a token is
-    /// missing.
+    /// The refusal as `{"error": {"message", "type"}}`, the shape OpenAI
+    /// clients read and the others show as text.
     fn into_response(self) -> Response {
-        let unauthorized = self == Refusal::Unauthorized;
-        let mut response = (
-            self.status(),
-            axum::Json(serde_json::json!({
-                "error": {
-                    "message": self.message(),
-                    "type": if unauthorized {
-                        "authentication_error"
-                    } else {
-                        "permission_error"
-                    },
-                }
-            })),
-        )
-            .into_response();
-        if unauthorized {
-            response.headers_mut().insert(
-                header::WWW_AUTHENTICATE,
-                header::HeaderValue::from_static("Bearer"),
-            );
-        }
-        response
-    }
-}
-
-/// Middleware: the request goes on if `guard` lets it, else it is answered
-/// with the refusal.
-pub async fn require(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
-    match guard.check(request.headers()) {
-        Ok(()) => next.run(request).await,
-        Err(refusal) => refusal.into_response(),
+        super::token::Family::OpenAi.refusal(self.status(), "permission_error", self.message())
     }
 }
 
@@ -238,8 +177,8 @@ mod tests {
         map
     }
 
-    fn guard(token: Option<&str>) -> Guard {
-        Guard::new(
+    fn rules() -> Rules {
+        Rules::new(
             &[
                 "localhost".into(),
                 "127.0.0.1".into(),
@@ -251,13 +190,12 @@ mod tests {
                 "http://127.0.0.1:*".into(),
                 "https://app.example".into(),
             ],
-            token.map(str::to_owned),
         )
     }
 
     #[test]
     fn hosts_and_origins_follow_the_lists() {
-        let guard = guard(None);
+        let guard = rules();
         for ok in [
             vec![("host", "127.0.0.1:7777")],
             vec![("host", "[::1]:7777")],
@@ -304,28 +242,5 @@ mod tests {
                 "{bad:?}"
             );
         }
-    }
-
-    #[test]
-    fn a_token_is_asked_for_when_set() {
-        let guard = guard(Some("s3cret"));
-        assert_eq!(
-            guard.check(&headers(&[("host", "localhost")])),
-            Err(Refusal::Unauthorized)
-        );
-        assert_eq!(
-            guard.check(&headers(&[
-                ("host", "localhost"),
-                ("authorization", "Bearer nope")
-            ])),
-            Err(Refusal::Unauthorized)
-        );
-        assert_eq!(
-            guard.check(&headers(&[
-                ("host", "localhost"),
-                ("authorization", "Bearer s3cret")
-            ])),
-            Ok(())
-        );
     }
 }

@@ -20,7 +20,7 @@
 //!   requests therefore pushes out only its own kind, and a client that
 //!   sends its request is served while it lasts.
 
-use super::guard::Guard;
+use super::guard::Rules;
 use axum::Router;
 use axum::response::IntoResponse;
 use futures::future::Either;
@@ -205,7 +205,7 @@ impl Drop for Slot {
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
-    rules: Arc<Guard>,
+    rules: Arc<Rules>,
     limits: ConnectionLimits,
     stop: CancellationToken,
 ) -> anyhow::Result<()> {

@@ -1,0 +1,30 @@
+//! The node's one HTTP edge. Every HTTP surface (MCP, `/v1`, A2A, the goals
+//! API, the pages, the control API) stands on what is here, and nothing
+//! here knows those surfaces:
+//!
+//! - [`connections`]: the front end's connections, how many, from whom and
+//!   for how long, and the Host/Origin rules checked once per request;
+//! - [`guard`]: those rules (against DNS rebinding and cross-site requests);
+//! - [`token`]: the node's bearer token where a route asks for it, and the
+//!   error body each family of clients reads;
+//! - [`body_limit`]: a request body read whole up to a limit;
+//! - [`streams`]: server-sent events and newline-delimited JSON;
+//! - [`bounded`]: the body of an answer from a server the node does not
+//!   trust, read up to a bound;
+//! - [`options`]: where and how the node serves.
+//!
+//! A new endpoint is a router of its own domain's, put behind a
+//! [`token::Gate`] if it needs the token and merged where the server is
+//! assembled; it gets the connection bounds and the Host/Origin rules
+//! without asking.
+
+pub mod body_limit;
+pub mod bounded;
+pub mod connections;
+pub mod guard;
+mod idle_body;
+pub mod options;
+pub mod streams;
+pub mod token;
+
+pub use options::HttpOptions;
