@@ -15,7 +15,7 @@
 //! Run with `cargo bench -p agentsite --bench runtime` after building the
 //! examples (`cd examples && cargo build --release --target wasm32-wasip2`).
 
-use agentsite::bindings::exports::agentsite::agent::tools;
+use agentsite::capabilities::bindings::exports::agentsite::agent::tools;
 use agentsite::config::Limits;
 use agentsite::policy::Grants;
 use agentsite::runtime::{Capacity, Runtime, ToolCall, engine_config};

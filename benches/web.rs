@@ -3,8 +3,8 @@
 //! it, and what a first visit to the hub transfers.
 //!
 //! The network is in-process (real libp2p over the memory transport, as the
-//! planet and search benchmarks run it); the pages are the routes `agentsite
-//! serve` adds, served over loopback HTTP and asked with reqwest, so each
+//! planet and search benchmarks run it); the node serves as `agentsite serve`
+//! does (`server::Server`, on loopback HTTP) and is asked with reqwest, so each
 //! time is the server's work plus a loopback round trip.
 //!
 //! `cargo bench -p agentsite --bench web` prints the table for
@@ -140,13 +140,22 @@ fn main() {
         .block_on(measure());
 }
 
-/// The site of `node` on a loopback port; its base URL.
+/// `node` served as `agentsite serve` serves it (the same builder), on a
+/// loopback port; its base URL.
 async fn serve(node: Arc<agentsite::Node>, hub: Arc<agentsite::hub::Hub>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let pages = agentsite::testing::web_pages(node, Some(hub), port).unwrap();
-    tokio::spawn(async move { axum::serve(listener, pages).await });
-    format!("http://127.0.0.1:{port}")
+    let options = agentsite::http::HttpOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        token: None,
+        allowed_hosts: Vec::new(),
+        allowed_origins: Vec::new(),
+        connections: Default::default(),
+    };
+    let server = agentsite::server::Server::on_network(node, options, hub)
+        .await
+        .unwrap();
+    let address = server.address();
+    tokio::spawn(server.serve());
+    format!("http://{address}")
 }
 
 fn ms(d: Duration) -> String {

@@ -21,6 +21,7 @@ mod hostile_grants;
 mod hostile_peers;
 mod idle_connections;
 mod languages;
+mod layers;
 mod lying_provider;
 mod many_nodes;
 mod mcp;

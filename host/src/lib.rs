@@ -22,11 +22,11 @@ pub mod a2a;
 mod agent_id;
 pub mod answers;
 pub mod audit;
-pub mod bindings;
 pub mod bridge;
 pub mod capabilities;
 pub mod chat;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod goals;
 pub mod http;
@@ -40,42 +40,24 @@ pub mod prompt;
 pub mod requester;
 pub mod resource;
 pub mod runtime;
+pub mod server;
 pub mod store;
 pub mod text;
 pub mod tool;
+pub mod v1;
 pub(crate) mod web;
 
 /// What the integration tests, benches and fuzz targets check against
-/// inside the node: its limits, and the guard a test's own server (a
-/// scripted model on the OpenAI API) stands behind. Not an API; the
-/// modules these come from are the crate's own.
+/// inside the node: its limits. Not an API; the modules these come from are
+/// the crate's own.
 #[doc(hidden)]
 pub mod testing {
     pub use crate::capabilities::guest_log::FRAMING;
     pub use crate::capabilities::kv::ENTRY_OVERHEAD;
     pub use crate::capabilities::limits::{MAX_FIELDS_BYTES, MAX_HANDLES};
-    pub use crate::http::token::{Family, Gate};
     pub use crate::runtime::complexity::{
         MAX_BLOCKS, MAX_FUNCTION_SIZE, MAX_LOCALS, TooComplex, check as check_complexity,
     };
-
-    /// The web pages of `node` (and of the network, through `hub`) as the
-    /// operator on loopback sees them, without chat, for a benchmark to
-    /// serve: the routes `agentsite serve` adds, on their own.
-    pub fn web_pages(
-        node: std::sync::Arc<crate::Node>,
-        hub: Option<std::sync::Arc<crate::hub::Hub>>,
-        port: u16,
-    ) -> anyhow::Result<axum::Router> {
-        let sessions = crate::web::site::session::Sessions::new(None, port, false)?;
-        let site = crate::web::site::Site::new(
-            node,
-            hub,
-            sessions,
-            Err("chat is not part of this benchmark".into()),
-        );
-        Ok(crate::web::site::router(site))
-    }
 }
 
 pub use agent_id::{AgentId, ParseAgentIdError};

@@ -522,7 +522,7 @@ fn p2p_options(
     bootstrap: Vec<String>,
     no_p2p: bool,
     mdns: bool,
-) -> anyhow::Result<Option<cli::P2pOptions>> {
+) -> anyhow::Result<Option<agentsite::server::P2pOptions>> {
     let p2p = &config.p2p;
     if no_p2p || !p2p.enabled {
         return Ok(None);
@@ -540,7 +540,7 @@ fn p2p_options(
         listen
     };
     let bootstrap = [p2p.bootstrap.clone(), bootstrap].concat();
-    Ok(Some(cli::P2pOptions {
+    Ok(Some(agentsite::server::P2pOptions {
         net: agentsite::net::NetConfig {
             mdns: mdns || p2p.mdns,
             ..agentsite::net::NetConfig::new(

@@ -352,8 +352,8 @@ impl ModelServer {
             Arc::new(agentsite::audit::Audit::new()),
         )
         .unwrap();
-        let open = agentsite::testing::Gate::new(None, agentsite::testing::Family::OpenAi);
-        let router = agentsite::llm::serve::router(Arc::new(models), open);
+        let open = agentsite::http::token::Gate::new(None, agentsite::http::token::Family::OpenAi);
+        let router = agentsite::v1::router(Arc::new(models), open);
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .unwrap();

@@ -39,7 +39,7 @@ use std::time::Duration;
 use tokio::sync::{broadcast, mpsc};
 
 /// The largest request body, as on `/mcp`.
-const MAX_BODY: usize = crate::mcp::http::MAX_REQUEST_BODY;
+const MAX_BODY: usize = crate::http::body_limit::MAX_REQUEST_BODY;
 /// Parts one message may have.
 const MAX_PARTS: usize = 64;
 /// The text a message to an agent may carry, in bytes (the model reads it).

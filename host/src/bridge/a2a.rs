@@ -11,7 +11,7 @@ use crate::a2a::wire::{
     self, AgentCard as A2aCard, CancelTaskRequest, GetTaskRequest, Message, Part, Role,
     SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task, TaskState,
 };
-use crate::bindings::types;
+use crate::capabilities::bindings::types;
 use crate::config::Limits;
 use crate::runtime::CallError;
 use crate::runtime::result;

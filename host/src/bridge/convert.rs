@@ -3,7 +3,7 @@
 //! attached server is as untrusted as any agent, and a client of the node
 //! sees one contract whoever implements the tools.
 
-use crate::bindings::types;
+use crate::capabilities::bindings::types;
 use crate::config::Limits;
 use crate::runtime::CallError;
 use crate::runtime::result;

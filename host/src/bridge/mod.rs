@@ -17,13 +17,12 @@
 //! stdio server that exits is started again with backoff.
 
 pub mod a2a;
-mod attachment;
 mod convert;
 mod http;
 mod link;
 mod stdio;
 
-pub use attachment::{Attachment, InvalidAttachment};
+pub use crate::store::attachment::{Attachment, InvalidAttachment};
 pub use link::START_TIMEOUT;
 
 use crate::AgentId;

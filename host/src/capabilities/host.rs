@@ -4,7 +4,7 @@ use super::CallState;
 use super::caller::{CallerLink, Progress};
 use super::guest_log::{GuestLog, Level};
 use crate::AgentId;
-use crate::bindings::agentsite::agent::host::{self, LogLevel};
+use crate::capabilities::bindings::agentsite::agent::host::{self, LogLevel};
 use tokio::sync::broadcast;
 use wasmtime::component::{HasSelf, Linker};
 

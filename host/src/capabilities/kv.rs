@@ -14,7 +14,7 @@
 use super::CallState;
 use crate::AgentId;
 use crate::audit::Denials;
-use crate::bindings::agentsite::agent::kv::{self, KvError};
+use crate::capabilities::bindings::agentsite::agent::kv::{self, KvError};
 use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
 use std::collections::HashMap;
 use std::ops::Bound;

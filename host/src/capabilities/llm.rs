@@ -15,8 +15,10 @@ use super::CallState;
 use super::caller::CallerLink;
 use crate::AgentId;
 use crate::audit::Denials;
-use crate::bindings::agentsite::agent::chat;
-use crate::bindings::agentsite::agent::llm::{self, ChatRequest, ChatResponse, LlmError};
+use crate::capabilities::bindings::agentsite::agent::chat;
+use crate::capabilities::bindings::agentsite::agent::llm::{
+    self, ChatRequest, ChatResponse, LlmError,
+};
 use crate::llm::models::Models;
 use crate::llm::{
     self as models, Completion, Delta, DeltaSink, LlmFailure, MAX_MESSAGES, Message, Role,

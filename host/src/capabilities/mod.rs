@@ -13,6 +13,7 @@
 //! and only clocks, randomness and the agent's own log work. `user` asks
 //! the person at the calling MCP client, when it offers elicitation.
 
+pub mod bindings;
 pub mod caller;
 pub(crate) mod guest_log;
 pub mod host;

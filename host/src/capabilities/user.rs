@@ -3,7 +3,7 @@
 
 use super::CallState;
 use super::caller::{CallerLink, ElicitAction, ElicitFailure};
-use crate::bindings::agentsite::agent::user::{
+use crate::capabilities::bindings::agentsite::agent::user::{
     self, ElicitAction as WitAction, ElicitError, ElicitResponse,
 };
 use serde_json::Value;

@@ -388,60 +388,16 @@ pub(crate) fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// How `agentsite serve` joins the network, when it does.
-pub struct P2pOptions {
-    pub net: crate::net::NetConfig,
-    pub hub: crate::hub::HubOptions,
-}
-
-/// `agentsite serve`: MCP over streamable HTTP (and, with `p2p`, the node on
-/// the network with its control API) until Ctrl-C or SIGTERM.
+/// `agentsite serve`: the node's serving side (see [`crate::server`]) until
+/// Ctrl-C or SIGTERM.
 pub async fn serve(
     node: std::sync::Arc<Node>,
     options: crate::http::HttpOptions,
-    p2p: Option<P2pOptions>,
+    p2p: Option<crate::server::P2pOptions>,
 ) -> anyhow::Result<()> {
-    use crate::mcp::{Hosted, http};
-    use crate::web::control;
-    options.check()?;
-    let listener = tokio::net::TcpListener::bind(options.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", options.listen))?;
-    let address = listener.local_addr()?;
-    let hosted = Hosted::new(node.clone())?;
-    let stop = tokio_util::sync::CancellationToken::new();
-    let watcher = tokio::spawn(hosted.clone().watch(stop.clone()));
-    let agents = hosted.records().len();
-    let gate = options.gate(crate::http::token::Family::OpenAi);
-    let models = crate::llm::serve::router(node.models().clone(), gate.clone());
-    let front_rules = std::sync::Arc::new(options.rules());
-    let sessions = crate::web::site::session::Sessions::new(
-        options.token.clone(),
-        address.port(),
-        node.config().web.public_read,
-    )?;
-    let token_required = options.token.as_deref().is_some_and(|t| !t.is_empty());
-    let connections = options.connections;
-    let mut router = http::router(hosted.clone(), gate.clone(), stop.clone()).merge(models);
-    let api_host = if address.ip().is_unspecified() {
-        std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), address.port())
-    } else {
-        address
-    };
-    let mut node_file = control::NodeFile {
-        api: format!("http://{api_host}"),
-        peer_id: String::new(),
-        addresses: Vec::new(),
-        pid: std::process::id(),
-    };
-    let mut hub = None;
-    if let Some(p2p) = p2p {
-        let keypair = crate::net::identity::load_or_create(&node.data_dir().identity())?;
-        let joined = crate::hub::Hub::start(node.clone(), keypair, p2p.net, p2p.hub)
-            .await
-            .context("cannot join the network")?;
-        node_file.peer_id = joined.peer_id().to_string();
-        node_file.addresses = joined
+    let server = crate::server::Server::start(node, options, p2p).await?;
+    if let Some(hub) = server.hub() {
+        let addresses: Vec<String> = hub
             .network()
             .addresses()
             .await?
@@ -450,65 +406,22 @@ pub async fn serve(
             .collect();
         eprintln!(
             "peer id {} listening on {}",
-            joined.peer_id(),
-            node_file.addresses.join(" ")
+            hub.peer_id(),
+            addresses.join(" ")
         );
-        hub = Some(joined);
     }
-    // The command line finds the node by these files, on the network or not.
-    let (_node_files, token) = control::NodeFiles::write(node.data_dir(), &node_file)?;
-    if let Some(hub) = &hub {
-        router = router.merge(crate::web::api::router(hub.clone(), token.clone()));
-    }
-    let gate = gate.also_accepting(token);
-    let goals = crate::goals::Goals::for_node(&node, hub.clone());
-    let chats = crate::chat::Chats::open(node.clone(), hub.clone(), goals.as_ref().ok().cloned())
-        .map_err(|e| {
-            tracing::warn!("chat is unavailable on this node: {e}");
-            format!("chat is unavailable on this node: {e}")
-        });
-    router = router.merge(crate::web::site::router(crate::web::site::Site::new(
-        node.clone(),
-        hub.clone(),
-        sessions,
-        chats,
-    )));
-    // A2A: cards are public (discovery), its endpoints ask what /mcp asks.
-    let a2a = crate::a2a::A2a::new(hosted.clone(), goals.as_ref().ok().cloned(), token_required);
-    router = router.merge(crate::a2a::router(a2a, gate.clone()));
-    router = router.merge(match goals {
-        Ok(goals) => {
-            hosted.offer_goals(goals.clone());
-            crate::goals::api::router(goals, gate)
-        }
-        // Another node serving the same data directory holds the goals:
-        // this one serves everything else and says why goals are missing.
-        Err(e) => {
-            tracing::warn!("goals are unavailable on this node: {e:#}");
-            crate::goals::api::unavailable(format!("{e:#}"), gate)
-        }
-    });
     // The address line is the one a script or test waits for.
+    let (address, agents) = (server.address(), server.agents());
     eprintln!(
         "serving {agents} agents over MCP at http://{address}/mcp and the node's models at http://{address}/v1 (health: /health); pages at http://{address}/"
     );
-    tokio::spawn({
-        let stop = stop.clone();
-        async move {
-            shutdown_signal().await;
-            eprintln!("stopping");
-            stop.cancel();
-        }
+    let stop = server.stopper();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        eprintln!("stopping");
+        stop.cancel();
     });
-    let served =
-        crate::http::connections::serve(listener, router, front_rules, connections, stop.clone())
-            .await;
-    stop.cancel();
-    let _ = watcher.await;
-    if let Some(hub) = hub {
-        hub.network().shutdown().await;
-    }
-    served
+    server.serve().await
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

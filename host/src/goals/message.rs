@@ -33,12 +33,7 @@ pub fn is_goal_id(text: &str) -> bool {
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
-pub fn unix_millis() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use crate::clock::unix_millis;
 
 /// Where a goal is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

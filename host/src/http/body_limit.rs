@@ -7,6 +7,11 @@
 use futures::StreamExt as _;
 use std::time::Duration;
 
+/// The largest request body the node's JSON endpoints take (MCP, `/v1`):
+/// a long prompt or a large tool argument, far from what a client sends in
+/// the ordinary course.
+pub const MAX_REQUEST_BODY: usize = 4 << 20;
+
 /// How much of a refused body is still read, and for how long, before the
 /// refusal goes out. Past these bounds the client is cut off.
 const DRAIN_LIMIT: usize = 64 << 20;

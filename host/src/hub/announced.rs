@@ -36,7 +36,7 @@ impl Announced {
     pub(super) fn of(manifest: &SignedManifest, host: PeerId) -> Announced {
         let manifest = manifest.manifest();
         Announced {
-            at: crate::goals::message::unix_millis(),
+            at: crate::clock::unix_millis(),
             host: host.to_string(),
             id: manifest.id.to_string(),
             name: manifest.card.name.clone(),

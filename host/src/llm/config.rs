@@ -244,18 +244,7 @@ impl LlmConfig {
     }
 }
 
-/// Checks a model's name.
-pub fn valid_model_name(name: &str) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        !name.is_empty()
-            && name.len() <= 64
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')),
-        "{name:?} is not a model name (1 to 64 of a-z A-Z 0-9 - _ .)"
-    );
-    Ok(())
-}
+pub use crate::policy::llm_grant::valid_model_name;
 
 #[cfg(test)]
 mod tests {

@@ -18,7 +18,6 @@ pub mod grounding;
 pub mod ledger;
 pub mod models;
 pub mod openai;
-pub mod serve;
 pub mod share;
 #[cfg_attr(not(feature = "embedded-model"), allow(dead_code))]
 mod template;

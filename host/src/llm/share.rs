@@ -213,8 +213,8 @@ impl Sharing {
             )
             .await?;
         let answer = wire::completion_to_wire(
-            &super::serve::completion_id(),
-            super::serve::unix_now(),
+            &super::wire::completion_id(),
+            super::wire::unix_now(),
             &completion,
         );
         Ok(serde_json::to_value(answer).expect("an answer serializes"))

@@ -823,6 +823,21 @@ pub fn one_line(text: &str) -> String {
     crate::text::one_line(text, 300)
 }
 
+/// A fresh id for a chat completion, in OpenAI's form.
+pub fn completion_id() -> String {
+    let mut bytes = [0u8; 12];
+    // An id only has to be unique enough to tell answers apart in logs.
+    let _ = getrandom::fill(&mut bytes);
+    format!("chatcmpl-{}", hex::encode(bytes))
+}
+
+/// Now, in seconds since the Unix epoch (a completion's `created`).
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio_util::sync::CancellationToken;
 
 /// Largest request body accepted, in bytes; larger ones get 413.
-pub const MAX_REQUEST_BODY: usize = 4 << 20;
+pub const MAX_REQUEST_BODY: usize = crate::http::body_limit::MAX_REQUEST_BODY;
 
 /// rmcp's settings for the node's MCP endpoints.
 fn rmcp_config(stop: &CancellationToken) -> StreamableHttpServerConfig {

@@ -76,7 +76,7 @@ impl LlmGrant {
     /// Checks the model names and budgets.
     pub fn validate(&self) -> Result<(), String> {
         for name in &self.models {
-            crate::llm::config::valid_model_name(name).map_err(|e| format!("llm: {e}"))?;
+            valid_model_name(name).map_err(|e| format!("llm: {e}"))?;
         }
         if self.tokens_per_call == Some(0) || self.tokens_per_day == Some(0) {
             return Err("llm: a token budget must be above 0 (revoke llm to give none)".into());
@@ -140,7 +140,7 @@ pub fn parse_spec(spec: &str) -> anyhow::Result<LlmGrant> {
     let models = parts.next().unwrap_or_default();
     let mut grant = LlmGrant::default();
     for name in models.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        crate::llm::config::valid_model_name(name)?;
+        valid_model_name(name)?;
         if !grant.models.iter().any(|m| m == name) {
             grant.models.push(name.to_owned());
         }
@@ -170,6 +170,19 @@ pub fn parse_spec(spec: &str) -> anyhow::Result<LlmGrant> {
     }
     grant.validate().map_err(anyhow::Error::msg)?;
     Ok(grant)
+}
+
+/// Checks a model's name.
+pub fn valid_model_name(name: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')),
+        "{name:?} is not a model name (1 to 64 of a-z A-Z 0-9 - _ .)"
+    );
+    Ok(())
 }
 
 #[cfg(test)]

@@ -6,8 +6,8 @@
 //! uses one of them (a tool call only `tools`). Keeping the indices per
 //! interface lets a call load just the one it uses.
 
-use crate::bindings::exports::agentsite::agent::{card, prompts, resources, tools};
 use crate::capabilities::CallState;
+use crate::capabilities::bindings::exports::agentsite::agent::{card, prompts, resources, tools};
 use wasmtime::component::InstancePre;
 
 pub(super) struct Exports {

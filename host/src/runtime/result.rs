@@ -5,10 +5,10 @@
 //! here (names, JSON, schemas, sizes) before anything reaches a client.
 
 use super::CallError;
-use crate::bindings::exports::agentsite::agent::{
+use crate::capabilities::bindings::exports::agentsite::agent::{
     prompts as wit_prompts, resources as wit_resources,
 };
-use crate::bindings::types;
+use crate::capabilities::bindings::types;
 use crate::config::Limits;
 use crate::prompt::{PromptArgumentSpec, PromptMessage, PromptOutput, PromptRole, PromptSpec};
 use crate::resource::{

@@ -27,7 +27,7 @@ pub struct AgentRecord {
     pub added_at: u64,
     /// For an attached server (not a component), how the node reaches it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attached: Option<crate::bridge::Attachment>,
+    pub attached: Option<super::attachment::Attachment>,
 }
 
 fn local() -> Origin {

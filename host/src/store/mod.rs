@@ -6,6 +6,7 @@
 //! state or the new one, never a partial file under a valid name. The record
 //! is written last: an agent is installed exactly when its record exists.
 
+pub mod attachment;
 mod blobs;
 mod catalog;
 mod compiled;

@@ -5,10 +5,10 @@
 //! one, as MCP is (the Host and Origin rules are the front end's:
 //! [`crate::http::guard`]).
 
-use super::models::Models;
-use super::wire::{self, ChatCompletionRequest};
-use super::{Completion, Delta, LlmFailure};
 use crate::http::token::{Family, Gate};
+use crate::llm::models::Models;
+use crate::llm::wire::{self, ChatCompletionRequest, completion_id, unix_now};
+use crate::llm::{Completion, Delta, LlmFailure};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
@@ -18,14 +18,14 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 /// How long one request may run: the OpenAI API has no deadline of its
 /// own, and a client that goes away stops its request anyway.
 pub const REQUEST_DEADLINE: Duration = Duration::from_secs(600);
 /// Largest request body, as for MCP.
-const MAX_BODY: usize = crate::mcp::http::MAX_REQUEST_BODY;
+const MAX_BODY: usize = crate::http::body_limit::MAX_REQUEST_BODY;
 /// Who the metrics say asked.
 const REQUESTER: &str = "http";
 
@@ -207,7 +207,7 @@ async fn chat_completions(
 async fn stream_answer(
     models: Arc<Models>,
     model: String,
-    request: super::ChatRequest,
+    request: crate::llm::ChatRequest,
     include_usage: bool,
     deadline: Instant,
     chunk: Chunks,
@@ -346,17 +346,4 @@ impl Chunks {
     fn usage(&self, completion: &Completion) -> Event {
         self.chunk(Vec::new(), Some(completion.usage.into()))
     }
-}
-
-pub(crate) fn completion_id() -> String {
-    let mut bytes = [0u8; 12];
-    // An id only has to be unique enough to tell answers apart in logs.
-    let _ = getrandom::fill(&mut bytes);
-    format!("chatcmpl-{}", hex::encode(bytes))
-}
-
-pub(crate) fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }

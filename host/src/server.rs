@@ -1,0 +1,227 @@
+//! A node's serving side, assembled in one place: the hosted agents, the
+//! node on the network (with `p2p`), goals, chats, and every HTTP surface
+//! (MCP, `/v1`, A2A, the goals API, the pages, the control API) merged into
+//! one router behind the front end of [`crate::http`].
+//!
+//! `agentsite serve` is [`Server::start`] then [`Server::serve`]; a test or
+//! a benchmark that wants the node as a user meets it builds it the same
+//! way. A new HTTP surface is a router of its own domain's, merged here.
+
+use crate::Node;
+use crate::a2a::A2a;
+use crate::chat::Chats;
+use crate::goals::Goals;
+use crate::http::connections::ConnectionLimits;
+use crate::http::guard::Rules;
+use crate::http::token::Family;
+use crate::http::{HttpOptions, connections};
+use crate::hub::{Hub, HubOptions};
+use crate::mcp::Hosted;
+use crate::net::NetConfig;
+use crate::web::control::{NodeFile, NodeFiles};
+use crate::web::site::{Site, session::Sessions};
+use anyhow::Context as _;
+use axum::Router;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// How a node joins the network, when it does.
+pub struct P2pOptions {
+    pub net: NetConfig,
+    pub hub: HubOptions,
+}
+
+/// A node's serving side, listening but not yet serving.
+pub struct Server {
+    listener: TcpListener,
+    address: SocketAddr,
+    router: Router,
+    rules: Arc<Rules>,
+    connections: ConnectionLimits,
+    hosted: Arc<Hosted>,
+    hub: Option<Arc<Hub>>,
+    stop: CancellationToken,
+    /// Follows the catalog, so that agents added or removed are served.
+    watcher: JoinHandle<()>,
+    /// The files the command line finds the node by, removed when it ends.
+    _node_files: NodeFiles,
+}
+
+impl Server {
+    /// Binds `options.listen`, joins the network with `p2p`, writes the
+    /// node's files for the command line and assembles every route.
+    pub async fn start(
+        node: Arc<Node>,
+        options: HttpOptions,
+        p2p: Option<P2pOptions>,
+    ) -> anyhow::Result<Server> {
+        let listener = bind(&options).await?;
+        let hub = match p2p {
+            Some(p2p) => {
+                let keypair = crate::net::identity::load_or_create(&node.data_dir().identity())?;
+                Some(
+                    Hub::start(node.clone(), keypair, p2p.net, p2p.hub)
+                        .await
+                        .context("cannot join the network")?,
+                )
+            }
+            None => None,
+        };
+        Server::assemble(listener, node, options, hub).await
+    }
+
+    /// The same for a node already on the network as `hub` (a test's or a
+    /// benchmark's network, say).
+    pub async fn on_network(
+        node: Arc<Node>,
+        options: HttpOptions,
+        hub: Arc<Hub>,
+    ) -> anyhow::Result<Server> {
+        let listener = bind(&options).await?;
+        Server::assemble(listener, node, options, Some(hub)).await
+    }
+
+    async fn assemble(
+        listener: TcpListener,
+        node: Arc<Node>,
+        options: HttpOptions,
+        hub: Option<Arc<Hub>>,
+    ) -> anyhow::Result<Server> {
+        let address = listener.local_addr()?;
+        let hosted = Hosted::new(node.clone())?;
+        let stop = CancellationToken::new();
+        let watcher = tokio::spawn(hosted.clone().watch(stop.clone()));
+        let gate = options.gate(Family::OpenAi);
+        let sessions = Sessions::new(
+            options.token.clone(),
+            address.port(),
+            node.config().web.public_read,
+        )?;
+        let token_required = options.token.as_deref().is_some_and(|t| !t.is_empty());
+        let mut router = crate::mcp::http::router(hosted.clone(), gate.clone(), stop.clone())
+            .merge(crate::v1::router(node.models().clone(), gate.clone()));
+        let node_file = NodeFile {
+            api: format!("http://{}", reachable(address)),
+            peer_id: hub
+                .as_ref()
+                .map(|hub| hub.peer_id().to_string())
+                .unwrap_or_default(),
+            addresses: match &hub {
+                Some(hub) => hub
+                    .network()
+                    .addresses()
+                    .await?
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect(),
+                None => Vec::new(),
+            },
+            pid: std::process::id(),
+        };
+        // The command line finds the node by these files, on the network or not.
+        let (node_files, control_token) = NodeFiles::write(node.data_dir(), &node_file)?;
+        if let Some(hub) = &hub {
+            router = router.merge(crate::web::api::router(hub.clone(), control_token.clone()));
+        }
+        // A2A and goals take the node's token or the command line's.
+        let gate = gate.also_accepting(control_token);
+
+        let goals = Goals::for_node(&node, hub.clone());
+        let chats =
+            Chats::open(node.clone(), hub.clone(), goals.as_ref().ok().cloned()).map_err(|e| {
+                tracing::warn!("chat is unavailable on this node: {e}");
+                format!("chat is unavailable on this node: {e}")
+            });
+        router = router.merge(crate::web::site::router(Site::new(
+            node.clone(),
+            hub.clone(),
+            sessions,
+            chats,
+        )));
+        let a2a = A2a::new(hosted.clone(), goals.as_ref().ok().cloned(), token_required);
+        router = router.merge(crate::a2a::router(a2a, gate.clone()));
+        router = router.merge(match goals {
+            Ok(goals) => {
+                hosted.offer_goals(goals.clone());
+                crate::goals::api::router(goals, gate)
+            }
+            // Another node serving the same data directory holds the goals:
+            // this one serves everything else and says why goals are missing.
+            Err(e) => {
+                tracing::warn!("goals are unavailable on this node: {e:#}");
+                crate::goals::api::unavailable(format!("{e:#}"), gate)
+            }
+        });
+        Ok(Server {
+            listener,
+            address,
+            router,
+            rules: Arc::new(options.rules()),
+            connections: options.connections,
+            hosted,
+            hub,
+            stop,
+            watcher,
+            _node_files: node_files,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// How many agents it serves now.
+    pub fn agents(&self) -> usize {
+        self.hosted.records().len()
+    }
+
+    /// The node on the network, when it joined one.
+    pub fn hub(&self) -> Option<&Arc<Hub>> {
+        self.hub.as_ref()
+    }
+
+    /// Cancelling it stops the server: connections finish their requests.
+    pub fn stopper(&self) -> CancellationToken {
+        self.stop.clone()
+    }
+
+    /// Serves until stopped, then leaves the network.
+    pub async fn serve(self) -> anyhow::Result<()> {
+        let served = connections::serve(
+            self.listener,
+            self.router,
+            self.rules,
+            self.connections,
+            self.stop.clone(),
+        )
+        .await;
+        self.stop.cancel();
+        let _ = self.watcher.await;
+        if let Some(hub) = self.hub {
+            hub.network().shutdown().await;
+        }
+        served
+    }
+}
+
+/// The listener `options` ask for, once they pass their own check (no
+/// public address without a token).
+async fn bind(options: &HttpOptions) -> anyhow::Result<TcpListener> {
+    options.check()?;
+    TcpListener::bind(options.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", options.listen))
+}
+
+/// An address the command line on this machine reaches `address` at.
+fn reachable(address: SocketAddr) -> SocketAddr {
+    if address.ip().is_unspecified() {
+        SocketAddr::new(Ipv4Addr::LOCALHOST.into(), address.port())
+    } else {
+        address
+    }
+}
