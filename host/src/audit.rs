@@ -401,11 +401,12 @@ impl Audit {
             .inc();
     }
 
-    /// Records a round of a goal that ended, and what it used.
-    pub fn goal_ended(&self, outcome: &'static str, usage: &crate::goals::message::GoalUsage) {
+    /// Records a round of a goal that ended, and the model's tokens and
+    /// the tool calls it used.
+    pub fn goal_ended(&self, outcome: &'static str, tokens: u64, tool_calls: u32) {
         self.goals.get_or_create(&OutcomeLabel { outcome }).inc();
-        self.goal_tokens.inc_by(usage.tokens);
-        self.goal_tool_calls.inc_by(u64::from(usage.tool_calls));
+        self.goal_tokens.inc_by(tokens);
+        self.goal_tool_calls.inc_by(u64::from(tool_calls));
     }
 
     /// Sets how many agents are installed, as a scrape reports it.
@@ -480,23 +481,20 @@ impl Audit {
     }
 
     /// Records one finished request of `agent` to the language model `model`.
-    pub fn llm_request(
-        &self,
-        model: &str,
-        agent: &str,
-        outcome: Result<&crate::llm::Completion, &crate::llm::LlmFailure>,
-    ) {
+    pub fn llm_request(&self, model: &str, agent: &str, outcome: LlmOutcome<'_>) {
         let labels = ModelLabels {
             model: model.to_owned(),
             agent: agent.to_owned(),
         };
         self.llm_requests.get_or_create(&labels).inc();
         match outcome {
-            Ok(completion) => {
-                for (kind, tokens) in [
-                    ("prompt", completion.usage.prompt_tokens),
-                    ("completion", completion.usage.completion_tokens),
-                ] {
+            LlmOutcome::Answered {
+                prompt_tokens,
+                completion_tokens,
+                first_token,
+            } => {
+                for (kind, tokens) in [("prompt", prompt_tokens), ("completion", completion_tokens)]
+                {
                     self.llm_tokens
                         .get_or_create(&ModelTokenLabels {
                             model: model.to_owned(),
@@ -505,7 +503,7 @@ impl Audit {
                         })
                         .inc_by(u64::from(tokens));
                 }
-                if let Some(first) = completion.time_to_first_token {
+                if let Some(first) = first_token {
                     self.llm_first_token
                         .get_or_create(&labels)
                         .observe(first.as_secs_f64());
@@ -514,21 +512,21 @@ impl Audit {
                     target: TARGET,
                     model,
                     agent,
-                    prompt_tokens = completion.usage.prompt_tokens,
-                    completion_tokens = completion.usage.completion_tokens,
+                    prompt_tokens,
+                    completion_tokens,
                     outcome = "ok",
                     "llm"
                 );
             }
-            Err(failure) => {
+            LlmOutcome::Failed { kind, error } => {
                 self.llm_errors
                     .get_or_create(&ModelErrorLabels {
                         model: model.to_owned(),
                         agent: agent.to_owned(),
-                        kind: failure.kind(),
+                        kind,
                     })
                     .inc();
-                tracing::info!(target: TARGET, model, agent, outcome = failure.kind(), error = %failure, "llm");
+                tracing::info!(target: TARGET, model, agent, outcome = kind, error = %error, "llm");
             }
         }
     }
@@ -551,6 +549,21 @@ impl Audit {
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
         text
     }
+}
+
+/// How one request to a language model ended, as the metrics count it.
+pub enum LlmOutcome<'a> {
+    Answered {
+        prompt_tokens: u32,
+        completion_tokens: u32,
+        /// How long the first token took, when it was streamed.
+        first_token: Option<std::time::Duration>,
+    },
+    Failed {
+        /// The failure's kind, a metric label.
+        kind: &'static str,
+        error: &'a dyn std::fmt::Display,
+    },
 }
 
 /// What one call's capabilities use to report denials.

@@ -669,7 +669,7 @@ impl Goals {
         }
         record.updated_at = unix_millis();
         if let Some(audit) = &self.audit {
-            audit.goal_ended(record.state.as_str(), &spent);
+            audit.goal_ended(record.state.as_str(), spent.tokens, spent.tool_calls);
         }
         tracing::info!(
             target: crate::audit::TARGET,

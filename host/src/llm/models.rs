@@ -10,6 +10,7 @@ use super::openai::OpenAiModel;
 use super::share::{ModelNetwork, NetworkModel, NetworkSlot};
 use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmFailure, ModelStatus};
 use crate::audit::Audit;
+use crate::audit::LlmOutcome;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -189,8 +190,18 @@ impl Models {
         let mut request = request;
         request.caller.get_or_insert_with(|| requester.to_owned());
         let result = gated.complete(request, deadline, sink).await;
-        self.audit
-            .llm_request(gated.name(), requester, result.as_ref());
+        let outcome = match &result {
+            Ok(completion) => LlmOutcome::Answered {
+                prompt_tokens: completion.usage.prompt_tokens,
+                completion_tokens: completion.usage.completion_tokens,
+                first_token: completion.time_to_first_token,
+            },
+            Err(failure) => LlmOutcome::Failed {
+                kind: failure.kind(),
+                error: failure,
+            },
+        };
+        self.audit.llm_request(gated.name(), requester, outcome);
         result
     }
 
