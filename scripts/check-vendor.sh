@@ -12,6 +12,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if ! command -v patch >/dev/null; then
+    . scripts/env.sh
+    apt_install patch
+fi
+
 crates=("$@")
 if [ ${#crates[@]} -eq 0 ]; then
     for dir in vendor/*/; do crates+=("$(basename "$dir")"); done
