@@ -13,6 +13,7 @@ use crate::audit::{self, Audit, Outcome};
 use crate::bridge::{Attachment, Bridge};
 use crate::capabilities::caller::{Caller, ChainCaller};
 use crate::capabilities::peers::{Hop, PeerFailure};
+use crate::clock::unix_seconds;
 use crate::config::{Config, DataDir};
 use crate::llm::models::Models;
 use crate::policy::{Grants, MAX_DEPTH, Origin, PolicyFile, Refused};
@@ -25,7 +26,6 @@ use crate::tool::ToolOutput;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Why an agent was not added. Nothing is stored when adding fails.
 #[derive(Debug, thiserror::Error)]
@@ -572,12 +572,6 @@ impl Node {
         }
         Ok(record)
     }
-}
-
-fn unix_seconds() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// `grants` for a listing: the call's deadline, cut to the listing deadline.

@@ -43,6 +43,8 @@ pub struct Server {
     connections: ConnectionLimits,
     hosted: Arc<Hosted>,
     hub: Option<Arc<Hub>>,
+    /// Where the node listens on the network (empty off it).
+    p2p_addresses: Vec<String>,
     stop: CancellationToken,
     /// Follows the catalog, so that agents added or removed are served.
     watcher: JoinHandle<()>,
@@ -163,6 +165,7 @@ impl Server {
             connections: options.connections,
             hosted,
             hub,
+            p2p_addresses: node_file.addresses,
             stop,
             watcher,
             _node_files: node_files,
@@ -182,6 +185,11 @@ impl Server {
     /// The node on the network, when it joined one.
     pub fn hub(&self) -> Option<&Arc<Hub>> {
         self.hub.as_ref()
+    }
+
+    /// The addresses it listens on for other nodes (none off the network).
+    pub fn p2p_addresses(&self) -> &[String] {
+        &self.p2p_addresses
     }
 
     /// Cancelling it stops the server: connections finish their requests.

@@ -5,9 +5,10 @@
 //! one, as MCP is (the Host and Origin rules are the front end's:
 //! [`crate::http::guard`]).
 
+use crate::clock::unix_seconds;
 use crate::http::token::{Family, Gate};
 use crate::llm::models::Models;
-use crate::llm::wire::{self, ChatCompletionRequest, completion_id, unix_now};
+use crate::llm::wire::{self, ChatCompletionRequest, completion_id};
 use crate::llm::{Completion, Delta, LlmFailure};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{DefaultBodyLimit, State};
@@ -171,7 +172,7 @@ async fn chat_completions(
         crate::answers::steer::steer(&mut read.request, &ask).await;
     }
     let id = completion_id();
-    let created = unix_now();
+    let created = unix_seconds();
     if !read.stream {
         return match v1
             .models

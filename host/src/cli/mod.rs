@@ -397,17 +397,10 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let server = crate::server::Server::start(node, options, p2p).await?;
     if let Some(hub) = server.hub() {
-        let addresses: Vec<String> = hub
-            .network()
-            .addresses()
-            .await?
-            .iter()
-            .map(ToString::to_string)
-            .collect();
         eprintln!(
             "peer id {} listening on {}",
             hub.peer_id(),
-            addresses.join(" ")
+            server.p2p_addresses().join(" ")
         );
     }
     // The address line is the one a script or test waits for.

@@ -9,7 +9,6 @@ use crate::AgentId;
 use serde::{Deserialize, Serialize};
 use std::io::{Read as _, Seek as _, Write as _};
 use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Entry {
@@ -25,9 +24,7 @@ pub struct Ledger {
 }
 
 fn today() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() / 86_400)
+    crate::clock::unix_seconds() / 86_400
 }
 
 impl Ledger {

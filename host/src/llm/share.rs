@@ -214,7 +214,7 @@ impl Sharing {
             .await?;
         let answer = wire::completion_to_wire(
             &super::wire::completion_id(),
-            super::wire::unix_now(),
+            crate::clock::unix_seconds(),
             &completion,
         );
         Ok(serde_json::to_value(answer).expect("an answer serializes"))

@@ -831,13 +831,6 @@ pub fn completion_id() -> String {
     format!("chatcmpl-{}", hex::encode(bytes))
 }
 
-/// Now, in seconds since the Unix epoch (a completion's `created`).
-pub fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

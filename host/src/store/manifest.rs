@@ -108,7 +108,7 @@ impl Manifest {
             capabilities: record.imports.clone(),
             publisher: base64::engine::general_purpose::STANDARD
                 .encode(publisher.encode_protobuf()),
-            published_at: now(),
+            published_at: crate::clock::unix_seconds(),
             service: None,
         }
     }
@@ -126,7 +126,7 @@ impl Manifest {
             capabilities: Vec::new(),
             publisher: base64::engine::general_purpose::STANDARD
                 .encode(publisher.encode_protobuf()),
-            published_at: now(),
+            published_at: crate::clock::unix_seconds(),
             service: Some(kind.to_owned()),
         }
     }
@@ -225,12 +225,6 @@ impl Manifest {
         crate::tool::check_card_size(&self.card, &self.tools)
             .map_err(|e| ManifestError::Inconsistent(e.0))
     }
-}
-
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// A keyword as stored in the DHT: lowercase, trimmed.
