@@ -17,7 +17,8 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use agentsite::config::{Config, DataDir};
+use agentsite::NodeConfig;
+use agentsite::config::DataDir;
 use agentsite::runtime::Capacity;
 use std::path::PathBuf;
 use std::process::Command;
@@ -82,8 +83,8 @@ fn first_call_child(data: &str, agent: &str, tool: &str, arguments: &str) {
         .enable_all()
         .build()
         .unwrap();
-    let node =
-        agentsite::Node::open(DataDir::new(data), Config::default(), Capacity::OneShot).unwrap();
+    let node = agentsite::Node::open(DataDir::new(data), NodeConfig::default(), Capacity::OneShot)
+        .unwrap();
     let output = rt
         .block_on(node.call(agent, tool, arguments, None))
         .unwrap();
@@ -144,7 +145,7 @@ fn main() {
             .unwrap();
         let node = agentsite::Node::open(
             DataDir::new(data.path()),
-            Config::default(),
+            NodeConfig::default(),
             Capacity::SERVER,
         )
         .unwrap();

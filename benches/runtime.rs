@@ -213,7 +213,7 @@ fn first_call_child(data_dir: &str) {
     let rt = executor();
     let node = agentsite::Node::open(
         agentsite::config::DataDir::new(data_dir),
-        agentsite::config::Config::default(),
+        agentsite::NodeConfig::default(),
         Capacity::OneShot,
     )
     .unwrap();

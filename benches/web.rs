@@ -150,9 +150,14 @@ async fn serve(node: Arc<agentsite::Node>, hub: Arc<agentsite::hub::Hub>) -> Str
         allowed_origins: Vec::new(),
         connections: Default::default(),
     };
-    let server = agentsite::server::Server::on_network(node, options, hub)
-        .await
-        .unwrap();
+    let server = agentsite::server::Server::on_network(
+        node,
+        &agentsite::server::config::Config::default(),
+        options,
+        hub,
+    )
+    .await
+    .unwrap();
     let address = server.address();
     tokio::spawn(server.serve());
     format!("http://{address}")

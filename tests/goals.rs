@@ -554,7 +554,7 @@ async fn cancelling_a_goal_stops_the_call_it_started_on_another_node() {
     use support::testnet::{node_with_hub, node_with_hub_config};
     // The member's node would let the call spin for two minutes.
     let host_dir = tempfile::tempdir().unwrap();
-    let mut config = agentsite::config::Config::default();
+    let mut config = agentsite::NodeConfig::default();
     config.limits.deadline = Duration::from_secs(120);
     let (host_node, host) = node_with_hub_config(host_dir.path(), &[], config).await;
     let spinner = host_node

@@ -92,49 +92,111 @@ fn identifier(text: &str) -> &str {
     &text[..end]
 }
 
-/// The first path segment of every `crate::` path in `code`, including
-/// each item of a `crate::{a, b::c}` group.
-fn crate_paths(code: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for (at, _) in code.match_indices("crate::") {
-        // `agentsite_sdk::crate::` does not occur; a path segment ending in
-        // `crate` (`$crate::`) is a macro's and names no module here.
-        if code[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$') {
-            continue;
-        }
-        let rest = &code[at + "crate::".len()..];
-        if let Some(group) = rest.strip_prefix('{') {
+/// The module paths a `use`-style path text names, from where `text`
+/// begins: `a::b::C` is one, `a::{b, c::d}` is `a::b` and `a::c::d` (each
+/// with every segment; which of them is a module the floors decide).
+fn expand(prefix: &[String], text: &str, found: &mut Vec<Vec<String>>) {
+    let mut path = prefix.to_vec();
+    let mut rest = text;
+    loop {
+        let rest_trimmed = rest.trim_start();
+        if let Some(group) = rest_trimmed.strip_prefix('{') {
             let mut depth = 0;
             let mut start = 0;
             for (i, c) in group.char_indices() {
                 match c {
                     '{' => depth += 1,
                     '}' if depth == 0 => {
-                        found.push(identifier(group[start..i].trim()).to_owned());
-                        break;
+                        expand(&path, &group[start..i], found);
+                        return;
                     }
                     '}' => depth -= 1,
                     ',' if depth == 0 => {
-                        found.push(identifier(group[start..i].trim()).to_owned());
+                        expand(&path, &group[start..i], found);
                         start = i + 1;
                     }
                     _ => {}
                 }
             }
-        } else {
-            found.push(identifier(rest).to_owned());
+            return;
+        }
+        let name = identifier(rest_trimmed);
+        if name.is_empty() || name == "self" {
+            break;
+        }
+        path.push(name.to_owned());
+        match rest_trimmed[name.len()..].strip_prefix("::") {
+            Some(more) => rest = more,
+            None => break,
         }
     }
-    found.retain(|name| !name.is_empty());
+    if path.len() > prefix.len() || (!path.is_empty() && text.trim() == "self") {
+        found.push(path);
+    }
+}
+
+/// Every `crate::` path in `code`, each item of a `crate::{a, b::c}` group
+/// on its own, as its segments.
+fn crate_paths(code: &str) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        // A path segment ending in `crate` (`$crate::`) is a macro's and
+        // names no module here.
+        if code[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$') {
+            continue;
+        }
+        expand(&[], &code[at + "crate::".len()..], &mut found);
+    }
+    found.retain(|path| !path.is_empty());
     found
 }
 
-/// The top-level module a file of `host/src` belongs to.
-fn module_of(source: &Path, file: &Path) -> String {
-    let relative = file.strip_prefix(source).unwrap();
-    let first = relative.components().next().unwrap().as_os_str();
-    let first = first.to_str().unwrap();
-    first.strip_suffix(".rs").unwrap_or(first).to_owned()
+/// Every `super::` path in `code` of the module at `here` (its segments
+/// below the crate), made absolute.
+fn super_paths(code: &str, here: &[String]) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    for (at, _) in code.match_indices("super::") {
+        let before = &code[..at];
+        if before.ends_with("::")
+            || before.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+        {
+            continue;
+        }
+        let mut rest = &code[at..];
+        let mut up = 0;
+        while let Some(more) = rest.strip_prefix("super::") {
+            up += 1;
+            rest = more;
+        }
+        if up > here.len() {
+            continue;
+        }
+        expand(&here[..here.len() - up], rest, &mut found);
+    }
+    found
+}
+
+/// The module a file of `host/src` is, as its segments: `a2a/server/mod.rs`
+/// is `a2a::server`, `a2a/client.rs` is `a2a::client`.
+fn module_path(source: &Path, file: &Path) -> Vec<String> {
+    let relative = file.strip_prefix(source).unwrap().with_extension("");
+    let mut path: Vec<String> = relative
+        .components()
+        .map(|c| c.as_os_str().to_str().unwrap().to_owned())
+        .collect();
+    if path.last().is_some_and(|last| last == "mod") {
+        path.pop();
+    }
+    path
+}
+
+/// The drawn module a path belongs to: the longest of its prefixes that
+/// ARCHITECTURE.md gives a floor (`a2a::server::run` is `a2a::server`'s).
+fn drawn_module(path: &[String], drawn: &BTreeSet<String>) -> Option<String> {
+    (1..=path.len())
+        .rev()
+        .map(|n| path[..n].join("::"))
+        .find(|name| drawn.contains(name))
 }
 
 fn rust_files(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
@@ -148,8 +210,8 @@ fn rust_files(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-/// Every import between top-level modules: (from, to) → where it is.
-fn imports(source: &Path, modules: &BTreeSet<String>) -> BTreeMap<(String, String), String> {
+/// Every import between drawn modules: (from, to) → where it is.
+fn imports(source: &Path, drawn: &BTreeSet<String>) -> BTreeMap<(String, String), String> {
     let lib = std::fs::read_to_string(source.join("lib.rs")).unwrap();
     let reexported = reexports(&lib);
     let mut files = Vec::new();
@@ -157,17 +219,26 @@ fn imports(source: &Path, modules: &BTreeSet<String>) -> BTreeMap<(String, Strin
     files.sort();
     let mut imports = BTreeMap::new();
     for file in files {
-        let from = module_of(source, &file);
-        if from == "lib" || from == "main" {
+        let here = module_path(source, &file);
+        let Some(from) = drawn_module(&here, drawn) else {
             continue;
-        }
-        let text = std::fs::read_to_string(&file).unwrap();
-        for name in crate_paths(&code(&text)) {
-            let to = reexported.get(&name).cloned().unwrap_or(name);
-            if to != from && modules.contains(&to) {
-                let place = file.strip_prefix(source).unwrap().display().to_string();
-                imports.entry((from.clone(), to)).or_insert(place);
+        };
+        let text = code(&std::fs::read_to_string(&file).unwrap());
+        let paths = crate_paths(&text)
+            .into_iter()
+            .chain(super_paths(&text, &here));
+        for mut path in paths {
+            if let Some(module) = reexported.get(&path[0]) {
+                path = vec![module.clone()];
             }
+            let Some(to) = drawn_module(&path, drawn) else {
+                continue;
+            };
+            if to == from {
+                continue;
+            }
+            let place = file.strip_prefix(source).unwrap().display().to_string();
+            imports.entry((from.clone(), to)).or_insert(place);
         }
     }
     imports
@@ -183,18 +254,32 @@ fn modules_import_down_the_floors_and_never_in_a_circle() {
     // Every module has its floor, and every floor's module exists.
     let mut files = Vec::new();
     rust_files(&source, &mut files);
+    let drawn: BTreeSet<String> = floors.keys().cloned().collect();
     let present: BTreeSet<String> = files
         .iter()
-        .map(|file| module_of(&source, file))
-        .filter(|module| module != "lib" && module != "main")
+        .map(|file| module_path(&source, file))
+        .filter(|path| path[0] != "lib" && path[0] != "main")
+        .map(|path| path[0].clone())
         .collect();
-    let drawn: BTreeSet<String> = floors.keys().cloned().collect();
+    let top_level: BTreeSet<String> = drawn
+        .iter()
+        .map(|name| name.split("::").next().unwrap().to_owned())
+        .collect();
     assert_eq!(
-        present, drawn,
+        present, top_level,
         "ARCHITECTURE.md's floors and the modules of host/src differ"
     );
+    for name in &drawn {
+        let path: Vec<String> = name.split("::").map(str::to_owned).collect();
+        assert!(
+            files
+                .iter()
+                .any(|file| module_path(&source, file).starts_with(&path)),
+            "ARCHITECTURE.md gives {name} a floor, but host/src has no such module"
+        );
+    }
 
-    let imports = imports(&source, &present);
+    let imports = imports(&source, &drawn);
     let upward: BTreeMap<_, _> = imports
         .iter()
         .filter(|((from, to), _)| floors[to] > floors[from])
@@ -286,7 +371,19 @@ fn a_circle_is_found_and_a_ladder_is_not() {
 fn crate_paths_are_read_as_rust_writes_them() {
     let paths =
         "use crate::a::b;\nuse crate::{c, d::e, f::{g, h}};\nlet x = crate::i::j(); $crate::k";
-    assert_eq!(crate_paths(paths), ["a", "c", "d", "f", "i"]);
+    let joined = |paths: Vec<Vec<String>>| -> Vec<String> {
+        paths.iter().map(|path| path.join("::")).collect()
+    };
+    assert_eq!(
+        joined(crate_paths(paths)),
+        ["a::b", "c", "d::e", "f::g", "f::h", "i::j"]
+    );
     let commented = "x // crate::y\n/// crate::z\nlet a = crate::b; // \"http://crate::w\"";
-    assert_eq!(crate_paths(&code(commented)), ["b"]);
+    assert_eq!(joined(crate_paths(&code(commented))), ["b"]);
+    let here = ["a2a".to_owned(), "server".to_owned(), "run".to_owned()];
+    let relative = "use super::tasks::T;\nuse super::super::{wire::M, client};";
+    assert_eq!(
+        joined(super_paths(relative, &here)),
+        ["a2a::server::tasks::T", "a2a::wire::M", "a2a::client"]
+    );
 }

@@ -5,7 +5,8 @@
 //! A target passes when it returns: bad input must end in an error value,
 //! never a panic, an abort or a hang.
 
-use agentsite::config::{Config, DataDir, Limits};
+use agentsite::NodeConfig;
+use agentsite::config::{DataDir, Limits};
 use agentsite::http::token::{Family, Gate};
 use agentsite::mcp::hosted::Hosted;
 use agentsite::mcp::http::router;
@@ -64,7 +65,7 @@ fn front() -> &'static Front {
         let router = runtime.block_on(async {
             let node = agentsite::Node::open(
                 DataDir::new(data.path()),
-                Config::default(),
+                NodeConfig::default(),
                 Capacity::OneShot,
             )
             .unwrap();

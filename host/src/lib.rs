@@ -8,9 +8,9 @@
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
-//! use agentsite::{Node, config::{Config, DataDir}, runtime::Capacity};
+//! use agentsite::{Node, NodeConfig, config::DataDir, runtime::Capacity};
 //!
-//! let node = Node::open(DataDir::new("/tmp/agentsite"), Config::default(), Capacity::OneShot)?;
+//! let node = Node::open(DataDir::new("/tmp/agentsite"), NodeConfig::default(), Capacity::OneShot)?;
 //! let bytes = std::fs::read("calculator.wasm")?;
 //! let record = node.add(&bytes).await?;
 //! let output = node.call("calculator", "add", r#"{"a": 2, "b": 3}"#, None).await?;
@@ -61,4 +61,4 @@ pub mod testing {
 }
 
 pub use agent_id::{AgentId, ParseAgentIdError};
-pub use node::{AddError, AttachError, Node, NodeCallError};
+pub use node::{AddError, AttachError, Node, NodeCallError, NodeConfig};

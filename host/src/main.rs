@@ -1,7 +1,8 @@
 //! The `agentsite` command: parses the command line and calls the library.
 
-use agentsite::config::{Config, DataDir};
+use agentsite::config::DataDir;
 use agentsite::runtime::{Capacity, compiler};
+use agentsite::server::config::Config;
 use agentsite::{Node, cli};
 use anyhow::Context as _;
 use bytesize::ByteSize;
@@ -425,7 +426,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     } else {
         Capacity::OneShot
     };
-    let node = Node::open(data, config, capacity).context("cannot open the node")?;
+    let node = Node::open(data, config.node(), capacity).context("cannot open the node")?;
     match command {
         Command::Add { files } => cli::add(&node, &files).await,
         Command::Attach { name, target } => cli::attach(&node, &name, &target).await,
@@ -465,14 +466,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
             no_p2p,
             mdns,
         } => {
-            let p2p = p2p_options(node.config(), p2p_listen, bootstrap, no_p2p, mdns)?
+            let p2p = p2p_options(&config, p2p_listen, bootstrap, no_p2p, mdns)?
                 .map(|mut p2p| -> anyhow::Result<_> {
                     let key = node.data_dir().publisher_key();
                     p2p.hub.publisher = agentsite::net::identity::load_publisher(&key)?;
                     Ok(p2p)
                 })
                 .transpose()?;
-            let serve = &node.config().serve;
+            let serve = &config.serve;
             let options = agentsite::http::HttpOptions {
                 listen: listen.unwrap_or(serve.listen),
                 token: token.or_else(|| serve.token.clone()),
@@ -480,7 +481,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 allowed_origins: [serve.allowed_origins.clone(), allow_origins].concat(),
                 connections: serve.connections(),
             };
-            cli::serve(std::sync::Arc::new(node), options, p2p).await
+            cli::serve(std::sync::Arc::new(node), &config, options, p2p).await
         }
         Command::Id { .. }
         | Command::Keygen { .. }

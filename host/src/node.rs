@@ -14,7 +14,8 @@ use crate::bridge::{Attachment, Bridge};
 use crate::capabilities::caller::{Caller, ChainCaller};
 use crate::capabilities::peers::{Hop, PeerFailure};
 use crate::clock::unix_seconds;
-use crate::config::{Config, DataDir};
+use crate::config::{DataDir, Limits};
+use crate::llm::LlmConfig;
 use crate::llm::models::Models;
 use crate::policy::{Grants, MAX_DEPTH, Origin, PolicyFile, Refused};
 use crate::prompt::{PromptOutput, PromptSpec};
@@ -100,10 +101,22 @@ impl NodeCallError {
     }
 }
 
+/// The sections of the configuration file a node reads itself; the rest
+/// are the server's and the command line's.
+#[derive(Debug, Clone, Default)]
+pub struct NodeConfig {
+    /// Limits applied to every call.
+    pub limits: Limits,
+    /// The node's language models.
+    pub llm: LlmConfig,
+    /// The policy file, when not `<data-dir>/policy.toml`.
+    pub policy: Option<PathBuf>,
+}
+
 /// A node: installed agents and the runtime that calls them.
 pub struct Node {
     data: DataDir,
-    config: Config,
+    config: NodeConfig,
     runtime: BackgroundRuntime,
     blobs: BlobStore,
     compiled: CompiledCache,
@@ -119,7 +132,7 @@ pub struct Node {
 impl Node {
     /// Opens the node whose data lives in `data`, able to run `capacity`
     /// instances at once.
-    pub fn open(data: DataDir, config: Config, capacity: Capacity) -> anyhow::Result<Self> {
+    pub fn open(data: DataDir, config: NodeConfig, capacity: Capacity) -> anyhow::Result<Self> {
         config.limits.validate()?;
         let policy = match &config.policy {
             Some(path) => PolicyFile::open(path.clone(), true)?,
@@ -163,7 +176,7 @@ impl Node {
         &self.data
     }
 
-    pub fn config(&self) -> &Config {
+    pub fn config(&self) -> &NodeConfig {
         &self.config
     }
 

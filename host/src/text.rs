@@ -110,6 +110,21 @@ pub(crate) fn floor_char_boundary(text: &str, max: usize) -> usize {
 }
 
 /// The bytes `value` takes as JSON, counted without building the text.
+/// What went wrong, in a person's words: the root of an error's sources
+/// ("Connection refused", "dns error: ..."), which libraries wrap in
+/// layers named after their types; the error itself when its root says
+/// nothing.
+pub fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut root = error;
+    while let Some(source) = root.source() {
+        root = source;
+    }
+    match root.to_string() {
+        text if text.trim().is_empty() => error.to_string(),
+        text => text,
+    }
+}
+
 pub fn json_size<T: serde::Serialize + ?Sized>(value: &T) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {

@@ -1,9 +1,9 @@
 //! Shared by the hostile-agent tests: an in-process node with agents added,
 //! grants written into its policy, and the checks that it keeps serving.
 
-use agentsite::config::{Config, DataDir, Limits};
+use agentsite::config::{DataDir, Limits};
 use agentsite::runtime::Capacity;
-use agentsite::{Node, NodeCallError};
+use agentsite::{Node, NodeCallError, NodeConfig};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,9 +13,9 @@ pub async fn node_with(agents: &[&str], limits: Limits) -> (Arc<Node>, tempfile:
     let dir = tempfile::tempdir().unwrap();
     let node = Node::open(
         DataDir::new(dir.path()),
-        Config {
+        NodeConfig {
             limits,
-            ..Config::default()
+            ..NodeConfig::default()
         },
         Capacity::SERVER,
     )

@@ -522,11 +522,12 @@ impl Drop for Server {
 pub fn node(
     limits: agentsite::config::Limits,
 ) -> (std::sync::Arc<agentsite::Node>, tempfile::TempDir) {
-    use agentsite::config::{Config, DataDir};
+    use agentsite::NodeConfig;
+    use agentsite::config::DataDir;
     let dir = tempfile::tempdir().unwrap();
-    let config = Config {
+    let config = NodeConfig {
         limits,
-        ..Config::default()
+        ..NodeConfig::default()
     };
     let node = agentsite::Node::open(
         DataDir::new(dir.path()),

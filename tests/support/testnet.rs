@@ -9,7 +9,8 @@
 //! table with its own Kademlia bootstrap (a lookup of its own id and of a
 //! random id per bucket), and the nodes it meets learn of it in turn.
 
-use agentsite::config::{Config, DataDir};
+use agentsite::NodeConfig;
+use agentsite::config::DataDir;
 use agentsite::hub::{Hub, HubOptions};
 use agentsite::net::fetch::{FetchRequest, FetchResponse};
 use agentsite::net::rpc::{self, CallRequest, RpcError};
@@ -183,14 +184,14 @@ pub fn memory_config(bootstrap: Vec<Multiaddr>) -> NetConfig {
 /// A full node (store, runtime, hub) with its data in `dir`, on the memory
 /// transport, joining through `bootstrap`.
 pub async fn node_with_hub(dir: &Path, bootstrap: &[Multiaddr]) -> (Arc<Node>, Arc<Hub>) {
-    node_with_hub_config(dir, bootstrap, Config::default()).await
+    node_with_hub_config(dir, bootstrap, NodeConfig::default()).await
 }
 
 /// [`node_with_hub`] with `config`.
 pub async fn node_with_hub_config(
     dir: &Path,
     bootstrap: &[Multiaddr],
-    config: Config,
+    config: NodeConfig,
 ) -> (Arc<Node>, Arc<Hub>) {
     let node = Arc::new(Node::open(DataDir::new(dir), config, Capacity::OneShot).unwrap());
     let options = HubOptions {

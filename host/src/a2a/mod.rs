@@ -1,14 +1,15 @@
-//! A2A (the Agent2Agent protocol, v1.0) on this node, as a server: Agent
-//! Cards for the node and each agent, and the JSON-RPC binding where a
-//! message to an agent is a call of one of its tools (chosen by the node's
-//! model) and a message to the node is a goal ([`server`], [`run`]). The
-//! client side, an A2A agent attached as an agent of the node, is in
-//! [`crate::bridge`].
+//! A2A (the Agent2Agent protocol, v1.0), both of its sides on this node.
+//!
+//! - [`wire`]: the protocol's messages, as both sides read and write them.
+//! - [`client`]: an A2A agent attached to this node (`agentsite attach NAME
+//!   URL`), called as an agent of the node through [`crate::bridge`].
+//! - [`server`]: Agent Cards for the node and each agent, and the JSON-RPC
+//!   binding, where a message to an agent is a call of one of its tools
+//!   (chosen by the node's model) and a message to the node is a goal.
+//!
+//! The wire types and the client stand low (the bridge, below the node,
+//! calls through them); the server stands with the other protocol surfaces.
 
-pub mod card;
-mod run;
+pub mod client;
 pub mod server;
-mod tasks;
 pub mod wire;
-
-pub use server::{A2a, router};

@@ -4,7 +4,7 @@
 //! An attached server is a program the node starts and talks MCP to over
 //! stdio (`agentsite attach NAME -- COMMAND ARGS...`), a streamable-HTTP
 //! endpoint (`agentsite attach NAME URL`), or an A2A agent (the same
-//! command, for a URL with an Agent Card: [`a2a`]). Its tools are probed when it is
+//! command, for a URL with an Agent Card: [`crate::crate::a2a::client::client`]). Its tools are probed when it is
 //! attached, checked as a component's are, and kept in an [`AgentRecord`]
 //! like any agent's, so that listings, `/mcp`, `peers.call`, remote calls
 //! and goals reach it through the node's one call path.
@@ -16,7 +16,6 @@
 //! output cap, the agent's concurrency slots, and well-formed results. A
 //! stdio server that exits is started again with backoff.
 
-pub mod a2a;
 mod convert;
 mod http;
 mod link;
@@ -148,13 +147,6 @@ async fn connect(
     .await
 }
 
-/// The bytes one message of an attached server may take: a result at the
-/// output cap, with room for JSON's escapes and base64, and the framing.
-fn max_message(limits: &Limits) -> usize {
-    let cap = usize::try_from(limits.max_output.as_u64()).unwrap_or(usize::MAX);
-    cap.saturating_mul(4).saturating_add(1024 * 1024)
-}
-
 /// Connects to `attachment` once and returns what it is (a URL with an A2A
 /// Agent Card is an A2A agent, another an MCP server), and the card and
 /// tools it offers as the agent `name`, checked against the contract; an
@@ -172,9 +164,9 @@ pub async fn probe(
     };
     let mut no_card = None;
     if let Some(url) = card_at {
-        match a2a::discover(url).await {
+        match crate::a2a::client::discover(url).await {
             Ok((card_url, card, endpoint)) => {
-                let (card, tools) = a2a::describe(name, &card)?;
+                let (card, tools) = crate::a2a::client::describe(name, &card)?;
                 let attachment = Attachment::A2a {
                     card: card_url,
                     endpoint,
@@ -187,7 +179,7 @@ pub async fn probe(
         }
     }
     let described = async {
-        let connected = connect(name, attachment, max_message(limits)).await?;
+        let connected = connect(name, attachment, limits.max_message()).await?;
         let session = connected.session;
         let tools = list_tools(name, &session.peer).await?;
         describe(name, attachment, session.info.as_deref(), tools)
@@ -263,25 +255,14 @@ fn describe(
     })
 }
 
-/// What went wrong, in a person's words: the root of an error's sources
-/// ("Connection refused", "dns error: ..."), which the MCP library wraps
-/// in layers named after its types.
+/// What went wrong, in a person's words ([`crate::text::root_cause`]),
+/// through the MCP library's HTTP transport, whose error holds the HTTP
+/// client's without naming it as its source.
 fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
     use rmcp::transport::streamable_http_client::StreamableHttpError;
-    // The HTTP transport's error holds the HTTP client's without naming it
-    // as its source.
-    if let Some(StreamableHttpError::Client(inner)) =
-        error.downcast_ref::<StreamableHttpError<reqwest::Error>>()
-    {
-        return root_cause(inner);
-    }
-    let mut root = error;
-    while let Some(source) = root.source() {
-        root = source;
-    }
-    match root.to_string() {
-        text if text.trim().is_empty() => error.to_string(),
-        text => text,
+    match error.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+        Some(StreamableHttpError::Client(inner)) => crate::text::root_cause(inner),
+        _ => crate::text::root_cause(error),
     }
 }
 
@@ -370,9 +351,12 @@ impl Bridge {
                 .or_insert_with(|| Arc::new(CallSlots::new(limits.max_concurrent_calls)))
                 .clone();
             let _slot = slots.take(limits.max_concurrent_calls, deadline).await?;
-            let http = self.a2a_http.get_or_init(a2a::client);
+            let http = self.a2a_http.get_or_init(crate::a2a::client::client);
             let name = &record.card.name;
-            return a2a::call(http, name, endpoint, tool, arguments, limits, deadline).await;
+            return crate::a2a::client::call(
+                http, name, endpoint, tool, arguments, limits, deadline,
+            )
+            .await;
         }
         let link = self.link(record, limits)?;
         let _slot = link
@@ -442,7 +426,7 @@ impl Bridge {
         let link = Link::new(
             record.card.name.clone(),
             attachment.clone(),
-            max_message(limits),
+            limits.max_message(),
             self.relister(record),
         );
         links.insert(record.id, link.clone());

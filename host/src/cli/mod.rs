@@ -392,10 +392,11 @@ pub(crate) fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
 /// Ctrl-C or SIGTERM.
 pub async fn serve(
     node: std::sync::Arc<Node>,
+    config: &crate::server::config::Config,
     options: crate::http::HttpOptions,
     p2p: Option<crate::server::P2pOptions>,
 ) -> anyhow::Result<()> {
-    let server = crate::server::Server::start(node, options, p2p).await?;
+    let server = crate::server::Server::start(node, config, options, p2p).await?;
     if let Some(hub) = server.hub() {
         eprintln!(
             "peer id {} listening on {}",

@@ -174,7 +174,7 @@ pub fn add(
     let mut staged = tempfile::NamedTempFile::new_in(dir)
         .with_context(|| format!("cannot write in {}", dir.display()))?;
     staged.write_all(after.as_bytes())?;
-    crate::config::Config::load(staged.path(), true).with_context(|| {
+    crate::server::config::Config::load(staged.path(), true).with_context(|| {
         format!(
             "adding the model would leave {} unreadable; add a [[llm.models]] table by hand",
             config_file.display()

@@ -166,8 +166,8 @@ impl Goals {
     pub fn for_node(
         node: &Arc<crate::Node>,
         hub: Option<Arc<crate::hub::Hub>>,
+        config: GoalsConfig,
     ) -> anyhow::Result<Arc<Goals>> {
-        let config = node.config().goals.clone();
         let store = GoalStore::open(&node.data_dir().goals())?;
         let directory = directory::NodeDirectory::new(node.clone(), hub, config.fetch_members);
         Ok(Goals::new(

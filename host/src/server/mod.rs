@@ -7,8 +7,10 @@
 //! a benchmark that wants the node as a user meets it builds it the same
 //! way. A new HTTP surface is a router of its own domain's, merged here.
 
+pub mod config;
+
 use crate::Node;
-use crate::a2a::A2a;
+use crate::a2a::server::A2a;
 use crate::chat::Chats;
 use crate::goals::Goals;
 use crate::http::connections::ConnectionLimits;
@@ -22,6 +24,7 @@ use crate::web::control::{NodeFile, NodeFiles};
 use crate::web::site::{Site, session::Sessions};
 use anyhow::Context as _;
 use axum::Router;
+use config::Config;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -54,9 +57,11 @@ pub struct Server {
 
 impl Server {
     /// Binds `options.listen`, joins the network with `p2p`, writes the
-    /// node's files for the command line and assembles every route.
+    /// node's files for the command line and assembles every route, each
+    /// domain with its section of `config`.
     pub async fn start(
         node: Arc<Node>,
+        config: &Config,
         options: HttpOptions,
         p2p: Option<P2pOptions>,
     ) -> anyhow::Result<Server> {
@@ -72,23 +77,25 @@ impl Server {
             }
             None => None,
         };
-        Server::assemble(listener, node, options, hub).await
+        Server::assemble(listener, node, config, options, hub).await
     }
 
     /// The same for a node already on the network as `hub` (a test's or a
     /// benchmark's network, say).
     pub async fn on_network(
         node: Arc<Node>,
+        config: &Config,
         options: HttpOptions,
         hub: Arc<Hub>,
     ) -> anyhow::Result<Server> {
         let listener = bind(&options).await?;
-        Server::assemble(listener, node, options, Some(hub)).await
+        Server::assemble(listener, node, config, options, Some(hub)).await
     }
 
     async fn assemble(
         listener: TcpListener,
         node: Arc<Node>,
+        config: &Config,
         options: HttpOptions,
         hub: Option<Arc<Hub>>,
     ) -> anyhow::Result<Server> {
@@ -100,7 +107,7 @@ impl Server {
         let sessions = Sessions::new(
             options.token.clone(),
             address.port(),
-            node.config().web.public_read,
+            config.web.public_read,
         )?;
         let token_required = options.token.as_deref().is_some_and(|t| !t.is_empty());
         let mut router = crate::mcp::http::router(hosted.clone(), gate.clone(), stop.clone())
@@ -131,7 +138,7 @@ impl Server {
         // A2A and goals take the node's token or the command line's.
         let gate = gate.also_accepting(control_token);
 
-        let goals = Goals::for_node(&node, hub.clone());
+        let goals = Goals::for_node(&node, hub.clone(), config.goals.clone());
         let chats =
             Chats::open(node.clone(), hub.clone(), goals.as_ref().ok().cloned()).map_err(|e| {
                 tracing::warn!("chat is unavailable on this node: {e}");
@@ -144,7 +151,7 @@ impl Server {
             chats,
         )));
         let a2a = A2a::new(hosted.clone(), goals.as_ref().ok().cloned(), token_required);
-        router = router.merge(crate::a2a::router(a2a, gate.clone()));
+        router = router.merge(crate::a2a::server::router(a2a, gate.clone()));
         router = router.merge(match goals {
             Ok(goals) => {
                 hosted.offer_goals(goals.clone());

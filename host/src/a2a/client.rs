@@ -72,7 +72,7 @@ pub async fn discover(url: &str) -> Result<(String, A2aCard, String), String> {
             .get(&card_url)
             .send()
             .await
-            .map_err(|e| format!("cannot reach {card_url}: {}", super::root_cause(&e)))?;
+            .map_err(|e| format!("cannot reach {card_url}: {}", crate::text::root_cause(&e)))?;
         if !response.status().is_success() {
             return Err(format!("{card_url} answered {}", response.status()));
         }
@@ -204,7 +204,7 @@ pub async fn call(
             "the argument {MESSAGE:?} is the message to send, as a string"
         )));
     };
-    let max = super::max_message(limits);
+    let max = limits.max_message();
     let peer = Peer {
         http,
         name,
@@ -372,7 +372,7 @@ impl Peer<'_> {
                     CallError::Unavailable(format!(
                         "cannot reach {name} at {}: {}",
                         self.endpoint,
-                        super::root_cause(&e)
+                        crate::text::root_cause(&e)
                     ))
                 })?;
             let status = response.status();
@@ -438,7 +438,7 @@ async fn read_bounded(response: reqwest::Response, max: usize) -> Result<Vec<u8>
         .await
         .map_err(|e| match e {
             BodyError::TooLarge(max) => format!("its answer is larger than {max} bytes"),
-            BodyError::Broke(e) => format!("its answer broke off: {}", super::root_cause(&e)),
+            BodyError::Broke(e) => format!("its answer broke off: {}", crate::text::root_cause(&e)),
         })
 }
 

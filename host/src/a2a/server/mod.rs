@@ -11,10 +11,11 @@
 //! Methods: `SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`,
 //! `CancelTask`, `SubscribeToTask`; push notifications are not offered.
 
-use super::card::Site;
-use super::run;
-use super::tasks::{Scope, TaskEntry, Tasks};
-use super::wire::{
+mod card;
+mod run;
+mod tasks;
+
+use crate::a2a::wire::{
     self, CARD_PATH, CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse,
     Message, Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskState, code,
 };
@@ -30,12 +31,14 @@ use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use card::Site;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use tasks::{Scope, TaskEntry, Tasks};
 use tokio::sync::{broadcast, mpsc};
 
 /// The largest request body, as on `/mcp`.

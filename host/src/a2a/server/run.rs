@@ -3,8 +3,8 @@
 //! results; to the node, a goal, whose progress and end become the task's.
 
 use super::tasks::TaskEntry;
-use super::wire::{Artifact, Message, Part, TaskState, new_id};
 use crate::Node;
+use crate::a2a::wire::{Artifact, Message, Part, TaskState, new_id};
 use crate::answers::{self, NodeAsk, Offered, Runner};
 use crate::goals::{Body, GoalEvent, GoalRecord, GoalState, Goals};
 use crate::store::AgentRecord;

@@ -9,9 +9,9 @@
 //! results and large messages of the oldest finished tasks of whoever holds
 //! the most are dropped, each with a marker that says so.
 
-use super::wire::{Artifact, Message, Role, StreamResponse, Task, TaskArtifactUpdateEvent};
-use super::wire::{TaskState, TaskStatus, TaskStatusUpdateEvent, new_id, now};
 use crate::AgentId;
+use crate::a2a::wire::{Artifact, Message, Role, StreamResponse, Task, TaskArtifactUpdateEvent};
+use crate::a2a::wire::{TaskState, TaskStatus, TaskStatusUpdateEvent, new_id, now};
 use crate::requester::{Kept, Refused, Requester, Room, Shares, make_room};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -124,7 +124,7 @@ impl TaskEntry {
             context_id: task.context_id.clone(),
             task_id: task.id.clone(),
             role: Role::Agent,
-            parts: vec![super::wire::Part::text(text)],
+            parts: vec![crate::a2a::wire::Part::text(text)],
             ..Default::default()
         }
     }
@@ -154,7 +154,7 @@ impl TaskEntry {
         let budget = MAX_KEPT_BYTES >> 20;
         for artifact in &mut task.artifacts {
             let size = crate::text::json_size(&artifact.parts);
-            artifact.parts = vec![super::wire::Part::text(format!(
+            artifact.parts = vec![crate::a2a::wire::Part::text(format!(
                 "[this result of {size} bytes was dropped: the node keeps at most {budget} MiB of A2A tasks; run the task again to see it]"
             ))];
             artifact
@@ -165,7 +165,7 @@ impl TaskEntry {
         for message in &mut task.history {
             let size = crate::text::json_size(&message.parts);
             if size > KEPT_MESSAGE {
-                message.parts = vec![super::wire::Part::text(format!(
+                message.parts = vec![crate::a2a::wire::Part::text(format!(
                     "[this message of {size} bytes was dropped: the node keeps at most {budget} MiB of A2A tasks]"
                 ))];
             }
@@ -235,8 +235,7 @@ impl TaskEntry {
     }
 
     fn touch(&self) {
-        *self.updated.lock().unwrap_or_else(PoisonError::into_inner) =
-            crate::goals::message::unix_millis();
+        *self.updated.lock().unwrap_or_else(PoisonError::into_inner) = crate::clock::unix_millis();
     }
 }
 
@@ -352,7 +351,7 @@ impl Tasks {
             bytes: AtomicUsize::new(bytes),
             shed: AtomicBool::new(false),
             kept: Arc::downgrade(&self.inner),
-            updated: Mutex::new(crate::goals::message::unix_millis()),
+            updated: Mutex::new(crate::clock::unix_millis()),
             events: broadcast::channel(EVENTS).0,
             state: watch::channel(TaskState::Submitted).0,
             cancel: CancellationToken::new(),
@@ -371,7 +370,7 @@ impl Tasks {
                     finished: entry.state().is_terminal(),
                 })
                 .collect();
-            let now = crate::goals::message::unix_millis();
+            let now = crate::clock::unix_millis();
             make_room(&kept, requester, &SHARES, now)?.map_id(str::to_owned)
         };
         if let Room::Drop(old) = room {
@@ -419,7 +418,7 @@ mod tests {
         Message {
             message_id: "m".into(),
             role: Role::User,
-            parts: vec![super::super::wire::Part::text("hi")],
+            parts: vec![crate::a2a::wire::Part::text("hi")],
             ..Default::default()
         }
     }
@@ -432,7 +431,7 @@ mod tests {
         assert!(entry.set_status(TaskState::Working, None));
         entry.add_artifact(Artifact {
             artifact_id: "a".into(),
-            parts: vec![super::super::wire::Part::text("5")],
+            parts: vec![crate::a2a::wire::Part::text("5")],
             ..Default::default()
         });
         let done = entry.agent_message("done");
@@ -508,7 +507,7 @@ mod tests {
             let entry = tasks.create(Scope::Node, &me(), None, "", asked()).unwrap();
             entry.add_artifact(Artifact {
                 artifact_id: "a".into(),
-                parts: vec![super::super::wire::Part::text(result.clone())],
+                parts: vec![crate::a2a::wire::Part::text(result.clone())],
                 ..Default::default()
             });
             entry.set_status(TaskState::Completed, None);

@@ -3,7 +3,9 @@
 //! and one per installed agent (a message to it is a tool call; its skills
 //! are its tools).
 
-use super::wire::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill, JSONRPC, VERSION};
+use crate::a2a::wire::{
+    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, JSONRPC, VERSION,
+};
 use crate::store::AgentRecord;
 use serde_json::{Map, json};
 
