@@ -12,16 +12,14 @@
 //! | `agentsite_call_duration_seconds` | agent | latency histogram |
 //! | `agentsite_listing_failures_total` | agent, list | agents left out of a resource or prompt list |
 //! | `agentsite_agents_installed` | | agents installed (gauge) |
-//! | `agentsite_peers_connected` | | peers connected on the network (gauge; 0 off the network) |
-//! | `agentsite_goals_total` | outcome | goal rounds that ended: `concluded`, `stopped` (by a limit), `failed`, `cancelled` |
-//! | `agentsite_goal_turns_total` | | requests goals made to the model (each step's call, the conclusion) |
-//! | `agentsite_goal_tasks_total` | outcome | goals' tasks that ended: `done`, `failed` |
-//! | `agentsite_goal_tokens_total` | | model tokens goals used |
-//! | `agentsite_goal_tool_calls_total` | | tool calls goals' members made |
 //! | `agentsite_build_info` | version | the node's version (info) |
 //!
+//! Each domain above counts its own in a [`Section`] of the same registry:
+//! the models' in [`crate::llm::metrics`], goals' in
+//! [`crate::goals::metrics`], the network's in [`crate::hub::metrics`].
 //! Every family is described (`# HELP`, `# TYPE`) from the first scrape,
-//! before anything was counted, so a scraper and its alerts see them.
+//! before anything was counted, so a scraper and its alerts see them: the
+//! server builder registers every section when it starts.
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::MetricType;
@@ -31,7 +29,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Metric, Registry};
-use std::sync::Arc;
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -61,29 +61,6 @@ struct LimitLabels {
 struct DenialLabels {
     agent: String,
     capability: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ModelLabels {
-    model: String,
-    /// Who asked: an agent's name, `http` for the node's `/v1` endpoint,
-    /// `peer` for another node.
-    agent: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ModelTokenLabels {
-    model: String,
-    agent: String,
-    /// `prompt` or `completion`.
-    kind: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ModelErrorLabels {
-    model: String,
-    agent: String,
-    kind: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -123,71 +100,42 @@ impl std::fmt::Display for Failure<'_> {
     }
 }
 
-/// A tool call another node asked for, while it runs (see [`Audit::remote_call`]).
-pub struct RemoteCall<'a> {
-    audit: &'a Audit,
-    answered: bool,
-}
-
-impl RemoteCall<'_> {
-    pub fn answered(mut self) {
-        self.answered = true;
-    }
-}
-
-impl Drop for RemoteCall<'_> {
-    fn drop(&mut self) {
-        self.audit.remote_calls_running.dec();
-        let outcome = if self.answered {
-            "answered"
-        } else {
-            tracing::info!(target: TARGET, "a remote call was cancelled by its caller");
-            "cancelled"
-        };
-        self.audit
-            .remote_calls
-            .get_or_create(&OutcomeLabel { outcome })
-            .inc();
-    }
-}
-
 /// The node's audit trail and metrics.
 pub struct Audit {
-    registry: Registry,
+    /// Every family of the node's: the calls' below, and each domain's
+    /// [`Section`].
+    registry: Mutex<Registry>,
+    sections: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     calls: Family<AgentLabel, Counter>,
     errors: Family<ErrorLabels, Counter>,
     limit_hits: Family<LimitLabels, Counter>,
     denials: Family<DenialLabels, Counter>,
     latency: Family<AgentLabel, Histogram>,
     listing_failures: Family<ListingLabels, Counter>,
-    llm_requests: Family<ModelLabels, Counter>,
-    llm_tokens: Family<ModelTokenLabels, Counter>,
-    llm_errors: Family<ModelErrorLabels, Counter>,
-    llm_first_token: Family<ModelLabels, Histogram>,
     agents_installed: Gauge,
-    peers_connected: Gauge,
-    goals: Family<OutcomeLabel, Counter>,
-    goal_turns: Counter,
-    goal_tasks: Family<OutcomeLabel, Counter>,
-    goal_tokens: Counter,
-    goal_tool_calls: Counter,
-    remote_calls: Family<OutcomeLabel, Counter>,
-    remote_calls_running: Gauge,
     /// Every agent's calls and failed calls together, for the node's own
     /// charts (the families above keep them per agent).
     calls_total: AtomicU64,
     call_errors_total: AtomicU64,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct OutcomeLabel {
-    outcome: &'static str,
-}
-
 /// A family that is described even while it has no member yet:
 /// prometheus-client leaves empty families out of a scrape entirely.
 #[derive(Debug)]
 struct Described(Box<dyn Metric>);
+
+/// Registers `metric` as `name` so that a scrape describes it (`# HELP`,
+/// `# TYPE`) before anything was counted.
+pub fn describe(registry: &mut Registry, name: &str, help: &str, metric: impl Metric) {
+    registry.register(name, help, Described::new(metric));
+}
+
+/// A domain's metric families (the models', goals', the network's): made
+/// and registered once per node, on first use, into the node's registry;
+/// the domain keeps the handles and counts through them.
+pub trait Section: Send + Sync + 'static {
+    fn register(registry: &mut Registry) -> Self;
+}
 
 impl Described {
     fn new(metric: impl Metric) -> Self {
@@ -224,23 +172,7 @@ impl Audit {
             Histogram::new(exponential_buckets(0.0001, 2.0, 20))
         });
         let listing_failures = Family::<ListingLabels, Counter>::default();
-        let llm_requests = Family::<ModelLabels, Counter>::default();
-        let llm_tokens = Family::<ModelTokenLabels, Counter>::default();
-        let llm_errors = Family::<ModelErrorLabels, Counter>::default();
-        // 10 ms to about 80 s: a hosted model answers in tens of
-        // milliseconds, a small CPU one after a long prompt in tens of seconds.
-        let llm_first_token = Family::<ModelLabels, Histogram>::new_with_constructor(|| {
-            Histogram::new(exponential_buckets(0.01, 2.0, 14))
-        });
         let agents_installed = Gauge::default();
-        let peers_connected = Gauge::default();
-        let goals = Family::<OutcomeLabel, Counter>::default();
-        let goal_turns = Counter::default();
-        let goal_tasks = Family::<OutcomeLabel, Counter>::default();
-        let goal_tokens = Counter::default();
-        let goal_tool_calls = Counter::default();
-        let remote_calls = Family::<OutcomeLabel, Counter>::default();
-        let remote_calls_running = Gauge::default();
         let mut describe = |name: &str, help: &str, metric: Described| {
             registry.register(name, help, metric);
         };
@@ -275,69 +207,9 @@ impl Audit {
             Described::new(listing_failures.clone()),
         );
         describe(
-            "llm_requests",
-            "Requests to the node's language models, per model and requester",
-            Described::new(llm_requests.clone()),
-        );
-        describe(
-            "llm_tokens",
-            "Tokens the node's language models read (prompt) and wrote (completion), per model and requester",
-            Described::new(llm_tokens.clone()),
-        );
-        describe(
-            "llm_errors",
-            "Requests to the node's language models that failed, per model, requester and kind",
-            Described::new(llm_errors.clone()),
-        );
-        describe(
-            "llm_time_to_first_token_seconds",
-            "Time from a request to its first generated token, per model and requester",
-            Described::new(llm_first_token.clone()),
-        );
-        describe(
             "agents_installed",
             "Agents installed on this node",
             Described::new(agents_installed.clone()),
-        );
-        describe(
-            "peers_connected",
-            "Peers this node is connected to on the network",
-            Described::new(peers_connected.clone()),
-        );
-        describe(
-            "goals",
-            "Goal rounds that ended, per outcome (concluded, stopped by a limit, failed, cancelled)",
-            Described::new(goals.clone()),
-        );
-        describe(
-            "goal_turns",
-            "Requests goals made to the model (each step's call, the conclusion)",
-            Described::new(goal_turns.clone()),
-        );
-        describe(
-            "goal_tasks",
-            "Tasks of goals that ended, per outcome (done, failed)",
-            Described::new(goal_tasks.clone()),
-        );
-        describe(
-            "goal_tokens",
-            "Tokens of the node's models that goals used",
-            Described::new(goal_tokens.clone()),
-        );
-        describe(
-            "goal_tool_calls",
-            "Tool calls members of goals' teams made",
-            Described::new(goal_tool_calls.clone()),
-        );
-        describe(
-            "remote_calls",
-            "Tool calls other nodes asked of this one that ended, per outcome (answered, cancelled)",
-            Described::new(remote_calls.clone()),
-        );
-        describe(
-            "remote_calls_running",
-            "Tool calls other nodes asked of this one, running now",
-            Described::new(remote_calls_running.clone()),
         );
         registry.register(
             "build",
@@ -345,26 +217,15 @@ impl Audit {
             Info::new(vec![("version", env!("CARGO_PKG_VERSION"))]),
         );
         Audit {
-            registry,
+            registry: Mutex::new(registry),
+            sections: Mutex::new(HashMap::new()),
             listing_failures,
-            llm_requests,
-            llm_tokens,
-            llm_errors,
-            llm_first_token,
             calls,
             errors,
             limit_hits,
             denials,
             latency,
             agents_installed,
-            peers_connected,
-            goals,
-            goal_turns,
-            goal_tasks,
-            goal_tokens,
-            goal_tool_calls,
-            remote_calls,
-            remote_calls_running,
             calls_total: AtomicU64::new(0),
             call_errors_total: AtomicU64::new(0),
         }
@@ -378,45 +239,9 @@ impl Audit {
         )
     }
 
-    /// Counts a tool call another node asked for as running until the
-    /// returned guard is dropped: as answered if it was told so, else as
-    /// cancelled (its caller stopped waiting).
-    pub fn remote_call(&self) -> RemoteCall<'_> {
-        self.remote_calls_running.inc();
-        RemoteCall {
-            audit: self,
-            answered: false,
-        }
-    }
-
-    /// Records a turn of a goal's member.
-    pub fn goal_turn(&self) {
-        self.goal_turns.inc();
-    }
-
-    /// Records a goal's task that ended (`done` or `failed`).
-    pub fn goal_task(&self, outcome: &'static str) {
-        self.goal_tasks
-            .get_or_create(&OutcomeLabel { outcome })
-            .inc();
-    }
-
-    /// Records a round of a goal that ended, and the model's tokens and
-    /// the tool calls it used.
-    pub fn goal_ended(&self, outcome: &'static str, tokens: u64, tool_calls: u32) {
-        self.goals.get_or_create(&OutcomeLabel { outcome }).inc();
-        self.goal_tokens.inc_by(tokens);
-        self.goal_tool_calls.inc_by(u64::from(tool_calls));
-    }
-
     /// Sets how many agents are installed, as a scrape reports it.
     pub fn agents_installed(&self, count: usize) {
         self.agents_installed.set(count as i64);
-    }
-
-    /// Sets how many peers the node is connected to.
-    pub fn peers_connected(&self, count: usize) {
-        self.peers_connected.set(count as i64);
     }
 
     /// Records that `agent` was left out of a list of `what` (resources,
@@ -480,57 +305,6 @@ impl Audit {
         }
     }
 
-    /// Records one finished request of `agent` to the language model `model`.
-    pub fn llm_request(&self, model: &str, agent: &str, outcome: LlmOutcome<'_>) {
-        let labels = ModelLabels {
-            model: model.to_owned(),
-            agent: agent.to_owned(),
-        };
-        self.llm_requests.get_or_create(&labels).inc();
-        match outcome {
-            LlmOutcome::Answered {
-                prompt_tokens,
-                completion_tokens,
-                first_token,
-            } => {
-                for (kind, tokens) in [("prompt", prompt_tokens), ("completion", completion_tokens)]
-                {
-                    self.llm_tokens
-                        .get_or_create(&ModelTokenLabels {
-                            model: model.to_owned(),
-                            agent: agent.to_owned(),
-                            kind,
-                        })
-                        .inc_by(u64::from(tokens));
-                }
-                if let Some(first) = first_token {
-                    self.llm_first_token
-                        .get_or_create(&labels)
-                        .observe(first.as_secs_f64());
-                }
-                tracing::info!(
-                    target: TARGET,
-                    model,
-                    agent,
-                    prompt_tokens,
-                    completion_tokens,
-                    outcome = "ok",
-                    "llm"
-                );
-            }
-            LlmOutcome::Failed { kind, error } => {
-                self.llm_errors
-                    .get_or_create(&ModelErrorLabels {
-                        model: model.to_owned(),
-                        agent: agent.to_owned(),
-                        kind,
-                    })
-                    .inc();
-                tracing::info!(target: TARGET, model, agent, outcome = kind, error = %error, "llm");
-            }
-        }
-    }
-
     /// Records that the policy refused `agent` a `capability`.
     pub fn denied(&self, agent: &str, capability: &'static str, reason: &str) {
         self.denials
@@ -542,28 +316,26 @@ impl Audit {
         tracing::info!(target: TARGET, agent, capability, reason, "denied");
     }
 
+    /// The domain's metric families `S`, registered on first use.
+    pub fn section<S: Section>(&self) -> Arc<S> {
+        let mut sections = self.sections.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(section) = sections.get(&TypeId::of::<S>()) {
+            return section.clone().downcast().expect("a section is kept by its type");
+        }
+        let mut registry = self.registry.lock().unwrap_or_else(PoisonError::into_inner);
+        let section = Arc::new(S::register(&mut registry));
+        sections.insert(TypeId::of::<S>(), section.clone());
+        section
+    }
+
     /// The metrics in the Prometheus text format.
     pub fn encode(&self) -> String {
+        let registry = self.registry.lock().unwrap_or_else(PoisonError::into_inner);
         let mut text = String::new();
         // Writing into a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        let _ = prometheus_client::encoding::text::encode(&mut text, &registry);
         text
     }
-}
-
-/// How one request to a language model ended, as the metrics count it.
-pub enum LlmOutcome<'a> {
-    Answered {
-        prompt_tokens: u32,
-        completion_tokens: u32,
-        /// How long the first token took, when it was streamed.
-        first_token: Option<std::time::Duration>,
-    },
-    Failed {
-        /// The failure's kind, a metric label.
-        kind: &'static str,
-        error: &'a dyn std::fmt::Display,
-    },
 }
 
 /// What one call's capabilities use to report denials.
@@ -604,12 +376,7 @@ mod tests {
             "denials counter",
             "call_duration_seconds histogram",
             "listing_failures counter",
-            "llm_requests counter",
-            "llm_tokens counter",
-            "llm_errors counter",
-            "llm_time_to_first_token_seconds histogram",
             "agents_installed gauge",
-            "peers_connected gauge",
             "build info",
         ] {
             let line = format!("# TYPE agentsite_{family}\n");
@@ -620,12 +387,9 @@ mod tests {
             env!("CARGO_PKG_VERSION")
         );
         assert!(text.contains(&version), "{text}");
-        assert!(text.contains("agentsite_peers_connected 0\n"), "{text}");
         audit.agents_installed(3);
-        audit.peers_connected(7);
         let text = audit.encode();
         assert!(text.contains("agentsite_agents_installed 3\n"), "{text}");
-        assert!(text.contains("agentsite_peers_connected 7\n"), "{text}");
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod directory;
 pub mod mcp;
 pub mod member;
 pub mod message;
+pub mod metrics;
 mod run;
 pub mod store;
 pub mod team;
@@ -123,7 +124,8 @@ pub struct Goals {
     model: Arc<dyn GoalModel>,
     directory: Arc<dyn Directory>,
     config: GoalsConfig,
-    audit: Option<Arc<crate::audit::Audit>>,
+    /// Where goals are counted, on a node.
+    metrics: Option<Arc<metrics::GoalMetrics>>,
     events: broadcast::Sender<GoalEvent>,
     running: Mutex<HashMap<GoalId, Running>>,
 }
@@ -155,7 +157,7 @@ impl Goals {
             model,
             directory,
             config,
-            audit,
+            metrics: audit.map(|audit| audit.section()),
             events,
             running: Mutex::new(HashMap::new()),
         })
@@ -547,7 +549,7 @@ impl Goals {
             Budget::new(record.limits),
             log,
             cancel,
-            self.audit.clone(),
+            self.metrics.clone(),
             last_task,
         ));
         if let Some(running) = self.running().get_mut(&record.id) {
@@ -668,8 +670,8 @@ impl Goals {
             }
         }
         record.updated_at = unix_millis();
-        if let Some(audit) = &self.audit {
-            audit.goal_ended(record.state.as_str(), spent.tokens, spent.tool_calls);
+        if let Some(metrics) = &self.metrics {
+            metrics.ended(record.state.as_str(), spent.tokens, spent.tool_calls);
         }
         tracing::info!(
             target: crate::audit::TARGET,

@@ -7,7 +7,7 @@ use super::budget::Budget;
 use super::directory::Directory;
 use super::message::{Body, GoalId, Message, Speaker, unix_millis};
 use super::store::GoalStore;
-use crate::audit::Audit;
+use super::metrics::GoalMetrics;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::broadcast;
@@ -128,7 +128,7 @@ pub struct GoalRun {
     pub budget: Budget,
     pub log: Log,
     pub cancel: CancellationToken,
-    pub audit: Option<Arc<Audit>>,
+    pub metrics: Option<Arc<GoalMetrics>>,
     /// The last task number given out in this goal.
     tasks: AtomicU32,
 }
@@ -143,7 +143,7 @@ impl GoalRun {
         budget: Budget,
         log: Log,
         cancel: CancellationToken,
-        audit: Option<Arc<Audit>>,
+        metrics: Option<Arc<GoalMetrics>>,
         last_task: u32,
     ) -> GoalRun {
         GoalRun {
@@ -154,7 +154,7 @@ impl GoalRun {
             budget,
             log,
             cancel,
-            audit,
+            metrics,
             tasks: AtomicU32::new(last_task),
         }
     }
@@ -187,14 +187,14 @@ impl GoalRun {
     }
 
     pub fn audit_turn(&self) {
-        if let Some(audit) = &self.audit {
-            audit.goal_turn();
+        if let Some(metrics) = &self.metrics {
+            metrics.turn();
         }
     }
 
     pub fn audit_task(&self, ok: bool) {
-        if let Some(audit) = &self.audit {
-            audit.goal_task(if ok { "done" } else { "failed" });
+        if let Some(metrics) = &self.metrics {
+            metrics.task(if ok { "done" } else { "failed" });
         }
     }
 }

@@ -112,7 +112,7 @@ impl crate::net::Library for NodeLibrary {
             deadline: Instant::now() + request.deadline,
         };
         let arguments = request.arguments.to_string();
-        let running = shared.node.audit().remote_call();
+        let running = shared.metrics.remote_call();
         let answer = shared
             .node
             .call_at_hop(&record, &request.tool, &arguments, hop)
@@ -160,7 +160,7 @@ impl crate::net::Library for NodeLibrary {
     }
 
     fn connections_changed(&self, peers: usize) {
-        self.0.node.audit().peers_connected(peers);
+        self.0.metrics.peers_connected(peers);
     }
 }
 

@@ -9,6 +9,7 @@
 mod announced;
 mod index;
 mod library;
+pub mod metrics;
 mod models;
 mod served;
 
@@ -59,6 +60,7 @@ pub(crate) struct Shared {
     announcements: announced::Announcements,
     /// Chunks served lately, kept checked in memory.
     served: served::ServedChunks,
+    metrics: Arc<metrics::NetworkMetrics>,
 }
 
 impl Shared {
@@ -230,6 +232,7 @@ impl Hub {
             sharing,
             announcements: Default::default(),
             served: Default::default(),
+            metrics: node.audit().section(),
         });
         // Gives back the memory of chunks no peer asks for any more, also
         // while no request comes to do it.

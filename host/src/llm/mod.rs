@@ -16,6 +16,7 @@ pub mod embedded;
 pub mod fair;
 pub mod grounding;
 pub mod ledger;
+pub mod metrics;
 pub mod models;
 pub mod openai;
 pub mod share;

@@ -10,7 +10,7 @@ use super::openai::OpenAiModel;
 use super::share::{ModelNetwork, NetworkModel, NetworkSlot};
 use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmFailure, ModelStatus};
 use crate::audit::Audit;
-use crate::audit::LlmOutcome;
+use crate::llm::metrics::{LlmOutcome, ModelMetrics};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -90,7 +90,7 @@ pub struct Models {
     models: Vec<Gated>,
     default: String,
     /// Where requests are counted.
-    audit: Arc<Audit>,
+    metrics: Arc<ModelMetrics>,
     /// Where each agent's tokens of the day are kept, for daily budgets.
     ledger: Option<Ledger>,
     /// Where models borrowed from the network reach it, once joined.
@@ -126,7 +126,7 @@ impl Models {
         Ok(Models {
             models,
             default,
-            audit,
+            metrics: audit.section(),
             ledger: None,
             network,
             share: config.share.clone(),
@@ -145,7 +145,7 @@ impl Models {
         Ok(Models {
             models,
             default,
-            audit,
+            metrics: audit.section(),
             ledger: None,
             network: NetworkSlot::default(),
             share: Vec::new(),
@@ -201,7 +201,7 @@ impl Models {
                 error: failure,
             },
         };
-        self.audit.llm_request(gated.name(), requester, outcome);
+        self.metrics.request(gated.name(), requester, outcome);
         result
     }
 
