@@ -359,7 +359,7 @@ async fn an_a2a_agent_attached_by_url_is_an_agent_of_the_node() {
 }
 
 /// The failure of a call that did not return a result.
-fn failure(outcome: Result<agentsite::tool::ToolOutput, NodeCallError>) -> CallError {
+fn failure(outcome: Result<agentsite::agent::tool::ToolOutput, NodeCallError>) -> CallError {
     match outcome {
         Err(NodeCallError::Call(failure)) => failure,
         other => panic!("expected a failed call, got {other:?}"),

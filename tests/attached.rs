@@ -224,7 +224,7 @@ fn stdio(script: &str, extra: &[&str]) -> Attachment {
 }
 
 /// The failure of a call that did not return a result.
-fn failure(outcome: Result<agentsite::tool::ToolOutput, NodeCallError>) -> CallError {
+fn failure(outcome: Result<agentsite::agent::tool::ToolOutput, NodeCallError>) -> CallError {
     match outcome {
         Err(NodeCallError::Call(failure)) => failure,
         other => panic!("expected a failed call, got {other:?}"),
@@ -261,7 +261,7 @@ async fn a_misbehaving_server_is_contained_and_a_crashed_one_restarted() {
     assert!(node.list().unwrap().is_empty());
 
     node.attach("kit", stdio(&testkit(), &[])).await.unwrap();
-    let pid = |output: agentsite::tool::ToolOutput| {
+    let pid = |output: agentsite::agent::tool::ToolOutput| {
         output.structured_content.unwrap().to_value()["result"].clone()
     };
     let first = pid(node.call("kit", "pid", "{}", None).await.unwrap());

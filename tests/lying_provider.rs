@@ -6,12 +6,12 @@
 use crate::support;
 
 use agentsite::AgentId;
+use agentsite::agent::tool::ToolOutput;
 use agentsite::config::DataDir;
 use agentsite::net::fetch::{FetchRequest, FetchResponse};
 use agentsite::net::rpc::{self, CallRequest, RpcError};
 use agentsite::net::{Keypair, Library, Network, PeerId};
 use agentsite::store::manifest::SignedManifest;
-use agentsite::tool::ToolOutput;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::testnet::{manifest_from_dht, memory_config, node_with_hub};

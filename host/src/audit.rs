@@ -31,8 +31,8 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Metric, Registry};
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// Where audit events go. They are `info` events (grant decisions `debug`),
@@ -320,7 +320,10 @@ impl Audit {
     pub fn section<S: Section>(&self) -> Arc<S> {
         let mut sections = self.sections.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(section) = sections.get(&TypeId::of::<S>()) {
-            return section.clone().downcast().expect("a section is kept by its type");
+            return section
+                .clone()
+                .downcast()
+                .expect("a section is kept by its type");
         }
         let mut registry = self.registry.lock().unwrap_or_else(PoisonError::into_inner);
         let section = Arc::new(S::register(&mut registry));

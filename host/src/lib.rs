@@ -19,7 +19,7 @@
 //! ```
 
 pub mod a2a;
-mod agent_id;
+pub mod agent;
 pub mod answers;
 pub mod audit;
 pub mod bridge;
@@ -36,14 +36,11 @@ pub mod mcp;
 pub mod net;
 mod node;
 pub mod policy;
-pub mod prompt;
 pub mod requester;
-pub mod resource;
 pub mod runtime;
 pub mod server;
 pub mod store;
 pub mod text;
-pub mod tool;
 pub mod v1;
 pub(crate) mod web;
 
@@ -60,5 +57,5 @@ pub mod testing {
     };
 }
 
-pub use agent_id::{AgentId, ParseAgentIdError};
+pub use agent::id::{AgentId, ParseAgentIdError};
 pub use node::{AddError, AttachError, Node, NodeCallError, NodeConfig};

@@ -9,6 +9,9 @@
 //! process) → fresh instance → result.
 
 use crate::AgentId;
+use crate::agent::prompt::{PromptOutput, PromptSpec};
+use crate::agent::resource::{ResourceCatalog, ResourceContents};
+use crate::agent::tool::ToolOutput;
 use crate::audit::{self, Audit, Outcome};
 use crate::bridge::{Attachment, Bridge};
 use crate::capabilities::caller::{Caller, ChainCaller};
@@ -18,12 +21,9 @@ use crate::config::{DataDir, Limits};
 use crate::llm::LlmConfig;
 use crate::llm::models::Models;
 use crate::policy::{Grants, MAX_DEPTH, Origin, PolicyFile, Refused};
-use crate::prompt::{PromptOutput, PromptSpec};
-use crate::resource::{ResourceCatalog, ResourceContents};
 use crate::runtime::background::{BackgroundRuntime, RuntimeUnavailable};
 use crate::runtime::{CallError, Capacity, ComponentError, LoadedAgent, Runtime, ToolCall};
 use crate::store::{AgentRecord, BlobStore, Catalog, CompiledCache, ResolveError, StoreError};
-use crate::tool::ToolOutput;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -45,7 +45,7 @@ pub enum AddError {
 #[derive(Debug, thiserror::Error)]
 pub enum AttachError {
     #[error(transparent)]
-    Name(#[from] crate::tool::ContractError),
+    Name(#[from] crate::agent::tool::ContractError),
     #[error(
         "an agent named {name} is installed already ({id}); detach or remove it first, or choose another name"
     )]
@@ -280,7 +280,7 @@ impl Node {
         name: &str,
         attachment: Attachment,
     ) -> Result<AgentRecord, AttachError> {
-        crate::tool::validate_agent_name(name)?;
+        crate::agent::tool::validate_agent_name(name)?;
         attachment.check()?;
         if let Some(taken) = self.list()?.into_iter().find(|r| r.card.name == name) {
             return Err(AttachError::Taken {

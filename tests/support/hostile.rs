@@ -73,7 +73,9 @@ pub async fn result_of(
         Some(structured) => structured.get("result").cloned().unwrap_or(structured),
         // Text results (a `String` returned) have no structured form.
         None => match output.content.as_slice() {
-            [agentsite::tool::Content::Text { text }] => serde_json::Value::String(text.clone()),
+            [agentsite::agent::tool::Content::Text { text }] => {
+                serde_json::Value::String(text.clone())
+            }
             other => panic!("{agent}.{tool} returned neither JSON nor one text: {other:?}"),
         },
     }

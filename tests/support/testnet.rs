@@ -10,6 +10,8 @@
 //! random id per bucket), and the nodes it meets learn of it in turn.
 
 use agentsite::NodeConfig;
+use agentsite::agent::tool::AgentCard;
+use agentsite::agent::tool::ToolOutput;
 use agentsite::config::DataDir;
 use agentsite::hub::{Hub, HubOptions};
 use agentsite::net::fetch::{FetchRequest, FetchResponse};
@@ -18,8 +20,6 @@ use agentsite::net::{Keypair, Library, Multiaddr, NetConfig, Network, PeerId, Tr
 use agentsite::runtime::Capacity;
 use agentsite::store::AgentRecord;
 use agentsite::store::manifest::{Manifest, SignedManifest};
-use agentsite::tool::AgentCard;
-use agentsite::tool::ToolOutput;
 use agentsite::{AgentId, Node};
 use std::collections::HashMap;
 use std::path::Path;
@@ -150,7 +150,7 @@ impl SimNode {
             },
             tools: tools
                 .iter()
-                .map(|(name, description)| agentsite::tool::ToolSpec {
+                .map(|(name, description)| agentsite::agent::tool::ToolSpec {
                     name: name.to_string(),
                     title: None,
                     description: description.to_string(),

@@ -11,11 +11,11 @@ use crate::a2a::wire::{
     self, AgentCard as A2aCard, CancelTaskRequest, GetTaskRequest, Message, Part, Role,
     SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task, TaskState,
 };
+use crate::agent::tool::{AgentCard, ToolOutput, ToolSpec, card_limits};
 use crate::capabilities::bindings::types;
 use crate::config::Limits;
 use crate::runtime::CallError;
 use crate::runtime::result;
-use crate::tool::{AgentCard, ToolOutput, ToolSpec, card_limits};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};

@@ -6,8 +6,8 @@
 use super::steps::{Offered, Steps};
 use super::wording::{self, Answer};
 use super::{Ask, choose};
+use crate::agent::tool::ToolOutput;
 use crate::llm::DeltaSink;
-use crate::tool::ToolOutput;
 use serde_json::Value;
 
 /// Runs the calls an answer makes, where their agents live.
@@ -77,8 +77,8 @@ pub async fn serve<A: Ask, R: Runner>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::tool::Content;
     use crate::llm::{ChatRequest, Completion, StopReason, ToolCall, Usage};
-    use crate::tool::Content;
     use serde_json::json;
     use std::sync::Mutex;
 

@@ -13,9 +13,9 @@
 //! called; when they name none, it chooses among the tools itself. The
 //! values are held to the step's grounding while the call is written.
 
+use crate::agent::tool::ToolOutput;
 use crate::llm::grounding::{Grounding, Literal, values_in};
 use crate::store::terms::terms;
-use crate::tool::ToolOutput;
 use serde_json::Value;
 use std::ops::Range;
 
@@ -39,7 +39,7 @@ pub struct Offered {
 
 impl Offered {
     /// The tool `tool` of the agent `owner`.
-    pub fn of(owner: &str, tool: &crate::tool::ToolSpec) -> Offered {
+    pub fn of(owner: &str, tool: &crate::agent::tool::ToolSpec) -> Offered {
         Offered {
             owner: owner.to_owned(),
             name: tool.name.clone(),
@@ -493,10 +493,10 @@ pub fn result_values(output: &ToolOutput, words: &[String]) -> Vec<Literal> {
 /// JSON object, or the text): a result kept or passed on as text.
 pub fn values_of_text(text: &str) -> Vec<Literal> {
     let output = ToolOutput {
-        content: vec![crate::tool::Content::Text {
+        content: vec![crate::agent::tool::Content::Text {
             text: text.to_owned(),
         }],
-        structured_content: crate::tool::StructuredContent::from_text(text.to_owned())
+        structured_content: crate::agent::tool::StructuredContent::from_text(text.to_owned())
             .ok()
             .filter(|s| s.to_value().is_object()),
         is_error: false,
@@ -559,7 +559,7 @@ pub fn same_word(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::{Content, StructuredContent};
+    use crate::agent::tool::{Content, StructuredContent};
     use serde_json::json;
 
     fn tool(owner: &str, name: &str, description: &str, schema: Value) -> Offered {

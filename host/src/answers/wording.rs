@@ -346,8 +346,8 @@ fn value_plain(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::tool::{Content, StructuredContent, ToolOutput};
     use crate::answers::steps::Steps;
-    use crate::tool::{Content, StructuredContent, ToolOutput};
     use serde_json::json;
 
     fn offered(name: &str) -> Offered {

@@ -3,11 +3,11 @@
 //! attached server is as untrusted as any agent, and a client of the node
 //! sees one contract whoever implements the tools.
 
+use crate::agent::tool::{AgentCard, ToolOutput, ToolSpec, card_limits};
 use crate::capabilities::bindings::types;
 use crate::config::Limits;
 use crate::runtime::CallError;
 use crate::runtime::result;
-use crate::tool::{AgentCard, ToolOutput, ToolSpec, card_limits};
 use base64::Engine as _;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ResourceContents, Tool};
 

@@ -25,11 +25,11 @@ pub use crate::store::attachment::{Attachment, InvalidAttachment};
 pub use link::START_TIMEOUT;
 
 use crate::AgentId;
+use crate::agent::tool::{AgentCard, ToolOutput, ToolSpec};
 use crate::config::Limits;
 use crate::runtime::CallError;
 use crate::runtime::CallSlots;
 use crate::store::{AgentRecord, Catalog};
-use crate::tool::{AgentCard, ToolOutput, ToolSpec};
 use futures::future::BoxFuture;
 use link::Link;
 use rmcp::model::{
@@ -210,7 +210,7 @@ const MAX_TOOL_PAGES: usize = 64;
 /// offer (the contract's bound, checked again by [`describe`]) or more than
 /// [`MAX_TOOL_PAGES`] pages, before they pile up.
 async fn list_tools(name: &str, peer: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, String> {
-    let limit = crate::tool::card_limits::TOOLS;
+    let limit = crate::agent::tool::card_limits::TOOLS;
     let mut tools = Vec::new();
     let mut cursor = None;
     for _ in 0..MAX_TOOL_PAGES {

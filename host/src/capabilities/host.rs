@@ -96,7 +96,8 @@ impl host::Host for HostState {
 
     fn resource_updated(&mut self, uri: String) -> wasmtime::Result<()> {
         self.announced += 1;
-        if self.announced <= MAX_RESOURCE_UPDATES && crate::resource::check_uri(&uri).is_ok() {
+        if self.announced <= MAX_RESOURCE_UPDATES && crate::agent::resource::check_uri(&uri).is_ok()
+        {
             // Nobody listening is fine: no client has subscribed.
             let _ = self.updates.send(ResourceUpdate {
                 agent: self.agent,

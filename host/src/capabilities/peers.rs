@@ -16,11 +16,11 @@
 use super::CallState;
 use super::caller::CallerLink;
 use crate::AgentId;
+use crate::agent::tool::{AgentCard, Content, ResourceBody, ToolOutput, ToolSpec};
 use crate::audit::Denials;
 use crate::capabilities::bindings::agentsite::agent::peers::{self, AgentRef, PeerError};
 use crate::capabilities::bindings::types::{self, ToolResult};
 use crate::policy::{MAX_DEPTH, PeersGrant};
-use crate::tool::{AgentCard, Content, ResourceBody, ToolOutput, ToolSpec};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::{HasSelf, Linker};

@@ -13,6 +13,7 @@
 pub mod store;
 
 use crate::Node;
+use crate::agent::tool::ToolOutput;
 use crate::answers::{self, NodeAsk, Offered, Runner};
 use crate::capabilities::peers::Hop;
 use crate::goals::directory::{Candidate, Directory, NodeDirectory};
@@ -21,7 +22,6 @@ use crate::goals::{Goals, NewGoal};
 use crate::hub::Hub;
 use crate::llm::{ChatRequest, Delta, Message, Role};
 use crate::requester::Requester;
-use crate::tool::ToolOutput;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -627,8 +627,10 @@ impl Chats {
                 .iter()
                 .cloned()
                 .map(|content| match content {
-                    crate::tool::Content::Text { text } if text.len() > KEPT_RESULT_CHARS => {
-                        crate::tool::Content::Text {
+                    crate::agent::tool::Content::Text { text }
+                        if text.len() > KEPT_RESULT_CHARS =>
+                    {
+                        crate::agent::tool::Content::Text {
                             text: format!(
                                 "{}…",
                                 &text[..crate::text::floor_char_boundary(&text, KEPT_RESULT_CHARS)]

@@ -12,10 +12,10 @@ pub mod policy;
 pub use network::{call_remote, fetch, id, network_models, peers, publish, search};
 
 use crate::Node;
+use crate::agent::tool::ToolSpec;
 use crate::capabilities::caller::{Caller, ElicitFailure, Elicitation, Progress};
 use crate::capabilities::guest_log::Level;
 use crate::text::terminal_safe as safe;
-use crate::tool::ToolSpec;
 use anyhow::Context as _;
 use bytesize::ByteSize;
 use serde_json::Value;

@@ -5,10 +5,10 @@
 
 use super::message::Member;
 use crate::AgentId;
+use crate::agent::tool::{ToolOutput, ToolSpec};
 use crate::capabilities::peers::{Hop, PeerFailure};
 use crate::hub::Hub;
 use crate::store::AgentRecord;
-use crate::tool::{ToolOutput, ToolSpec};
 use crate::{Node, store::terms::terms};
 use std::sync::Arc;
 

@@ -11,9 +11,9 @@
 
 use super::config::AskedLimits;
 use super::{Body, GoalError, GoalEvent, GoalRecord, GoalState, Goals, Member, NewGoal};
+use crate::agent::tool::{Content, StructuredContent, ToolOutput};
 use crate::capabilities::caller::{Caller, Progress};
 use crate::requester::Requester;
-use crate::tool::{Content, StructuredContent, ToolOutput};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::sync::{Arc, LazyLock};

@@ -4,9 +4,9 @@
 use super::budget::Limit;
 use super::message::{Member, ToolCallRecord};
 use super::run::GoalRun;
+use crate::agent::tool::ToolOutput;
 use crate::capabilities::peers::{Hop, PeerFailure};
 use crate::text::truncated;
-use crate::tool::ToolOutput;
 use serde_json::Value;
 use std::time::Instant;
 

@@ -7,7 +7,7 @@
 
 use super::config::GoalLimits;
 use crate::AgentId;
-use crate::tool::ToolSpec;
+use crate::agent::tool::ToolSpec;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

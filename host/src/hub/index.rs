@@ -17,9 +17,9 @@
 //! an agent.
 
 use crate::AgentId;
+use crate::agent::tool::{AgentCard, ToolSpec};
 use crate::store::manifest::{Manifest, SignedManifest};
 use crate::store::terms::terms;
-use crate::tool::{AgentCard, ToolSpec};
 use libp2p::PeerId;
 use std::collections::{HashMap, HashSet};
 
@@ -331,9 +331,9 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::tool::{AgentCard, ToolAnnotations, ToolSpec};
     use crate::store::AgentRecord;
     use crate::store::manifest::Manifest;
-    use crate::tool::{AgentCard, ToolAnnotations, ToolSpec};
     use libp2p::identity::Keypair;
 
     /// A signed manifest of an agent called `name` with `tags`, whose one

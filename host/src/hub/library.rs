@@ -8,11 +8,11 @@
 //! refused past the maximum hop count.
 
 use super::Shared;
+use crate::agent::tool::ToolOutput;
 use crate::capabilities::peers::{Hop, PeerFailure};
 use crate::net::fetch::{FetchRequest, FetchResponse, MAX_MATCHES};
 use crate::net::rpc::{CallRequest, RpcError, code};
 use crate::store::manifest::normalize_keyword;
-use crate::tool::ToolOutput;
 use libp2p::PeerId;
 use serde_json::Value;
 use std::sync::Arc;
@@ -142,7 +142,7 @@ impl crate::net::Library for NodeLibrary {
                 request.deadline,
             )
             .await
-            .map_err(super::models::failure_to_wire)
+            .map_err(super::sharing::failure_to_wire)
     }
 
     fn shared_models(&self) -> Vec<String> {

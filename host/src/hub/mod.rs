@@ -10,12 +10,13 @@ mod announced;
 mod index;
 mod library;
 pub mod metrics;
-mod models;
 mod served;
+mod sharing;
 
 pub use announced::Announced;
 pub use index::{Known, rank};
 
+use crate::agent::tool::{AgentCard, ToolOutput, ToolSpec};
 use crate::capabilities::peers::{Discovered, Hop, PeerFailure, PeerNetwork};
 use crate::net::fetch::{self, DownloadReport, FetchRequest, FetchResponse};
 use crate::net::rpc::{CallRequest, RpcError, code};
@@ -23,7 +24,6 @@ use crate::net::{Keypair, NetConfig, NetError, Network, PeerId, PublishReport, d
 use crate::policy::Origin;
 use crate::store::manifest::{Manifest, SignedManifest};
 use crate::store::{AgentRecord, StoreError};
-use crate::tool::{AgentCard, ToolOutput, ToolSpec};
 use crate::{AgentId, Node};
 use index::Index;
 use serde::Serialize;
@@ -261,7 +261,7 @@ impl Hub {
         node.runtime()?
             .set_peers(Arc::new(HubLink(Arc::downgrade(&hub))));
         node.models()
-            .set_network(Arc::new(models::ModelLink(Arc::downgrade(&hub))));
+            .set_network(Arc::new(sharing::ModelLink(Arc::downgrade(&hub))));
         for manifest in hub.load_published() {
             hub.shared.offer(manifest);
         }

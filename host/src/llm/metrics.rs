@@ -194,7 +194,11 @@ mod tests {
             },
         );
         let text = audit.encode();
-        assert_eq!(text.matches("# TYPE agentsite_llm_requests counter").count(), 1);
+        assert_eq!(
+            text.matches("# TYPE agentsite_llm_requests counter")
+                .count(),
+            1
+        );
         for line in [
             r#"agentsite_llm_requests_total{model="local",agent="calculator"} 1"#,
             r#"agentsite_llm_tokens_total{model="local",agent="calculator",kind="prompt"} 12"#,

@@ -6,8 +6,8 @@
 //! per snapshot, not per request.
 
 use crate::AgentId;
+use crate::agent::tool::ToolSpec;
 use crate::store::AgentRecord;
-use crate::tool::ToolSpec;
 use rmcp::model::Tool;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -84,7 +84,7 @@ impl Exposed {
             };
             for spec in &record.tools {
                 let name = agent.exposed_name(&spec.name);
-                if let Err(e) = crate::tool::validate_tool_name(&name) {
+                if let Err(e) = crate::agent::tool::validate_tool_name(&name) {
                     tracing::warn!(agent = %record.card.name, "tool not exposed: {e}");
                     continue;
                 }
@@ -163,7 +163,7 @@ fn descriptor(name: &str, spec: &ToolSpec) -> Result<Tool, serde_json::Error> {
     // their agent's own formats.
     for schema in ["inputSchema", "outputSchema"] {
         if let Some(schema) = value.get_mut(schema) {
-            crate::tool::standard_schema::standardize(schema);
+            crate::agent::tool::standard_schema::standardize(schema);
         }
     }
     serde_json::from_value(value)
@@ -172,7 +172,7 @@ fn descriptor(name: &str, spec: &ToolSpec) -> Result<Tool, serde_json::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::{AgentCard, ToolAnnotations};
+    use crate::agent::tool::{AgentCard, ToolAnnotations};
     use serde_json::json;
 
     fn record(name: &str, seed: &[u8], tools: &[&str]) -> AgentRecord {
@@ -262,7 +262,7 @@ mod tests {
                 name.starts_with("calculator-") && name.ends_with(".add"),
                 "{name}"
             );
-            crate::tool::validate_tool_name(name).unwrap();
+            crate::agent::tool::validate_tool_name(name).unwrap();
         }
     }
 

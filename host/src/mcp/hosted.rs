@@ -8,8 +8,8 @@
 use super::exposed::{Exposed, Scope};
 use super::listing::Listings;
 use crate::Node;
-use crate::prompt::PromptSpec;
-use crate::resource::ResourceCatalog;
+use crate::agent::prompt::PromptSpec;
+use crate::agent::resource::ResourceCatalog;
 use crate::store::AgentRecord;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! stdio ([`stdio`]). Every installed agent's tools are MCP tools; each call
 //! runs in a fresh WebAssembly instance under the node's limits.
 
-mod client;
+mod caller;
 pub(crate) mod exposed;
 pub mod hosted;
 pub mod http;

@@ -6,17 +6,17 @@
 // 2026-07-28 but are part of 2025-11-25, which most clients speak.
 #![allow(deprecated)]
 
-use super::client::{ClientCall, Session};
+use super::caller::{ClientCall, Session};
 use super::exposed::{Exposed, ExposedAgent};
 use super::hosted::{Hosted, ScopedTools};
 use crate::NodeCallError;
+use crate::agent::prompt::PromptSpec;
+use crate::agent::resource::{ResourceCatalog, ResourceSpec, ResourceTemplateSpec};
+use crate::agent::tool::{Content, ResourceBody, ToolOutput};
 use crate::capabilities::caller::Caller;
 use crate::capabilities::peers::PeerFailure;
-use crate::prompt::PromptSpec;
 use crate::requester::Requester;
-use crate::resource::{ResourceCatalog, ResourceSpec, ResourceTemplateSpec};
 use crate::runtime::CallError;
-use crate::tool::{Content, ResourceBody, ToolOutput};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
@@ -623,11 +623,11 @@ fn resource_contents(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::EmbeddedResource;
+    use crate::agent::tool::EmbeddedResource;
     use serde_json::json;
 
-    fn structured(value: serde_json::Value) -> crate::tool::StructuredContent {
-        crate::tool::StructuredContent::from_value(&value).unwrap()
+    fn structured(value: serde_json::Value) -> crate::agent::tool::StructuredContent {
+        crate::agent::tool::StructuredContent::from_value(&value).unwrap()
     }
 
     fn resource(mime_type: Option<&str>, body: ResourceBody) -> Content {
@@ -678,7 +678,7 @@ mod tests {
             ToolOutput {
                 content: vec![],
                 structured_content: Some(
-                    crate::tool::StructuredContent::from_text(
+                    crate::agent::tool::StructuredContent::from_text(
                         "{ \"spaced\" : \"\\u00e9\" }".into(),
                     )
                     .unwrap(),
@@ -698,14 +698,14 @@ mod tests {
     #[test]
     fn read_contents_reach_the_client_as_the_agent_wrote_them() {
         let reads = [
-            crate::resource::ResourceContents {
+            crate::agent::resource::ResourceContents {
                 uri: "note://todo".into(),
                 mime_type: Some("text/plain".into()),
                 body: ResourceBody::Text {
                     text: "eggs".into(),
                 },
             },
-            crate::resource::ResourceContents {
+            crate::agent::resource::ResourceContents {
                 uri: "test://static-binary".into(),
                 mime_type: None,
                 body: ResourceBody::Blob {

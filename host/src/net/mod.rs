@@ -20,8 +20,8 @@ mod mesh;
 pub mod rpc;
 
 use crate::AgentId;
+use crate::agent::tool::ToolOutput;
 use crate::store::manifest::SignedManifest;
-use crate::tool::ToolOutput;
 use fetch::{FetchRequest, FetchResponse};
 pub use libp2p::{Multiaddr, PeerId, identity::Keypair};
 use rpc::{CallRequest, ChatRelay, RpcError};

@@ -19,7 +19,7 @@
 //! frees its slot rather than running on until the deadline.
 
 use crate::AgentId;
-use crate::tool::ToolOutput;
+use crate::agent::tool::ToolOutput;
 use libp2p::{StreamProtocol, request_response};
 use serde_json::{Value, json};
 use std::time::Duration;

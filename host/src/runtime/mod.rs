@@ -23,6 +23,9 @@ pub use error::CallError;
 pub use slots::CallSlots;
 
 use crate::AgentId;
+use crate::agent::prompt::{PromptOutput, PromptSpec};
+use crate::agent::resource::{ResourceCatalog, ResourceContents};
+use crate::agent::tool::{AgentCard, ToolOutput, ToolSpec};
 use crate::audit::Audit;
 pub use crate::capabilities::CallState;
 use crate::capabilities::{
@@ -31,9 +34,6 @@ use crate::capabilities::{
 };
 use crate::config::Limits;
 use crate::policy::Grants;
-use crate::prompt::{PromptOutput, PromptSpec};
-use crate::resource::{ResourceCatalog, ResourceContents};
-use crate::tool::{AgentCard, ToolOutput, ToolSpec};
 use engine::EpochTicker;
 use exports::Exports;
 use std::sync::Arc;

@@ -5,19 +5,21 @@
 //! here (names, JSON, schemas, sizes) before anything reaches a client.
 
 use super::CallError;
+use crate::agent::prompt::{
+    PromptArgumentSpec, PromptMessage, PromptOutput, PromptRole, PromptSpec,
+};
+use crate::agent::resource::{
+    self, ResourceCatalog, ResourceContents, ResourceInfo, ResourceSpec, ResourceTemplateSpec,
+};
+use crate::agent::tool::{
+    self, AgentCard, Content, EmbeddedResource, ResourceBody, StructuredContent, ToolAnnotations,
+    ToolOutput, ToolSpec,
+};
 use crate::capabilities::bindings::exports::agentsite::agent::{
     prompts as wit_prompts, resources as wit_resources,
 };
 use crate::capabilities::bindings::types;
 use crate::config::Limits;
-use crate::prompt::{PromptArgumentSpec, PromptMessage, PromptOutput, PromptRole, PromptSpec};
-use crate::resource::{
-    self, ResourceCatalog, ResourceContents, ResourceInfo, ResourceSpec, ResourceTemplateSpec,
-};
-use crate::tool::{
-    self, AgentCard, Content, EmbeddedResource, ResourceBody, StructuredContent, ToolAnnotations,
-    ToolOutput, ToolSpec,
-};
 use bytesize::ByteSize;
 
 /// Most content blocks in one tool result or filled-in prompt, and most

@@ -103,7 +103,8 @@ impl Server {
         // Every domain's families are described from the first scrape,
         // goals' and the network's also where those are missing.
         node.audit().section::<crate::goals::metrics::GoalMetrics>();
-        node.audit().section::<crate::hub::metrics::NetworkMetrics>();
+        node.audit()
+            .section::<crate::hub::metrics::NetworkMetrics>();
         let hosted = Hosted::new(node.clone())?;
         let stop = CancellationToken::new();
         let watcher = tokio::spawn(hosted.clone().watch(stop.clone()));

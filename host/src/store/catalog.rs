@@ -4,8 +4,8 @@
 
 use super::{StoreError, remove_if_present, write_atomic};
 use crate::AgentId;
+use crate::agent::tool::{AgentCard, ToolSpec};
 use crate::policy::Origin;
-use crate::tool::{AgentCard, ToolSpec};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 

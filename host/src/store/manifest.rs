@@ -8,8 +8,8 @@
 //! checks the signature and the shape before anything else looks at it.
 
 use crate::AgentId;
+use crate::agent::tool::{AgentCard, ToolSpec};
 use crate::store::AgentRecord;
-use crate::tool::{AgentCard, ToolSpec};
 use base64::Engine as _;
 use libp2p::identity::{Keypair, PublicKey};
 use serde::{Deserialize, Serialize};
@@ -216,13 +216,13 @@ impl Manifest {
         {
             return bad(format!("chunk hash {bad_hash:?} is not 64 hex digits"));
         }
-        crate::tool::validate_agent_name(&self.card.name)
+        crate::agent::tool::validate_agent_name(&self.card.name)
             .map_err(|e| ManifestError::Inconsistent(e.0))?;
         for tool in &self.tools {
-            crate::tool::validate_tool_name(&tool.name)
+            crate::agent::tool::validate_tool_name(&tool.name)
                 .map_err(|e| ManifestError::Inconsistent(e.0))?;
         }
-        crate::tool::check_card_size(&self.card, &self.tools)
+        crate::agent::tool::check_card_size(&self.card, &self.tools)
             .map_err(|e| ManifestError::Inconsistent(e.0))
     }
 }

@@ -8,11 +8,11 @@
 //! then `done` or `error`), so the command line can draw a progress bar.
 
 use crate::AgentId;
+use crate::agent::tool::ToolOutput;
 use crate::capabilities::peers::Hop;
 use crate::http::token::{Family, Gate};
 use crate::hub::{FetchProgress, Fetched, Hub, HubError};
 use crate::net::PublishReport;
-use crate::tool::ToolOutput;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};

@@ -134,7 +134,7 @@ impl Site {
     }
 }
 
-fn tool_description(tool: &crate::tool::ToolSpec) -> String {
+fn tool_description(tool: &crate::agent::tool::ToolSpec) -> String {
     if tool.description.is_empty() {
         format!("The tool {}.", tool.name)
     } else {

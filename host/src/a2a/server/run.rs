@@ -5,10 +5,10 @@
 use super::tasks::TaskEntry;
 use crate::Node;
 use crate::a2a::wire::{Artifact, Message, Part, TaskState, new_id};
+use crate::agent::tool::{Content, ResourceBody, ToolOutput};
 use crate::answers::{self, NodeAsk, Offered, Runner};
 use crate::goals::{Body, GoalEvent, GoalRecord, GoalState, Goals};
 use crate::store::AgentRecord;
-use crate::tool::{Content, ResourceBody, ToolOutput};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

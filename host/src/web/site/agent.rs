@@ -7,12 +7,12 @@ use super::session::Access;
 use super::views::AgentView;
 use super::{JsonBody, Site, failure};
 use crate::AgentId;
+use crate::agent::tool::ToolSpec;
 use crate::capabilities::peers::Hop;
 use crate::hub::{FetchProgress, Found, HubError};
 use crate::policy::edit::{Subject, add_grants, remove_grants};
 use crate::policy::{Grant, Origin};
 use crate::store::AgentRecord;
-use crate::tool::ToolSpec;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -269,8 +269,8 @@ async fn listings(
     site: &Site,
     record: &AgentRecord,
 ) -> (
-    Option<crate::resource::ResourceCatalog>,
-    Option<Vec<crate::prompt::PromptSpec>>,
+    Option<crate::agent::resource::ResourceCatalog>,
+    Option<Vec<crate::agent::prompt::PromptSpec>>,
     Option<String>,
 ) {
     let grants = match site.node.grants(record) {

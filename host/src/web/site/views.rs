@@ -4,10 +4,10 @@
 
 use super::Site;
 use crate::AgentId;
+use crate::agent::tool::{AgentCard, ToolSpec};
 use crate::hub::Found;
 use crate::policy::Origin;
 use crate::store::AgentRecord;
-use crate::tool::{AgentCard, ToolSpec};
 use serde::Serialize;
 use std::collections::HashMap;
 

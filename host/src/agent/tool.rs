@@ -466,7 +466,7 @@ pub(crate) fn parse_object_schema(
 
 /// The guest SDK's normalization, shared as source: the node serves every
 /// agent's schemas in JSON Schema's own vocabulary, whatever made them.
-#[path = "../../guest-sdk/src/standard_schema.rs"]
+#[path = "../../../guest-sdk/src/standard_schema.rs"]
 pub(crate) mod standard_schema;
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
-//! The MCP client a request serves, as the agent's imports see it: progress
-//! and log messages become notifications, `llm.chat` becomes sampling and
-//! `user.elicit` becomes elicitation, each only when the client supports it.
+//! The calling side of a call made over MCP: the client a request serves,
+//! as the agent's imports reach it ([`crate::capabilities::caller`]).
+//! Progress and log messages become notifications, `llm.chat` becomes
+//! sampling and `user.elicit` becomes elicitation, each only when the
+//! client supports it.
 
 // Logging and sampling are deprecated by SEP-2577 for protocol 2026-07-28,
 // but remain part of 2025-11-25, which most clients speak.

@@ -1,7 +1,7 @@
 //! Prompts as the rest of the host sees them: plain Rust types that serialize
 //! to the JSON shapes of MCP (`Prompt`, `GetPromptResult`).
 
-use crate::tool::Content;
+use crate::agent::tool::Content;
 use serde::{Deserialize, Serialize};
 
 /// An argument of a prompt.

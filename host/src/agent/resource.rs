@@ -3,7 +3,7 @@
 //! `ResourceContents`), and the URI-template matching that routes a read to
 //! the agent that can answer it.
 
-use crate::tool::ResourceBody;
+use crate::agent::tool::ResourceBody;
 use serde::{Deserialize, Serialize};
 
 /// What describes a resource or a family of them, besides its URI.
