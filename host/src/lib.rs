@@ -18,15 +18,15 @@
 //! # let _ = record; Ok(()) }
 //! ```
 
-pub mod a2a;
+pub(crate) mod a2a;
 pub mod agent;
-pub mod answers;
+pub(crate) mod answers;
 pub mod audit;
 pub mod bridge;
 pub mod capabilities;
 pub mod chat;
 pub mod cli;
-pub mod clock;
+pub(crate) mod clock;
 pub mod config;
 pub mod goals;
 pub mod http;

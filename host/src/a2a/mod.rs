@@ -10,6 +10,6 @@
 //! The wire types and the client stand low (the bridge, below the node,
 //! calls through them); the server stands with the other protocol surfaces.
 
-pub mod client;
-pub mod server;
-pub mod wire;
+pub(crate) mod client;
+pub(crate) mod server;
+pub(crate) mod wire;

@@ -4,7 +4,7 @@
 //! Rust types that serialize to MCP's JSON shapes, checked once where they
 //! cross out of a guest; every floor above speaks them.
 
-pub mod id;
-pub mod prompt;
-pub mod resource;
+pub(crate) mod id;
+pub(crate) mod prompt;
+pub(crate) mod resource;
 pub mod tool;

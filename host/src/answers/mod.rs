@@ -11,15 +11,14 @@
 //!   texts the person and the tools gave, checked to state every call's
 //!   result, and otherwise stated by the node itself.
 
-pub mod align;
-pub mod serve;
-pub mod steer;
-pub mod steps;
-pub mod wording;
+pub(crate) mod align;
+pub(crate) mod serve;
+pub(crate) mod steer;
+pub(crate) mod steps;
+pub(crate) mod wording;
 
-pub use serve::{Runner, Served, serve};
-pub use steps::{Made, Offered, Step, Steps};
-pub use wording::Answer;
+pub use serve::{Runner, serve};
+pub use steps::{Offered, Step, Steps};
 
 use crate::llm::grounding::{Literal, number_literal};
 use crate::llm::{ChatRequest, Completion, DeltaSink, Message, Role, ToolChoice, ToolSpec};

@@ -14,13 +14,13 @@
 //! the person at the calling MCP client, when it offers elicitation.
 
 pub mod bindings;
-pub mod caller;
+pub(crate) mod caller;
 pub(crate) mod guest_log;
-pub mod host;
+pub(crate) mod host;
 pub(crate) mod kv;
 pub(crate) mod limits;
 pub(crate) mod llm;
-pub mod peers;
+pub(crate) mod peers;
 pub(crate) mod user;
 pub(crate) mod wasi;
 

@@ -10,7 +10,7 @@
 //! loses its stream catches up from the store; the reply's text also
 //! streams as the model writes it.
 
-pub mod store;
+pub(crate) mod store;
 
 use crate::Node;
 use crate::agent::tool::ToolOutput;

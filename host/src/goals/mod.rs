@@ -15,19 +15,19 @@
 //! Every step is bounded by the goal's [`budget`] and runs under the grants
 //! and limits that apply to any call of an agent.
 
-pub mod api;
+pub(crate) mod api;
 pub mod ask;
-pub mod budget;
+pub(crate) mod budget;
 pub mod config;
-pub mod controller;
+pub(crate) mod controller;
 pub mod directory;
-pub mod mcp;
-pub mod member;
+pub(crate) mod mcp;
+pub(crate) mod member;
 pub mod message;
-pub mod metrics;
+pub(crate) mod metrics;
 mod run;
 pub mod store;
-pub mod team;
+pub(crate) mod team;
 
 pub use config::GoalsConfig;
 pub use message::{Body, GoalId, GoalRecord, GoalState, Member, Message, Speaker};

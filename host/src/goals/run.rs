@@ -74,17 +74,6 @@ impl Log {
         seq
     }
 
-    /// The messages of one team, in order.
-    pub fn team_messages(&self, team: Option<u32>) -> Vec<Message> {
-        self.messages
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .filter(|m| m.team == team)
-            .cloned()
-            .collect()
-    }
-
     /// The values of the main team's successful calls, latest first: what
     /// a person's next message may refer to ("now double it").
     pub fn results(&self) -> Vec<crate::llm::grounding::Literal> {

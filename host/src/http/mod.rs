@@ -18,13 +18,13 @@
 //! assembled; it gets the connection bounds and the Host/Origin rules
 //! without asking.
 
-pub mod body_limit;
-pub mod bounded;
-pub mod connections;
-pub mod guard;
+pub(crate) mod body_limit;
+pub(crate) mod bounded;
+pub(crate) mod connections;
+pub(crate) mod guard;
 mod idle_body;
-pub mod options;
-pub mod streams;
+pub(crate) mod options;
+pub(crate) mod streams;
 pub mod token;
 
 pub use options::HttpOptions;

@@ -9,7 +9,7 @@
 mod announced;
 mod index;
 mod library;
-pub mod metrics;
+pub(crate) mod metrics;
 mod served;
 mod sharing;
 

@@ -133,6 +133,7 @@ impl FairGate {
     }
 
     /// Requests running now.
+    #[cfg(test)]
     pub fn running(&self) -> u32 {
         self.state
             .lock()

@@ -13,13 +13,13 @@
 
 pub mod config;
 pub mod embedded;
-pub mod fair;
+pub(crate) mod fair;
 pub mod grounding;
-pub mod ledger;
-pub mod metrics;
+pub(crate) mod ledger;
+pub(crate) mod metrics;
 pub mod models;
 pub mod openai;
-pub mod share;
+pub(crate) mod share;
 #[cfg_attr(not(feature = "embedded-model"), allow(dead_code))]
 mod template;
 pub mod wire;

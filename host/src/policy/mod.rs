@@ -27,9 +27,9 @@
 //! ```
 
 pub mod edit;
-pub mod grant;
+pub(crate) mod grant;
 pub(crate) mod http_allow;
-pub mod llm_grant;
+pub(crate) mod llm_grant;
 
 pub use grant::{Access, FsGrant, Grant, GrantError, Grants, MAX_DEPTH, PeersGrant};
 pub use http_allow::HttpPattern;

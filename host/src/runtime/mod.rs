@@ -7,7 +7,7 @@
 //! of every capability, instantiates, calls, and drops the store. Nothing
 //! survives from one call to the next except through a capability such as kv.
 
-pub mod background;
+pub(crate) mod background;
 pub mod compiler;
 pub(crate) mod complexity;
 mod engine;

@@ -6,12 +6,12 @@
 //! state or the new one, never a partial file under a valid name. The record
 //! is written last: an agent is installed exactly when its record exists.
 
-pub mod attachment;
+pub(crate) mod attachment;
 mod blobs;
 mod catalog;
 mod compiled;
 pub mod manifest;
-pub mod terms;
+pub(crate) mod terms;
 
 pub use blobs::BlobStore;
 pub use catalog::{AgentRecord, Catalog, ResolveError, resolve_in};

@@ -2,6 +2,6 @@
 //! API that the command line uses to drive a running node. The HTTP edge
 //! they stand on (rules, tokens, connections, streams) is [`crate::http`].
 
-pub mod api;
-pub mod control;
-pub mod site;
+pub(crate) mod api;
+pub(crate) mod control;
+pub(crate) mod site;

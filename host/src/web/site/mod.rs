@@ -20,7 +20,7 @@ mod chat;
 mod hub;
 mod network;
 mod pages;
-pub mod session;
+pub(crate) mod session;
 mod views;
 
 use crate::Node;
