@@ -1,11 +1,14 @@
 //! What an agent can reach outside its own memory: one module per import of
 //! the agent world.
 //!
-//! Each capability owns its per-call state (a field of [`CallState`]), its
-//! grant check, and the function that binds it into the linker. This module
-//! is the one place that knows them all: [`CallState::new`] builds a call's
-//! state from its grants and the node's [`Services`], and [`add_to_linker`]
-//! binds every import. Adding a capability touches this folder only.
+//! A capability that can be granted is a folder (`wasi/`, `kv/`, `peers/`,
+//! `llm/`): its grant (`grant.rs`: the type a policy table holds, the
+//! command line's item, its checks, what a call gets, its description, as
+//! the [`grant::Capability`] trait asks), its per-call state (a field of
+//! [`CallState`]) and the function that binds it into the linker. This
+//! module and [`grant`]'s list are the places that know them all:
+//! [`CallState::new`] builds a call's state from its grants and the node's
+//! [`Services`], and [`add_to_linker`] binds every import.
 //!
 //! What each import reaches is decided per call by the operator's policy
 //! (see [`crate::policy`]): with no grant, the filesystem, environment and
@@ -15,20 +18,21 @@
 
 pub mod bindings;
 pub(crate) mod caller;
+pub mod grant;
 pub(crate) mod guest_log;
 pub(crate) mod host;
-pub(crate) mod kv;
+pub mod kv;
 pub(crate) mod limits;
-pub(crate) mod llm;
-pub(crate) mod peers;
+pub mod llm;
+pub mod peers;
 pub(crate) mod user;
-pub(crate) mod wasi;
+pub mod wasi;
 
 use crate::AgentId;
 use crate::audit::{Audit, Denials};
 use crate::llm::models::Models;
-use crate::policy::Grants;
 use caller::{Caller, CallerLink};
+use grant::Grants;
 use guest_log::GuestLog;
 use host::{HostState, ResourceUpdate};
 use kv::{KvState, KvStores};

@@ -165,14 +165,14 @@ pub async fn call(
 pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
     let record = node.resolve(agent)?;
     let compiled = node.compiled_path(&record.id);
-    let asks = crate::policy::asked_for(&record.imports);
+    let asks = crate::capabilities::grant::asked_for(&record.imports);
     let granted = node.grants(&record);
     if json {
         let mut value = serde_json::to_value(&record)?;
         value["compiled"] = serde_json::json!(compiled);
         value["asks_for"] = serde_json::json!(asks);
         value["granted"] = match &granted {
-            Ok(grants) => serde_json::json!(crate::policy::edit::describe(grants)),
+            Ok(grants) => serde_json::json!(grants.describe()),
             Err(refused) => serde_json::json!({ "refused": refused.to_string() }),
         };
         return print_json(&value);
@@ -213,11 +213,11 @@ pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
         ));
     }
     let origin = match record.origin {
-        crate::policy::Origin::Local => "added on this machine".to_owned(),
-        crate::policy::Origin::Network { publisher } => {
+        crate::store::Origin::Local => "added on this machine".to_owned(),
+        crate::store::Origin::Network { publisher } => {
             format!("fetched from the network, published by {publisher}")
         }
-        crate::policy::Origin::Attached => "attached on this machine".to_owned(),
+        crate::store::Origin::Attached => "attached on this machine".to_owned(),
     };
     out.push_str(&format!("origin:    {origin}\n"));
     if record.is_attached() {
@@ -250,7 +250,7 @@ pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
     out.push_str("granted:\n");
     match &granted {
         Ok(grants) => {
-            for line in crate::policy::edit::describe(grants) {
+            for line in grants.describe() {
                 out.push_str(&format!("  {line}\n"));
             }
         }

@@ -6,9 +6,7 @@
 
 use crate::Node;
 use crate::config::Limits;
-use crate::policy::edit::{
-    Subject, add_grants, describe, parse_publisher, remove_grants, set_trust,
-};
+use crate::policy::edit::{Subject, add_grants, parse_publisher, remove_grants, set_trust};
 use crate::policy::{Grant, Policy, PolicyFile};
 
 /// The subject named on the command line: an installed agent (name, id or
@@ -107,7 +105,7 @@ pub fn show(file: &PolicyFile, json: bool) -> anyhow::Result<()> {
 }
 
 fn print_grant(grant: &Grant, limits: Limits) {
-    let lines = describe(&grant.resolve(limits));
+    let lines = grant.resolve(limits).describe();
     if lines.is_empty() {
         println!("nothing granted: pure computation");
     }

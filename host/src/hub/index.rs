@@ -465,7 +465,7 @@ mod tests {
                 .collect(),
             imports: Vec::new(),
             size: bytes.len() as u64,
-            origin: crate::policy::Origin::Local,
+            origin: crate::store::Origin::Local,
             added_at: 0,
             attached: None,
         };

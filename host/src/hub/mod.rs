@@ -21,7 +21,7 @@ use crate::capabilities::peers::{Discovered, Hop, PeerFailure, PeerNetwork};
 use crate::net::fetch::{self, DownloadReport, FetchRequest, FetchResponse};
 use crate::net::rpc::{CallRequest, RpcError, code};
 use crate::net::{Keypair, NetConfig, NetError, Network, PeerId, PublishReport, dht};
-use crate::policy::Origin;
+use crate::store::Origin;
 use crate::store::manifest::{Manifest, SignedManifest};
 use crate::store::{AgentRecord, StoreError};
 use crate::{AgentId, Node};

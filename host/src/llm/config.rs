@@ -244,7 +244,18 @@ impl LlmConfig {
     }
 }
 
-pub use crate::policy::llm_grant::valid_model_name;
+/// Checks a model's name.
+pub fn valid_model_name(name: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')),
+        "{name:?} is not a model name (1 to 64 of a-z A-Z 0-9 - _ .)"
+    );
+    Ok(())
+}
 
 #[cfg(test)]
 mod tests {

@@ -201,7 +201,7 @@ mod tests {
                 .collect(),
             imports: vec![],
             size: 1,
-            origin: crate::policy::Origin::Local,
+            origin: crate::store::Origin::Local,
             added_at: 0,
             attached: None,
         }

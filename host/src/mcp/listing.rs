@@ -23,7 +23,7 @@
 //! granted folder or the clock, which change without a call).
 
 use super::exposed::ExposedAgent;
-use crate::policy::Grants;
+use crate::capabilities::grant::Grants;
 use crate::store::AgentRecord;
 use crate::{AgentId, Node, NodeCallError};
 use std::collections::HashMap;

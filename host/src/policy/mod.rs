@@ -27,15 +27,11 @@
 //! ```
 
 pub mod edit;
-pub(crate) mod grant;
-pub(crate) mod http_allow;
-pub(crate) mod llm_grant;
 
-pub use grant::{Access, FsGrant, Grant, GrantError, Grants, MAX_DEPTH, PeersGrant};
-pub use http_allow::HttpPattern;
-pub use llm_grant::{LlmGrant, LlmSetting, Route};
+pub use crate::capabilities::grant::{Grant, GrantError, Grants};
 
 use crate::AgentId;
+use crate::store::Origin;
 use anyhow::Context as _;
 use libp2p::PeerId;
 use serde::{Deserialize, Serialize};
@@ -80,21 +76,6 @@ pub enum Admission {
     Refuse,
 }
 
-/// Where an installed agent came from, as far as can be verified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
-pub enum Origin {
-    /// The operator added the file on this machine.
-    Local,
-    /// Fetched from the network under a manifest this publisher signed.
-    Network { publisher: PeerId },
-    /// An MCP server or A2A agent the operator attached (see
-    /// [`crate::bridge`]): it runs outside the sandbox, so there is nothing
-    /// to grant it; only the limits of a call (deadline, concurrency)
-    /// apply.
-    Attached,
-}
-
 /// Why an agent may not run here.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -113,33 +94,6 @@ pub enum Source {
     Publisher,
     Defaults,
     Untrusted,
-}
-
-/// The grants an agent importing `imports` (interface names such as
-/// `agentsite:agent/kv@0.1.0`) asks for, by their names in `agentsite grant`.
-/// Files and environment variables are left out: every program built for
-/// WASI links those interfaces, whether it uses them or not.
-pub fn asked_for(imports: &[String]) -> Vec<&'static str> {
-    let imports_interface = |interface: &str| {
-        imports
-            .iter()
-            .any(|name| name.split('@').next() == Some(interface))
-    };
-    [
-        ("agentsite:agent/kv", "kv"),
-        ("agentsite:agent/peers", "peers"),
-        ("agentsite:agent/llm", "llm"),
-        ("agentsite:agent/chat", "llm"),
-        ("wasi:http/outgoing-handler", "http"),
-    ]
-    .into_iter()
-    .filter(|(interface, _)| imports_interface(interface))
-    .fold(Vec::new(), |mut grants, (_, grant)| {
-        if !grants.contains(&grant) {
-            grants.push(grant);
-        }
-        grants
-    })
 }
 
 impl Policy {
@@ -305,6 +259,7 @@ fn write(path: &Path, policy: &Policy) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capabilities::llm::grant::LlmSetting;
 
     /// A policy with defaults (kv), one trusted publisher (llm) and one
     /// agent's own table (fs-free, kv of its own), as an operator writes it.

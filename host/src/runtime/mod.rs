@@ -28,12 +28,12 @@ use crate::agent::resource::{ResourceCatalog, ResourceContents};
 use crate::agent::tool::{AgentCard, ToolOutput, ToolSpec};
 use crate::audit::Audit;
 pub use crate::capabilities::CallState;
+use crate::capabilities::grant::Grants;
 use crate::capabilities::{
     self, CallSetup, Services, caller::Caller, guest_log::GuestLog, host::ResourceUpdate,
     kv::KvStores, limits, peers::PeerNetwork,
 };
 use crate::config::Limits;
-use crate::policy::Grants;
 use engine::EpochTicker;
 use exports::Exports;
 use std::sync::Arc;

@@ -2,10 +2,10 @@
 //! was learned when it was added (card, tools, imports, size), so that
 //! listing and resolving names never has to run WebAssembly.
 
+use super::Origin;
 use super::{StoreError, remove_if_present, write_atomic};
 use crate::AgentId;
 use crate::agent::tool::{AgentCard, ToolSpec};
-use crate::policy::Origin;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 

@@ -334,7 +334,7 @@ pub(crate) mod tests {
             tools: Vec::new(),
             imports: vec!["agentsite:agent/host@0.1.0".into()],
             size: bytes.len() as u64,
-            origin: crate::policy::Origin::Local,
+            origin: crate::store::Origin::Local,
             added_at: 0,
             attached: None,
         };

@@ -11,11 +11,13 @@ mod blobs;
 mod catalog;
 mod compiled;
 pub mod manifest;
+mod origin;
 pub(crate) mod terms;
 
 pub use blobs::BlobStore;
 pub use catalog::{AgentRecord, Catalog, ResolveError, resolve_in};
 pub use compiled::CompiledCache;
+pub use origin::Origin;
 
 use std::io::Write as _;
 use std::path::Path;

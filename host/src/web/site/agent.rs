@@ -10,9 +10,10 @@ use crate::AgentId;
 use crate::agent::tool::ToolSpec;
 use crate::capabilities::peers::Hop;
 use crate::hub::{FetchProgress, Found, HubError};
+use crate::policy::Grant;
 use crate::policy::edit::{Subject, add_grants, remove_grants};
-use crate::policy::{Grant, Origin};
 use crate::store::AgentRecord;
+use crate::store::Origin;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -133,48 +134,6 @@ fn kind(schema: &Value) -> String {
     }
 }
 
-/// What an agent's own table grants, each with the item that revokes it.
-fn revocable(grant: &Grant) -> Vec<(String, String)> {
-    let mut items = Vec::new();
-    for fs in grant.fs.iter().flatten() {
-        items.push((
-            format!("fs {} at {}", fs.host.display(), fs.guest),
-            format!("fs={}", fs.guest),
-        ));
-    }
-    for pattern in grant.http.iter().flatten() {
-        items.push((format!("http {pattern}"), format!("http={pattern}")));
-    }
-    for name in grant.env.iter().flatten() {
-        items.push((format!("env {name}"), format!("env={name}")));
-    }
-    if let Some(quota) = grant.kv {
-        items.push((format!("kv, quota {quota}"), "kv".into()));
-    }
-    if let Some(peers) = grant.peers {
-        items.push((
-            format!("peers, depth {}, fan-out {}", peers.depth, peers.fanout),
-            "peers".into(),
-        ));
-    }
-    if grant.llm.is_some() {
-        items.push(("llm".into(), "llm".into()));
-    }
-    if let Some(memory) = grant.memory {
-        items.push((format!("memory {memory}"), "memory".into()));
-    }
-    if let Some(deadline) = grant.deadline {
-        items.push((
-            format!("deadline {}", humantime::format_duration(deadline)),
-            "deadline".into(),
-        ));
-    }
-    if let Some(calls) = grant.max_concurrent_calls {
-        items.push((format!("{calls} concurrent calls"), "concurrency".into()));
-    }
-    items
-}
-
 /// `GET /hub/agents/{agent}`
 pub async fn page(
     State(site): State<Arc<Site>>,
@@ -204,7 +163,7 @@ pub async fn page(
     let policy = site.node.policy().current();
     let (granted, refused, source) = match policy.grant_for(&id, &origin) {
         Ok((grant, source)) => (
-            crate::policy::edit::describe(&grant.resolve(site.node.config().limits)),
+            grant.resolve(site.node.config().limits).describe(),
             None,
             Some(format!("{source:?}").to_lowercase()),
         ),
@@ -213,7 +172,7 @@ pub async fn page(
     let own: Vec<_> = policy
         .agents
         .get(&id)
-        .map(revocable)
+        .map(Grant::revocable)
         .unwrap_or_default()
         .into_iter()
         .map(|(label, item)| json!({ "label": label, "item": item }))
@@ -422,7 +381,7 @@ fn edit(
     };
     match change(site.node.policy(), &subject, items) {
         Ok(grant) => Json(json!({
-            "granted": crate::policy::edit::describe(&grant.resolve(site.node.config().limits)),
+            "granted": grant.resolve(site.node.config().limits).describe(),
         }))
         .into_response(),
         Err(e) => failure(StatusCode::BAD_REQUEST, format!("{e:#}")),

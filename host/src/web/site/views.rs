@@ -6,8 +6,8 @@ use super::Site;
 use crate::AgentId;
 use crate::agent::tool::{AgentCard, ToolSpec};
 use crate::hub::Found;
-use crate::policy::Origin;
 use crate::store::AgentRecord;
+use crate::store::Origin;
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -76,7 +76,7 @@ impl AgentView {
             installed: false,
             published: false,
             on_network: false,
-            asks_for: crate::policy::asked_for(imports),
+            asks_for: crate::capabilities::grant::asked_for(imports),
             attached: None,
         }
     }

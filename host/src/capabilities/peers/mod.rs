@@ -13,6 +13,8 @@
 //! an agent calling itself stops at its depth, and one call of agents
 //! granted on this node causes at most fanout^depth others.
 
+pub mod grant;
+
 use super::CallState;
 use super::caller::CallerLink;
 use crate::AgentId;
@@ -20,7 +22,7 @@ use crate::agent::tool::{AgentCard, Content, ResourceBody, ToolOutput, ToolSpec}
 use crate::audit::Denials;
 use crate::capabilities::bindings::agentsite::agent::peers::{self, AgentRef, PeerError};
 use crate::capabilities::bindings::types::{self, ToolResult};
-use crate::policy::{MAX_DEPTH, PeersGrant};
+use grant::{MAX_DEPTH, PeersGrant};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::component::{HasSelf, Linker};

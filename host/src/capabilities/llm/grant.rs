@@ -9,6 +9,8 @@
 //! Budgets count the tokens of the node's own models (prompt and answer):
 //! a calling client's model (MCP sampling) is the client's to pay for.
 
+use crate::capabilities::grant::{Capability, parse_bool, value_of};
+use crate::llm::config::valid_model_name;
 use serde::{Deserialize, Serialize};
 
 /// The name that stands for the node's default model in a grant.
@@ -172,17 +174,63 @@ pub fn parse_spec(spec: &str) -> anyhow::Result<LlmGrant> {
     Ok(grant)
 }
 
-/// Checks a model's name.
-pub fn valid_model_name(name: &str) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        !name.is_empty()
-            && name.len() <= 64
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')),
-        "{name:?} is not a model name (1 to 64 of a-z A-Z 0-9 - _ .)"
-    );
-    Ok(())
+/// The language-model grant a table holds now (the default one if none).
+fn current(now: Option<&LlmSetting>) -> LlmGrant {
+    now.and_then(LlmSetting::grant).unwrap_or_default()
+}
+
+/// The `llm` capability (the `llm` and `chat` imports).
+pub struct Llm;
+
+impl Capability for Llm {
+    const IMPORTS: &'static [&'static str] = &["agentsite:agent/llm", "agentsite:agent/chat"];
+    const ALSO: &'static [&'static str] = &["llm-route"];
+    type Grant = LlmSetting;
+    /// The language models granted; `None` when none is.
+    type Granted = Option<LlmGrant>;
+
+    fn validate(setting: &LlmSetting) -> Result<(), String> {
+        setting.grant().map_or(Ok(()), |grant| grant.validate())
+    }
+
+    /// `llm`, `llm=true|false`, `llm=SPEC` (see [`parse_spec`]) or
+    /// `llm-route=ROUTE`; a route set before stays when the models change.
+    fn parse(
+        item: &str,
+        value: Option<&str>,
+        now: Option<&LlmSetting>,
+    ) -> anyhow::Result<LlmSetting> {
+        if item == "llm-route" {
+            let mut llm = current(now);
+            llm.route = value_of(item, value, "client-first, node or client")?.parse()?;
+            return Ok(LlmSetting::of(llm));
+        }
+        Ok(match value {
+            None => LlmSetting::Switch(true),
+            Some(value) => match parse_bool(value) {
+                Ok(switch) => LlmSetting::Switch(switch),
+                Err(_) => {
+                    let mut llm = parse_spec(value)?;
+                    llm.route = current(now).route;
+                    LlmSetting::of(llm)
+                }
+            },
+        })
+    }
+
+    fn resolve(setting: &LlmSetting) -> Option<LlmGrant> {
+        setting.grant()
+    }
+
+    fn describe(llm: &Option<LlmGrant>) -> Vec<String> {
+        llm.iter()
+            .map(|llm| format!("llm      {}", llm.describe()))
+            .collect()
+    }
+
+    fn revocable(_setting: &LlmSetting) -> Vec<(String, String)> {
+        vec![("llm".into(), "llm".into())]
+    }
 }
 
 #[cfg(test)]

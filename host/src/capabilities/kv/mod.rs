@@ -11,6 +11,8 @@
 //! and value plus [`ENTRY_OVERHEAD`] per entry, since a database of many
 //! empty values costs disk space too.
 
+pub mod grant;
+
 use super::CallState;
 use crate::AgentId;
 use crate::audit::Denials;

@@ -11,6 +11,8 @@
 //! `llm` (contract 0.1.0) carries text conversations; `chat` (0.1.1) adds
 //! tools, schemas and streamed answers. Both go through one [`Router`].
 
+pub mod grant;
+
 use super::CallState;
 use super::caller::CallerLink;
 use crate::AgentId;
@@ -24,7 +26,7 @@ use crate::llm::{
     self as models, Completion, Delta, DeltaSink, LlmFailure, MAX_MESSAGES, Message, Role,
     StopReason, ToolCall, ToolChoice, ToolSpec,
 };
-use crate::policy::llm_grant::{DEFAULT_MODEL, LlmGrant, Route};
+use grant::{DEFAULT_MODEL, LlmGrant, Route};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::mpsc;

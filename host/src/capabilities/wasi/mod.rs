@@ -6,11 +6,16 @@
 //! lookup ever. Clocks and randomness work. Stdout and stderr go to the
 //! call's [`GuestLog`].
 
+pub mod grant;
+pub mod http_allow;
+
 use super::CallState;
 use super::guest_log::{GuestLog, Stream};
 use crate::audit::Denials;
-use crate::policy::{Access, Grants, HttpPattern};
+use crate::capabilities::grant::Grants;
 use bytes::Bytes;
+use grant::Access;
+use http_allow::HttpPattern;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use wasmtime::component::Linker;
@@ -356,10 +361,11 @@ impl tokio::io::AsyncWrite for GuestStdio {
 
 #[cfg(test)]
 mod tests {
+    use super::grant::{Access, FsGrant};
     use super::{WasiState, link_leaves_folder};
+    use crate::capabilities::grant::Grants;
     use crate::capabilities::guest_log::GuestLog;
     use crate::config::Limits;
-    use crate::policy::{Access, FsGrant, Grants};
 
     fn log() -> GuestLog {
         GuestLog::new("test-agent".into(), 1024)

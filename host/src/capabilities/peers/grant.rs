@@ -1,0 +1,92 @@
+//! How `peers` is granted: calls of other agents, within bounds.
+//!
+//! ```toml
+//! peers = { depth = 2, fanout = 4 }
+//! ```
+
+use crate::capabilities::grant::Capability;
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+/// The longest chain of agents calling agents, whatever a grant says: the
+/// node refuses a call deeper than this from anyone, on this node or from
+/// another.
+pub const MAX_DEPTH: u32 = 8;
+
+/// Bounds on an agent's calls to other agents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeersGrant {
+    /// How deep in a chain of agents calling agents this agent's calls may
+    /// be: 1 lets it call others only when a client called it directly.
+    pub depth: u32,
+    /// How many calls to other agents one call of this agent may make.
+    pub fanout: u32,
+}
+
+impl Default for PeersGrant {
+    fn default() -> Self {
+        PeersGrant {
+            depth: 2,
+            fanout: 8,
+        }
+    }
+}
+
+/// The `peers` capability.
+pub struct Peers;
+
+impl Capability for Peers {
+    const IMPORTS: &'static [&'static str] = &["agentsite:agent/peers"];
+    type Grant = PeersGrant;
+    type Granted = Option<PeersGrant>;
+
+    fn validate(peers: &PeersGrant) -> Result<(), String> {
+        if peers.depth == 0 || peers.depth > MAX_DEPTH {
+            return Err(format!("peers.depth must be 1 to {MAX_DEPTH}"));
+        }
+        if peers.fanout == 0 {
+            return Err("peers.fanout must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// `peers` (the default bounds) or `peers=DEPTH/FANOUT`.
+    fn parse(
+        _item: &str,
+        value: Option<&str>,
+        _now: Option<&PeersGrant>,
+    ) -> anyhow::Result<PeersGrant> {
+        let Some(value) = value else {
+            return Ok(PeersGrant::default());
+        };
+        let (depth, fanout) = value
+            .split_once('/')
+            .context("write it as peers=DEPTH/FANOUT, such as peers=2/8")?;
+        Ok(PeersGrant {
+            depth: depth.trim().parse().context("the depth is not a number")?,
+            fanout: fanout
+                .trim()
+                .parse()
+                .context("the fan-out is not a number")?,
+        })
+    }
+
+    fn resolve(peers: &PeersGrant) -> Option<PeersGrant> {
+        Some(*peers)
+    }
+
+    fn describe(peers: &Option<PeersGrant>) -> Vec<String> {
+        peers
+            .iter()
+            .map(|p| format!("peers    depth {}, fan-out {}", p.depth, p.fanout))
+            .collect()
+    }
+
+    fn revocable(peers: &PeersGrant) -> Vec<(String, String)> {
+        vec![(
+            format!("peers, depth {}, fan-out {}", peers.depth, peers.fanout),
+            "peers".into(),
+        )]
+    }
+}

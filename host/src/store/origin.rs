@@ -1,0 +1,20 @@
+//! Where an installed agent came from: what its record keeps, and what the
+//! operator's policy reads to decide what it may reach.
+
+use libp2p::PeerId;
+use serde::{Deserialize, Serialize};
+
+/// Where an installed agent came from, as far as can be verified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Origin {
+    /// The operator added the file on this machine.
+    Local,
+    /// Fetched from the network under a manifest this publisher signed.
+    Network { publisher: PeerId },
+    /// An MCP server or A2A agent the operator attached (see
+    /// [`crate::bridge`]): it runs outside the sandbox, so there is nothing
+    /// to grant it; only the limits of a call (deadline, concurrency)
+    /// apply.
+    Attached,
+}
