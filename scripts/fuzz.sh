@@ -3,8 +3,8 @@
 # the MCP request path, manifest decoding, component loading and OpenAI
 # answers. Seeds and
 # every input that once crashed live in fuzz/regressions/<target>/, which
-# `cargo test` in fuzz/ replays. A crash stops the run and names the input
-# to add there.
+# the test suite replays (tests/fuzz_regressions.rs). A crash stops the run
+# and names the input to add there.
 #
 #   scripts/fuzz.sh                 # FUZZ_SECONDS (default 60) per target
 #   FUZZ_SECONDS=600 scripts/fuzz.sh mcp_request
@@ -20,9 +20,6 @@ if ! command -v cargo-fuzz >/dev/null; then
     echo "==> installing cargo-fuzz"
     cargo install cargo-fuzz --locked --quiet
 fi
-echo "==> fuzz: replaying fuzz/regressions"
-(cd fuzz && cargo test --quiet)
-
 # cargo fuzz passes nightly-only flags; the machine's one toolchain is
 # stable, which accepts them when told it is building itself.
 export RUSTC_BOOTSTRAP=1
@@ -41,7 +38,7 @@ for target in "${targets[@]}"; do
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
         -artifact_prefix="$artifacts" -print_final_stats=1; then
         echo "fuzz: $target crashed; the input is in $artifacts" >&2
-        echo "copy it into fuzz/regressions/$target/, fix the cause, and run (cd fuzz && cargo test)" >&2
+        echo "copy it into fuzz/regressions/$target/, fix the cause, and run cargo test --test suite fuzz_regressions::" >&2
         exit 1
     fi
 done

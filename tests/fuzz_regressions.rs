@@ -1,13 +1,16 @@
-//! Replays every input in `regressions/<target>/` through its target: each
-//! is an input a fuzzer once crashed on (or a seed worth keeping), and must
-//! now pass.
+//! Replays every input in `fuzz/regressions/<target>/` through its fuzz
+//! target's harness (`fuzz/src/lib.rs`, compiled into this suite): each is
+//! an input a fuzzer once crashed on (or a seed worth keeping), and must
+//! now pass. Here, in the suite's one build, rather than as the fuzz
+//! workspace's own `cargo test`, which built the whole node a second time.
 
-use std::path::Path;
+#[path = "../fuzz/src/lib.rs"]
+mod harness;
+
+use crate::support::repo;
 
 fn replay(target: &str, run: impl Fn(&[u8])) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("regressions")
-        .join(target);
+    let dir = repo().join("fuzz/regressions").join(target);
     let mut replayed = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
@@ -23,7 +26,7 @@ fn replay(target: &str, run: impl Fn(&[u8])) {
 #[test]
 fn mcp_requests() {
     replay("mcp_request", |data| {
-        agentsite_fuzz::mcp_request(data);
+        harness::mcp_request(data);
     });
 }
 
@@ -31,8 +34,8 @@ fn mcp_requests() {
 /// client would.
 #[test]
 fn the_mcp_seeds_are_answered_as_over_the_wire() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions/mcp_request");
-    let status = |name: &str| agentsite_fuzz::mcp_request(&std::fs::read(dir.join(name)).unwrap());
+    let dir = repo().join("fuzz/regressions/mcp_request");
+    let status = |name: &str| harness::mcp_request(&std::fs::read(dir.join(name)).unwrap());
     assert_eq!(status("stateless-tools-list"), Some(200));
     assert_eq!(status("initialize"), Some(200));
     assert_eq!(status("batch"), Some(400));
@@ -40,15 +43,15 @@ fn the_mcp_seeds_are_answered_as_over_the_wire() {
 
 #[test]
 fn manifests() {
-    replay("manifest", agentsite_fuzz::manifest);
+    replay("manifest", harness::manifest);
 }
 
 #[test]
 fn components() {
-    replay("component", agentsite_fuzz::component);
+    replay("component", harness::component);
 }
 
 #[test]
 fn openai_answers_and_requests() {
-    replay("openai", agentsite_fuzz::openai);
+    replay("openai", harness::openai);
 }

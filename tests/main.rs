@@ -14,6 +14,7 @@ mod attached;
 mod cli;
 mod conformance;
 mod crash;
+mod fuzz_regressions;
 mod goals;
 mod goals_planet;
 mod hostile;

@@ -1,6 +1,7 @@
 //! What each fuzz target does with its input, shared by the targets in
-//! `fuzz_targets/` and by `tests/regressions.rs`, which replays every input
-//! a fuzzer ever crashed on (kept in `regressions/<target>/`).
+//! `fuzz_targets/` and by the node's suite (`tests/fuzz_regressions.rs`
+//! includes this file), which replays every input a fuzzer ever crashed
+//! on (kept in `regressions/<target>/`).
 //!
 //! A target passes when it returns: bad input must end in an error value,
 //! never a panic, an abort or a hang.

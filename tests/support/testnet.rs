@@ -161,7 +161,7 @@ impl SimNode {
                 .collect(),
             imports: Vec::new(),
             size: bytes.len() as u64,
-            origin: agentsite::policy::Origin::Local,
+            origin: agentsite::store::Origin::Local,
             added_at: 0,
             attached: None,
         };
