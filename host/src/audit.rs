@@ -119,6 +119,12 @@ pub struct Audit {
     call_errors_total: AtomicU64,
 }
 
+/// A family's one label: how something ended (`answered`, `done`, ...).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    pub outcome: &'static str,
+}
+
 /// A family that is described even while it has no member yet:
 /// prometheus-client leaves empty families out of a scrape entirely.
 #[derive(Debug)]
@@ -173,43 +179,47 @@ impl Audit {
         });
         let listing_failures = Family::<ListingLabels, Counter>::default();
         let agents_installed = Gauge::default();
-        let mut describe = |name: &str, help: &str, metric: Described| {
-            registry.register(name, help, metric);
-        };
         describe(
+            &mut registry,
             "calls",
             "Tool calls, per agent",
-            Described::new(calls.clone()),
+            calls.clone(),
         );
         describe(
+            &mut registry,
             "call_errors",
             "Tool calls that failed, per agent and kind (tool, limit, fault)",
-            Described::new(errors.clone()),
+            errors.clone(),
         );
         describe(
+            &mut registry,
             "limit_hits",
             "Calls stopped by a limit, per agent and limit",
-            Described::new(limit_hits.clone()),
+            limit_hits.clone(),
         );
         describe(
+            &mut registry,
             "denials",
             "Requests of agents refused by the policy, per agent and capability",
-            Described::new(denials.clone()),
+            denials.clone(),
         );
         describe(
+            &mut registry,
             "call_duration_seconds",
             "Tool call latency, per agent",
-            Described::new(latency.clone()),
+            latency.clone(),
         );
         describe(
+            &mut registry,
             "listing_failures",
             "Agents left out of a resource or prompt list (too slow, or a bad answer), per agent and list",
-            Described::new(listing_failures.clone()),
+            listing_failures.clone(),
         );
         describe(
+            &mut registry,
             "agents_installed",
             "Agents installed on this node",
-            Described::new(agents_installed.clone()),
+            agents_installed.clone(),
         );
         registry.register(
             "build",

@@ -68,6 +68,9 @@ pub trait Capability {
     fn revocable(grant: &Self::Grant) -> Vec<(String, String)>;
 }
 
+/// The command line's items for the limits a table may set.
+const LIMIT_ITEMS: [&str; 3] = ["memory", "deadline", "concurrency"];
+
 /// Why a grant cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -248,7 +251,7 @@ macro_rules! capabilities {
                 items.push(stringify!($name));
                 items.extend(<$capability>::ALSO);
             )*
-            items.extend(["memory", "deadline", "concurrency"]);
+            items.extend(LIMIT_ITEMS);
             items
         }
 
@@ -375,7 +378,7 @@ impl Grant {
             ("concurrency", None) => self.max_concurrent_calls = None,
             _ => {
                 let mut names: Vec<&str> = CAPABILITIES.iter().map(|(name, _)| *name).collect();
-                names.extend(["memory", "deadline", "concurrency"]);
+                names.extend(LIMIT_ITEMS);
                 anyhow::bail!(
                     "cannot revoke {item:?}: name a grant ({}), one entry of a list ({}), or all",
                     names.join(", "),

@@ -8,16 +8,10 @@
 //! | `agentsite_goal_tokens_total` | | model tokens goals used |
 //! | `agentsite_goal_tool_calls_total` | | tool calls goals' members made |
 
-use crate::audit::{Section, describe};
-use prometheus_client::encoding::EncodeLabelSet;
+use crate::audit::{OutcomeLabel, Section, describe};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct OutcomeLabel {
-    outcome: &'static str,
-}
 
 /// Goals' metric families.
 pub struct GoalMetrics {

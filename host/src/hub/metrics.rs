@@ -6,17 +6,11 @@
 //! | `agentsite_remote_calls_total` | outcome | tool calls other nodes asked of this one that ended: `answered`, `cancelled` |
 //! | `agentsite_remote_calls_running` | | such calls running now (gauge) |
 
-use crate::audit::{Section, TARGET, describe};
-use prometheus_client::encoding::EncodeLabelSet;
+use crate::audit::{OutcomeLabel, Section, TARGET, describe};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct OutcomeLabel {
-    outcome: &'static str,
-}
 
 /// The network's metric families.
 pub struct NetworkMetrics {

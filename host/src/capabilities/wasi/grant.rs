@@ -34,6 +34,13 @@ pub enum Access {
     ReadWrite,
 }
 
+/// Takes the entries that match out of a list; whether any was.
+fn remove_where<T>(list: &mut Vec<T>, matches: impl Fn(&T) -> bool) -> bool {
+    let before = list.len();
+    list.retain(|entry| !matches(entry));
+    list.len() != before
+}
+
 fn same_guest(a: &str, b: &str) -> bool {
     a.trim_end_matches('/') == b.trim_end_matches('/')
 }
@@ -83,9 +90,7 @@ impl Capability for Fs {
     }
 
     fn revoke_entry(folders: &mut Vec<FsGrant>, guest: &str) -> bool {
-        let before = folders.len();
-        folders.retain(|f| !same_guest(&f.guest, guest));
-        folders.len() != before
+        remove_where(folders, |f| same_guest(&f.guest, guest))
     }
 
     fn is_empty(folders: &Vec<FsGrant>) -> bool {
@@ -173,9 +178,7 @@ impl Capability for Http {
     }
 
     fn revoke_entry(patterns: &mut Vec<HttpPattern>, pattern: &str) -> bool {
-        let before = patterns.len();
-        patterns.retain(|p| p.to_string() != pattern);
-        patterns.len() != before
+        remove_where(patterns, |p| p.to_string() == pattern)
     }
 
     fn is_empty(patterns: &Vec<HttpPattern>) -> bool {
@@ -234,9 +237,7 @@ impl Capability for Env {
     }
 
     fn revoke_entry(names: &mut Vec<String>, name: &str) -> bool {
-        let before = names.len();
-        names.retain(|n| n != name);
-        names.len() != before
+        remove_where(names, |n| n == name)
     }
 
     fn is_empty(names: &Vec<String>) -> bool {
