@@ -8,8 +8,9 @@
 //! the checks a component's result goes through.
 
 use crate::a2a::wire::{
-    self, AgentCard as A2aCard, CancelTaskRequest, GetTaskRequest, Message, Part, Role,
-    SendMessageConfiguration, SendMessageRequest, SendMessageResponse, Task, TaskState,
+    self, AgentCard as A2aCard, CancelTaskRequest, GetTaskRequest, JsonRpcId, JsonRpcRequest,
+    JsonRpcResponse, Message, Part, PartContent, Role, SendMessageConfiguration,
+    SendMessageRequest, SendMessageResponse, Task, TaskState, error_code,
 };
 use crate::agent::tool::{AgentCard, ToolOutput, ToolSpec, card_limits};
 use crate::capabilities::bindings::types;
@@ -19,6 +20,7 @@ use crate::runtime::result;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
+use std::collections::HashMap;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -88,8 +90,7 @@ pub async fn discover(url: &str) -> Result<(String, A2aCard, String), String> {
         })??;
     let card: A2aCard = serde_json::from_slice(&body)
         .map_err(|e| format!("{card_url} is not an Agent Card: {e}"))?;
-    let endpoint = card
-        .jsonrpc_url()
+    let endpoint = wire::jsonrpc_url(&card)
         .ok_or_else(|| {
             format!("the Agent Card at {card_url} offers no JSON-RPC interface of A2A 1.0")
         })?
@@ -129,9 +130,8 @@ pub fn describe(name: &str, card: &A2aCard) -> Result<(AgentCard, Vec<ToolSpec>)
     let mut tools: Vec<types::Tool> = Vec::new();
     for skill in card.skills.iter().take(card_limits::TOOLS + 1) {
         let mut about = crate::text::one_line(&skill.description, 2000);
-        if !skill.examples.is_empty() {
-            let examples: Vec<String> = skill
-                .examples
+        if let Some(examples) = skill.examples.as_ref().filter(|e| !e.is_empty()) {
+            let examples: Vec<String> = examples
                 .iter()
                 .take(4)
                 .map(|e| crate::text::one_line(e, 200))
@@ -212,30 +212,31 @@ pub async fn call(
         max,
         budget: limits.deadline,
     };
-    let mut metadata = Map::new();
-    metadata.insert("skill".into(), Value::String(skill.to_owned()));
+    let mut message = Message::new(Role::User, vec![Part::text(text.clone())]);
+    message.metadata = Some(HashMap::from([(
+        "skill".to_owned(),
+        Value::String(skill.to_owned()),
+    )]));
     let request = SendMessageRequest {
-        message: Message {
-            message_id: wire::new_id(),
-            role: Role::User,
-            parts: vec![Part::text(text.clone())],
-            metadata: Some(metadata),
-            ..Default::default()
-        },
+        message,
         configuration: Some(SendMessageConfiguration {
-            accepted_output_modes: vec!["text/plain".into(), "application/json".into()],
-            return_immediately: true,
-            ..Default::default()
+            accepted_output_modes: Some(vec!["text/plain".into(), "application/json".into()]),
+            task_push_notification_config: None,
+            history_length: None,
+            return_immediately: Some(true),
         }),
-        ..Default::default()
+        metadata: None,
+        tenant: None,
     };
-    let answer: SendMessageResponse = peer.rpc("SendMessage", &request, deadline).await?;
+    let answer: SendMessageResponse = peer
+        .rpc(wire::methods::SEND_MESSAGE, &request, deadline)
+        .await?;
     let mut task = match answer {
         SendMessageResponse::Message(message) => return output(name, &message.parts, limits),
         SendMessageResponse::Task(task) => task,
     };
     let mut wait = FIRST_POLL;
-    while !task.status.state.is_terminal() && !task.status.state.is_interrupted() {
+    while !wire::is_settled(&task.status.state) {
         if task.id.is_empty() {
             return Err(CallError::Failed(format!(
                 "{name} answered with a task that has no id"
@@ -251,8 +252,9 @@ pub async fn call(
         let request = GetTaskRequest {
             id: id.clone(),
             history_length: Some(0),
+            tenant: None,
         };
-        task = match peer.rpc("GetTask", &request, deadline).await {
+        task = match peer.rpc(wire::methods::GET_TASK, &request, deadline).await {
             Ok(task) => task,
             Err(CallError::DeadlineExceeded(_)) => {
                 peer.cancel(&id).await;
@@ -276,12 +278,17 @@ fn finished(name: &str, task: Task, limits: &Limits) -> Result<ToolOutput, CallE
         .status
         .message
         .as_ref()
-        .map(|m| crate::text::one_line(&m.text(), 2000))
+        .map(|m| crate::text::one_line(&wire::text(m), 2000))
         .filter(|text| !text.is_empty());
     let state = task.status.state;
     match state {
         TaskState::Completed => {
-            let mut parts: Vec<Part> = task.artifacts.into_iter().flat_map(|a| a.parts).collect();
+            let mut parts: Vec<Part> = task
+                .artifacts
+                .into_iter()
+                .flatten()
+                .flat_map(|a| a.parts)
+                .collect();
             // A task that produced no artifact answers in its last message.
             if parts.is_empty() {
                 parts = task.status.message.map(|m| m.parts).unwrap_or_default();
@@ -299,7 +306,7 @@ fn finished(name: &str, task: Task, limits: &Limits) -> Result<ToolOutput, CallE
         ))),
         _ => Ok(ToolOutput::failure(format!(
             "{name}'s task {}: {}",
-            state.as_str(),
+            wire::state_words(&state),
             said.as_deref().unwrap_or("it gave no reason")
         ))),
     }
@@ -313,20 +320,21 @@ fn output(name: &str, parts: &[Part], limits: &Limits) -> Result<ToolOutput, Cal
     let mut content = Vec::new();
     let mut structured = None;
     for part in parts {
-        if let Some(text) = &part.text {
-            content.push(types::Content::Text(text.clone()));
-        } else if let Some(data) = &part.data {
-            if structured.is_none() && data.is_object() {
-                structured = Some(data.to_string());
+        match &part.content {
+            PartContent::Text(text) => content.push(types::Content::Text(text.clone())),
+            PartContent::Data(data) => {
+                if structured.is_none() && data.is_object() {
+                    structured = Some(data.to_string());
+                }
+                content.push(types::Content::Text(data.to_string()));
             }
-            content.push(types::Content::Text(data.to_string()));
-        } else if let Some(url) = &part.url {
-            content.push(types::Content::Text(format!("file: {url}")));
-        } else if part.raw.is_some() {
-            let what = part.media_type.as_deref().unwrap_or("bytes");
-            content.push(types::Content::Text(format!(
-                "{name} sent a file ({what}) that the node does not pass on"
-            )));
+            PartContent::Url(url) => content.push(types::Content::Text(format!("file: {url}"))),
+            PartContent::Raw(_) => {
+                let what = part.media_type.as_deref().unwrap_or("bytes");
+                content.push(types::Content::Text(format!(
+                    "{name} sent a file ({what}) that the node does not pass on"
+                )));
+            }
         }
     }
     result::tool_output(
@@ -359,8 +367,13 @@ impl Peer<'_> {
         deadline: Instant,
     ) -> Result<T, CallError> {
         let name = self.name;
-        let request =
-            json!({"jsonrpc": "2.0", "id": wire::new_id(), "method": method, "params": params});
+        let params = serde_json::to_value(params)
+            .map_err(|e| CallError::Failed(format!("{method} for {name}: {e}")))?;
+        let request = JsonRpcRequest::new(
+            JsonRpcId::String(wire::new_message_id()),
+            method,
+            Some(params),
+        );
         let exchange = async {
             let response = self
                 .http
@@ -384,9 +397,15 @@ impl Peer<'_> {
         let (status, body) = tokio::time::timeout_at(deadline, exchange)
             .await
             .map_err(|_| CallError::DeadlineExceeded(self.budget))??;
-        let answer: Value = serde_json::from_slice(&body).map_err(|e| {
+        let answer = serde_json::from_slice::<Value>(&body)
+            .map_err(|e| format!("malformed JSON ({e})"))
+            .and_then(|answer| {
+                serde_json::from_value::<JsonRpcResponse>(answer)
+                    .map_err(|e| format!("what is not a JSON-RPC response ({e})"))
+            });
+        let answer = answer.map_err(|what| {
             let said = if status.is_success() {
-                format!("answered {method} with malformed JSON ({e})")
+                format!("answered {method} with {what}")
             } else {
                 format!(
                     "answered {method} with HTTP {status}: {}",
@@ -395,20 +414,16 @@ impl Peer<'_> {
             };
             CallError::Failed(format!("{name} {said}"))
         })?;
-        if let Some(error) = answer.get("error") {
-            let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .map(|m| crate::text::one_line(m, 1000))
-                .unwrap_or_else(|| "no message".into());
-            return Err(if code == wire::code::INVALID_PARAMS {
+        if let Some(error) = answer.error {
+            let message = crate::text::one_line(&error.message, 1000);
+            let code = error.code;
+            return Err(if code == error_code::INVALID_PARAMS {
                 CallError::InvalidArguments(message)
             } else {
                 CallError::Failed(format!("{name} refused {method}: {message} (error {code})"))
             });
         }
-        let Some(result) = answer.get("result") else {
+        let Some(result) = answer.result else {
             return Err(CallError::Failed(format!(
                 "{name} answered {method} with neither a result nor an error"
             )));
@@ -423,9 +438,16 @@ impl Peer<'_> {
     /// Asks the peer to stop task `id`, briefly; a peer that does not is
     /// left to it.
     async fn cancel(&self, id: &str) {
-        let request = CancelTaskRequest { id: id.to_owned() };
+        let request = CancelTaskRequest {
+            id: id.to_owned(),
+            metadata: None,
+            tenant: None,
+        };
         let deadline = Instant::now() + CANCEL_TIMEOUT;
-        if let Err(e) = self.rpc::<Value>("CancelTask", &request, deadline).await {
+        if let Err(e) = self
+            .rpc::<Value>(wire::methods::CANCEL_TASK, &request, deadline)
+            .await
+        {
             tracing::debug!(agent = self.name, "cancelling task {id}: {e}");
         }
     }
@@ -450,6 +472,7 @@ mod tests {
     fn skills_become_tools_that_take_a_message() {
         let card: A2aCard = serde_json::from_value(json!({
             "name": "Echo", "description": "Says it back.", "version": "1.2",
+            "supportedInterfaces": [], "capabilities": {},
             "skills": [
                 {"id": "echo", "name": "Echo", "description": "Echoes.", "tags": [], "examples": ["hi"]},
                 {"id": "shout loud!", "name": "Shout", "description": "Loudly.", "tags": []}
@@ -464,7 +487,11 @@ mod tests {
         assert!(tools[0].description.contains("Examples: hi"));
         assert_eq!(tools[0].input_schema["required"], json!(["message"]));
 
-        let bare: A2aCard = serde_json::from_value(json!({"name": "Bare"})).unwrap();
+        // The least a card is: a name, a version, interfaces, capabilities.
+        let bare: A2aCard = serde_json::from_value(json!({
+            "name": "Bare", "version": "0", "supportedInterfaces": [], "capabilities": {}
+        }))
+        .unwrap();
         let (_, tools) = describe("bare", &bare).unwrap();
         assert_eq!(tools[0].name, "ask");
         assert_eq!(
@@ -481,7 +508,7 @@ mod tests {
     fn a_task_ends_as_a_result_or_a_failure() {
         let limits = Limits::default();
         let task: Task = serde_json::from_value(json!({
-            "id": "t", "status": {"state": "TASK_STATE_COMPLETED"},
+            "id": "t", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"},
             "artifacts": [{"artifactId": "a", "parts": [{"text": "42"}, {"data": {"n": 42}}]}]
         }))
         .unwrap();
@@ -489,7 +516,7 @@ mod tests {
         assert_eq!(done.text(), "42\n{\"n\":42}");
         assert_eq!(done.structured_content.unwrap(), json!({"n": 42}));
         let failed: Task = serde_json::from_value(json!({
-            "id": "t", "status": {"state": "TASK_STATE_FAILED",
+            "id": "t", "contextId": "c", "status": {"state": "TASK_STATE_FAILED",
                 "message": {"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "no"}]}}
         }))
         .unwrap();

@@ -4,13 +4,16 @@
 //! are its tools).
 
 use crate::a2a::wire::{
-    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, JSONRPC, VERSION,
+    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, HttpAuthSecurityScheme, JSONRPC,
+    SecurityScheme,
 };
 use crate::store::AgentRecord;
-use serde_json::{Map, json};
+use std::collections::HashMap;
 
 /// Skills a card lists at most (a node with more tools lists the first).
 const MAX_SKILLS: usize = 256;
+/// The name of the security scheme of the node's token.
+const BEARER: &str = "bearer";
 
 /// What every card of this node shares: where it is reached and how.
 pub struct Site {
@@ -22,42 +25,43 @@ pub struct Site {
 
 impl Site {
     fn interface(&self, path: &str) -> Vec<AgentInterface> {
-        vec![AgentInterface {
-            url: format!("{}{path}", self.base),
-            protocol_binding: JSONRPC.into(),
-            protocol_version: VERSION.into(),
-        }]
+        vec![AgentInterface::new(format!("{}{path}", self.base), JSONRPC)]
     }
 
     fn card(&self, name: String, description: String, path: &str) -> AgentCard {
         let (schemes, requirements) = if self.token {
-            let mut schemes = Map::new();
-            schemes.insert(
-                "bearer".into(),
-                json!({"httpAuthSecurityScheme": {"scheme": "Bearer", "description": "the node's token"}}),
-            );
-            (schemes, vec![json!({"schemes": {"bearer": {"list": []}}})])
+            let bearer = SecurityScheme::HttpAuth(HttpAuthSecurityScheme {
+                scheme: "Bearer".into(),
+                description: Some("the node's token".into()),
+                bearer_format: None,
+            });
+            (
+                Some(HashMap::from([(BEARER.to_owned(), bearer)])),
+                Some(vec![HashMap::from([(BEARER.to_owned(), Vec::new())])]),
+            )
         } else {
-            (Map::new(), Vec::new())
+            (None, None)
         };
         AgentCard {
             name,
             description,
-            supported_interfaces: self.interface(path),
-            provider: None,
             version: env!("CARGO_PKG_VERSION").into(),
-            documentation_url: None,
+            supported_interfaces: self.interface(path),
             capabilities: AgentCapabilities {
-                streaming: true,
-                push_notifications: false,
-                extended_agent_card: false,
+                streaming: Some(true),
+                push_notifications: Some(false),
+                extensions: None,
+                extended_agent_card: Some(false),
             },
-            security_schemes: schemes,
-            security_requirements: requirements,
             default_input_modes: vec!["text/plain".into(), "application/json".into()],
             default_output_modes: vec!["text/plain".into(), "application/json".into()],
             skills: Vec::new(),
+            provider: None,
+            documentation_url: None,
             icon_url: None,
+            security_schemes: schemes,
+            security_requirements: requirements,
+            signatures: None,
         }
     }
 
@@ -79,12 +83,13 @@ impl Site {
             .tools
             .iter()
             .take(MAX_SKILLS)
-            .map(|tool| AgentSkill {
-                id: tool.name.clone(),
-                name: tool.title.clone().unwrap_or_else(|| tool.name.clone()),
-                description: tool_description(tool),
-                tags: tags(record),
-                ..Default::default()
+            .map(|tool| {
+                skill(
+                    tool.name.clone(),
+                    tool.title.clone().unwrap_or_else(|| tool.name.clone()),
+                    tool_description(tool),
+                    tags(record),
+                )
             })
             .collect();
         card.documentation_url = record.card.homepage.clone();
@@ -107,30 +112,42 @@ impl Site {
         };
         let mut card = self.card("agentsite node".into(), description, "/a2a");
         if goals {
-            card.skills.push(AgentSkill {
-                id: "goal".into(),
-                name: "Goal".into(),
-                description: "Carries out a goal with a team of agents and answers with the team's conclusion. Name the team in the message's metadata as {\"team\": [\"agent\", ...]}, or let the node form one.".into(),
-                tags: vec!["goal".into(), "team".into()],
-                examples: vec!["How far is 42 km in miles?".into()],
-                ..Default::default()
-            });
+            let mut goal = skill(
+                "goal".into(),
+                "Goal".into(),
+                "Carries out a goal with a team of agents and answers with the team's conclusion. Name the team in the message's metadata as {\"team\": [\"agent\", ...]}, or let the node form one.".into(),
+                vec!["goal".into(), "team".into()],
+            );
+            goal.examples = Some(vec!["How far is 42 km in miles?".into()]);
+            card.skills.push(goal);
         }
         for record in records {
             for tool in &record.tools {
                 if card.skills.len() == MAX_SKILLS {
                     return card;
                 }
-                card.skills.push(AgentSkill {
-                    id: format!("{}/{}", record.card.name, tool.name),
-                    name: format!("{} {}", record.card.name, tool.name),
-                    description: tool_description(tool),
-                    tags: tags(record),
-                    ..Default::default()
-                });
+                card.skills.push(skill(
+                    format!("{}/{}", record.card.name, tool.name),
+                    format!("{} {}", record.card.name, tool.name),
+                    tool_description(tool),
+                    tags(record),
+                ));
             }
         }
         card
+    }
+}
+
+fn skill(id: String, name: String, description: String, tags: Vec<String>) -> AgentSkill {
+    AgentSkill {
+        id,
+        name,
+        description,
+        tags,
+        examples: None,
+        input_modes: None,
+        output_modes: None,
+        security_requirements: None,
     }
 }
 

@@ -16,8 +16,10 @@ mod run;
 mod tasks;
 
 use crate::a2a::wire::{
-    self, CARD_PATH, CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse,
-    Message, Role, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskState, code,
+    self, A2AError, CARD_PATH, CancelTaskRequest, GetTaskRequest, JsonRpcId, JsonRpcRequest,
+    JsonRpcResponse, ListTasksRequest, ListTasksResponse, Message, Part, PartContent, Role,
+    SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
+    TaskState, error_code, methods,
 };
 use crate::goals::{GoalError, Goals, NewGoal};
 use crate::http::token::{Family, Gate};
@@ -33,7 +35,6 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use card::Site;
 use serde::de::DeserializeOwned;
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -175,71 +176,54 @@ async fn agent_rpc(
     }
 }
 
-/// A JSON-RPC error: its code and one line.
-#[derive(Debug)]
-struct RpcError {
-    code: i64,
-    message: String,
+/// A JSON-RPC error of the binding, its message in one line.
+fn rpc_error(code: i32, message: impl Into<String>) -> A2AError {
+    A2AError::new(code, crate::text::one_line(&message.into(), 1000))
 }
 
-impl RpcError {
-    fn new(code: i64, message: impl Into<String>) -> RpcError {
-        RpcError {
-            code,
-            message: crate::text::one_line(&message.into(), 1000),
-        }
-    }
-}
+/// What a method answers with: its result, or the error.
+type Outcome = Result<Value, A2AError>;
 
-/// What a method answers with: its result, already written as JSON, so
-/// that a large task is serialized once, straight from the task, rather
-/// than built again as a tree of values first.
-type Outcome = Result<Box<RawValue>, RpcError>;
-
-fn answer(id: &Value, outcome: Outcome) -> Response {
-    #[derive(serde::Serialize)]
-    struct Failure<'a> {
-        code: i64,
-        message: &'a str,
-    }
-    #[derive(serde::Serialize)]
-    struct Answer<'a> {
-        jsonrpc: &'static str,
-        id: &'a Value,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        result: Option<&'a RawValue>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        error: Option<Failure<'a>>,
-    }
-    let (result, error) = match &outcome {
-        Ok(result) => (Some(&**result), None),
-        Err(error) => (
-            None,
-            Some(Failure {
-                code: error.code,
-                message: &error.message,
-            }),
-        ),
+fn answer(id: JsonRpcId, outcome: Outcome) -> Response {
+    let response = match outcome {
+        Ok(result) => JsonRpcResponse::success(id, result),
+        Err(error) => JsonRpcResponse::error(id, error.to_jsonrpc_error()),
     };
-    let answer = Answer {
-        jsonrpc: "2.0",
-        id,
-        result,
-        error,
-    };
-    match serde_json::to_vec(&answer) {
-        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
-        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
-    }
+    Json(response).into_response()
 }
 
-fn parse<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
-    serde_json::from_value(params)
-        .map_err(|e| RpcError::new(code::INVALID_PARAMS, format!("invalid params: {e}")))
+fn parse<T: DeserializeOwned>(params: Option<Value>) -> Result<T, A2AError> {
+    serde_json::from_value(params.unwrap_or_else(|| json!({})))
+        .map_err(|e| rpc_error(error_code::INVALID_PARAMS, format!("invalid params: {e}")))
 }
 
 fn to_value<T: serde::Serialize>(value: &T) -> Outcome {
-    serde_json::value::to_raw_value(value).map_err(|e| RpcError::new(code::INTERNAL, e.to_string()))
+    serde_json::to_value(value).map_err(|e| rpc_error(error_code::INTERNAL_ERROR, e.to_string()))
+}
+
+/// The JSON-RPC request in `body`, or the error to answer with and the id
+/// it answers.
+fn read_request(body: &[u8]) -> Result<JsonRpcRequest, (JsonRpcId, A2AError)> {
+    let invalid = |why: String| (JsonRpcId::Null, rpc_error(error_code::INVALID_REQUEST, why));
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        let error = rpc_error(
+            error_code::PARSE_ERROR,
+            format!("the body is not JSON: {e}"),
+        );
+        (JsonRpcId::Null, error)
+    })?;
+    match &value {
+        Value::Object(_) => {}
+        Value::Array(_) => return Err(invalid("batch requests are not supported".into())),
+        _ => return Err(invalid("a request is a JSON object".into())),
+    }
+    let request: JsonRpcRequest = serde_json::from_value(value)
+        .map_err(|e| invalid(format!("not a JSON-RPC request: {e}")))?;
+    if request.jsonrpc != "2.0" {
+        let error = rpc_error(error_code::INVALID_REQUEST, "\"jsonrpc\" must be \"2.0\"");
+        return Err((request.id, error));
+    }
+    Ok(request)
 }
 
 /// Reads one JSON-RPC request and answers it.
@@ -250,67 +234,33 @@ async fn dispatch(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Response {
-    let request: Value = match serde_json::from_slice(body) {
+    let JsonRpcRequest {
+        id, method, params, ..
+    } = match read_request(body) {
         Ok(request) => request,
-        Err(e) => {
-            let error = RpcError::new(code::PARSE_ERROR, format!("the body is not JSON: {e}"));
-            return answer(&Value::Null, Err(error));
-        }
-    };
-    let Some(object) = request.as_object() else {
-        let why = if request.is_array() {
-            "batch requests are not supported"
-        } else {
-            "a request is a JSON object"
-        };
-        return answer(&Value::Null, Err(RpcError::new(code::INVALID_REQUEST, why)));
-    };
-    let id = match object.get("id") {
-        Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => id.clone(),
-        None => Value::Null,
-        Some(_) => {
-            let error = RpcError::new(
-                code::INVALID_REQUEST,
-                "the id is a string, a number or null",
-            );
-            return answer(&Value::Null, Err(error));
-        }
-    };
-    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        let error = RpcError::new(code::INVALID_REQUEST, "\"jsonrpc\" must be \"2.0\"");
-        return answer(&id, Err(error));
-    }
-    let Some(method) = object.get("method").and_then(Value::as_str) else {
-        return answer(
-            &id,
-            Err(RpcError::new(
-                code::INVALID_REQUEST,
-                "the request names no method",
-            )),
-        );
+        Err((id, error)) => return answer(id, Err(error)),
     };
     if let Some(version) = headers
         .get(wire::VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
         && version.trim().split('.').next() != Some("1")
     {
-        let error = RpcError::new(
-            code::VERSION_NOT_SUPPORTED,
+        let error = rpc_error(
+            error_code::VERSION_NOT_SUPPORTED,
             format!("this node speaks A2A {}, not {version:?}", wire::VERSION),
         );
-        return answer(&id, Err(error));
+        return answer(id, Err(error));
     }
-    let params = object.get("params").cloned().unwrap_or_else(|| json!({}));
     let scope = match &agent {
         Some(record) => Scope::Agent(record.id),
         None => Scope::Node,
     };
-    let outcome = match method {
-        "SendMessage" => match parse::<SendMessageRequest>(params) {
+    let outcome = match method.as_str() {
+        methods::SEND_MESSAGE => match parse::<SendMessageRequest>(params) {
             Ok(request) => send(a2a, agent.as_ref(), requester, request).await,
             Err(e) => Err(e),
         },
-        "SendStreamingMessage" => {
+        methods::SEND_STREAMING_MESSAGE => {
             return match parse::<SendMessageRequest>(params) {
                 Ok(request) => match start(a2a, agent.as_ref(), requester, request.message).await {
                     // The stream's client owns the work: when it goes, the
@@ -322,63 +272,67 @@ async fn dispatch(
                         };
                         stream(started, id, Some(owner))
                     }
-                    Err(e) => answer(&id, Err(e)),
+                    Err(e) => answer(id, Err(e)),
                 },
-                Err(e) => answer(&id, Err(e)),
+                Err(e) => answer(id, Err(e)),
             };
         }
-        "SubscribeToTask" => {
-            let entry = match parse::<GetTaskRequest>(params) {
+        methods::SUBSCRIBE_TO_TASK => {
+            let entry = match parse::<SubscribeToTaskRequest>(params) {
                 Ok(request) => lookup(a2a, scope, requester, &request.id).await,
                 Err(e) => Err(e),
             };
             return match entry {
                 Ok(entry) if entry.state().is_terminal() => {
-                    let error = RpcError::new(
-                        code::UNSUPPORTED_OPERATION,
-                        format!("task {} has ended ({})", entry.id(), entry.state().as_str()),
+                    let error = rpc_error(
+                        error_code::UNSUPPORTED_OPERATION,
+                        format!(
+                            "task {} has ended ({})",
+                            entry.id(),
+                            wire::state_words(&entry.state())
+                        ),
                     );
-                    answer(&id, Err(error))
+                    answer(id, Err(error))
                 }
                 Ok(entry) => stream(Started::new(entry), id, None),
-                Err(e) => answer(&id, Err(e)),
+                Err(e) => answer(id, Err(e)),
             };
         }
-        "GetTask" => match parse::<GetTaskRequest>(params) {
+        methods::GET_TASK => match parse::<GetTaskRequest>(params) {
             Ok(request) => match lookup(a2a, scope, requester, &request.id).await {
                 Ok(entry) => to_value(&entry.snapshot(history(request.history_length), true)),
                 Err(e) => Err(e),
             },
             Err(e) => Err(e),
         },
-        "ListTasks" => parse::<ListTasksRequest>(params).and_then(|r| list(a2a, scope, r)),
-        "CancelTask" => match parse::<CancelTaskRequest>(params) {
+        methods::LIST_TASKS => parse::<ListTasksRequest>(params).and_then(|r| list(a2a, scope, r)),
+        methods::CANCEL_TASK => match parse::<CancelTaskRequest>(params) {
             Ok(request) => cancel(a2a, scope, requester, &request.id).await,
             Err(e) => Err(e),
         },
-        "CreateTaskPushNotificationConfig"
-        | "GetTaskPushNotificationConfig"
-        | "ListTaskPushNotificationConfigs"
-        | "DeleteTaskPushNotificationConfig" => Err(RpcError::new(
-            code::PUSH_NOT_SUPPORTED,
+        methods::CREATE_PUSH_CONFIG
+        | methods::GET_PUSH_CONFIG
+        | methods::LIST_PUSH_CONFIGS
+        | methods::DELETE_PUSH_CONFIG => Err(rpc_error(
+            error_code::PUSH_NOTIFICATION_NOT_SUPPORTED,
             "this node sends no push notifications; stream the task or poll it with GetTask",
         )),
-        "GetExtendedAgentCard" => Err(RpcError::new(
-            -32007,
+        methods::GET_EXTENDED_AGENT_CARD => Err(rpc_error(
+            error_code::EXTENDED_CARD_NOT_CONFIGURED,
             "this node has no extended agent card",
         )),
-        other if other.contains('/') => Err(RpcError::new(
-            code::METHOD_NOT_FOUND,
+        other if other.contains('/') => Err(rpc_error(
+            error_code::METHOD_NOT_FOUND,
             format!(
                 "{other:?} is an A2A 0.3 method; this node speaks A2A 1.0 (SendMessage, GetTask, ...)"
             ),
         )),
-        other => Err(RpcError::new(
-            code::METHOD_NOT_FOUND,
+        other => Err(rpc_error(
+            error_code::METHOD_NOT_FOUND,
             format!("no method {other:?}"),
         )),
     };
-    answer(&id, outcome)
+    answer(id, outcome)
 }
 
 fn history(length: Option<i32>) -> Option<usize> {
@@ -392,13 +346,13 @@ async fn lookup(
     scope: Scope,
     requester: &Requester,
     id: &str,
-) -> Result<Arc<TaskEntry>, RpcError> {
+) -> Result<Arc<TaskEntry>, A2AError> {
     match (scope, &a2a.goals) {
         (Scope::Node, Some(goals)) => goal_task(a2a, goals, requester, id).await,
         _ => a2a
             .tasks
             .get(scope, id)
-            .ok_or_else(|| RpcError::new(code::TASK_NOT_FOUND, format!("no task {id:?} here"))),
+            .ok_or_else(|| rpc_error(error_code::TASK_NOT_FOUND, format!("no task {id:?} here"))),
     }
 }
 
@@ -408,21 +362,16 @@ async fn goal_task(
     goals: &Arc<Goals>,
     requester: &Requester,
     id: &str,
-) -> Result<Arc<TaskEntry>, RpcError> {
+) -> Result<Arc<TaskEntry>, A2AError> {
     if let Some(entry) = a2a.tasks.get(Scope::Node, id) {
         return Ok(entry);
     }
-    let not_found = || RpcError::new(code::TASK_NOT_FOUND, format!("no task {id:?} here"));
+    let not_found = || rpc_error(error_code::TASK_NOT_FOUND, format!("no task {id:?} here"));
     if !crate::goals::message::is_goal_id(id) {
         return Err(not_found());
     }
     let record = goals.record(id).await.map_err(|_| not_found())?;
-    let asked = Message {
-        message_id: wire::new_id(),
-        role: Role::User,
-        parts: vec![wire::Part::text(record.text.clone())],
-        ..Default::default()
-    };
+    let asked = Message::new(Role::User, vec![Part::text(record.text.clone())]);
     let entry = a2a
         .tasks
         .create(
@@ -432,7 +381,7 @@ async fn goal_task(
             &record.id,
             asked,
         )
-        .map_err(|full| RpcError::new(code::INTERNAL, full.to_string()))?;
+        .map_err(|full| rpc_error(error_code::INTERNAL_ERROR, full.to_string()))?;
     run::apply(&entry, &record);
     if record.state.is_active() {
         run::follow_goal(goals.clone(), entry.clone(), record.id.clone());
@@ -441,8 +390,8 @@ async fn goal_task(
 }
 
 /// Checks what a client's message may carry.
-fn check(message: &Message, max_text: usize) -> Result<(), RpcError> {
-    let invalid = |why: String| Err(RpcError::new(code::INVALID_PARAMS, why));
+fn check(message: &Message, max_text: usize) -> Result<(), A2AError> {
+    let invalid = |why: String| Err(rpc_error(error_code::INVALID_PARAMS, why));
     if message.message_id.is_empty() {
         return invalid("the message has no messageId".into());
     }
@@ -455,8 +404,8 @@ fn check(message: &Message, max_text: usize) -> Result<(), RpcError> {
     let text: usize = message
         .parts
         .iter()
-        .filter_map(|p| p.text.as_ref())
-        .map(String::len)
+        .filter_map(Part::as_text)
+        .map(str::len)
         .sum();
     if text > max_text {
         return invalid(format!(
@@ -466,10 +415,10 @@ fn check(message: &Message, max_text: usize) -> Result<(), RpcError> {
     if message
         .parts
         .iter()
-        .any(|p| p.raw.is_some() || p.url.is_some())
+        .any(|p| matches!(p.content, PartContent::Raw(_) | PartContent::Url(_)))
     {
-        return Err(RpcError::new(
-            code::CONTENT_TYPE_NOT_SUPPORTED,
+        return Err(rpc_error(
+            error_code::CONTENT_TYPE_NOT_SUPPORTED,
             "this node reads text and data parts, not files",
         ));
     }
@@ -502,17 +451,17 @@ async fn start(
     agent: Option<&AgentRecord>,
     requester: &Requester,
     message: Message,
-) -> Result<Started, RpcError> {
+) -> Result<Started, A2AError> {
     match agent {
         Some(record) => {
             check(&message, MAX_TEXT)?;
-            if !message.task_id.is_empty() {
-                return Err(RpcError::new(
-                    code::UNSUPPORTED_OPERATION,
+            if !task_of(&message).is_empty() {
+                return Err(rpc_error(
+                    error_code::UNSUPPORTED_OPERATION,
                     "a task of an agent is one call and takes no further messages; send a new message (in the same contextId) instead",
                 ));
             }
-            let context = message.context_id.clone();
+            let context = message.context_id.clone().unwrap_or_default();
             let entry = a2a
                 .tasks
                 .create(
@@ -522,7 +471,7 @@ async fn start(
                     &context,
                     message.clone(),
                 )
-                .map_err(|full| RpcError::new(code::INTERNAL, full.to_string()))?;
+                .map_err(|full| rpc_error(error_code::INTERNAL_ERROR, full.to_string()))?;
             let started = Started::new(entry.clone());
             let node = a2a.hosted.node().clone();
             tokio::spawn(run::call(node, record.clone(), entry, message));
@@ -533,21 +482,22 @@ async fn start(
             let goals = match &a2a.goals {
                 Some(goals) if goals.config().enabled => goals.clone(),
                 _ => {
-                    return Err(RpcError::new(
-                        code::UNSUPPORTED_OPERATION,
+                    return Err(rpc_error(
+                        error_code::UNSUPPORTED_OPERATION,
                         "this node takes no goals; send the message to one of its agents at /agents/<name>/a2a",
                     ));
                 }
             };
-            let text = message.text();
-            if message.task_id.is_empty() {
+            let text = wire::text(&message);
+            let task = task_of(&message).to_owned();
+            if task.is_empty() {
                 let new = NewGoal {
                     text,
                     team: team(&message)?,
                     ..Default::default()
                 };
                 let record = goals.start(new, requester).await.map_err(goal_error)?;
-                let context = message.context_id.clone();
+                let context = message.context_id.clone().unwrap_or_default();
                 let entry = a2a
                     .tasks
                     .create(
@@ -557,19 +507,19 @@ async fn start(
                         &context,
                         message,
                     )
-                    .map_err(|full| RpcError::new(code::INTERNAL, full.to_string()))?;
+                    .map_err(|full| rpc_error(error_code::INTERNAL_ERROR, full.to_string()))?;
                 let started = Started::new(entry.clone());
                 run::follow_goal(goals, entry, record.id);
                 return Ok(started);
             }
-            let entry = goal_task(a2a, &goals, requester, &message.task_id).await?;
+            let entry = goal_task(a2a, &goals, requester, &task).await?;
             if entry.state().is_terminal() {
-                return Err(RpcError::new(
-                    code::UNSUPPORTED_OPERATION,
+                return Err(rpc_error(
+                    error_code::UNSUPPORTED_OPERATION,
                     format!(
                         "task {} has ended ({}); send a new message in its context instead",
                         entry.id(),
-                        entry.state().as_str()
+                        wire::state_words(&entry.state())
                     ),
                 ));
             }
@@ -583,8 +533,13 @@ async fn start(
     }
 }
 
+/// The task a message continues; empty for a new one.
+fn task_of(message: &Message) -> &str {
+    message.task_id.as_deref().unwrap_or_default()
+}
+
 /// The team a message's metadata names: `{"team": ["agent", ...]}`.
-fn team(message: &Message) -> Result<Vec<String>, RpcError> {
+fn team(message: &Message) -> Result<Vec<String>, A2AError> {
     let Some(team) = message.metadata.as_ref().and_then(|m| m.get("team")) else {
         return Ok(Vec::new());
     };
@@ -599,21 +554,21 @@ fn team(message: &Message) -> Result<Vec<String>, RpcError> {
         .unwrap_or(None);
     match names {
         Some(names) if names.len() <= MAX_TEAM => Ok(names),
-        _ => Err(RpcError::new(
-            code::INVALID_PARAMS,
+        _ => Err(rpc_error(
+            error_code::INVALID_PARAMS,
             format!("the metadata's \"team\" is a list of at most {MAX_TEAM} agent names"),
         )),
     }
 }
 
-fn goal_error(error: GoalError) -> RpcError {
+fn goal_error(error: GoalError) -> A2AError {
     let code = match error {
-        GoalError::Invalid(_) => code::INVALID_PARAMS,
-        GoalError::NotFound(_) => code::TASK_NOT_FOUND,
-        GoalError::Conflict(_) => code::UNSUPPORTED_OPERATION,
-        GoalError::Busy(_) | GoalError::Storage(_) => code::INTERNAL,
+        GoalError::Invalid(_) => error_code::INVALID_PARAMS,
+        GoalError::NotFound(_) => error_code::TASK_NOT_FOUND,
+        GoalError::Conflict(_) => error_code::UNSUPPORTED_OPERATION,
+        GoalError::Busy(_) | GoalError::Storage(_) => error_code::INTERNAL_ERROR,
     };
-    RpcError::new(code, error.to_string())
+    rpc_error(code, error.to_string())
 }
 
 /// `SendMessage`: the task once it has ended or waits for the client (at
@@ -624,9 +579,11 @@ async fn send(
     requester: &Requester,
     request: SendMessageRequest,
 ) -> Outcome {
-    let configuration = request.configuration.unwrap_or_default();
+    let configuration = request.configuration.as_ref();
+    let return_immediately = configuration.and_then(|c| c.return_immediately) == Some(true);
+    let history_length = configuration.and_then(|c| c.history_length);
     let entry = start(a2a, agent, requester, request.message).await?.entry;
-    if !configuration.return_immediately {
+    if !return_immediately {
         // The client waits for the task: if it goes, the work stops.
         let guard = StopOnDrop {
             owner: Some(Owner {
@@ -640,12 +597,10 @@ async fn send(
         };
         let mut state = entry.watch();
         // The task's own deadline (the call's, the goal's budget) ends it.
-        let _ = state
-            .wait_for(|s| s.is_terminal() || s.is_interrupted())
-            .await;
+        let _ = state.wait_for(wire::is_settled).await;
         guard.disarm();
     }
-    let task = entry.snapshot(history(configuration.history_length), true);
+    let task = entry.snapshot(history(history_length), true);
     to_value(&SendMessageResponse::Task(task))
 }
 
@@ -653,23 +608,29 @@ fn list(a2a: &A2a, scope: Scope, request: ListTasksRequest) -> Outcome {
     let size = match request.page_size {
         None | Some(0) => PAGE,
         Some(n) if n < 0 => {
-            return Err(RpcError::new(code::INVALID_PARAMS, "pageSize is positive"));
+            return Err(rpc_error(
+                error_code::INVALID_PARAMS,
+                "pageSize is positive",
+            ));
         }
         Some(n) => usize::try_from(n).unwrap_or(MAX_PAGE).min(MAX_PAGE),
     };
-    let offset = if request.page_token.is_empty() {
-        0
-    } else {
-        request
-            .page_token
-            .parse::<usize>()
-            .map_err(|_| RpcError::new(code::INVALID_PARAMS, "pageToken is one this node gave"))?
+    let offset = match request.page_token.as_deref() {
+        None | Some("") => 0,
+        Some(token) => token.parse::<usize>().map_err(|_| {
+            rpc_error(
+                error_code::INVALID_PARAMS,
+                "pageToken is one this node gave",
+            )
+        })?,
     };
+    let context = request.context_id.as_deref().unwrap_or_default();
     let matching = a2a.tasks.list(scope, |entry| {
-        (request.context_id.is_empty() || entry.context_id() == request.context_id)
+        (context.is_empty() || entry.context_id() == context)
             && request
                 .status
-                .is_none_or(|s| s == TaskState::Unspecified || s == entry.state())
+                .as_ref()
+                .is_none_or(|s| *s == TaskState::Unspecified || *s == entry.state())
     });
     let total = matching.len();
     let artifacts = request.include_artifacts.unwrap_or(false);
@@ -706,9 +667,12 @@ fn list(a2a: &A2a, scope: Scope, request: ListTasksRequest) -> Outcome {
 async fn cancel(a2a: &Arc<A2a>, scope: Scope, requester: &Requester, id: &str) -> Outcome {
     let entry = lookup(a2a, scope, requester, id).await?;
     if entry.state().is_terminal() {
-        return Err(RpcError::new(
-            code::TASK_NOT_CANCELABLE,
-            format!("task {id} has ended ({})", entry.state().as_str()),
+        return Err(rpc_error(
+            error_code::TASK_NOT_CANCELABLE,
+            format!(
+                "task {id} has ended ({})",
+                wire::state_words(&entry.state())
+            ),
         ));
     }
     stop(a2a, scope, &entry);
@@ -738,8 +702,7 @@ struct Owner {
 
 impl Owner {
     fn gone(&self, entry: &TaskEntry) {
-        let state = entry.state();
-        if !(state.is_terminal() || state.is_interrupted()) {
+        if !wire::is_settled(&entry.state()) {
             tracing::info!(task = %entry.id(), "the client went away: its task is stopped");
             stop(&self.a2a, self.scope, entry);
         }
@@ -771,14 +734,14 @@ impl Drop for StopOnDrop<'_> {
 /// request id `id`: the task as it is, then each change until it ends or
 /// waits for the client. A client that falls behind is sent the whole
 /// task again. When `owner`'s client goes away first, the work stops.
-fn stream(started: Started, id: Value, owner: Option<Owner>) -> Response {
+fn stream(started: Started, id: JsonRpcId, owner: Option<Owner>) -> Response {
     let Started {
         entry,
         first,
         mut events,
     } = started;
-    let (sender, items) = mpsc::channel::<Value>(16);
-    let wrap = move |event: &StreamResponse| json!({"jsonrpc": "2.0", "id": id, "result": event});
+    let (sender, items) = mpsc::channel::<String>(16);
+    let wrap = move |event: &StreamResponse| stream_item(&id, event);
     tokio::spawn(async move {
         let first = StreamResponse::Task(first);
         if sender.send(wrap(&first)).await.is_err() || ends(&first) {
@@ -812,16 +775,29 @@ fn stream(started: Started, id: Value, owner: Option<Owner>) -> Response {
             }
         }
     });
-    crate::http::streams::event_stream(items, |item| Event::default().data(item.to_string()))
+    crate::http::streams::event_stream(items, |item| Event::default().data(item))
+}
+
+/// One event of a stream, as the JSON-RPC response to request `id` that
+/// carries it.
+fn stream_item(id: &JsonRpcId, event: &StreamResponse) -> String {
+    let response = match serde_json::to_value(event) {
+        Ok(result) => JsonRpcResponse::success(id.clone(), result),
+        Err(e) => {
+            let error = rpc_error(error_code::INTERNAL_ERROR, e.to_string());
+            JsonRpcResponse::error(id.clone(), error.to_jsonrpc_error())
+        }
+    };
+    serde_json::to_string(&response).unwrap_or_default()
 }
 
 /// Whether a stream ends with `event`.
 fn ends(event: &StreamResponse) -> bool {
     let state = match event {
-        StreamResponse::Task(task) => task.status.state,
-        StreamResponse::StatusUpdate(update) => update.status.state,
+        StreamResponse::Task(task) => &task.status.state,
+        StreamResponse::StatusUpdate(update) => &update.status.state,
         StreamResponse::Message(_) => return true,
         StreamResponse::ArtifactUpdate(_) => return false,
     };
-    state.is_terminal() || state.is_interrupted()
+    wire::is_settled(state)
 }

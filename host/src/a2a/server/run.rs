@@ -4,7 +4,7 @@
 
 use super::tasks::TaskEntry;
 use crate::Node;
-use crate::a2a::wire::{Artifact, Message, Part, TaskState, new_id};
+use crate::a2a::wire::{self, Artifact, Message, Part, PartContent, TaskState};
 use crate::agent::tool::{Content, ResourceBody, ToolOutput};
 use crate::answers::{self, NodeAsk, Offered, Runner};
 use crate::goals::{Body, GoalEvent, GoalRecord, GoalState, Goals};
@@ -58,7 +58,7 @@ pub async fn call(node: Arc<Node>, record: AgentRecord, entry: Arc<TaskEntry>, m
                     ),
                 })
             }
-            None => answer(&node, &record, &entry, &message.text()).await,
+            None => answer(&node, &record, &entry, &wire::text(&message)).await,
         }
     };
     // Cancelling drops the work, which stops the agent and the model.
@@ -180,10 +180,10 @@ impl Runner for TaskRunner<'_> {
 
 /// The call a data part names: `{"tool": NAME, "arguments": {...}}`.
 fn named_call(message: &Message) -> Option<Result<(String, Value), String>> {
-    let data = message
-        .parts
-        .iter()
-        .find_map(|part| part.data.as_ref().filter(|data| data.get("tool").is_some()))?;
+    let data = message.parts.iter().find_map(|part| match &part.content {
+        PartContent::Data(data) if data.get("tool").is_some() => Some(data),
+        _ => None,
+    })?;
     let Some(tool) = data["tool"].as_str() else {
         return Some(Err("a data part's \"tool\" is the name of a tool".into()));
     };
@@ -209,38 +209,44 @@ fn summary(output: &ToolOutput) -> String {
 pub fn artifact(tool: &str, output: &ToolOutput) -> Artifact {
     let mut parts: Vec<Part> = output.content.iter().map(part).collect();
     if let Some(structured) = &output.structured_content {
-        parts.push(Part::data(structured.to_value()));
+        parts.push(wire::data_part(structured.to_value()));
     }
     Artifact {
-        artifact_id: new_id(),
+        artifact_id: wire::new_artifact_id(),
         name: Some(format!("{tool} result")),
         description: None,
         parts,
         metadata: None,
+        extensions: None,
     }
 }
 
 fn part(content: &Content) -> Part {
     match content {
         Content::Text { text } => Part::text(text.clone()),
-        Content::Image { data, mime_type } | Content::Audio { data, mime_type } => Part {
-            raw: Some(data.clone()),
-            media_type: Some(mime_type.clone()),
-            ..Default::default()
-        },
+        Content::Image { data, mime_type } | Content::Audio { data, mime_type } => {
+            raw_part(data).with_media_type(mime_type.clone())
+        }
         Content::Resource { resource } => {
             let mut part = match &resource.body {
                 ResourceBody::Text { text } => Part::text(text.clone()),
-                ResourceBody::Blob { blob } => Part {
-                    raw: Some(blob.clone()),
-                    ..Default::default()
-                },
+                ResourceBody::Blob { blob } => raw_part(blob),
             };
             part.filename = Some(resource.uri.clone());
             part.media_type = resource.mime_type.clone();
             part
         }
     }
+}
+
+/// A part of the bytes that `base64` stands for: a result's image, audio
+/// or blob, which the node itself wrote as base64 (`agent::tool::base64`).
+fn raw_part(base64: &str) -> Part {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(base64)
+        .unwrap_or_default();
+    Part::raw(bytes)
 }
 
 /// Makes the task `entry` follow goal `goal` from the message after the
@@ -279,11 +285,12 @@ pub fn follow_goal(goals: Arc<Goals>, entry: Arc<TaskEntry>, goal: String) {
 /// An artifact of one text part.
 fn text_artifact(name: &str, description: String, text: &str) -> Artifact {
     Artifact {
-        artifact_id: new_id(),
+        artifact_id: wire::new_artifact_id(),
         name: Some(name.to_owned()),
         description: Some(description),
         parts: vec![Part::text(text.to_owned())],
         metadata: None,
+        extensions: None,
     }
 }
 

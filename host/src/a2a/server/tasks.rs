@@ -10,13 +10,13 @@
 //! the most are dropped, each with a marker that says so.
 
 use crate::AgentId;
-use crate::a2a::wire::{Artifact, Message, Role, StreamResponse, Task, TaskArtifactUpdateEvent};
-use crate::a2a::wire::{TaskState, TaskStatus, TaskStatusUpdateEvent, new_id, now};
+use crate::a2a::wire::{self, Artifact, Message, Part, Role, StreamResponse, Task};
+use crate::a2a::wire::{TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent};
 use crate::requester::{Kept, Refused, Requester, Room, Shares, make_room};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -85,7 +85,7 @@ impl TaskEntry {
     }
 
     pub fn state(&self) -> TaskState {
-        *self.state.borrow()
+        self.state.borrow().clone()
     }
 
     fn updated(&self) -> u64 {
@@ -96,12 +96,12 @@ impl TaskEntry {
     /// its history (all when `None`) and its artifacts when asked for.
     pub fn snapshot(&self, history: Option<usize>, artifacts: bool) -> Task {
         let mut task = self.lock().clone();
-        if let Some(keep) = history {
-            let cut = task.history.len().saturating_sub(keep);
-            task.history.drain(..cut);
+        if let (Some(keep), Some(messages)) = (history, &mut task.history) {
+            let cut = messages.len().saturating_sub(keep);
+            messages.drain(..cut);
         }
         if !artifacts {
-            task.artifacts.clear();
+            task.artifacts = None;
         }
         task
     }
@@ -119,20 +119,16 @@ impl TaskEntry {
     /// A message of the agent, for the task's status or history.
     pub fn agent_message(&self, text: impl Into<String>) -> Message {
         let task = self.lock();
-        Message {
-            message_id: new_id(),
-            context_id: task.context_id.clone(),
-            task_id: task.id.clone(),
-            role: Role::Agent,
-            parts: vec![crate::a2a::wire::Part::text(text)],
-            ..Default::default()
-        }
+        let mut message = Message::new(Role::Agent, vec![Part::text(text)]);
+        message.context_id = Some(task.context_id.clone());
+        message.task_id = Some(task.id.clone());
+        message
     }
 
     /// Adds a message of the client to the history.
     pub fn record(&self, message: Message) {
         let mut task = self.lock();
-        push_history(&mut task.history, message);
+        push_history(&mut task, message);
         self.weigh(&task);
     }
 
@@ -152,9 +148,9 @@ impl TaskEntry {
         let mut task = self.lock();
         self.shed.store(true, Ordering::Relaxed);
         let budget = MAX_KEPT_BYTES >> 20;
-        for artifact in &mut task.artifacts {
+        for artifact in task.artifacts.iter_mut().flatten() {
             let size = crate::text::json_size(&artifact.parts);
-            artifact.parts = vec![crate::a2a::wire::Part::text(format!(
+            artifact.parts = vec![Part::text(format!(
                 "[this result of {size} bytes was dropped: the node keeps at most {budget} MiB of A2A tasks; run the task again to see it]"
             ))];
             artifact
@@ -162,10 +158,10 @@ impl TaskEntry {
                 .get_or_insert_default()
                 .insert("droppedBytes".into(), size.into());
         }
-        for message in &mut task.history {
+        for message in task.history.iter_mut().flatten() {
             let size = crate::text::json_size(&message.parts);
             if size > KEPT_MESSAGE {
-                message.parts = vec![crate::a2a::wire::Part::text(format!(
+                message.parts = vec![Part::text(format!(
                     "[this message of {size} bytes was dropped: the node keeps at most {budget} MiB of A2A tasks]"
                 ))];
             }
@@ -183,16 +179,16 @@ impl TaskEntry {
                 return false;
             }
             task.status = TaskStatus {
-                state,
+                state: state.clone(),
                 message: message.clone(),
-                timestamp: Some(now()),
+                timestamp: Some(SystemTime::now().into()),
             };
             // The history keeps what the agent said at the end or when it
             // waits for the client; progress goes to the stream only.
             if let Some(message) = message
-                && (state.is_terminal() || state.is_interrupted())
+                && wire::is_settled(&state)
             {
-                push_history(&mut task.history, message);
+                push_history(&mut task, message);
             }
             self.weigh(&task);
             TaskStatusUpdateEvent {
@@ -204,10 +200,9 @@ impl TaskEntry {
         };
         self.touch();
         let _ = self.events.send(StreamResponse::StatusUpdate(event));
+        let ended = state.is_terminal();
         self.state.send_replace(state);
-        if state.is_terminal()
-            && let Some(kept) = self.kept.upgrade()
-        {
+        if ended && let Some(kept) = self.kept.upgrade() {
             keep_to_budget(&mut lock(&kept), 0);
         }
         true
@@ -220,14 +215,17 @@ impl TaskEntry {
             if task.status.state.is_terminal() {
                 return;
             }
-            task.artifacts.push(artifact.clone());
+            task.artifacts
+                .get_or_insert_default()
+                .push(artifact.clone());
             self.weigh(&task);
             TaskArtifactUpdateEvent {
                 task_id: task.id.clone(),
                 context_id: task.context_id.clone(),
                 artifact,
-                append: false,
-                last_chunk: true,
+                append: Some(false),
+                last_chunk: Some(true),
+                metadata: None,
             }
         };
         self.touch();
@@ -239,7 +237,8 @@ impl TaskEntry {
     }
 }
 
-fn push_history(history: &mut Vec<Message>, message: Message) {
+fn push_history(task: &mut Task, message: Message) {
+    let history = task.history.get_or_insert_default();
     if history.len() >= MAX_HISTORY {
         // The first message is what was asked: it stays.
         history.remove(1);
@@ -322,25 +321,25 @@ impl Tasks {
         context_id: &str,
         message: Message,
     ) -> Result<Arc<TaskEntry>, Full> {
-        let id = id.unwrap_or_else(new_id);
+        let id = id.unwrap_or_else(wire::new_task_id);
         let context_id = if context_id.is_empty() {
-            new_id()
+            wire::new_context_id()
         } else {
             context_id.to_owned()
         };
         let mut message = message;
-        message.task_id = id.clone();
-        message.context_id = context_id.clone();
+        message.task_id = Some(id.clone());
+        message.context_id = Some(context_id.clone());
         let task = Task {
             id: id.clone(),
             context_id,
             status: TaskStatus {
                 state: TaskState::Submitted,
                 message: None,
-                timestamp: Some(now()),
+                timestamp: Some(SystemTime::now().into()),
             },
-            artifacts: Vec::new(),
-            history: vec![message],
+            artifacts: None,
+            history: Some(vec![message]),
             metadata: None,
         };
         let bytes = crate::text::json_size(&task);
@@ -415,11 +414,17 @@ mod tests {
     use super::*;
 
     fn asked() -> Message {
-        Message {
-            message_id: "m".into(),
-            role: Role::User,
-            parts: vec![crate::a2a::wire::Part::text("hi")],
-            ..Default::default()
+        Message::new(Role::User, vec![Part::text("hi")])
+    }
+
+    fn artifact(text: String) -> Artifact {
+        Artifact {
+            artifact_id: "a".into(),
+            name: None,
+            description: None,
+            parts: vec![Part::text(text)],
+            metadata: None,
+            extensions: None,
         }
     }
 
@@ -429,20 +434,17 @@ mod tests {
         let entry = tasks.create(Scope::Node, &me(), None, "", asked()).unwrap();
         let mut events = entry.subscribe();
         assert!(entry.set_status(TaskState::Working, None));
-        entry.add_artifact(Artifact {
-            artifact_id: "a".into(),
-            parts: vec![crate::a2a::wire::Part::text("5")],
-            ..Default::default()
-        });
+        entry.add_artifact(artifact("5".into()));
         let done = entry.agent_message("done");
         assert!(entry.set_status(TaskState::Completed, Some(done)));
         assert!(!entry.set_status(TaskState::Working, None));
         let task = entry.snapshot(None, true);
         assert_eq!(task.status.state, TaskState::Completed);
-        assert_eq!(task.history.len(), 2);
-        assert_eq!(task.history[0].task_id, task.id);
-        assert_eq!(entry.snapshot(Some(1), false).history.len(), 1);
-        assert!(entry.snapshot(None, false).artifacts.is_empty());
+        let history = task.history.as_ref().unwrap();
+        assert_eq!(history.len(), 2);
+        assert_eq!(history[0].task_id.as_ref(), Some(&task.id));
+        assert_eq!(entry.snapshot(Some(1), false).history.unwrap().len(), 1);
+        assert!(entry.snapshot(None, false).artifacts.is_none());
         assert!(matches!(
             events.try_recv(),
             Ok(StreamResponse::StatusUpdate(_))
@@ -505,23 +507,23 @@ mod tests {
         let mut ended = Vec::new();
         for _ in 0..(MAX_KEPT_BYTES >> 20) + 8 {
             let entry = tasks.create(Scope::Node, &me(), None, "", asked()).unwrap();
-            entry.add_artifact(Artifact {
-                artifact_id: "a".into(),
-                parts: vec![crate::a2a::wire::Part::text(result.clone())],
-                ..Default::default()
-            });
+            entry.add_artifact(artifact(result.clone()));
             entry.set_status(TaskState::Completed, None);
             ended.push(entry);
         }
         let held: usize = ended.iter().map(|e| e.bytes()).sum();
         assert!(held <= MAX_KEPT_BYTES, "{held} bytes kept");
         let oldest = ended[0].snapshot(None, true);
-        let text = oldest.artifacts[0].parts[0].text.as_deref().unwrap();
+        let oldest = &oldest.artifacts.unwrap()[0];
+        let text = oldest.parts[0].as_text().unwrap();
         assert!(text.contains("was dropped"), "{text}");
         // Dropped once: the marker still tells the size of the result.
-        let dropped = &oldest.artifacts[0].metadata.as_ref().unwrap()["droppedBytes"];
+        let dropped = &oldest.metadata.as_ref().unwrap()["droppedBytes"];
         assert!(dropped.as_u64().unwrap() > 1 << 20, "{dropped}");
         let newest = ended.last().unwrap().snapshot(None, true);
-        assert_eq!(newest.artifacts[0].parts[0].text.as_deref(), Some(&*result));
+        assert_eq!(
+            newest.artifacts.unwrap()[0].parts[0].as_text(),
+            Some(&*result)
+        );
     }
 }
