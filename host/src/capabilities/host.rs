@@ -1,8 +1,8 @@
 //! The `host` import: logging, progress reports and resource updates.
 
-use super::CallState;
 use super::caller::{CallerLink, Progress};
 use super::guest_log::{GuestLog, Level};
+use super::{CallContext, CallPart, CallState};
 use crate::AgentId;
 use crate::capabilities::bindings::agentsite::agent::host::{self, LogLevel};
 use tokio::sync::broadcast;
@@ -108,6 +108,18 @@ impl host::Host for HostState {
     }
 }
 
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    host::add_to_linker::<CallState, HasSelf<HostState>>(linker, |state| &mut state.host)
+impl CallPart for HostState {
+    fn for_call(call: &CallContext<'_>) -> anyhow::Result<HostState> {
+        let updates = call.services.updates.clone();
+        Ok(HostState::new(
+            call.log.clone(),
+            call.agent,
+            call.caller.clone(),
+            updates,
+        ))
+    }
+
+    fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        host::add_to_linker::<CallState, HasSelf<HostState>>(linker, |state| &mut state.host)
+    }
 }

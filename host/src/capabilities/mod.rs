@@ -2,13 +2,22 @@
 //! the agent world.
 //!
 //! A capability that can be granted is a folder (`wasi/`, `kv/`, `peers/`,
-//! `llm/`): its grant (`grant.rs`: the type a policy table holds, the
-//! command line's item, its checks, what a call gets, its description, as
-//! the [`grant::Capability`] trait asks), its per-call state (a field of
-//! [`CallState`]) and the function that binds it into the linker. This
-//! module and [`grant`]'s list are the places that know them all:
-//! [`CallState::new`] builds a call's state from its grants and the node's
-//! [`Services`], and [`add_to_linker`] binds every import.
+//! `llm/`) with two halves, each behind one small trait, as Spin's factors
+//! are:
+//!
+//! - its grant (`grant.rs`, [`grant::Capability`]): the type a policy
+//!   table holds, the command line's item, its checks, what a call gets,
+//!   its description for `inspect` and the pages;
+//! - its part of a call (`mod.rs`, [`CallPart`]): the state a call's store
+//!   holds for it, made from the call's grants and the node's [`Services`],
+//!   and the imports that reach it.
+//!
+//! Two lists name them all: the grants' in [`grant`] (`fs`, `http` and
+//! `env` are three grants of WASI's one part) and the call's parts here
+//! ([`call_parts!`]: `host` and `user` are parts that nothing grants).
+//! Adding a capability is its folder and a line in each; one with a
+//! node-wide half (a store, a network) also gives it a field of
+//! [`Services`].
 //!
 //! What each import reaches is decided per call by the operator's policy
 //! (see [`crate::policy`]): with no grant, the filesystem, environment and
@@ -42,24 +51,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 use tokio::sync::broadcast;
 use user::UserState;
-use wasi::HttpPolicy;
 use wasmtime::component::{Linker, ResourceTable};
-
-/// The state of one call: what every capability keeps while the guest runs.
-pub struct CallState {
-    pub(crate) wasi: wasi::WasiState,
-    pub(crate) http: wasmtime_wasi_http::WasiHttpCtx,
-    pub(crate) http_hooks: HttpPolicy,
-    pub(crate) table: ResourceTable,
-    pub(crate) limiter: limits::CallLimiter,
-    pub(crate) host: HostState,
-    pub(crate) kv: KvState,
-    pub(crate) peers: PeersState,
-    pub(crate) llm: LlmState,
-    pub(crate) user: UserState,
-    /// When the call must end: read by the store's epoch check.
-    pub(crate) deadline: Instant,
-}
 
 /// What the capabilities of every call on a node share: the agents'
 /// databases, the channel of resource updates, the network once joined,
@@ -117,6 +109,77 @@ pub(crate) struct CallSetup<'a> {
     pub deadline: Instant,
 }
 
+/// What a capability's part of a call is made from.
+pub(crate) struct CallContext<'a> {
+    pub agent: AgentId,
+    pub grants: &'a Grants,
+    pub caller: &'a CallerLink,
+    pub deadline: Instant,
+    /// Where the capabilities report what they refused.
+    pub denials: &'a Denials,
+    /// The guest's log, which WASI's output and the host import write to.
+    pub log: &'a GuestLog,
+    pub services: &'a Services,
+}
+
+/// A capability's part of one call: the state a call's store holds for it
+/// and the imports that reach that state.
+pub(crate) trait CallPart: Sized {
+    /// The part for the call `call` describes; an error fails the call
+    /// before it runs (a granted folder that cannot be opened).
+    fn for_call(call: &CallContext<'_>) -> anyhow::Result<Self>;
+
+    /// Binds the capability's imports, each reaching this part of the
+    /// calling store's [`CallState`].
+    fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()>;
+}
+
+/// The state of one call, with a field per part listed, and the function
+/// that binds every part's imports.
+macro_rules! call_parts {
+    ($($field:ident: $part:ty),* $(,)?) => {
+        /// The state of one call: each capability's part, the resources
+        /// they share, the memory limiter and the deadline.
+        pub struct CallState {
+            $(pub(crate) $field: $part,)*
+            pub(crate) table: ResourceTable,
+            pub(crate) limiter: limits::CallLimiter,
+            /// When the call must end: read by the store's epoch check.
+            pub(crate) deadline: Instant,
+        }
+
+        impl CallState {
+            fn of_parts(
+                call: &CallContext<'_>,
+                table: ResourceTable,
+                limiter: limits::CallLimiter,
+            ) -> anyhow::Result<CallState> {
+                Ok(CallState {
+                    $($field: <$part as CallPart>::for_call(call)?,)*
+                    table,
+                    limiter,
+                    deadline: call.deadline,
+                })
+            }
+        }
+
+        /// Binds every capability's imports into the linker of calls.
+        pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+            $(<$part as CallPart>::add_to_linker(linker)?;)*
+            Ok(())
+        }
+    };
+}
+
+call_parts! {
+    wasi: wasi::Wasi,
+    host: HostState,
+    kv: KvState,
+    peers: PeersState,
+    llm: LlmState,
+    user: UserState,
+}
+
 impl CallState {
     /// The state of one call under its grants; with it, the call's guest
     /// log (which the runtime flushes when the call ends).
@@ -133,46 +196,21 @@ impl CallState {
         } = setup;
         let call_limits = &grants.limits;
         let log = GuestLog::new(name.clone(), call_limits.max_log.as_u64());
-        let wasi = wasi::WasiState::new(&log, grants)?;
         let caller = CallerLink::new(caller, deadline);
         let denials = Denials::new(services.audit.clone(), name);
         let mut table = ResourceTable::new();
         table.set_max_capacity(limits::MAX_HANDLES);
-        let state = CallState {
-            wasi,
-            http: wasi::new_http_context(limits::MAX_FIELDS_BYTES),
-            http_hooks: HttpPolicy::new(grants.http.clone(), deadline, denials.clone()),
-            table,
-            limiter: limits::CallLimiter::new(call_limits.memory),
-            host: HostState::new(log.clone(), agent, caller.clone(), services.updates.clone()),
-            kv: KvState::new(services.kv.clone(), agent, grants.kv).reporting(denials.clone()),
-            peers: PeersState::new(
-                services.peers.get().cloned(),
-                caller.clone(),
-                grants.peers,
-                denials.clone(),
-            ),
-            llm: LlmState::new(
-                caller.clone(),
-                agent,
-                grants.llm.clone(),
-                services.models.get().cloned(),
-                denials,
-            ),
-            user: UserState::new(caller),
+        let call = CallContext {
+            agent,
+            grants,
+            caller: &caller,
             deadline,
+            denials: &denials,
+            log: &log,
+            services,
         };
+        let limiter = limits::CallLimiter::new(call_limits.memory);
+        let state = CallState::of_parts(&call, table, limiter)?;
         Ok((state, log))
     }
-}
-
-/// Binds every capability into `linker`.
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    wasi::add_to_linker(linker)?;
-    host::add_to_linker(linker)?;
-    kv::add_to_linker(linker)?;
-    peers::add_to_linker(linker)?;
-    llm::add_to_linker(linker)?;
-    user::add_to_linker(linker)?;
-    Ok(())
 }

@@ -1,8 +1,8 @@
 //! The `user` import: asking the person at the calling MCP client for input
 //! (MCP elicitation). Only a call that serves such a client has someone to ask.
 
-use super::CallState;
 use super::caller::{CallerLink, ElicitAction, ElicitFailure};
+use super::{CallContext, CallPart, CallState};
 use crate::capabilities::bindings::agentsite::agent::user::{
     self, ElicitAction as WitAction, ElicitError, ElicitResponse,
 };
@@ -77,6 +77,12 @@ impl user::Host for UserState {
     }
 }
 
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    user::add_to_linker::<CallState, HasSelf<UserState>>(linker, |state| &mut state.user)
+impl CallPart for UserState {
+    fn for_call(call: &CallContext<'_>) -> anyhow::Result<UserState> {
+        Ok(UserState::new(call.caller.clone()))
+    }
+
+    fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        user::add_to_linker::<CallState, HasSelf<UserState>>(linker, |state| &mut state.user)
+    }
 }

@@ -13,7 +13,7 @@
 
 pub mod grant;
 
-use super::CallState;
+use super::{CallContext, CallPart, CallState};
 use crate::AgentId;
 use crate::audit::Denials;
 use crate::capabilities::bindings::agentsite::agent::kv::{self, KvError};
@@ -320,8 +320,15 @@ impl kv::Host for KvState {
     }
 }
 
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    kv::add_to_linker::<CallState, HasSelf<KvState>>(linker, |state| &mut state.kv)
+impl CallPart for KvState {
+    fn for_call(call: &CallContext<'_>) -> anyhow::Result<KvState> {
+        let stores = call.services.kv.clone();
+        Ok(KvState::new(stores, call.agent, call.grants.kv).reporting(call.denials.clone()))
+    }
+
+    fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        kv::add_to_linker::<CallState, HasSelf<KvState>>(linker, |state| &mut state.kv)
+    }
 }
 
 #[cfg(test)]

@@ -13,8 +13,8 @@
 
 pub mod grant;
 
-use super::CallState;
 use super::caller::CallerLink;
+use super::{CallContext, CallPart, CallState};
 use crate::AgentId;
 use crate::audit::Denials;
 use crate::capabilities::bindings::agentsite::agent::chat;
@@ -578,7 +578,19 @@ async fn finish(
     result
 }
 
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    llm::add_to_linker::<CallState, HasSelf<LlmState>>(linker, |state| &mut state.llm)?;
-    chat::add_to_linker::<CallState, HasSelf<LlmState>>(linker, |state| &mut state.llm)
+impl CallPart for LlmState {
+    fn for_call(call: &CallContext<'_>) -> anyhow::Result<LlmState> {
+        Ok(LlmState::new(
+            call.caller.clone(),
+            call.agent,
+            call.grants.llm.clone(),
+            call.services.models.get().cloned(),
+            call.denials.clone(),
+        ))
+    }
+
+    fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        llm::add_to_linker::<CallState, HasSelf<LlmState>>(linker, |state| &mut state.llm)?;
+        chat::add_to_linker::<CallState, HasSelf<LlmState>>(linker, |state| &mut state.llm)
+    }
 }

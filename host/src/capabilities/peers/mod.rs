@@ -15,8 +15,8 @@
 
 pub mod grant;
 
-use super::CallState;
 use super::caller::CallerLink;
+use super::{CallContext, CallPart, CallState};
 use crate::AgentId;
 use crate::agent::tool::{AgentCard, Content, ResourceBody, ToolOutput, ToolSpec};
 use crate::audit::Denials;
@@ -281,6 +281,17 @@ fn decode(data: &str) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    peers::add_to_linker::<CallState, HasSelf<PeersState>>(linker, |state| &mut state.peers)
+impl CallPart for PeersState {
+    fn for_call(call: &CallContext<'_>) -> anyhow::Result<PeersState> {
+        Ok(PeersState::new(
+            call.services.peers.get().cloned(),
+            call.caller.clone(),
+            call.grants.peers,
+            call.denials.clone(),
+        ))
+    }
+
+    fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        peers::add_to_linker::<CallState, HasSelf<PeersState>>(linker, |state| &mut state.peers)
+    }
 }

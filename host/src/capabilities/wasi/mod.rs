@@ -9,8 +9,9 @@
 pub mod grant;
 pub mod http_allow;
 
-use super::CallState;
 use super::guest_log::{GuestLog, Stream};
+use super::limits::MAX_FIELDS_BYTES;
+use super::{CallContext, CallPart, CallState};
 use crate::audit::Denials;
 use crate::capabilities::grant::Grants;
 use bytes::Bytes;
@@ -193,10 +194,38 @@ impl WasiHttpHooks for HttpPolicy {
     }
 }
 
+/// WASI's part of one call: the filesystem, environment, clocks and
+/// output ([`WasiState`]), and outgoing HTTP under the call's grant.
+pub(crate) struct Wasi {
+    state: WasiState,
+    http: WasiHttpCtx,
+    hooks: HttpPolicy,
+}
+
+impl CallPart for Wasi {
+    fn for_call(call: &CallContext<'_>) -> anyhow::Result<Wasi> {
+        Ok(Wasi {
+            state: WasiState::new(call.log, call.grants)?,
+            http: new_http_context(MAX_FIELDS_BYTES),
+            hooks: HttpPolicy::new(
+                call.grants.http.clone(),
+                call.deadline,
+                call.denials.clone(),
+            ),
+        })
+    }
+
+    fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        wasmtime_wasi::p2::add_to_linker_async(linker)?;
+        refuse_links_out_of_folders(linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
+    }
+}
+
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
-            ctx: self.wasi.ctx(),
+            ctx: self.wasi.state.ctx(),
             table: &mut self.table,
         }
     }
@@ -205,9 +234,9 @@ impl WasiView for CallState {
 impl WasiHttpView for CallState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
         WasiHttpCtxView {
-            ctx: &mut self.http,
+            ctx: &mut self.wasi.http,
             table: &mut self.table,
-            hooks: &mut self.http_hooks,
+            hooks: &mut self.wasi.hooks,
         }
     }
 }
@@ -215,16 +244,10 @@ impl WasiHttpView for CallState {
 /// The wasi-http state of one call: each set of header fields it builds
 /// may hold at most `fields_limit` bytes (any agent can build them, granted
 /// HTTP or not, so they count toward what a call makes the host hold).
-pub(crate) fn new_http_context(fields_limit: usize) -> WasiHttpCtx {
+fn new_http_context(fields_limit: usize) -> WasiHttpCtx {
     let mut http = WasiHttpCtx::new();
     http.set_field_size_limit(fields_limit);
     http
-}
-
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-    wasmtime_wasi::p2::add_to_linker_async(linker)?;
-    refuse_links_out_of_folders(linker)?;
-    wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)
 }
 
 /// The `wasi:filesystem` interface as wasmtime-wasi defines it; components
