@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine or a warm one: installs the
 # wasm32-wasip2 target, the test tools (the MCP conformance suite, the MCP
-# Python SDK, cargo-fuzz) and the embedded language model if needed, builds
+# Python SDK, ...) and the embedded language model if needed, builds
 # the example agents, then runs the format check, the check of the vendored
 # crates, clippy, every test and a bounded fuzz run of each fuzz target. CI
 # runs this through .ci/run.
@@ -23,7 +23,6 @@ build_examples
 echo "==> cargo fmt --check"
 cargo fmt --all --check
 (cd examples && cargo fmt --all --check)
-(cd fuzz && cargo fmt --all --check)
 
 echo "==> vendor/: each crate is its release plus its patch"
 bash scripts/check-vendor.sh
