@@ -397,13 +397,14 @@ impl Peer<'_> {
         let (status, body) = tokio::time::timeout_at(deadline, exchange)
             .await
             .map_err(|_| CallError::DeadlineExceeded(self.budget))??;
-        let answer = serde_json::from_slice::<Value>(&body)
-            .map_err(|e| format!("malformed JSON ({e})"))
-            .and_then(|answer| {
-                serde_json::from_value::<JsonRpcResponse>(answer)
-                    .map_err(|e| format!("what is not a JSON-RPC response ({e})"))
-            });
-        let answer = answer.map_err(|what| {
+        // One pass over the body: serde tells text that is not JSON from
+        // JSON that is not a response.
+        let answer = serde_json::from_slice::<JsonRpcResponse>(&body).map_err(|e| {
+            let what = if e.is_syntax() || e.is_eof() {
+                format!("malformed JSON ({e})")
+            } else {
+                format!("what is not a JSON-RPC response ({e})")
+            };
             let said = if status.is_success() {
                 format!("answered {method} with {what}")
             } else {

@@ -36,16 +36,11 @@ pub fn data_part(data: serde_json::Value) -> Part {
     Part::data(data).with_media_type("application/json")
 }
 
-/// Whether a task in `state` waits for its client (input or
-/// authorization): it will not finish by itself.
-pub fn is_interrupted(state: &TaskState) -> bool {
-    matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
-}
-
-/// Whether a task in `state` has ended or waits for its client: where a
-/// client that follows it stops.
+/// Whether a task in `state` has ended or waits for its client (input or
+/// authorization, which it will not finish without): where a client that
+/// follows it stops.
 pub fn is_settled(state: &TaskState) -> bool {
-    state.is_terminal() || is_interrupted(state)
+    state.is_terminal() || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
 }
 
 /// A task's state in a person's words.

@@ -185,12 +185,7 @@ impl KvState {
             .begin_write()
             .map_err(|e| storage("kv write failed", e))?;
         {
-            let mut table = write
-                .open_table(TABLE)
-                .map_err(|e| storage("kv write failed", e))?;
-            let mut usage = write
-                .open_table(USAGE)
-                .map_err(|e| storage("kv write failed", e))?;
+            let (mut table, mut usage) = open_for_write(&write)?;
             let used = used_bytes(&table, &usage)?;
             let old = table
                 .get(key)
@@ -222,12 +217,7 @@ impl KvState {
             .begin_write()
             .map_err(|e| storage("kv write failed", e))?;
         let existed = {
-            let mut table = write
-                .open_table(TABLE)
-                .map_err(|e| storage("kv write failed", e))?;
-            let mut usage = write
-                .open_table(USAGE)
-                .map_err(|e| storage("kv write failed", e))?;
+            let (mut table, mut usage) = open_for_write(&write)?;
             let used = used_bytes(&table, &usage)?;
             let removed = table
                 .remove(key)
@@ -282,6 +272,21 @@ impl KvState {
 
 /// What `table` holds against the quota: as counted in `usage`, or counted
 /// now for a database written before this way of counting.
+/// [`TABLE`] and [`USAGE`] as a write transaction opens them.
+type Entries<'t> = redb::Table<'t, &'static str, &'static [u8]>;
+type Usage<'t> = redb::Table<'t, &'static str, u64>;
+
+/// The entries and their usage count, in a write transaction.
+fn open_for_write(write: &redb::WriteTransaction) -> Result<(Entries<'_>, Usage<'_>), KvError> {
+    let table = write
+        .open_table(TABLE)
+        .map_err(|e| storage("kv write failed", e))?;
+    let usage = write
+        .open_table(USAGE)
+        .map_err(|e| storage("kv write failed", e))?;
+    Ok((table, usage))
+}
+
 fn used_bytes(
     table: &redb::Table<&str, &[u8]>,
     usage: &redb::Table<&str, u64>,
