@@ -3,7 +3,7 @@
 
 use crate::support;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use support::{Cli, branchy, wasm};
 
 #[test]
@@ -43,15 +43,59 @@ fn calculator_tools_compute_and_division_by_zero_is_a_tool_error() {
 }
 
 #[test]
+fn at_a_terminal_call_shows_what_the_result_says_and_programs_get_json() {
+    let cli = Cli::new();
+    cli.add(&["calculator", "hostile_trap"]);
+    let add = ["call", "calculator", "add", r#"{"a": 2, "b": 3}"#];
+    let (ok, shown) = cli.at_terminal(&add);
+    assert!(ok, "{shown}");
+    assert_eq!(shown, "5.0\n");
+    // Asked for, or into a pipe: the MCP result.
+    let (ok, shown) = cli.at_terminal(&[&add[..], &["--json"]].concat());
+    assert!(ok, "{shown}");
+    let json: Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(json["structuredContent"]["result"], json!(5.0));
+    let piped = cli.call("calculator", "add", r#"{"a": 2, "b": 3}"#).json();
+    assert_eq!(piped, json);
+    // A tool error is one line, with no JSON before it.
+    let (ok, shown) = cli.at_terminal(&["call", "calculator", "divide", r#"{"a": 1, "b": 0}"#]);
+    assert!(!ok);
+    assert_eq!(shown, "error: calculator.divide failed: division by zero\n");
+}
+
+#[test]
+fn a_crashing_agent_is_one_line_with_its_last_words_and_its_stderr_shows_with_v() {
+    let cli = Cli::new();
+    cli.add(&["hostile_trap"]);
+    let crash = ["call", "hostile-trap", "crash", r#"{"value": 3}"#];
+    let (ok, shown) = cli.at_terminal(&crash);
+    assert!(!ok);
+    let lines: Vec<&str> = shown.lines().collect();
+    assert_eq!(lines.len(), 1, "{shown}");
+    assert!(
+        lines[0].starts_with("error: hostile-trap.crash failed: agent trapped")
+            && lines[0].contains("its last words on stderr: panicked at")
+            && lines[0].contains("crashed halfway through"),
+        "{shown}"
+    );
+    // What it printed is there for whoever asks for it.
+    let (_, verbose) = cli.at_terminal(&[&["-v"][..], &crash].concat());
+    assert!(
+        verbose.contains("crashed halfway through") && verbose.contains("source=\"stderr\""),
+        "{verbose}"
+    );
+}
+
+#[test]
 fn arguments_that_break_the_schema_are_refused_with_the_reason() {
     let cli = Cli::new();
     cli.add(&["calculator"]);
     cli.call("calculator", "add", r#"{"a": "two", "b": 3}"#)
-        .failure("invalid arguments: invalid type: string \"two\", expected f64");
+        .failure("invalid arguments: a: expected a number, got a string \"two\"");
     cli.call("calculator", "add", r#"{"a": 2}"#)
-        .failure("missing field `b`");
+        .failure("invalid arguments: missing argument `b`");
     cli.call("calculator", "add", r#"{"a": 2, "b": 3, "c": 4}"#)
-        .failure("unknown field `c`");
+        .failure("invalid arguments: c: not an argument of this tool (it takes `a` or `b`)");
     cli.call("calculator", "add", "[1, 2]")
         .failure("arguments must be a JSON object");
     cli.call("calculator", "add", "{not json")
@@ -60,7 +104,13 @@ fn arguments_that_break_the_schema_are_refused_with_the_reason() {
         "calculator has no tool named \"power\"; its tools are: add, subtract, multiply, divide",
     );
     cli.call("nonexistent", "add", "{}")
-        .failure("no installed agent matches \"nonexistent\"");
+        .failure("no installed agent matches \"nonexistent\"; `agentsite ls` lists the agents installed here; `agentsite search WORDS` finds agents on the network");
+    // A typo gets the name it was likely meant to be.
+    cli.call("calculater", "add", "{}")
+        .failure("no installed agent matches \"calculater\"; did you mean \"calculator\"?");
+    cli.call("calculator", "devide", "{}").failure(
+        "calculator has no tool named \"devide\"; did you mean \"divide\"? its tools are: add, subtract, multiply, divide",
+    );
 }
 
 #[test]

@@ -69,11 +69,22 @@ async fn five_nodes_in_a_chain_publish_find_fetch_and_call() {
         .collect();
     assert!(tools.contains(&"add"), "{tools:?}");
     // ...and the table a person reads names it too.
+    // It fits a terminal of 100 columns, with the id as `ls` shows it...
     let table = e.run(&["search", "math"]).success();
+    let short = &calculator["sha256:".len()..][..12];
     assert!(
-        table.contains("calculator") && table.contains(&calculator),
+        table.contains("calculator") && table.contains(short),
         "{table}"
     );
+    assert!(table.lines().all(|l| l.chars().count() <= 100), "{table}");
+    // ...and whole when asked.
+    let wide = e.run(&["search", "math", "--wide"]).success();
+    assert!(wide.contains(&calculator), "{wide}");
+    // The short id is enough to call it where it lives.
+    let sum = e
+        .run(&["call", short, "add", r#"{"a": 1, "b": 2}"#, "--remote"])
+        .json();
+    assert_eq!(sum["structuredContent"]["result"], 3.0, "{sum}");
 
     // E fetches it by id, verified, and calls its own copy.
     let fetched = e.run(&["fetch", &calculator]);
@@ -133,4 +144,28 @@ fn network_commands_need_a_running_node() {
     let second = cli.run(&["id"]).success();
     assert_eq!(first, second);
     assert!(first.starts_with("12D3Koo"), "{first}");
+}
+
+#[test]
+fn a_port_another_node_holds_is_refused_at_start_p2p_as_http() {
+    let first = Cli::new();
+    let node = Server::start(first.data(), &["--p2p-listen", "/ip4/127.0.0.1/tcp/0"]);
+    // `/ip4/127.0.0.1/tcp/PORT/p2p/ID`: the same address without the id.
+    let p2p = node.p2p.clone().expect("the node is on the network");
+    let p2p = &p2p[..p2p.find("/p2p/").unwrap()];
+    let http = node.base.trim_start_matches("http://").to_owned();
+    let second = Cli::new();
+    second
+        .run(&["serve", "--listen", "127.0.0.1:0", "--p2p-listen", p2p])
+        .failure(&format!(
+            "cannot listen on {p2p}: the port is in use by another process (another `agentsite serve`?); stop it or choose another port with --p2p-listen"
+        ));
+    second
+        .run(&["serve", "--listen", &http, "--no-p2p"])
+        .failure(&format!(
+            "cannot listen on {http}: the port is in use by another process (another `agentsite serve`?); stop it or choose another port with --listen"
+        ));
+    // The first node still holds its port.
+    std::net::TcpStream::connect(&http).expect("the first node still listens");
+    drop(node);
 }

@@ -53,6 +53,7 @@ pub mod bindings {
     });
 }
 
+mod arguments;
 mod standard_schema;
 
 pub use bindings::agentsite::agent::types::{
@@ -843,13 +844,9 @@ pub mod __private {
     use serde_json::{Map, Value};
 
     /// Parses a tool's arguments. An empty string means "no arguments".
+    /// An error names the argument and what it should have been.
     pub fn parse_arguments<A: DeserializeOwned>(arguments: &str) -> Result<A, ToolError> {
-        let text = if arguments.trim().is_empty() {
-            "{}"
-        } else {
-            arguments
-        };
-        serde_json::from_str(text).map_err(|e| ToolError::InvalidArguments(e.to_string()))
+        crate::arguments::parse(arguments).map_err(ToolError::InvalidArguments)
     }
 
     /// The JSON Schema of an arguments struct, as MCP wants it: an object

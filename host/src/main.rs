@@ -77,7 +77,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Call a tool; prints the result (an MCP CallToolResult) as JSON.
+    /// Call a tool; prints its result for a person at a terminal, and as
+    /// MCP JSON (a CallToolResult) with --json or into a pipe.
     Call {
         /// Agent name, id, or unique id prefix.
         agent: String,
@@ -96,6 +97,9 @@ enum Command {
         /// is an id, or a name found by searching), through the running node.
         #[arg(long, conflicts_with = "memory")]
         remote: bool,
+        /// Print the MCP result as JSON, also at a terminal.
+        #[arg(long)]
+        json: bool,
     },
     /// Show an agent's card, tools, the imports it asks for and its size.
     Inspect {
@@ -223,6 +227,10 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Show every column whole (full ids, tool names) instead of
+        /// fitting 100 columns.
+        #[arg(long)]
+        wide: bool,
     },
     /// Download an agent by id from the nodes that host it, verify every
     /// chunk and the whole, and install it.
@@ -365,8 +373,13 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Id { json } => return cli::id(&data, json).await,
         Command::Peers { json } => return cli::peers(&data, json).await,
         Command::Publish { agent } => return cli::publish(&data, &agent).await,
-        Command::Search { words, limit, json } => {
-            return cli::search(&data, &words, limit, json).await;
+        Command::Search {
+            words,
+            limit,
+            json,
+            wide,
+        } => {
+            return cli::search(&data, &words, limit, json, wide).await;
         }
         Command::Fetch { id } => return cli::fetch(&data, &id).await,
         Command::Goal(args) => {
@@ -417,8 +430,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
             arguments,
             deadline,
             remote: true,
+            json,
             ..
-        } => return cli::call_remote(&data, &agent, &tool, &arguments, deadline).await,
+        } => return cli::call_remote(&data, &agent, &tool, &arguments, deadline, json).await,
         local => local,
     };
     let capacity = if command.serves() {
@@ -439,8 +453,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
             arguments,
             deadline,
             memory,
+            json,
             ..
-        } => cli::call(&node, &agent, &tool, &arguments, deadline, memory).await,
+        } => cli::call(&node, &agent, &tool, &arguments, deadline, memory, json).await,
         Command::Inspect { agent, json } => cli::inspect(&node, &agent, json),
         Command::Rm { agent, purge } => cli::remove(&node, &agent, purge),
         Command::Grant(edit) => {

@@ -66,11 +66,13 @@ pub enum AttachError {
 pub enum NodeCallError {
     #[error(transparent)]
     Resolve(#[from] ResolveError),
-    #[error("{agent} has no tool named {tool:?}; its tools are: {known}")]
+    #[error("{agent} has no tool named {tool:?}; {hint}its tools are: {known}")]
     UnknownTool {
         agent: String,
         tool: String,
         known: String,
+        /// `did you mean "X"? ` when one is close, else empty.
+        hint: String,
     },
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -453,6 +455,7 @@ impl Node {
             return Err(NodeCallError::UnknownTool {
                 agent: record.card.name.clone(),
                 tool: tool.to_owned(),
+                hint: crate::text::did_you_mean(tool, known.iter().copied()),
                 known: known.join(", "),
             });
         }
@@ -640,12 +643,16 @@ mod tests {
             agent: "calculator".into(),
             tool: "cube_root".into(),
             known: "add".into(),
+            hint: String::new(),
         };
         assert_eq!(
             NodeCallError::answer(Err(unknown)),
             Err(PeerFailure::UnknownTool("cube_root".into()))
         );
-        let missing = ResolveError::NotFound("nobody".into());
+        let missing = ResolveError::NotFound {
+            query: "nobody".into(),
+            hint: String::new(),
+        };
         assert!(matches!(
             NodeCallError::answer(Err(missing.into())),
             Err(PeerFailure::NotFound(_))

@@ -32,10 +32,21 @@ pub fn terminal_safe(text: &str) -> Cow<'_, str> {
 /// parser, inert on a terminal. Such characters only occur inside strings,
 /// where the escape is valid.
 pub fn json_terminal_safe(json: &str) -> Cow<'_, str> {
-    // All of them are in the Basic Multilingual Plane: four hex digits.
-    escaped(json, |shown, c| {
-        let _ = write!(shown, "\\u{:04x}", c as u32);
-    })
+    // The newlines of indented JSON lie between tokens (inside strings
+    // JSON escapes them), so they stay: they are the layout.
+    let lines: Vec<Cow<'_, str>> = json
+        .split('\n')
+        .map(|line| {
+            // All of them are in the Basic Multilingual Plane: four hex digits.
+            escaped(line, |shown, c| {
+                let _ = write!(shown, "\\u{:04x}", c as u32);
+            })
+        })
+        .collect();
+    if lines.iter().all(|line| matches!(line, Cow::Borrowed(_))) {
+        return Cow::Borrowed(json);
+    }
+    Cow::Owned(lines.join("\n"))
 }
 
 /// `text` with each character that [`needs_escape`] written by `escape`;
@@ -65,6 +76,28 @@ fn needs_escape(c: char) -> bool {
         '\u{feff}' => true,
         _ => false,
     }
+}
+
+/// The one of `known` that `word` was most likely meant to be, when one is
+/// close enough to be a typo or a shortening of it (`calculater` and
+/// `calculator`, `devide` and `divide`, not `stats` and `notes`):
+/// Jaro-Winkler similarity of at least 0.8, near what clap asks before it
+/// suggests a subcommand.
+pub fn closest<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    known
+        .into_iter()
+        .filter(|candidate| *candidate != word)
+        .map(|candidate| (strsim::jaro_winkler(word, candidate), candidate))
+        .filter(|(similarity, _)| *similarity >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, candidate)| candidate)
+}
+
+/// `did you mean "X"? ` for the [`closest`] of `known`, else nothing.
+pub fn did_you_mean<'a>(word: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    closest(word, known).map_or_else(String::new, |c| {
+        format!("did you mean {:?}? ", terminal_safe(c))
+    })
 }
 
 /// `text` cut to at most `max` bytes at a character boundary, with a note
@@ -173,6 +206,32 @@ mod tests {
         assert!(!shown.chars().any(needs_escape), "{shown}");
         let parsed: serde_json::Value = serde_json::from_str(&shown).unwrap();
         assert_eq!(parsed, value);
+        // Indented JSON keeps its lines, and its strings' escapes.
+        let pretty = serde_json::to_string_pretty(&value).unwrap();
+        let shown = json_terminal_safe(&pretty);
+        assert_eq!(shown.lines().count(), 3, "{shown}");
+        assert!(
+            !shown.lines().any(|l| l.chars().any(needs_escape)),
+            "{shown}"
+        );
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&shown).unwrap(),
+            value
+        );
+    }
+
+    #[test]
+    fn a_typo_is_matched_to_the_name_it_was_meant_to_be() {
+        let names = ["calculator", "wordsmith", "notes"];
+        assert_eq!(closest("calculater", names), Some("calculator"));
+        assert_eq!(closest("wordsmit", names), Some("wordsmith"));
+        assert_eq!(closest("stats", names), None);
+        assert_eq!(closest("calculator", names), None);
+        assert_eq!(
+            did_you_mean("devide", ["add", "divide"]),
+            "did you mean \"divide\"? "
+        );
+        assert_eq!(did_you_mean("power", ["add", "divide"]), "");
     }
 
     #[test]

@@ -351,6 +351,32 @@ impl Cli {
     pub fn call(&self, agent: &str, tool: &str, args: &str) -> Run {
         self.run(&["call", agent, tool, args])
     }
+
+    /// Runs a command at a terminal, as a person types it: under a
+    /// pseudo-terminal made by util-linux's `script`. Returns whether it
+    /// succeeded and what the terminal showed (stdout and stderr together,
+    /// lines ending in `\n`).
+    pub fn at_terminal(&self, args: &[&str]) -> (bool, String) {
+        let quote = |word: &str| format!("'{}'", word.replace('\'', r"'\''"));
+        let mut line = vec![
+            quote(env!("CARGO_BIN_EXE_agentsite")),
+            "--data-dir".into(),
+            quote(self.data().to_str().unwrap()),
+        ];
+        line.extend(args.iter().map(|a| quote(a)));
+        let output = Command::new("script")
+            .args(["--quiet", "--return", "--command"])
+            .arg(line.join(" "))
+            .arg("/dev/null")
+            .env_remove("AGENTSITE_CONFIG")
+            .env_remove("AGENTSITE_POLICY")
+            .env_remove("AGENTSITE_LOG")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("script (util-linux) runs");
+        let shown = String::from_utf8_lossy(&output.stdout).replace("\r\n", "\n");
+        (output.status.success(), shown)
+    }
 }
 
 /// An `agentsite serve` process on a free loopback port, stopped on drop.

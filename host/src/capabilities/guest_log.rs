@@ -35,6 +35,19 @@ pub const FRAMING: usize = 96;
 const MAX_LINE: usize = 4096;
 /// How much of stderr is kept for error reports.
 const STDERR_TAIL: usize = 2048;
+/// Lines of stderr an error report quotes when there is no panic reason.
+const LAST_WORDS_LINES: usize = 3;
+/// Most bytes of stderr an error report quotes.
+const LAST_WORDS_BYTES: usize = 400;
+
+/// `lines` trimmed and joined by spaces, empty ones left out.
+fn one_line<'a>(lines: impl Iterator<Item = &'a str>) -> String {
+    lines
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
 
 /// The log of one call. Cheap to clone; clones share the budget.
 #[derive(Clone)]
@@ -138,20 +151,30 @@ impl GuestLog {
         }
     }
 
-    /// The reason of a Rust panic the guest printed, if it printed one.
-    pub fn panic_message(&self) -> Option<String> {
+    /// What the guest last said on stderr, as one line for an error
+    /// report: the reason of a Rust panic (`panicked at src/lib.rs:12:5:
+    /// boom`) when it printed one, else its last [`LAST_WORDS_LINES`]
+    /// lines (a Python traceback's last is the exception), at most
+    /// [`LAST_WORDS_BYTES`]. None when it said nothing there.
+    pub fn last_words(&self) -> Option<String> {
         let state = self.state();
         let tail = String::from_utf8_lossy(&state.stderr_tail);
-        let start = tail.rfind("panicked at ")?;
-        let report = &tail[start + "panicked at ".len()..];
-        let report = report.split("\nnote:").next().unwrap_or(report);
-        let one_line = report
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .collect::<Vec<_>>()
-            .join(" ");
-        Some(one_line)
+        let words = match tail.rfind("panicked at ") {
+            Some(start) => {
+                let report = &tail[start..];
+                let report = report.split("\nnote:").next().unwrap_or(report);
+                one_line(report.lines())
+            }
+            None => {
+                let lines: Vec<&str> = tail.lines().filter(|l| !l.trim().is_empty()).collect();
+                one_line(
+                    lines[lines.len().saturating_sub(LAST_WORDS_LINES)..]
+                        .iter()
+                        .copied(),
+                )
+            }
+        };
+        (!words.is_empty()).then(|| crate::text::excerpt(&words, LAST_WORDS_BYTES).into_owned())
     }
 
     /// Bytes of text dropped so far (the node reports them once, when the
@@ -187,11 +210,17 @@ impl LogState {
     fn line(&mut self, stream: Stream, line: &[u8]) {
         if self.take_budget(line.len()) {
             let text = String::from_utf8_lossy(line);
-            let (level, name) = match stream {
-                Stream::Stdout => (Level::Info, "stdout"),
-                Stream::Stderr => (Level::Warn, "stderr"),
+            if text.trim().is_empty() {
+                return;
+            }
+            // What an agent prints is its own account, not the node's
+            // warning: it shows with `-v` (info), and a failed call's error
+            // carries the tail of stderr as the agent's last words.
+            let name = match stream {
+                Stream::Stdout => "stdout",
+                Stream::Stderr => "stderr",
             };
-            emit(&self.agent, level, name, &text);
+            emit(&self.agent, Level::Info, name, &text);
         }
     }
 }
@@ -259,8 +288,24 @@ mod tests {
             b"\nthread '<unnamed>' panicked at src/lib.rs:12:5:\nboom halfway\nnote: run with `RUST_BACKTRACE=1`\n",
         );
         assert_eq!(
-            log.panic_message().as_deref(),
-            Some("src/lib.rs:12:5: boom halfway")
+            log.last_words().as_deref(),
+            Some("panicked at src/lib.rs:12:5: boom halfway")
         );
+    }
+
+    #[test]
+    fn without_a_panic_the_last_lines_of_stderr_are_the_last_words() {
+        let log = GuestLog::new("trap".into(), 1 << 16);
+        assert_eq!(log.last_words(), None);
+        log.write(
+            Stream::Stderr,
+            b"Traceback (most recent call last):\n  File \"app.py\", line 3, in add\n    return a + b\n\nTypeError: unsupported operand\n",
+        );
+        assert_eq!(
+            log.last_words().as_deref(),
+            Some("File \"app.py\", line 3, in add return a + b TypeError: unsupported operand")
+        );
+        log.write(Stream::Stderr, "x".repeat(3000).as_bytes());
+        assert!(log.last_words().unwrap().len() < LAST_WORDS_BYTES + 64);
     }
 }

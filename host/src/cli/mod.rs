@@ -8,6 +8,7 @@ pub mod goals;
 pub mod models;
 mod network;
 pub mod policy;
+mod shown;
 
 pub use network::{call_remote, fetch, id, network_models, peers, publish, search};
 
@@ -120,8 +121,9 @@ pub fn tools(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `agentsite call AGENT TOOL JSON`: prints the MCP result as JSON. A tool
-/// error, or a result flagged `isError`, exits non-zero.
+/// `agentsite call AGENT TOOL JSON`: prints the result (see
+/// [`print_result`]). A tool error, or a result flagged `isError`, exits
+/// non-zero.
 pub async fn call(
     node: &Node,
     agent: &str,
@@ -129,6 +131,7 @@ pub async fn call(
     arguments: &str,
     deadline: Option<std::time::Duration>,
     memory: Option<bytesize::ByteSize>,
+    json: bool,
 ) -> anyhow::Result<()> {
     let record = node.resolve(agent)?;
     let mut grants = node.grants(&record)?;
@@ -150,13 +153,36 @@ pub async fn call(
         )
         .await
         .with_context(|| format!("{}.{tool} failed", record.card.name))?;
-    print_json(&output)?;
+    print_result(&record.card.name, tool, &output, json)
+}
+
+/// A tool's result on stdout: the MCP JSON for a program (`json`, or
+/// stdout not a terminal), what it says for a person at a terminal. A
+/// result flagged `isError` is an error of one line, after its JSON for a
+/// program and in place of the text for a person.
+pub(crate) fn print_result(
+    agent: &str,
+    tool: &str,
+    output: &crate::agent::tool::ToolOutput,
+    json: bool,
+) -> anyhow::Result<()> {
+    let for_program = json || !std::io::stdout().is_terminal();
+    if for_program {
+        print_json(output)?;
+    }
     if output.is_error {
+        let text = output.text();
+        let first = text
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("(no text)");
         anyhow::bail!(
-            "{}.{tool} reported an error: {}",
-            record.card.name,
-            crate::text::excerpt(output.text().lines().next().unwrap_or("(no text)"), 4096)
+            "{agent}.{tool} reported an error: {}",
+            crate::text::excerpt(first, 4096)
         );
+    }
+    if !for_program {
+        print!("{}", shown::for_person(output));
     }
     Ok(())
 }
@@ -347,6 +373,52 @@ fn schema_type(schema: &serde_json::Value) -> String {
             .join(" | "),
         _ => "any".into(),
     }
+}
+
+/// The width tables fit unless asked to be wide: a terminal's usual 100
+/// columns at most.
+pub(crate) const TABLE_WIDTH: usize = 100;
+
+/// The most of a name a narrow table shows.
+pub(crate) const NAME_WIDTH: usize = 24;
+
+/// `text` cut to at most `max` characters, the cut marked with `…`.
+pub(crate) fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut kept: String = text.chars().take(max.saturating_sub(1)).collect();
+    kept.push('…');
+    kept
+}
+
+/// A table whose lines fit `width` columns: the last column is cut to the
+/// room the others leave (at least a few characters of it).
+pub(crate) fn print_table_within<const N: usize>(
+    header: [&str; N],
+    rows: &[[String; N]],
+    width: usize,
+) {
+    let before_last: usize = (0..N - 1)
+        .map(|i| {
+            rows.iter()
+                .map(|row| row[i].chars().count())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+                + 2
+        })
+        .sum();
+    let room = width.saturating_sub(before_last).max(12);
+    let rows: Vec<[String; N]> = rows
+        .iter()
+        .map(|row| {
+            let mut row = row.clone();
+            row[N - 1] = cut(&row[N - 1], room);
+            row
+        })
+        .collect();
+    print_table(header, &rows);
 }
 
 pub(crate) fn print_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) {

@@ -63,10 +63,17 @@ impl NodeClient {
         if response.status().is_success() {
             return Ok(response);
         }
+        // The node's own words are the error; its API's status codes are
+        // nothing a person at the command line acts on.
         let status = response.status();
         let body: Value = response.json().await.unwrap_or_default();
-        let message = body["error"].as_str().unwrap_or("no reason given");
-        anyhow::bail!("{message} (HTTP {})", status.as_u16())
+        match body["error"].as_str() {
+            Some(message) => anyhow::bail!("{message}"),
+            None => anyhow::bail!(
+                "the node refused the request without a reason ({})",
+                status.canonical_reason().unwrap_or("no status text")
+            ),
+        }
     }
 
     pub(crate) async fn get<T: DeserializeOwned>(
@@ -221,6 +228,7 @@ pub async fn search(
     words: &[String],
     limit: usize,
     json: bool,
+    wide: bool,
 ) -> anyhow::Result<()> {
     let query = words.join(" ");
     let limit = limit.to_string();
@@ -234,27 +242,53 @@ pub async fn search(
         eprintln!("no agent on the network matches {query:?}");
         return Ok(());
     }
-    let rows: Vec<[String; 6]> = found
-        .into_iter()
+    // Manifests come from peers: every field is shown escaped.
+    let runs = |f: &Found| match &f.service {
+        // Not sandboxed where it runs, never fetched: called there.
+        Some(kind) => format!("{}, remote call only", safe(kind)),
+        None => "component".to_owned(),
+    };
+    if wide {
+        let rows: Vec<[String; 6]> = found
+            .iter()
+            .map(|f| {
+                [
+                    safe(&f.card.name).into_owned(),
+                    safe(&f.card.description).into_owned(),
+                    safe(&super::tool_names(&f.tools)).into_owned(),
+                    runs(f),
+                    f.providers.to_string(),
+                    f.id.to_string(),
+                ]
+            })
+            .collect();
+        super::print_table(
+            ["NAME", "DESCRIPTION", "TOOLS", "RUNS", "PROVIDERS", "ID"],
+            &rows,
+        );
+        return Ok(());
+    }
+    let rows: Vec<[String; 5]> = found
+        .iter()
         .map(|f| {
-            // Manifests come from peers: every field is shown escaped.
+            let description = match &f.service {
+                // Kept short so that it survives the cut.
+                Some(_) => format!("[remote call only] {}", safe(&f.card.description)),
+                None => safe(&f.card.description).into_owned(),
+            };
             [
-                safe(&f.card.name).into_owned(),
-                safe(&f.card.description).into_owned(),
-                safe(&super::tool_names(&f.tools)).into_owned(),
-                match &f.service {
-                    // Not sandboxed where it runs, never fetched: called there.
-                    Some(kind) => format!("{}, remote call only", safe(kind)),
-                    None => "component".to_owned(),
-                },
+                super::cut(&safe(&f.card.name), super::NAME_WIDTH),
+                f.id.short(),
+                f.tools.len().to_string(),
                 f.providers.to_string(),
-                f.id.to_string(),
+                description,
             ]
         })
         .collect();
-    super::print_table(
-        ["NAME", "DESCRIPTION", "TOOLS", "RUNS", "PROVIDERS", "ID"],
+    super::print_table_within(
+        ["NAME", "ID", "TOOLS", "PROVIDERS", "DESCRIPTION"],
         &rows,
+        super::TABLE_WIDTH,
     );
     Ok(())
 }
@@ -334,6 +368,7 @@ pub async fn call_remote(
     tool: &str,
     arguments: &str,
     deadline: Option<Duration>,
+    json: bool,
 ) -> anyhow::Result<()> {
     let arguments: Value = serde_json::from_str(arguments)
         .map_err(|e| anyhow::anyhow!("arguments are not valid JSON: {e}"))?;
@@ -347,13 +382,5 @@ pub async fn call_remote(
         .with_context(|| format!("{agent}.{tool} failed"))?
         .json()
         .await?;
-    let output = answer.output;
-    super::print_json(&output)?;
-    if output.is_error {
-        anyhow::bail!(
-            "{agent}.{tool} reported an error: {}",
-            output.text().lines().next().unwrap_or("(no text)")
-        );
-    }
-    Ok(())
+    super::print_result(agent, tool, &answer.output, json)
 }

@@ -65,6 +65,17 @@ impl HttpOptions {
     }
 }
 
+/// Why a listener could not be opened on `address`, in one line: a port
+/// another process holds names the flag to choose another with.
+pub fn cannot_listen(address: &str, error: &std::io::Error, flag: &str) -> anyhow::Error {
+    match error.kind() {
+        std::io::ErrorKind::AddrInUse => anyhow::anyhow!(
+            "cannot listen on {address}: the port is in use by another process (another `agentsite serve`?); stop it or choose another port with {flag}"
+        ),
+        _ => anyhow::anyhow!("cannot listen on {address}: {error}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

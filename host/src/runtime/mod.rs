@@ -585,8 +585,8 @@ impl RunningCall {
             Some(Trap::Interrupt) => CallError::DeadlineExceeded(self.limits.deadline),
             Some(Trap::StackOverflow) => CallError::StackOverflow,
             Some(trap) => {
-                let reason = match self.log.panic_message() {
-                    Some(panic) => format!("{trap} (panicked at {panic})"),
+                let reason = match self.log.last_words() {
+                    Some(words) => format!("{trap} (its last words on stderr: {words})"),
                     None => trap.to_string(),
                 };
                 CallError::Trapped(reason)

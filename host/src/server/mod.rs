@@ -232,9 +232,9 @@ impl Server {
 /// public address without a token).
 async fn bind(options: &HttpOptions) -> anyhow::Result<TcpListener> {
     options.check()?;
-    TcpListener::bind(options.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", options.listen))
+    TcpListener::bind(options.listen).await.map_err(|e| {
+        crate::http::options::cannot_listen(&options.listen.to_string(), &e, "--listen")
+    })
 }
 
 /// An address the command line on this machine reaches `address` at.

@@ -52,8 +52,8 @@ impl AgentRecord {
 /// Why a name did not resolve to exactly one agent.
 #[derive(Debug, thiserror::Error)]
 pub enum ResolveError {
-    #[error("no installed agent matches {0:?}; `agentsite ls` lists installed agents")]
-    NotFound(String),
+    #[error("no installed agent matches {query:?}; {hint}")]
+    NotFound { query: String, hint: String },
     #[error("{query:?} matches {} agents ({}); use a longer id prefix", candidates.len(), candidates.join(", "))]
     Ambiguous {
         query: String,
@@ -61,6 +61,22 @@ pub enum ResolveError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl ResolveError {
+    /// `query` matched none of `records`: the name it was likely meant to
+    /// be, or where else to look.
+    fn not_found(query: &str, records: &[AgentRecord]) -> Self {
+        let names = records.iter().map(|r| r.card.name.as_str());
+        let hint = match crate::text::closest(query, names) {
+            Some(name) => format!("did you mean {:?}?", crate::text::terminal_safe(name)),
+            None => "`agentsite ls` lists the agents installed here; `agentsite search WORDS` finds agents on the network, to call there with `call --remote` or install with `fetch`".into(),
+        };
+        ResolveError::NotFound {
+            query: query.to_owned(),
+            hint,
+        }
+    }
 }
 
 /// Records of installed agents, one file each.
@@ -143,7 +159,7 @@ impl Catalog {
         if let Ok(id) = query.parse::<AgentId>() {
             return self
                 .get(&id)?
-                .ok_or_else(|| ResolveError::NotFound(query.to_owned()));
+                .ok_or_else(|| ResolveError::not_found(query, &[]));
         }
         resolve_in(&self.list()?, query).cloned()
     }
@@ -159,7 +175,7 @@ pub fn resolve_in<'a>(
         return records
             .iter()
             .find(|r| r.id == id)
-            .ok_or_else(|| ResolveError::NotFound(query.to_owned()));
+            .ok_or_else(|| ResolveError::not_found(query, records));
     }
     let by_name: Vec<&AgentRecord> = records.iter().filter(|r| r.card.name == query).collect();
     let matches = if by_name.is_empty() {
@@ -169,7 +185,7 @@ pub fn resolve_in<'a>(
                 .bytes()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
         if !is_prefix {
-            return Err(ResolveError::NotFound(query.to_owned()));
+            return Err(ResolveError::not_found(query, records));
         }
         records
             .iter()
@@ -179,7 +195,7 @@ pub fn resolve_in<'a>(
         by_name
     };
     match matches.as_slice() {
-        [] => Err(ResolveError::NotFound(query.to_owned())),
+        [] => Err(ResolveError::not_found(query, records)),
         [one] => Ok(*one),
         many => Err(ResolveError::Ambiguous {
             query: query.to_owned(),
@@ -234,11 +250,11 @@ mod tests {
         );
         assert!(matches!(
             catalog.resolve("nothing"),
-            Err(ResolveError::NotFound(_))
+            Err(ResolveError::NotFound { .. })
         ));
         assert!(matches!(
             catalog.resolve("abc"),
-            Err(ResolveError::NotFound(_))
+            Err(ResolveError::NotFound { .. })
         ));
         assert!(calc.imports_interface("agentsite:agent/kv"));
     }

@@ -216,9 +216,13 @@ async fn call(State(api): State<Arc<Api>>, Json(request): Json<CallRequest>) -> 
     }
     let id = match request.agent.parse::<AgentId>() {
         Ok(id) => id,
-        Err(_) => match find_by_name(&api.hub, &request.agent).await {
-            Ok(id) => id,
-            Err(response) => return response,
+        Err(_) => match find_by_prefix(&api.hub, &request.agent) {
+            Some(Ok(id)) => id,
+            Some(Err(response)) => return response,
+            None => match find_by_name(&api.hub, &request.agent).await {
+                Ok(id) => id,
+                Err(response) => return response,
+            },
         },
     };
     let deadline = request
@@ -233,6 +237,43 @@ async fn call(State(api): State<Arc<Api>>, Json(request): Json<CallRequest>) -> 
     match api.hub.call_remote(id, &request.tool, arguments, hop).await {
         Ok(output) => Json(CallAnswer { agent: id, output }).into_response(),
         Err(e) => hub_failure(e),
+    }
+}
+
+/// The agent whose id starts with `prefix` (the short ids `ls` and
+/// `search` show, with or without `sha256:`), among those this node knows
+/// of: its own and what announcements and searches brought. None when
+/// `prefix` is not hex of at least 4 digits or matches none of them.
+fn find_by_prefix(hub: &Hub, prefix: &str) -> Option<Result<AgentId, Response>> {
+    let hex = prefix.strip_prefix("sha256:").unwrap_or(prefix);
+    if hex.len() < 4
+        || !hex
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return None;
+    }
+    let mut matches: Vec<AgentId> = hub.with_known(|known| {
+        known
+            .map(|k| k.manifest.id())
+            .filter(|id| id.hex().starts_with(hex))
+            .take(8)
+            .collect()
+    });
+    matches.dedup();
+    match matches.as_slice() {
+        [] => None,
+        [one] => Some(Ok(*one)),
+        many => Some(Err(failure(
+            StatusCode::CONFLICT,
+            format!(
+                "{prefix:?} starts the ids of several agents ({}); use a longer prefix",
+                many.iter()
+                    .map(AgentId::short)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ))),
     }
 }
 
