@@ -53,7 +53,6 @@ pub mod bindings {
     });
 }
 
-mod arguments;
 mod standard_schema;
 
 pub use bindings::agentsite::agent::types::{
@@ -846,7 +845,8 @@ pub mod __private {
     /// Parses a tool's arguments. An empty string means "no arguments".
     /// An error names the argument and what it should have been.
     pub fn parse_arguments<A: DeserializeOwned>(arguments: &str) -> Result<A, ToolError> {
-        crate::arguments::parse(arguments).map_err(ToolError::InvalidArguments)
+        agentsite_json_words::parse_arguments(arguments)
+            .map_err(|refusal| ToolError::InvalidArguments(refusal.to_string()))
     }
 
     /// The JSON Schema of an arguments struct, as MCP wants it: an object

@@ -197,6 +197,10 @@ pub(crate) mod humantime_serde_compat {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
         let text = String::deserialize(deserializer)?;
-        humantime::parse_duration(&text).map_err(serde::de::Error::custom)
+        humantime::parse_duration(&text).map_err(|_| {
+            serde::de::Error::custom(format!(
+                "expected a duration such as \"10s\", \"500ms\" or \"1m 30s\", got {text:?}"
+            ))
+        })
     }
 }

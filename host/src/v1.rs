@@ -10,7 +10,8 @@ use crate::http::token::{Family, Gate};
 use crate::llm::models::Models;
 use crate::llm::wire::{self, ChatCompletionRequest, completion_id};
 use crate::llm::{Completion, Delta, LlmFailure};
-use axum::extract::rejection::JsonRejection;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{StatusCode, header};
 use axum::response::sse::Event;
@@ -47,14 +48,84 @@ pub fn router(models: Arc<Models>, gate: Gate) -> Router {
 
 /// An error in the OpenAI shape.
 fn error(status: StatusCode, kind: &str, code: Option<&str>, message: &str) -> Response {
+    error_at(status, kind, code, None, message)
+}
+
+/// An error in OpenAI's shape; `param` names the request's field it is
+/// about, as OpenAI's own errors do.
+fn error_at(
+    status: StatusCode,
+    kind: &str,
+    code: Option<&str>,
+    param: Option<&str>,
+    message: &str,
+) -> Response {
     let message = wire::one_line(message);
     (
         status,
         Json(json!({
-            "error": { "message": message, "type": kind, "param": null, "code": code }
+            "error": { "message": message, "type": kind, "param": param, "code": code }
         })),
     )
         .into_response()
+}
+
+/// The request body as a chat completion request, or the error naming
+/// the field that does not fit (`max_tokens: expected a whole number, 0 or
+/// more, got the integer -1`, param `max_tokens`).
+fn read_request(
+    headers: &axum::http::HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<ChatCompletionRequest, Box<Response>> {
+    let body = body.map_err(|rejection| {
+        let status = match rejection.status() {
+            StatusCode::PAYLOAD_TOO_LARGE => StatusCode::PAYLOAD_TOO_LARGE,
+            _ => StatusCode::BAD_REQUEST,
+        };
+        error(
+            status,
+            "invalid_request_error",
+            None,
+            &rejection.body_text(),
+        )
+    })?;
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .is_some_and(|essence| essence == "application/json" || essence.ends_with("+json"));
+    if !json {
+        return Err(Box::new(error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid_request_error",
+            None,
+            "the request body must be JSON, sent with Content-Type: application/json",
+        )));
+    }
+    agentsite_json_words::parse(&body).map_err(|refusal| {
+        // OpenAI names the top-level field: `messages` for `messages[0].role`.
+        let param = refusal
+            .path
+            .as_deref()
+            .map(|path| path.split(['.', '[']).next().unwrap_or(path));
+        let message = match &refusal.kind {
+            agentsite_json_words::Kind::NotJson(_) => format!("the request body is {refusal}"),
+            _ => refusal.to_string(),
+        };
+        Box::new(error_at(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            None,
+            param,
+            &message,
+        ))
+    })
 }
 
 fn invalid(message: &str) -> Response {
@@ -122,23 +193,12 @@ async fn list_models(State(v1): State<Arc<V1>>) -> Response {
 
 async fn chat_completions(
     State(v1): State<Arc<V1>>,
-    body: Result<Json<ChatCompletionRequest>, JsonRejection>,
+    headers: axum::http::HeaderMap,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let wire = match body {
-        Ok(Json(wire)) => wire,
-        Err(rejection) => {
-            let status = rejection.status();
-            return error(
-                if status == StatusCode::PAYLOAD_TOO_LARGE {
-                    status
-                } else {
-                    StatusCode::BAD_REQUEST
-                },
-                "invalid_request_error",
-                None,
-                &rejection.body_text(),
-            );
-        }
+    let wire = match read_request(&headers, body) {
+        Ok(wire) => wire,
+        Err(refused) => return *refused,
     };
     let read = match wire::request_from_wire(wire) {
         Ok(read) => read,

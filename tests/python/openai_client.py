@@ -236,6 +236,17 @@ def main(base, token):
         check("role \"wizard\"" in error.message, f"bad request: {error.message}")
 
     try:
+        client.chat.completions.create(model="local", messages=messages, max_tokens=-1)
+        check(False, "a negative max_tokens is refused")
+    except openai.BadRequestError as error:
+        check(
+            error.body["message"]
+            == "max_tokens: expected a whole number, 0 or more, got the integer -1"
+            and error.param == "max_tokens",
+            f"a bad field is named: {error.message} (param {error.param})",
+        )
+
+    try:
         client.chat.completions.create(
             model="local", messages=[{"role": "user", "content": "word " * 5000}]
         )

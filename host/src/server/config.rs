@@ -174,7 +174,15 @@ impl Config {
             }
         };
         let config: Config = toml::from_str(&text).map_err(|e| {
-            anyhow::anyhow!("invalid config {}: {}", path.display(), e.message().trim())
+            let place = e
+                .span()
+                .map(|span| where_in(&text, span.start))
+                .unwrap_or_default();
+            anyhow::anyhow!(
+                "invalid config {}{place}: {}",
+                path.display(),
+                e.message().trim()
+            )
         })?;
         config
             .limits
@@ -195,10 +203,63 @@ impl Config {
     }
 }
 
+/// Where byte `at` of a TOML `text` is, for an error: `, line 2
+/// (limits.deadline)`, the key written as its table and name; just the
+/// line where the line is not a key's (a table's header, say).
+fn where_in(text: &str, at: usize) -> String {
+    let before = &text[..crate::text::floor_char_boundary(text, at)];
+    let number = before.matches('\n').count() + 1;
+    let line = text.lines().nth(number - 1).unwrap_or_default().trim();
+    let table = before
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('[') && l.ends_with(']'))
+        .map(|header| header.trim_matches(|c| c == '[' || c == ']').trim());
+    let key = line
+        .split_once('=')
+        .map(|(key, _)| key.trim().trim_matches('"'))
+        .filter(|key| !key.is_empty() && !line.starts_with('['));
+    let key = match (table, key) {
+        (_, None) => return format!(", line {number}"),
+        (Some(table), Some(key)) => format!("{table}.{key}"),
+        (None, Some(key)) => key.to_owned(),
+    };
+    format!(", line {number} ({})", crate::text::terminal_safe(&key))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use bytesize::ByteSize;
+
+    fn load_error(text: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, text).unwrap();
+        let error = Config::load(&path, true).unwrap_err().to_string();
+        error.replace(&path.display().to_string(), "FILE")
+    }
+
+    #[test]
+    fn a_bad_value_is_named_by_its_key_and_line() {
+        assert_eq!(
+            load_error("# limits\n[limits]\ndeadline = \"ten seconds\"\n"),
+            "invalid config FILE, line 3 (limits.deadline): expected a duration such as \"10s\", \"500ms\" or \"1m 30s\", got \"ten seconds\""
+        );
+        assert_eq!(
+            load_error("[serve]\nlisten = 5\n"),
+            "invalid config FILE, line 2 (serve.listen): invalid type: integer `5`, expected socket address"
+        );
+        assert!(
+            load_error("[limits]\nmemroy = \"12MiB\"\n")
+                .starts_with("invalid config FILE, line 2 (limits.memroy): unknown field `memroy`"),
+        );
+        assert_eq!(
+            load_error("[limits\n"),
+            "invalid config FILE, line 1: unclosed table, expected `]`"
+        );
+    }
 
     #[test]
     fn missing_optional_config_gives_defaults() {

@@ -1,37 +1,106 @@
-//! A tool's arguments read into the author's type, and what a caller is
-//! told when they do not fit: the argument by name and what it should have
-//! been, in the words the Python and JavaScript SDKs use (`a: expected a
-//! number, got a string "two"`), not serde's (`invalid type: string "two",
-//! expected f64 at line 1 column 11`).
+//! Why JSON does not fit a Rust type, in JSON's words and naming the
+//! value: `a: expected a number, got a string "two"`, not serde's
+//! `invalid type: string "two", expected f64 at line 1 column 11`.
+//!
+//! Shared by the guest SDK (a tool's arguments, in the words the Python
+//! and JavaScript SDKs use) and the node (request bodies, such as `/v1`'s,
+//! where OpenAI's `param` names the field).
 
 use serde::de::DeserializeOwned;
+use std::fmt;
 
-/// Parses `arguments` (JSON text; empty means none) into `A`, or says in
-/// one line which argument is wrong and how.
-pub fn parse<A: DeserializeOwned>(arguments: &str) -> Result<A, String> {
+/// Why a JSON text was refused: at which value, and how it is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The value's path (`a`, `items[2].name`); None for the whole text.
+    pub path: Option<String>,
+    pub kind: Kind,
+}
+
+/// How a JSON text is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// Not JSON at all, or more than one value: serde_json's words, with
+    /// the line and column.
+    NotJson(String),
+    /// An object lacks the field `field`.
+    Missing { field: String },
+    /// An object has `field`, which the type does not take; `known` lists
+    /// those it takes (`` `a` or `b` ``).
+    Unknown { field: String, known: String },
+    /// The value is of the wrong type or out of range (`expected a number,
+    /// got a string "two"`).
+    Mismatch(String),
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(path) = &self.path {
+            write!(f, "{path}: ")?;
+        }
+        match &self.kind {
+            Kind::NotJson(error) => write!(f, "not valid JSON: {error}"),
+            Kind::Missing { field } => write!(f, "missing field `{field}`"),
+            Kind::Unknown { known, .. } => write!(f, "unknown field (the fields are {known})"),
+            Kind::Mismatch(words) => f.write_str(words),
+        }
+    }
+}
+
+/// Parses `text` into `T`, or says where and how it does not fit.
+pub fn parse<T: DeserializeOwned>(text: &[u8]) -> Result<T, Refusal> {
+    let mut deserializer = serde_json::Deserializer::from_slice(text);
+    let parsed = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let path = (path != "." && !path.is_empty()).then_some(path);
+        let error = error.into_inner();
+        if error.is_syntax() || error.is_eof() {
+            return Refusal {
+                path: None,
+                kind: Kind::NotJson(error.to_string()),
+            };
+        }
+        refusal(path, &without_position(&error.to_string()))
+    })?;
+    // Text after the value.
+    deserializer.end().map_err(|error| Refusal {
+        path: None,
+        kind: Kind::NotJson(error.to_string()),
+    })?;
+    Ok(parsed)
+}
+
+/// A tool's arguments (JSON text; empty means none) read into `A`. The
+/// refusal reads as the Python SDK's: `missing argument `b``, `c: not an
+/// argument of this tool (it takes `a` or `b`)`.
+pub fn parse_arguments<A: DeserializeOwned>(arguments: &str) -> Result<A, ArgumentsRefused> {
     let text = if arguments.trim().is_empty() {
         "{}"
     } else {
         arguments
     };
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let parsed = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-        let path = error.path().to_string();
-        let error = error.into_inner();
-        if error.is_syntax() || error.is_eof() {
-            return format!("the arguments are not valid JSON: {error}");
+    parse(text.as_bytes()).map_err(ArgumentsRefused)
+}
+
+/// Why a tool's arguments were refused, in the words of a tool's caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgumentsRefused(pub Refusal);
+
+impl fmt::Display for ArgumentsRefused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.0.path, &self.0.kind) {
+            (_, Kind::NotJson(error)) => write!(f, "the arguments are not valid JSON: {error}"),
+            (None, Kind::Missing { field }) => write!(f, "missing argument `{field}`"),
+            (Some(path), Kind::Unknown { known, .. }) if !path.contains(['.', '[']) => {
+                write!(f, "{path}: not an argument of this tool (it takes {known})")
+            }
+            _ => self.0.fmt(f),
         }
-        describe(&path, &without_position(&error.to_string()))
-    })?;
-    // Text after the arguments' object.
-    deserializer
-        .end()
-        .map_err(|error| format!("the arguments are not valid JSON: {error}"))?;
-    Ok(parsed)
+    }
 }
 
 /// serde_json's message without the ` at line 1 column 11` it appends: the
-/// argument's name says where.
+/// path says where.
 fn without_position(message: &str) -> String {
     match message.rsplit_once(" at line ") {
         Some((kept, position))
@@ -45,57 +114,61 @@ fn without_position(message: &str) -> String {
     }
 }
 
-/// One of serde's data errors about the value at `path` (`.` for the
-/// arguments themselves, else `a`, `items[2].name`), in a caller's words.
-fn describe(path: &str, message: &str) -> String {
-    let at = |what: &str| match path {
-        "." | "" => what.to_owned(),
-        path => format!("{path}: {what}"),
+/// One of serde's data errors about the value at `path`, sorted and in
+/// JSON's words.
+fn refusal(path: Option<String>, message: &str) -> Refusal {
+    let kind = |kind| Refusal {
+        path: path.clone(),
+        kind,
     };
-    // As the Python SDK says it.
     if let Some(field) = between(message, "missing field `", "`") {
-        return match path {
-            "." | "" => format!("missing argument `{field}`"),
-            path => format!("{path}: missing field `{field}`"),
-        };
+        return kind(Kind::Missing {
+            field: field.to_owned(),
+        });
     }
     if let Some(rest) = message.strip_prefix("unknown field `")
         && let Some((field, expected)) = rest.split_once("`, ")
     {
-        // The path already ends with the unknown field.
-        let field = match path {
-            "." | "" => field,
-            path => path,
-        };
         let known = expected
             .strip_prefix("expected one of ")
             .or_else(|| expected.strip_prefix("expected "))
             .unwrap_or(expected);
-        return format!("{field}: not an argument of this tool (it takes {known})");
+        // The path already ends with the unknown field.
+        return Refusal {
+            path: path.clone().or_else(|| Some(field.to_owned())),
+            kind: Kind::Unknown {
+                field: field.to_owned(),
+                known: known.to_owned(),
+            },
+        };
     }
     if let Some(rest) = message.strip_prefix("unknown variant `")
         && let Some((variant, expected)) = rest.split_once("`, ")
     {
         let known = expected.strip_prefix("expected ").unwrap_or(expected);
-        return at(&format!("expected {known}, got \"{variant}\""));
+        return kind(Kind::Mismatch(format!(
+            "expected {known}, got \"{variant}\""
+        )));
     }
     for prefix in ["invalid type: ", "invalid value: "] {
         if let Some(rest) = message.strip_prefix(prefix)
             && let Some((given, expected)) = rest.rsplit_once(", expected ")
         {
-            return at(&format!(
+            return kind(Kind::Mismatch(format!(
                 "expected {}, got {}",
                 expected_words(expected),
                 given_words(given)
-            ));
+            )));
         }
     }
     if let Some(rest) = message.strip_prefix("invalid length ")
         && let Some((length, expected)) = rest.split_once(", expected ")
     {
-        return at(&format!("expected {expected}, got {length} items"));
+        return kind(Kind::Mismatch(format!(
+            "expected {expected}, got {length} items"
+        )));
     }
-    at(message)
+    kind(Kind::Mismatch(message.to_owned()))
 }
 
 /// The text between `start` and the next `end` in `message`, when
@@ -186,7 +259,7 @@ mod tests {
     }
 
     fn error<A: DeserializeOwned + std::fmt::Debug>(arguments: &str) -> String {
-        parse::<A>(arguments).unwrap_err()
+        parse_arguments::<A>(arguments).unwrap_err().to_string()
     }
 
     #[test]
@@ -249,7 +322,29 @@ mod tests {
 
     #[test]
     fn good_arguments_parse() {
-        let add: Add = parse(r#"{"a": 2, "b": 3.5}"#).unwrap();
+        let add: Add = parse_arguments(r#"{"a": 2, "b": 3.5}"#).unwrap();
         assert_eq!((add.a, add.b), (2.0, 3.5));
+    }
+
+    #[test]
+    fn a_refusal_names_its_field_for_a_request_body() {
+        let refusal = parse::<Order>(br#"{"count": -1, "items": []}"#).unwrap_err();
+        assert_eq!(refusal.path.as_deref(), Some("count"));
+        assert_eq!(
+            refusal.to_string(),
+            "count: expected a whole number, 0 or more, got the integer -1"
+        );
+        let refusal = parse::<Order>(br#"{"items": []}"#).unwrap_err();
+        assert_eq!(refusal.to_string(), "missing field `count`");
+        let refusal = parse::<Order>(br#"{"count": 1, "items": [], "x": 1}"#).unwrap_err();
+        assert_eq!(
+            refusal.to_string(),
+            "x: unknown field (the fields are `count`, `items`, `unit`)"
+        );
+        let refusal = parse::<Order>(b"{").unwrap_err();
+        assert!(
+            refusal.to_string().starts_with("not valid JSON: "),
+            "{refusal}"
+        );
     }
 }
