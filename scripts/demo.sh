@@ -90,8 +90,6 @@ echo
 printf '\n\033[1m--- a second node joins through the first: it finds, fetches and calls agents by hash ---\033[0m\n'
 peer=$(grep -o 'listening on /ip4/[^ ]*' "$log" | head -1 | cut -d' ' -f3)
 echo "first node: $peer"
-run publish calculator
-run publish text
 data2=$(mktemp -d)
 log2=$(mktemp)
 "$CARGO_TARGET_DIR/release/agentsite" --data-dir "$data2" serve --listen 127.0.0.1:0 \
@@ -100,8 +98,14 @@ server2=$!
 trap 'kill $server $server2 2>/dev/null || true; rm -rf "$data" "$data2" "$log" "$log2"' EXIT
 for _ in $(seq 100); do grep -q 'at http://' "$log2" && break; sleep 0.1; done
 second() { step "$@"; "$CARGO_TARGET_DIR/release/agentsite" --data-dir "$data2" "$@" || true; }
-sleep 1
+# The first node publishes once the second is connected to it.
+for _ in $(seq 100); do
+    "$CARGO_TARGET_DIR/release/agentsite" --data-dir "$data2" peers --json 2>/dev/null | grep -q peer_id && break
+    sleep 0.1
+done
 second peers
+run publish calculator
+run publish text
 second search arithmetic
 # Adding again changes nothing and prints the content id.
 id=$(agentsite add "$wasm/calculator.wasm" 2>/dev/null)
@@ -132,11 +136,17 @@ printf 'model: %b\n' "$(printf '%s' "$reply" | grep -o '"text":"[^"]*"' | head -
 
 printf '\ndone: every call above ran in a fresh WebAssembly instance.\n'
 printf 'serve them to Claude Code with: claude mcp add agentsite -- agentsite mcp\n'
-printf '\n\033[1mopen %s/ in a browser:\033[0m the hub with its agents and the network'"'"'s, the chat above,\n' "$site"
-printf 'and the finished goal under Chat. The two nodes keep serving until Ctrl-C.\n'
-if [ -t 0 ]; then
-    wait $server2
-else
-    # Not at a terminal (a script ran the demo): a while to look, then stop.
-    sleep "${AGENTSITE_DEMO_SERVE:-0}"
+# The pages are worth opening only while the nodes serve them: at a
+# terminal until Ctrl-C, or for AGENTSITE_DEMO_SERVE seconds when a script
+# runs the demo; otherwise the demo ends here with its nodes.
+serve_for=${AGENTSITE_DEMO_SERVE:-0}
+if [ -t 0 ] || [ "$serve_for" != 0 ]; then
+    printf '\n\033[1mopen %s/ in a browser:\033[0m the hub with its agents and the network'"'"'s, the chat above,\n' "$site"
+    if [ -t 0 ]; then
+        printf 'and the finished goal under Chat. The two nodes keep serving until Ctrl-C.\n'
+        wait $server2
+    else
+        printf 'and the finished goal under Chat. The two nodes serve for %s s more.\n' "$serve_for"
+        sleep "$serve_for"
+    fi
 fi

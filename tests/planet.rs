@@ -6,7 +6,7 @@ use crate::support;
 
 use serde_json::json;
 use std::time::Duration;
-use support::{Cli, Server, eventually, mcp_call};
+use support::{Cli, Server, eventually, eventually_async, mcp_call};
 
 fn join(cli: &Cli, bootstrap: Option<&Server>) -> Server {
     Server::join(cli.data(), bootstrap)
@@ -168,4 +168,69 @@ fn a_port_another_node_holds_is_refused_at_start_p2p_as_http() {
     // The first node still holds its port.
     std::net::TcpStream::connect(&http).expect("the first node still listens");
     drop(node);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_published_alone_is_announced_when_the_first_peer_comes() {
+    let (a, b) = (Cli::new(), Cli::new());
+    let calculator = a.add(&["calculator"]).remove(0);
+    let node_a = join(&a, None);
+    // Alone, the node says so plainly instead of warning.
+    let published = a.run(&["publish", "calculator"]);
+    assert_eq!(published.success().trim(), calculator);
+    assert_eq!(
+        published.stderr().trim(),
+        "published calculator on this node; it has no peers yet, and announces it to the network when the first one connects"
+    );
+    // B joins; the calculator becomes known to it without another publish.
+    let node_b = join(&b, Some(&node_a));
+    let found = eventually(Duration::from_secs(30), "B finds the calculator", || {
+        let found = b.run(&["search", "arithmetic", "--json"]).json();
+        match found
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|f| f["id"] == calculator.as_str())
+        {
+            true => Ok(found),
+            false => Err(found),
+        }
+    });
+    assert!(
+        found
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["providers"].as_u64() >= Some(1)),
+        "{found}"
+    );
+    // A announced it by gossip once B came: B's network page lists it
+    // among what peers announced.
+    let page = node_b.url("/network");
+    eventually_async(
+        Duration::from_secs(30),
+        "B hears A's announcement",
+        async || {
+            let html = reqwest::get(&page)
+                .await
+                .map_err(|e| e.to_string())?
+                .text()
+                .await
+                .map_err(|e| e.to_string())?;
+            match html.contains(&calculator) {
+                true => Ok(()),
+                false => Err("not on B's network page yet".to_owned()),
+            }
+        },
+    )
+    .await;
+    // With a peer, publishing reports what the network confirmed, in words.
+    let again = a.run(&["publish", "calculator"]);
+    let said = again.stderr();
+    assert!(
+        said.starts_with("published calculator: manifest stored on 1 peers, found by ")
+            && !said.contains("arithmet,"),
+        "{said}"
+    );
+    drop((node_a, node_b));
 }

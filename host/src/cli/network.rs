@@ -171,12 +171,19 @@ pub async fn publish(data: &DataDir, agent: &str) -> anyhow::Result<()> {
         .await?;
     println!("{}", answer.id);
     let report = &answer.report;
+    if answer.peers == 0 {
+        eprintln!(
+            "published {} on this node; it has no peers yet, and announces it to the network when the first one connects",
+            answer.name
+        );
+        return Ok(());
+    }
+    // The terms are stems (`arithmet`): a count reads better than the list.
     eprintln!(
-        "published {}: manifest stored on {} peers, provider of {} keys ({}), announced to {} peers",
+        "published {}: manifest stored on {} peers, found by {} search terms from its name, tags, tools and descriptions, announced to {} peers",
         answer.name,
         report.record_replicas,
-        report.provider_keys,
-        answer.keywords.join(", "),
+        answer.keywords.len(),
         report.gossip_peers,
     );
     if report.record_replicas == 0 || report.provider_keys_unconfirmed > 0 {
@@ -184,7 +191,7 @@ pub async fn publish(data: &DataDir, agent: &str) -> anyhow::Result<()> {
             "warning: the network did not confirm all of it after three attempts \
              (manifest stored on {} peers, {} of {} keys unconfirmed): nodes that heard the \
              announcement know the agent, searches may miss it; the node publishes it again \
-             at its next start, or run `agentsite publish {}` again",
+             when it next has peers after none, or run `agentsite publish {}` again",
             report.record_replicas,
             report.provider_keys_unconfirmed,
             report.provider_keys,

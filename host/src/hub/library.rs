@@ -161,6 +161,7 @@ impl crate::net::Library for NodeLibrary {
 
     fn connections_changed(&self, peers: usize) {
         self.0.metrics.peers_connected(peers);
+        self.0.peers.send_replace(peers);
     }
 }
 

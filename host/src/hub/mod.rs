@@ -49,6 +49,12 @@ fn search_words(query: &str) -> Vec<String> {
     words
 }
 
+/// How often, and how many times, an agent that no peer heard announced
+/// is announced again once the node has peers (gossipsub's heartbeat,
+/// at which its mesh forms, is 500 ms).
+const REANNOUNCE_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+const REANNOUNCE_ATTEMPTS: usize = 20;
+
 /// State shared by the hub and the library it offers the network.
 pub(crate) struct Shared {
     node: Arc<Node>,
@@ -61,6 +67,8 @@ pub(crate) struct Shared {
     /// Chunks served lately, kept checked in memory.
     served: served::ServedChunks,
     metrics: Arc<metrics::NetworkMetrics>,
+    /// How many peers the node is connected to.
+    peers: tokio::sync::watch::Sender<usize>,
 }
 
 impl Shared {
@@ -233,6 +241,7 @@ impl Hub {
             announcements: Default::default(),
             served: Default::default(),
             metrics: node.audit().section(),
+            peers: tokio::sync::watch::Sender::new(0),
         });
         // Gives back the memory of chunks no peer asks for any more, also
         // while no request comes to do it.
@@ -276,13 +285,61 @@ impl Hub {
         let announcer = hub.clone();
         tokio::spawn(async move {
             announcer.provide_shared_models(&shared_models).await;
-            for manifest in announcer.shared.offers() {
-                if let Err(e) = announcer.network.publish(manifest).await {
-                    tracing::warn!("cannot announce a published agent: {e}");
+        });
+        hub.announce_when_peers_come();
+        Ok(hub)
+    }
+
+    /// Publishes what this node offers each time it has peers again after
+    /// having none (at start, too: the first node of a network has none
+    /// until another joins), once its routing table has them. A publication
+    /// made alone reaches nobody; this one is what makes it known.
+    fn announce_when_peers_come(self: &Arc<Self>) {
+        let mut peers = self.shared.peers.subscribe();
+        let hub = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                if peers.wait_for(|n| *n == 0).await.is_err()
+                    || peers.wait_for(|n| *n > 0).await.is_err()
+                {
+                    return;
+                }
+                let Some(hub) = hub.upgrade() else { return };
+                if hub.network.joined().await.is_err() {
+                    return;
+                }
+                let mut unheard = Vec::new();
+                for manifest in hub.shared.offers() {
+                    match hub.network.publish(manifest.clone()).await {
+                        Ok(report) if report.gossip_peers == 0 => unheard.push(manifest),
+                        Ok(_) => {}
+                        Err(e) => tracing::warn!("cannot announce a published agent: {e}"),
+                    }
+                }
+                // Gossip reaches only the peers of the node's mesh, which
+                // forms at gossipsub's heartbeats after the first peer
+                // connects: what no peer heard is announced again, a
+                // heartbeat apart, until someone does.
+                for _ in 0..REANNOUNCE_ATTEMPTS {
+                    if unheard.is_empty() || *peers.borrow() == 0 {
+                        break;
+                    }
+                    tokio::time::sleep(REANNOUNCE_EVERY).await;
+                    let mut still = Vec::new();
+                    for manifest in unheard {
+                        if matches!(hub.network.announce(manifest.clone()).await, Ok(0)) {
+                            still.push(manifest);
+                        }
+                    }
+                    unheard = still;
                 }
             }
         });
-        Ok(hub)
+    }
+
+    /// How many peers the node is connected to now.
+    pub fn peers_connected(&self) -> usize {
+        *self.shared.peers.borrow()
     }
 
     pub fn network(&self) -> &Network {

@@ -39,6 +39,10 @@ pub struct PublishAnswer {
     /// The keywords the agent is now found by.
     pub keywords: Vec<String>,
     pub report: PublishReport,
+    /// Peers the node was connected to: none means it publishes again when
+    /// the first one comes.
+    #[serde(default)]
+    pub peers: usize,
 }
 
 /// One line of `POST /api/fetch`: progress, then the outcome.
@@ -135,6 +139,7 @@ async fn publish(State(api): State<Arc<Api>>, Json(request): Json<PublishRequest
             name: manifest.manifest().card.name.clone(),
             keywords: manifest.keywords().to_vec(),
             report,
+            peers: api.hub.peers_connected(),
         })
         .into_response(),
         Err(e) => hub_failure(e),
