@@ -228,7 +228,7 @@ async fn an_agent_published_alone_is_announced_when_the_first_peer_comes() {
     let again = a.run(&["publish", "calculator"]);
     let said = again.stderr();
     assert!(
-        said.starts_with("published calculator: manifest stored on 1 peers, found by ")
+        said.starts_with("published calculator: manifest stored on 1 peer, found by ")
             && !said.contains("arithmet,"),
         "{said}"
     );

@@ -146,8 +146,11 @@ enum Command {
         #[arg(long)]
         purge: bool,
     },
-    /// Serve the installed agents' tools over MCP (streamable HTTP) until
-    /// interrupted: /mcp (all agents), /agents/<agent>/mcp, /health.
+    /// Serve this node until interrupted: the installed agents over MCP
+    /// (/mcp, /agents/<agent>/mcp) and A2A, the web pages (/: AgentHub,
+    /// AgentChat, the network), the node's models in the OpenAI format
+    /// (/v1), /health and /metrics; and, unless --no-p2p, the node on the
+    /// agent network.
     Serve {
         /// Address and port to listen on [default: 127.0.0.1:7777, or `listen` in the config].
         #[arg(long, value_name = "ADDR:PORT")]

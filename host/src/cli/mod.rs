@@ -35,10 +35,10 @@ pub async fn add(node: &Node, files: &[impl AsRef<Path>]) -> anyhow::Result<()> 
             .with_context(|| format!("cannot add {}", file.display()))?;
         println!("{}", record.id);
         eprintln!(
-            "added {} {} ({} tools: {})",
+            "added {} {} ({}: {})",
             record.card.name,
             safe(&record.card.version),
-            record.tools.len(),
+            counted(record.tools.len(), "tool"),
             tool_names(&record.tools)
         );
     }
@@ -372,6 +372,14 @@ fn schema_type(schema: &serde_json::Value) -> String {
             .collect::<Vec<_>>()
             .join(" | "),
         _ => "any".into(),
+    }
+}
+
+/// `1 peer`, `2 peers`.
+pub(crate) fn counted(count: usize, noun: &str) -> String {
+    match count {
+        1 => format!("1 {noun}"),
+        _ => format!("{count} {noun}s"),
     }
 }
 

@@ -180,11 +180,11 @@ pub async fn publish(data: &DataDir, agent: &str) -> anyhow::Result<()> {
     }
     // The terms are stems (`arithmet`): a count reads better than the list.
     eprintln!(
-        "published {}: manifest stored on {} peers, found by {} search terms from its name, tags, tools and descriptions, announced to {} peers",
+        "published {}: manifest stored on {}, found by {} search terms from its name, tags, tools and descriptions, announced to {}",
         answer.name,
-        report.record_replicas,
+        super::counted(report.record_replicas, "peer"),
         answer.keywords.len(),
-        report.gossip_peers,
+        super::counted(report.gossip_peers, "peer"),
     );
     if report.record_replicas == 0 || report.provider_keys_unconfirmed > 0 {
         eprintln!(
@@ -353,11 +353,11 @@ pub async fn fetch(data: &DataDir, id: &str) -> anyhow::Result<()> {
     } else {
         let liars = fetched.liars.len();
         eprintln!(
-            "fetched {} {} ({}) from {} providers, verified{}",
+            "fetched {} {} ({}) from {}, verified{}",
             safe(&record.card.name),
             safe(&record.card.version),
             ByteSize(record.size),
-            fetched.providers_used,
+            super::counted(fetched.providers_used, "provider"),
             if liars > 0 {
                 format!("; {liars} providers sent corrupt chunks and were blocked")
             } else {

@@ -64,6 +64,9 @@ impl Announcements {
     pub(super) fn arrived(&self, announced: Announced) {
         {
             let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+            // A host announcing an agent again (it republishes when it
+            // rejoins) moves it to the front, not into the list twice.
+            recent.retain(|a| !(a.id == announced.id && a.host == announced.host));
             if recent.len() == RECENT {
                 recent.pop_front();
             }

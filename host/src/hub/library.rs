@@ -18,7 +18,11 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub(super) struct NodeLibrary(pub(super) Arc<Shared>);
+pub(super) struct NodeLibrary {
+    pub(super) shared: Arc<Shared>,
+    /// This node: its own announcements are not news to it.
+    pub(super) own: PeerId,
+}
 
 #[async_trait::async_trait]
 impl crate::net::Library for NodeLibrary {
@@ -27,7 +31,7 @@ impl crate::net::Library for NodeLibrary {
         _from: PeerId,
         request: FetchRequest,
     ) -> Result<FetchResponse, FetchRequest> {
-        let shared = &self.0;
+        let shared = &self.shared;
         match request {
             FetchRequest::Manifest { id } => Ok(match shared.offered(&id) {
                 Some(signed) => FetchResponse::Manifest(signed.encoded().to_vec()),
@@ -58,7 +62,7 @@ impl crate::net::Library for NodeLibrary {
     }
 
     fn answer(&self, from: PeerId, request: FetchRequest) -> FetchResponse {
-        let shared = &self.0;
+        let shared = &self.shared;
         let FetchRequest::Chunk { id, index } = request else {
             return self
                 .answer_now(from, request)
@@ -95,7 +99,7 @@ impl crate::net::Library for NodeLibrary {
     }
 
     async fn call(&self, from: PeerId, request: CallRequest) -> Result<ToolOutput, RpcError> {
-        let shared = &self.0;
+        let shared = &self.shared;
         if shared.offered(&request.agent).is_none() {
             return Err(RpcError {
                 code: code::NOT_FOUND,
@@ -127,7 +131,7 @@ impl crate::net::Library for NodeLibrary {
         from: PeerId,
         request: crate::net::rpc::ChatRelay,
     ) -> Result<Value, RpcError> {
-        let Some(sharing) = &self.0.sharing else {
+        let Some(sharing) = &self.shared.sharing else {
             return Err(RpcError {
                 code: code::NOT_SHARED,
                 message: "this node shares no models".into(),
@@ -146,7 +150,7 @@ impl crate::net::Library for NodeLibrary {
     }
 
     fn shared_models(&self) -> Vec<String> {
-        self.0
+        self.shared
             .sharing
             .as_ref()
             .map(|sharing| sharing.shared().to_vec())
@@ -155,13 +159,15 @@ impl crate::net::Library for NodeLibrary {
 
     fn announced(&self, manifest: crate::store::manifest::SignedManifest, host: PeerId) {
         let announced = super::Announced::of(&manifest, host);
-        self.0.remember(manifest, host);
-        self.0.announcements.arrived(announced);
+        self.shared.remember(manifest, host);
+        if host != self.own {
+            self.shared.announcements.arrived(announced);
+        }
     }
 
     fn connections_changed(&self, peers: usize) {
-        self.0.metrics.peers_connected(peers);
-        self.0.peers.send_replace(peers);
+        self.shared.metrics.peers_connected(peers);
+        self.shared.peers.send_replace(peers);
     }
 }
 

@@ -257,7 +257,10 @@ impl Hub {
                 }
             }
         });
-        let library = Arc::new(library::NodeLibrary(shared.clone()));
+        let library = Arc::new(library::NodeLibrary {
+            shared: shared.clone(),
+            own: keypair.public().to_peer_id(),
+        });
         let publisher = options.publisher.clone().unwrap_or_else(|| keypair.clone());
         let network = Network::start(keypair, config, library).await?;
         let hub = Arc::new(Hub {

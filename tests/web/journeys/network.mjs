@@ -33,6 +33,10 @@ await run(async (browser) => {
   assert.match(await announced.textContent(), /· \d+ tools? · from …/);
   assert.equal(await announced.locator("[title]").getAttribute("title"), otherPeerId);
   assert.ok(await page.locator("#no-announcements").isHidden());
+  // The peer's own network page lists its agent as its own, not among
+  // what peers announced.
+  await peerPage.goto(`${otherBase}/network`);
+  assert.equal(await peerPage.locator("#announcements li").filter({ hasText: "text" }).count(), 0);
 
   // Three calls and a failed one, through the calculator's page.
   const csrf = await page.locator('meta[name="csrf"]').getAttribute("content");
