@@ -320,6 +320,79 @@ async fn stdio_serves_the_same_tools() {
     client.cancel().await.unwrap();
 }
 
+/// Beside a running node of the same data directory, `agentsite mcp` (the
+/// README's line for Claude Desktop and Claude Code) reaches the agents
+/// through it: an agent whose key-value store the node holds works, and the
+/// node's `goal` tool is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_beside_a_running_node_goes_through_it() {
+    let cli = Cli::new();
+    cli.add(&["notes", "calculator"]);
+    cli.grant("notes", &["kv=1MiB"]);
+    let server = Server::start(cli.data(), &[]);
+    // The node serves a call that opens the agent's store.
+    let over_http = http_client(server.url("/mcp")).await;
+    let saved = call(
+        &over_http,
+        "notes.put",
+        json!({"title": "served", "text": "kept by the node"}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(saved.is_error, Some(true), "{saved:?}");
+    over_http.cancel().await.unwrap();
+
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentsite"));
+    command.arg("--data-dir").arg(cli.data()).arg("mcp");
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().any(|t| t.name == "goal"), "{tools:?}");
+    let note = call(&client, "notes.get", json!({"title": "served"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&note), "kept by the node", "{note:?}");
+    let put = call(
+        &client,
+        "notes.put",
+        json!({"title": "relayed", "text": "through"}),
+    )
+    .await
+    .unwrap();
+    assert_ne!(put.is_error, Some(true), "{put:?}");
+    client.cancel().await.unwrap();
+
+    // One agent, under its own tool names, as without a node.
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentsite"));
+    command
+        .arg("--data-dir")
+        .arg(cli.data())
+        .args(["mcp", "notes"]);
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+    let note = call(&client, "get", json!({"title": "relayed"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&note), "through", "{note:?}");
+    client.cancel().await.unwrap();
+
+    // `agentsite call` goes through the node too, and reads as it does alone.
+    let note = cli.call("notes", "get", r#"{"title": "relayed"}"#).json();
+    assert_eq!(note["content"][0]["text"], "through", "{note}");
+    cli.call("calculator", "divide", r#"{"a": 1, "b": 0}"#)
+        .failure("error: calculator.divide failed: division by zero");
+    cli.call("calculater", "add", "{}")
+        .failure("no installed agent matches \"calculater\"; did you mean \"calculator\"?");
+    cli.run(&[
+        "call",
+        "calculator",
+        "add",
+        r#"{"a": 1, "b": 2}"#,
+        "--deadline",
+        "0s",
+    ])
+    .failure("deadline");
+    drop(server);
+}
+
 /// The stdio server answers every request as soon as it can, and a client
 /// that reads its answers late only makes them wait: the server goes on
 /// reading requests while its stdout is full. (The node's rmcp sends an

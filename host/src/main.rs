@@ -436,6 +436,29 @@ async fn run(args: Args) -> anyhow::Result<()> {
             json,
             ..
         } => return cli::call_remote(&data, &agent, &tool, &arguments, deadline, json).await,
+        // Beside a running node, the command line and an MCP client reach
+        // the agents through it: it holds their stores.
+        Command::Call {
+            agent,
+            tool,
+            arguments,
+            deadline,
+            memory,
+            json,
+            remote: false,
+        } if cli::node_running(&data)? => {
+            let call = cli::LocalCall {
+                agent,
+                tool,
+                arguments,
+                deadline_ms: deadline.map(|d| d.as_millis().try_into().unwrap_or(u64::MAX)),
+                memory: memory.map(|m| m.as_u64()),
+            };
+            return cli::call_through_node(&data, call, json).await;
+        }
+        Command::Mcp { agents } if agents.len() <= 1 && cli::node_running(&data)? => {
+            return cli::mcp_through_node(&data, agents.first().map(String::as_str)).await;
+        }
         local => local,
     };
     let capacity = if command.serves() {

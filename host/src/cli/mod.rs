@@ -10,7 +10,11 @@ mod network;
 pub mod policy;
 mod shown;
 
-pub use network::{call_remote, fetch, id, network_models, peers, publish, search};
+/// What `agentsite call` asks a running node to do.
+pub use crate::web::api::LocalCall;
+pub use network::{
+    call_remote, call_through_node, fetch, id, network_models, peers, publish, search,
+};
 
 use crate::Node;
 use crate::agent::tool::ToolSpec;
@@ -530,6 +534,38 @@ pub async fn mcp(node: std::sync::Arc<Node>, agents: &[String]) -> anyhow::Resul
         Scope::Agents(ids)
     };
     stdio::serve(Hosted::new(node)?, scope).await
+}
+
+/// Whether an `agentsite serve` of `data` is running (its files are there).
+pub fn node_running(data: &crate::config::DataDir) -> anyhow::Result<bool> {
+    Ok(crate::web::control::find(data)?.is_some())
+}
+
+/// `agentsite mcp [AGENT]` beside a running node: the session is relayed to
+/// its `/mcp` (or `/agents/AGENT/mcp`), so that the client gets what it
+/// serves (agents whose stores it holds, the `goal` tool) as it serves it.
+pub async fn mcp_through_node(
+    data: &crate::config::DataDir,
+    agent: Option<&str>,
+) -> anyhow::Result<()> {
+    let Some((node, token)) = crate::web::control::find(data)? else {
+        anyhow::bail!("the node of {} stopped", data.root().display());
+    };
+    let url = match agent {
+        None => format!("{}/mcp", node.api),
+        // Names, ids and id prefixes are of these characters; anything
+        // else could not name an agent, and must not change the path.
+        Some(agent)
+            if agent
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b)) =>
+        {
+            format!("{}/agents/{agent}/mcp", node.api)
+        }
+        Some(agent) => anyhow::bail!("no installed agent matches {agent:?}"),
+    };
+    tracing::info!("relaying this MCP session to the running node at {url}");
+    crate::mcp::relay::relay(&url, &token).await
 }
 
 /// The caller of a command-line call: progress goes to the log; there is no

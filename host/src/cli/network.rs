@@ -6,7 +6,9 @@ use crate::config::DataDir;
 use crate::hub::{FetchProgress, Found};
 use crate::net::PeerInfo;
 use crate::text::terminal_safe as safe;
-use crate::web::api::{CallAnswer, FetchLine, FetchOutcome, NodeAnswer, PublishAnswer};
+use crate::web::api::{
+    CallAnswer, FetchLine, FetchOutcome, LocalAnswer, NodeAnswer, PublishAnswer,
+};
 use crate::web::control::{self, NodeFile};
 use anyhow::Context as _;
 use bytesize::ByteSize;
@@ -366,6 +368,22 @@ pub async fn fetch(data: &DataDir, id: &str) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// `agentsite call AGENT TOOL JSON` beside a running node of the same data
+/// directory: the node runs it, as it holds the agents' stores.
+pub async fn call_through_node(
+    data: &DataDir,
+    call: crate::web::api::LocalCall,
+    json: bool,
+) -> anyhow::Result<()> {
+    let tool = call.tool.clone();
+    let answer: LocalAnswer = NodeClient::connect(data)?
+        .post("/api/agents/call", serde_json::to_value(&call)?)
+        .await?
+        .json()
+        .await?;
+    super::print_result(&answer.name, &tool, &answer.output, json)
 }
 
 /// `agentsite call AGENT TOOL JSON --remote`: runs on a node that hosts it.

@@ -7,6 +7,7 @@ pub(crate) mod exposed;
 pub mod hosted;
 pub mod http;
 pub mod listing;
+pub(crate) mod relay;
 pub(crate) mod server;
 pub(crate) mod stdio;
 

@@ -108,15 +108,6 @@ impl Server {
         let hosted = Hosted::new(node.clone())?;
         let stop = CancellationToken::new();
         let watcher = tokio::spawn(hosted.clone().watch(stop.clone()));
-        let gate = options.gate(Family::OpenAi);
-        let sessions = Sessions::new(
-            options.token.clone(),
-            address.port(),
-            config.web.public_read,
-        )?;
-        let token_required = options.token.as_deref().is_some_and(|t| !t.is_empty());
-        let mut router = crate::mcp::http::router(hosted.clone(), gate.clone(), stop.clone())
-            .merge(crate::v1::router(node.models().clone(), gate.clone()));
         let node_file = NodeFile {
             api: format!("http://{}", reachable(address)),
             peer_id: hub
@@ -137,11 +128,26 @@ impl Server {
         };
         // The command line finds the node by these files, on the network or not.
         let (node_files, control_token) = NodeFiles::write(node.data_dir(), &node_file)?;
+        // Every surface takes the node's token or the command line's (whose
+        // `agentsite mcp` relays to this node's MCP endpoint).
+        let gate = options
+            .gate(Family::OpenAi)
+            .also_accepting(control_token.clone());
+        let sessions = Sessions::new(
+            options.token.clone(),
+            address.port(),
+            config.web.public_read,
+        )?;
+        let token_required = options.token.as_deref().is_some_and(|t| !t.is_empty());
+        let mut router = crate::mcp::http::router(hosted.clone(), gate.clone(), stop.clone())
+            .merge(crate::v1::router(node.models().clone(), gate.clone()));
+        router = router.merge(crate::web::api::node_router(
+            node.clone(),
+            control_token.clone(),
+        ));
         if let Some(hub) = &hub {
             router = router.merge(crate::web::api::router(hub.clone(), control_token.clone()));
         }
-        // A2A and goals take the node's token or the command line's.
-        let gate = gate.also_accepting(control_token);
 
         let goals = Goals::for_node(&node, hub.clone(), config.goals.clone());
         let chats =

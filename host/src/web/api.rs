@@ -89,6 +89,77 @@ pub fn router(hub: Arc<Hub>, token: String) -> Router {
     gate.guard(routes).with_state(api)
 }
 
+/// The `/api` routes that need no network: a call of an agent installed
+/// here, for the command line beside a running node (which holds the
+/// agents' stores), guarded by the control `token`.
+pub fn node_router(node: Arc<crate::Node>, token: String) -> Router {
+    let gate = Gate::new(Some(token), Family::Json)
+        .telling("the control API needs the token in <data-dir>/control.token");
+    let routes = Router::new().route("/api/agents/call", post(call_here));
+    gate.guard(routes).with_state(node)
+}
+
+/// `POST /api/agents/call`: what `agentsite call` does, done by this node.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalCall {
+    /// Name, id or unique id prefix.
+    pub agent: String,
+    pub tool: String,
+    /// The arguments' JSON text, as typed.
+    pub arguments: String,
+    /// The command line's own limits, over the policy's.
+    #[serde(default)]
+    pub deadline_ms: Option<u64>,
+    #[serde(default)]
+    pub memory: Option<u64>,
+}
+
+/// The answer of `POST /api/agents/call`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LocalAnswer {
+    /// The agent's card name.
+    pub name: String,
+    pub output: ToolOutput,
+}
+
+async fn call_here(
+    State(node): State<Arc<crate::Node>>,
+    Json(request): Json<LocalCall>,
+) -> Response {
+    let record = match node.resolve(&request.agent) {
+        Ok(record) => record,
+        Err(e) => return failure(StatusCode::NOT_FOUND, e),
+    };
+    let mut grants = match node.grants(&record) {
+        Ok(grants) => grants,
+        Err(e) => return failure(StatusCode::FORBIDDEN, e),
+    };
+    if let Some(deadline) = request.deadline_ms {
+        grants.limits.deadline = Duration::from_millis(deadline);
+    }
+    if let Some(memory) = request.memory {
+        grants.limits.memory = bytesize::ByteSize(memory);
+    }
+    if let Err(e) = grants.limits.validate() {
+        return failure(StatusCode::BAD_REQUEST, e);
+    }
+    match node
+        .call_record(&record, &request.tool, &request.arguments, grants, None)
+        .await
+    {
+        Ok(output) => Json(LocalAnswer {
+            name: record.card.name.clone(),
+            output,
+        })
+        .into_response(),
+        Err(e) => failure(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("{}.{} failed: {e}", record.card.name, request.tool),
+        ),
+    }
+}
+
 fn failure(status: StatusCode, message: impl std::fmt::Display) -> Response {
     let message = message.to_string().replace('\n', " ");
     (status, Json(json!({ "error": message }))).into_response()
