@@ -71,9 +71,28 @@ pub fn find(data: &DataDir) -> anyhow::Result<Option<(NodeFile, String)>> {
         Err(e) => return Err(e).context("cannot read node.json"),
     };
     let node: NodeFile = serde_json::from_slice(&node).context("node.json is damaged")?;
+    // A node that was killed could not remove its files: they name a
+    // process that is gone, and no node runs.
+    if !process_exists(node.pid) {
+        return Ok(None);
+    }
     let token = std::fs::read_to_string(token_file(data))
         .context("cannot read the node's control token")?;
     Ok(Some((node, token.trim().to_owned())))
+}
+
+/// Whether a process `pid` exists (it may be another user's).
+fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 sends nothing; kill only checks that `pid` exists
+    // and may be signalled.
+    let result = unsafe { libc::kill(pid, 0) };
+    result == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// 32 random bytes from the OS, as hex.
@@ -81,4 +100,36 @@ fn new_token() -> anyhow::Result<String> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("no randomness for a token: {e}"))?;
     Ok(hex::encode(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_files_of_a_node_that_is_gone_name_no_running_node() {
+        assert!(process_exists(std::process::id()));
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let pid = gone.id();
+        gone.wait().unwrap();
+        assert!(!process_exists(pid));
+
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::new(dir.path().to_owned());
+        let node = NodeFile {
+            api: "http://127.0.0.1:1".into(),
+            peer_id: String::new(),
+            addresses: vec![],
+            pid,
+        };
+        let (files, _) = NodeFiles::write(&data, &node).unwrap();
+        assert!(find(&data).unwrap().is_none());
+        std::mem::forget(files);
+        let alive = NodeFile {
+            pid: std::process::id(),
+            ..node
+        };
+        let (_files, token) = NodeFiles::write(&data, &alive).unwrap();
+        assert_eq!(find(&data).unwrap().unwrap().1, token);
+    }
 }
