@@ -539,6 +539,23 @@ impl Hub {
         self.shared.offered(id).is_some()
     }
 
+    /// Whether this node published `id` itself (signed its manifest), not
+    /// only serves a copy it fetched.
+    pub fn is_published_here(&self, id: &AgentId) -> bool {
+        self.shared
+            .offered(id)
+            .is_some_and(|signed| signed.publisher_id() == self.publisher_id())
+    }
+
+    /// How many nodes other than this one are known to host `id`.
+    pub fn other_hosts(&self, id: &AgentId) -> usize {
+        let own = self.peer_id();
+        self.hosts_of(id)
+            .iter()
+            .filter(|host| **host != own)
+            .count()
+    }
+
     /// Finds the hosts of `word` and asks each for its matching manifests,
     /// which go into the index.
     async fn search_network(&self, word: &str) {

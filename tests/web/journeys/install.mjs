@@ -84,7 +84,15 @@ await run(async (browser) => {
   assert.deepEqual(moving.map((s) => s.value), done, `${JSON.stringify(seen)}`);
   assert.ok(moving.every((s) => s.shown && s.max === events[0].size), `${JSON.stringify(seen)}`);
 
-  // Installed, and granted what was granted before.
+  // Installed, and on the network as another node's agent: not published
+  // by this one, one provider besides it.
+  await page.reload();
+  const head = await page.locator(".agent-head").textContent();
+  assert.doesNotMatch(head, /published by this node/, head);
+  assert.match(head, /on the network/, head);
+  assert.match(await page.locator("dl.facts").textContent(), /providers\s*1 other node\b/);
+
+  // Granted what was granted before.
   await page.locator("#granted").getByText(/kv\s+quota 1\.0 MiB/).waitFor();
   assert.match(await page.locator("#asks").textContent(), /kv/);
   await page.locator("#own-grants").getByRole("button", { name: "revoke" }).click();

@@ -152,7 +152,7 @@ impl Site {
     ) -> AgentView {
         self.installed_seen(
             record,
-            found.map_or(0, |f| f.providers),
+            self.other_hosts(&record.id),
             found.map(|f| f.publisher.as_str()),
             trust,
         )
@@ -196,14 +196,26 @@ impl Site {
         );
         view.publisher = Some(trust.of(&found.publisher));
         view.attached = found.service.clone();
-        self.complete(&mut view, found.id, found.providers);
+        self.complete(&mut view, found.id, self.other_hosts(&found.id));
         view
     }
 
+    /// Fills in what the network knows of `id`: `providers` other nodes
+    /// host it (this one left out), and whether this node published it (a
+    /// copy it fetched and serves is on the network, not its own).
     fn complete(&self, view: &mut AgentView, id: AgentId, providers: usize) {
         view.providers = providers;
-        view.published = self.hub.as_ref().is_some_and(|hub| hub.is_offered(&id));
-        view.on_network = view.providers > 0 || view.published;
+        let offered = self.hub.as_ref().is_some_and(|hub| hub.is_offered(&id));
+        view.published = self
+            .hub
+            .as_ref()
+            .is_some_and(|hub| hub.is_published_here(&id));
+        view.on_network = view.providers > 0 || offered;
+    }
+
+    /// How many other nodes host `id`, from the hub's index.
+    fn other_hosts(&self, id: &AgentId) -> usize {
+        self.hub.as_ref().map_or(0, |hub| hub.other_hosts(id))
     }
 
     /// Every agent this node knows: installed ones first, then the
@@ -221,13 +233,15 @@ impl Site {
         let mut network: Vec<(AgentId, usize, AgentView)> = Vec::new();
         let mut providers: HashMap<AgentId, (usize, String)> = HashMap::new();
         if let Some(hub) = &self.hub {
+            let own = hub.peer_id();
             hub.with_known(|known| {
                 for agent in known {
                     let signed = &agent.manifest;
                     let manifest = signed.manifest();
                     let publisher = signed.publisher_id().to_string();
+                    let others = agent.hosts.iter().filter(|host| **host != own).count();
                     if installed_ids.contains(&manifest.id) {
-                        providers.insert(manifest.id, (agent.hosts.len(), publisher));
+                        providers.insert(manifest.id, (others, publisher));
                         continue;
                     }
                     let mut view = AgentView::new(
@@ -238,7 +252,7 @@ impl Site {
                         &manifest.capabilities,
                     );
                     view.publisher = Some(trust.of(&publisher));
-                    network.push((manifest.id, agent.hosts.len(), view));
+                    network.push((manifest.id, others, view));
                 }
             });
         }
