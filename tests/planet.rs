@@ -224,6 +224,10 @@ async fn an_agent_published_alone_is_announced_when_the_first_peer_comes() {
         },
     )
     .await;
+    // Not installed on B, B's `call` says where it is.
+    b.call("calculator", "add", r#"{"a": 1, "b": 2}"#).failure(&format!(
+        "no installed agent matches \"calculator\"; the network has an agent of that name: `agentsite call --remote calculator …` runs it where it lives, `agentsite fetch {calculator}` installs it here"
+    ));
     // With a peer, publishing reports what the network confirmed, in words.
     let again = a.run(&["publish", "calculator"]);
     let said = again.stderr();

@@ -143,6 +143,7 @@ impl Server {
             .merge(crate::v1::router(node.models().clone(), gate.clone()));
         router = router.merge(crate::web::api::node_router(
             node.clone(),
+            hub.clone(),
             control_token.clone(),
         ));
         if let Some(hub) = &hub {

@@ -92,11 +92,31 @@ pub fn router(hub: Arc<Hub>, token: String) -> Router {
 /// The `/api` routes that need no network: a call of an agent installed
 /// here, for the command line beside a running node (which holds the
 /// agents' stores), guarded by the control `token`.
-pub fn node_router(node: Arc<crate::Node>, token: String) -> Router {
+pub fn node_router(node: Arc<crate::Node>, hub: Option<Arc<Hub>>, token: String) -> Router {
     let gate = Gate::new(Some(token), Family::Json)
         .telling("the control API needs the token in <data-dir>/control.token");
     let routes = Router::new().route("/api/agents/call", post(call_here));
-    gate.guard(routes).with_state(node)
+    gate.guard(routes).with_state(Arc::new(Here { node, hub }))
+}
+
+/// What a call of an agent installed here needs: the node, and the
+/// network it is on (to say where an agent not installed here is).
+struct Here {
+    node: Arc<crate::Node>,
+    hub: Option<Arc<Hub>>,
+}
+
+/// For a name not installed here that the network knows: how to reach it.
+fn on_the_network(hub: Option<&Hub>, name: &str) -> Option<String> {
+    let id = hub?.with_known(|known| {
+        known
+            .map(|k| &k.manifest)
+            .find(|m| m.manifest().card.name == name)
+            .map(|m| m.id())
+    })?;
+    Some(format!(
+        "the network has an agent of that name: `agentsite call --remote {name} …` runs it where it lives, `agentsite fetch {id}` installs it here"
+    ))
 }
 
 /// `POST /api/agents/call`: what `agentsite call` does, done by this node.
@@ -123,12 +143,17 @@ pub struct LocalAnswer {
     pub output: ToolOutput,
 }
 
-async fn call_here(
-    State(node): State<Arc<crate::Node>>,
-    Json(request): Json<LocalCall>,
-) -> Response {
+async fn call_here(State(here): State<Arc<Here>>, Json(request): Json<LocalCall>) -> Response {
+    let node = &here.node;
     let record = match node.resolve(&request.agent) {
         Ok(record) => record,
+        Err(e @ crate::store::ResolveError::NotFound { .. }) => {
+            let message = match on_the_network(here.hub.as_deref(), &request.agent) {
+                Some(there) => format!("no installed agent matches {:?}; {there}", request.agent),
+                None => e.to_string(),
+            };
+            return failure(StatusCode::NOT_FOUND, message);
+        }
         Err(e) => return failure(StatusCode::NOT_FOUND, e),
     };
     let mut grants = match node.grants(&record) {
