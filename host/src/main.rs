@@ -6,7 +6,7 @@ use agentsite::server::config::Config;
 use agentsite::{Node, cli};
 use anyhow::Context as _;
 use bytesize::ByteSize;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -16,19 +16,37 @@ use std::time::Duration;
 #[command(name = "agentsite", version, about, propagate_version = true)]
 struct Args {
     /// Where agents and their data are stored [default: $XDG_DATA_HOME/agentsite].
-    #[arg(long, global = true, env = "AGENTSITE_DATA_DIR", value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        env = "AGENTSITE_DATA_DIR",
+        value_name = "DIR",
+        help_heading = "Global options"
+    )]
     data_dir: Option<PathBuf>,
 
     /// Configuration file [default: <data-dir>/config.toml, if present].
-    #[arg(long, global = true, env = "AGENTSITE_CONFIG", value_name = "FILE")]
+    #[arg(
+        long,
+        global = true,
+        env = "AGENTSITE_CONFIG",
+        value_name = "FILE",
+        help_heading = "Global options"
+    )]
     config: Option<PathBuf>,
 
     /// Policy file: grants and trusted publishers [default: <data-dir>/policy.toml].
-    #[arg(long, global = true, env = "AGENTSITE_POLICY", value_name = "FILE")]
+    #[arg(
+        long,
+        global = true,
+        env = "AGENTSITE_POLICY",
+        value_name = "FILE",
+        help_heading = "Global options"
+    )]
     policy: Option<PathBuf>,
 
     /// More log output on stderr (-v: info, -vv: debug, -vvv: trace).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = "Global options")]
     verbose: u8,
 
     #[command(subcommand)]
@@ -235,8 +253,8 @@ enum Command {
         #[arg(long)]
         wide: bool,
     },
-    /// Download an agent by id from the nodes that host it, verify every
-    /// chunk and the whole, and install it.
+    /// Download an agent by id from the nodes that host it: every chunk and
+    /// the whole are verified, then it is installed.
     Fetch {
         /// The agent's id, sha256:<64 hex digits>.
         id: String,
@@ -322,11 +340,109 @@ impl Command {
     }
 }
 
+/// The commands as `--help` lists them, by what a person does with them
+/// (clap lists subcommands in one flat list).
+const COMMAND_GROUPS: [(&str, &[&str]); 5] = [
+    (
+        "Agents on this node",
+        &[
+            "add", "ls", "tools", "call", "inspect", "rm", "attach", "detach",
+        ],
+    ),
+    ("Serving them", &["serve", "mcp"]),
+    (
+        "Permissions",
+        &["grant", "revoke", "policy", "trust", "untrust", "keygen"],
+    ),
+    (
+        "The network (through the running node)",
+        &["id", "peers", "publish", "search", "fetch"],
+    ),
+    ("Goals and models", &["goal", "goals", "models"]),
+];
+
+/// The command line, with `--help`'s commands in [`COMMAND_GROUPS`], each
+/// with the first clause of its description.
+fn command() -> clap::Command {
+    // Each command is listed in its group below, not in clap's flat list
+    // (`agentsite help COMMAND` is answered in `parse_args`).
+    let mut command = Args::command()
+        .disable_help_subcommand(true)
+        .override_usage("agentsite [OPTIONS] <COMMAND>");
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|sub| sub.get_name().to_owned())
+        .collect();
+    for name in names {
+        command = command.mut_subcommand(name, |sub| sub.hide(true));
+    }
+    let mut listing = String::new();
+    for (heading, names) in COMMAND_GROUPS {
+        listing.push_str(&format!("{heading}:\n"));
+        for name in names {
+            let about = command
+                .find_subcommand(name)
+                .and_then(|sub| sub.get_about())
+                .map(|about| about.to_string())
+                .unwrap_or_default();
+            listing.push_str(&format!("  {name:<8} {}\n", first_clause(&about)));
+        }
+        listing.push('\n');
+    }
+    command.help_template(format!(
+        "{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{listing}\
+         `agentsite COMMAND --help` says more of each.\n\n\
+         {{all-args}}"
+    ))
+}
+
+/// A command's description up to its first colon, semicolon or full stop
+/// outside brackets, and without a bracketed aside where that is still
+/// longer than [`SUMMARY_WIDTH`].
+fn first_clause(about: &str) -> String {
+    let mut depth = 0usize;
+    let mut end = about.len();
+    let bytes = about.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        match b {
+            b'(' | b'[' => depth += 1,
+            b')' | b']' => depth = depth.saturating_sub(1),
+            b':' | b';' | b'.' if depth == 0 && bytes.get(i + 1).is_none_or(|n| *n == b' ') => {
+                end = i;
+                break;
+            }
+            _ => {}
+        }
+    }
+    let clause = about[..end].trim();
+    if clause.chars().count() <= SUMMARY_WIDTH {
+        return clause.to_owned();
+    }
+    match clause.find(" (") {
+        Some(aside) => clause[..aside].to_owned(),
+        None => clause.to_owned(),
+    }
+}
+
+/// The widest a command's line in `--help` is meant to be, after its name.
+const SUMMARY_WIDTH: usize = 80;
+
+fn parse_args() -> Args {
+    let mut arguments: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // `agentsite help [COMMAND]`, as clap's own help command answers it.
+    if arguments.get(1).is_some_and(|a| a == "help") {
+        arguments.remove(1);
+        arguments.push("--help".into());
+    }
+    let matches = command().get_matches_from(arguments);
+    Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
     if std::env::args_os().nth(1).as_deref() == Some(compiler::WORKER_ARG.as_ref()) {
         return compiler::worker_main();
     }
-    let args = Args::parse();
+    let args = parse_args();
     init_logging(args.verbose);
     // Compiles run in a child process that a deadline can stop.
     match std::env::current_exe() {
@@ -641,4 +757,41 @@ fn init_logging(verbose: u8) {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_command_is_in_one_group_of_the_help() {
+        let command = Args::command();
+        let mut grouped: Vec<&str> = COMMAND_GROUPS
+            .iter()
+            .flat_map(|(_, names)| names.iter().copied())
+            .collect();
+        let listed = grouped.len();
+        grouped.sort_unstable();
+        grouped.dedup();
+        assert_eq!(grouped.len(), listed, "a command is in two groups");
+        let mut commands: Vec<&str> = command.get_subcommands().map(|c| c.get_name()).collect();
+        commands.sort_unstable();
+        assert_eq!(grouped, commands);
+    }
+
+    #[test]
+    fn the_help_lists_each_command_on_one_line() {
+        let help = command().render_help().to_string();
+        for (heading, names) in COMMAND_GROUPS {
+            assert!(help.contains(&format!("{heading}:")), "{help}");
+            for name in names {
+                let line = help
+                    .lines()
+                    .find(|l| l.starts_with(&format!("  {name} ")))
+                    .unwrap_or_else(|| panic!("{name} is not listed: {help}"));
+                assert!(line.len() <= 100, "{line}");
+            }
+        }
+        assert!(help.contains("Global options:"), "{help}");
+    }
 }
