@@ -518,3 +518,39 @@ fn a_compile_past_its_deadline_is_stopped_and_nothing_is_stored() {
     // The same node still compiles what fits in its deadline.
     cli.add(&["calculator"]);
 }
+
+/// `agentsite new` makes a crate that builds into an agent as it is: added
+/// and called, its one tool answers.
+#[test]
+fn a_new_agent_builds_adds_and_answers() {
+    let cli = Cli::new();
+    let made = tempfile::tempdir().unwrap();
+    let dir = made.path().join("word-count");
+    let run = cli.run(&["new", "word-count", "--path", dir.to_str().unwrap()]);
+    assert_eq!(run.success().trim(), dir.to_str().unwrap());
+    assert!(
+        run.stderr()
+            .contains("cargo build --release --target wasm32-wasip2")
+    );
+    // Built as its message says, with the examples' target folder so that
+    // the SDK and its dependencies are not compiled again.
+    support::examples();
+    let status = std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()))
+        .args(["build", "--release", "--target", "wasm32-wasip2", "--quiet"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", support::repo().join("examples/target"))
+        .env_remove("RUSTFLAGS")
+        .status()
+        .unwrap();
+    assert!(status.success(), "the new agent does not build");
+    let wasm = support::repo().join("examples/target/wasm32-wasip2/release/word_count.wasm");
+    cli.run(&["add", wasm.to_str().unwrap()]).success();
+    let hello = cli
+        .call("word-count", "greet", r#"{"name": "world"}"#)
+        .json();
+    assert_eq!(hello["content"][0]["text"], "Hello, world!", "{hello}");
+    // A second `new` into the same folder loses nothing.
+    cli.run(&["new", "word-count", "--path", dir.to_str().unwrap()])
+        .failure("already exists and is not empty");
+    let _ = std::fs::remove_file(wasm);
+}

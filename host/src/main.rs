@@ -197,6 +197,15 @@ enum Command {
         #[arg(long)]
         mdns: bool,
     },
+    /// Make a new agent: a Rust crate with one tool, ready to build with
+    /// `cargo build --release --target wasm32-wasip2`.
+    New {
+        /// The agent's name (a-z 0-9 - _), also its crate's.
+        name: String,
+        /// The folder to make [default: ./NAME].
+        #[arg(long, value_name = "DIR")]
+        path: Option<PathBuf>,
+    },
     /// Make a publisher key (ed25519) that signs the agents this node
     /// publishes from now on; prints it in the form operators trust.
     Keygen {
@@ -346,7 +355,7 @@ const COMMAND_GROUPS: [(&str, &[&str]); 5] = [
     (
         "Agents on this node",
         &[
-            "add", "ls", "tools", "call", "inspect", "rm", "attach", "detach",
+            "new", "add", "ls", "tools", "call", "inspect", "rm", "attach", "detach",
         ],
     ),
     ("Serving them", &["serve", "mcp"]),
@@ -489,6 +498,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     // runtime of its own.
     let command = match args.command {
         Command::Keygen { force } => return cli::policy::keygen(&data, force),
+        Command::New { name, path } => return cli::new(&name, path.as_deref()),
         Command::Id { json } => return cli::id(&data, json).await,
         Command::Peers { json } => return cli::peers(&data, json).await,
         Command::Publish { agent } => return cli::publish(&data, &agent).await,
@@ -642,6 +652,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
         Command::Id { .. }
         | Command::Keygen { .. }
+        | Command::New { .. }
         | Command::Peers { .. }
         | Command::Publish { .. }
         | Command::Search { .. }

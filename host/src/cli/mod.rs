@@ -7,6 +7,7 @@
 pub mod goals;
 pub mod models;
 mod network;
+mod new;
 pub mod policy;
 mod shown;
 
@@ -15,6 +16,7 @@ pub use crate::web::api::LocalCall;
 pub use network::{
     call_remote, call_through_node, fetch, id, network_models, peers, publish, search,
 };
+pub use new::new;
 
 use crate::Node;
 use crate::agent::tool::ToolSpec;
