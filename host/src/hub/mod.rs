@@ -54,6 +54,8 @@ fn search_words(query: &str) -> Vec<String> {
 /// at which its mesh forms, is 500 ms).
 const REANNOUNCE_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 const REANNOUNCE_ATTEMPTS: usize = 20;
+/// The shortest time between two rounds of publishing on peers' return.
+const REPUBLISH_FLOOR: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// State shared by the hub and the library it offers the network.
 pub(crate) struct Shared {
@@ -301,12 +303,22 @@ impl Hub {
         let mut peers = self.shared.peers.subscribe();
         let hub = Arc::downgrade(self);
         tokio::spawn(async move {
+            let mut last_round: Option<tokio::time::Instant> = None;
             loop {
                 if peers.wait_for(|n| *n == 0).await.is_err()
                     || peers.wait_for(|n| *n > 0).await.is_err()
                 {
                     return;
                 }
+                // A peer that keeps connecting and leaving gets a round at
+                // most every REPUBLISH_FLOOR, not one per connection.
+                if let Some(last) = last_round {
+                    tokio::time::sleep_until(last + REPUBLISH_FLOOR).await;
+                    if *peers.borrow() == 0 {
+                        continue;
+                    }
+                }
+                last_round = Some(tokio::time::Instant::now());
                 let Some(hub) = hub.upgrade() else { return };
                 if hub.network.joined().await.is_err() {
                     return;
