@@ -572,15 +572,20 @@ async fn run(args: Args) -> anyhow::Result<()> {
             memory,
             json,
             remote: false,
-        } if cli::node_running(&data)? => {
+        } => {
             let call = cli::LocalCall {
                 agent,
                 tool,
                 arguments,
-                deadline_ms: deadline.map(|d| d.as_millis().try_into().unwrap_or(u64::MAX)),
+                deadline,
                 memory: memory.map(|m| m.as_u64()),
             };
-            return cli::call_through_node(&data, call, json).await;
+            if cli::node_running(&data)? {
+                return cli::call_through_node(&data, call, json).await;
+            }
+            let node = Node::open(data, config.node(), Capacity::OneShot)
+                .context("cannot open the node")?;
+            return cli::call(&node, &call, json).await;
         }
         Command::Mcp { agents } if agents.len() <= 1 && cli::node_running(&data)? => {
             return cli::mcp_through_node(&data, agents.first().map(String::as_str)).await;
@@ -599,15 +604,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Detach { agent } => cli::detach(&node, &agent),
         Command::Ls { json } => cli::list(&node, json),
         Command::Tools { agent, json } => cli::tools(&node, &agent, json),
-        Command::Call {
-            agent,
-            tool,
-            arguments,
-            deadline,
-            memory,
-            json,
-            ..
-        } => cli::call(&node, &agent, &tool, &arguments, deadline, memory, json).await,
+        Command::Call { .. } => unreachable!("handled above"),
         Command::Inspect { agent, json } => cli::inspect(&node, &agent, json),
         Command::Rm { agent, purge } => cli::remove(&node, &agent, purge),
         Command::Grant(edit) => {

@@ -130,36 +130,9 @@ pub fn tools(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
 /// `agentsite call AGENT TOOL JSON`: prints the result (see
 /// [`print_result`]). A tool error, or a result flagged `isError`, exits
 /// non-zero.
-pub async fn call(
-    node: &Node,
-    agent: &str,
-    tool: &str,
-    arguments: &str,
-    deadline: Option<std::time::Duration>,
-    memory: Option<bytesize::ByteSize>,
-    json: bool,
-) -> anyhow::Result<()> {
-    let record = node.resolve(agent)?;
-    let mut grants = node.grants(&record)?;
-    // The operator's own command line overrides the policy's limits.
-    if let Some(deadline) = deadline {
-        grants.limits.deadline = deadline;
-    }
-    if let Some(memory) = memory {
-        grants.limits.memory = memory;
-    }
-    grants.limits.validate()?;
-    let output = node
-        .call_record(
-            &record,
-            tool,
-            arguments,
-            grants,
-            Some(std::sync::Arc::new(Terminal)),
-        )
-        .await
-        .with_context(|| format!("{}.{tool} failed", record.card.name))?;
-    print_result(&record.card.name, tool, &output, json)
+pub async fn call(node: &Node, call: &LocalCall, json: bool) -> anyhow::Result<()> {
+    let (record, output) = call.run(node, Some(std::sync::Arc::new(Terminal))).await?;
+    print_result(&record.card.name, &call.tool, &output, json)
 }
 
 /// A tool's result on stdout: the MCP JSON for a program (`json`, or

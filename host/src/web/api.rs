@@ -128,9 +128,9 @@ pub struct LocalCall {
     pub tool: String,
     /// The arguments' JSON text, as typed.
     pub arguments: String,
-    /// The command line's own limits, over the policy's.
+    /// The command line's own limits, over the policy's (memory in bytes).
     #[serde(default)]
-    pub deadline_ms: Option<u64>,
+    pub deadline: Option<Duration>,
     #[serde(default)]
     pub memory: Option<u64>,
 }
@@ -143,45 +143,54 @@ pub struct LocalAnswer {
     pub output: ToolOutput,
 }
 
-async fn call_here(State(here): State<Arc<Here>>, Json(request): Json<LocalCall>) -> Response {
-    let node = &here.node;
-    let record = match node.resolve(&request.agent) {
-        Ok(record) => record,
-        Err(e @ crate::store::ResolveError::NotFound { .. }) => {
-            let message = match on_the_network(here.hub.as_deref(), &request.agent) {
-                Some(there) => format!("no installed agent matches {:?}; {there}", request.agent),
-                None => e.to_string(),
-            };
-            return failure(StatusCode::NOT_FOUND, message);
+impl LocalCall {
+    /// Resolves the agent, applies the command line's limits over its
+    /// grants and calls the tool: what `agentsite call` does, alone or
+    /// through a running node. Errors read as the command line shows them
+    /// (`calculator.divide failed: division by zero`, with `{:#}`).
+    pub async fn run(
+        &self,
+        node: &crate::Node,
+        caller: Option<Arc<dyn crate::capabilities::caller::Caller>>,
+    ) -> anyhow::Result<(crate::store::AgentRecord, ToolOutput)> {
+        use anyhow::Context as _;
+        let record = node.resolve(&self.agent)?;
+        let mut grants = node.grants(&record)?;
+        // The operator's own command line overrides the policy's limits.
+        if let Some(deadline) = self.deadline {
+            grants.limits.deadline = deadline;
         }
-        Err(e) => return failure(StatusCode::NOT_FOUND, e),
-    };
-    let mut grants = match node.grants(&record) {
-        Ok(grants) => grants,
-        Err(e) => return failure(StatusCode::FORBIDDEN, e),
-    };
-    if let Some(deadline) = request.deadline_ms {
-        grants.limits.deadline = Duration::from_millis(deadline);
+        if let Some(memory) = self.memory {
+            grants.limits.memory = bytesize::ByteSize(memory);
+        }
+        grants.limits.validate()?;
+        let output = node
+            .call_record(&record, &self.tool, &self.arguments, grants, caller)
+            .await
+            .with_context(|| format!("{}.{} failed", record.card.name, self.tool))?;
+        Ok((record, output))
     }
-    if let Some(memory) = request.memory {
-        grants.limits.memory = bytesize::ByteSize(memory);
-    }
-    if let Err(e) = grants.limits.validate() {
-        return failure(StatusCode::BAD_REQUEST, e);
-    }
-    match node
-        .call_record(&record, &request.tool, &request.arguments, grants, None)
-        .await
-    {
-        Ok(output) => Json(LocalAnswer {
-            name: record.card.name.clone(),
+}
+
+async fn call_here(State(here): State<Arc<Here>>, Json(request): Json<LocalCall>) -> Response {
+    match request.run(&here.node, None).await {
+        Ok((record, output)) => Json(LocalAnswer {
+            name: record.card.name,
             output,
         })
         .into_response(),
-        Err(e) => failure(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("{}.{} failed: {e}", record.card.name, request.tool),
-        ),
+        Err(e) => match e.downcast_ref::<crate::store::ResolveError>() {
+            Some(crate::store::ResolveError::NotFound { .. }) => {
+                let message = match on_the_network(here.hub.as_deref(), &request.agent) {
+                    Some(there) => {
+                        format!("no installed agent matches {:?}; {there}", request.agent)
+                    }
+                    None => format!("{e:#}"),
+                };
+                failure(StatusCode::NOT_FOUND, message)
+            }
+            _ => failure(StatusCode::UNPROCESSABLE_ENTITY, format!("{e:#}")),
+        },
     }
 }
 
