@@ -374,6 +374,65 @@ async fn stdio_beside_a_running_node_goes_through_it() {
     assert_eq!(text(&note), "through", "{note:?}");
     client.cancel().await.unwrap();
 
+    // Several agents: their tools under the agents' names, as without a node.
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentsite"));
+    command
+        .arg("--data-dir")
+        .arg(cli.data())
+        .args(["mcp", "notes", "calculator"]);
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+    let mut names: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.into_owned())
+        .collect();
+    names.sort();
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with("notes.") || n.starts_with("calculator.")),
+        "{names:?}"
+    );
+    let note = call(&client, "notes.get", json!({"title": "relayed"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&note), "through", "{note:?}");
+    client.cancel().await.unwrap();
+
+    // A name the node does not have is refused with its words.
+    let refused = cli.run(&["mcp", "calculater"]);
+    refused.failure("no installed agent matches \"calculater\"; did you mean \"calculator\"?");
+
+    // Through the node, the node's policy applies: another one named on the
+    // command line is refused rather than ignored.
+    let other_policy = cli.data().join("other-policy.toml");
+    std::fs::write(&other_policy, "").unwrap();
+    cli.run(&[
+        "--policy",
+        other_policy.to_str().unwrap(),
+        "call",
+        "notes",
+        "get",
+        r#"{"title": "relayed"}"#,
+    ])
+    .failure(&format!("not {}", other_policy.display()));
+    // Naming the node's own policy is no conflict.
+    let own_policy = cli.data().join("policy.toml");
+    let note = cli
+        .run(&[
+            "--policy",
+            own_policy.to_str().unwrap(),
+            "call",
+            "notes",
+            "get",
+            r#"{"title": "relayed"}"#,
+            "--json",
+        ])
+        .json();
+    assert_eq!(note["content"][0]["text"], "through", "{note}");
+
     // `agentsite call` goes through the node too, and reads as it does alone.
     let note = cli.call("notes", "get", r#"{"title": "relayed"}"#).json();
     assert_eq!(note["content"][0]["text"], "through", "{note}");

@@ -491,6 +491,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Some(path) => Config::load(path, true)?,
         None => Config::load(&data.config_file(), false)?,
     };
+    let named = cli::NamedFiles {
+        config: args.config.clone(),
+        policy: args.policy.clone(),
+    };
     if let Some(policy) = args.policy {
         config.policy = Some(policy);
     }
@@ -580,15 +584,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 deadline,
                 memory: memory.map(|m| m.as_u64()),
             };
-            if cli::node_running(&data)? {
+            if cli::node_running(&data, &named)? {
                 return cli::call_through_node(&data, call, json).await;
             }
             let node = Node::open(data, config.node(), Capacity::OneShot)
                 .context("cannot open the node")?;
             return cli::call(&node, &call, json).await;
         }
-        Command::Mcp { agents } if agents.len() <= 1 && cli::node_running(&data)? => {
-            return cli::mcp_through_node(&data, agents.first().map(String::as_str)).await;
+        Command::Mcp { agents } if cli::node_running(&data, &named)? => {
+            return cli::mcp_through_node(&data, &agents).await;
         }
         local => local,
     };

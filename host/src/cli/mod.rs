@@ -511,36 +511,74 @@ pub async fn mcp(node: std::sync::Arc<Node>, agents: &[String]) -> anyhow::Resul
     stdio::serve(Hosted::new(node)?, scope).await
 }
 
-/// Whether an `agentsite serve` of `data` is running (its files are there).
-pub fn node_running(data: &crate::config::DataDir) -> anyhow::Result<bool> {
-    Ok(crate::web::control::find(data)?.is_some())
+/// The files this command line names with `--config` and `--policy` (or
+/// `AGENTSITE_CONFIG` and `AGENTSITE_POLICY`).
+#[derive(Debug, Default)]
+pub struct NamedFiles {
+    pub config: Option<std::path::PathBuf>,
+    pub policy: Option<std::path::PathBuf>,
 }
 
-/// `agentsite mcp [AGENT]` beside a running node: the session is relayed to
-/// its `/mcp` (or `/agents/AGENT/mcp`), so that the client gets what it
-/// serves (agents whose stores it holds, the `goal` tool) as it serves it.
+/// Whether an `agentsite serve` of `data` is running (its files are there),
+/// so that a command goes through it. Refused when the command line names
+/// a config or policy file other than the node's: through the node, the
+/// node's would apply, not the one named.
+pub fn node_running(data: &crate::config::DataDir, named: &NamedFiles) -> anyhow::Result<bool> {
+    let Some((node, _)) = crate::web::control::find(data)? else {
+        return Ok(false);
+    };
+    let files = [
+        ("--config", &named.config, &node.config, "no config file"),
+        ("--policy", &named.policy, &node.policy, "no policy file"),
+    ];
+    for (flag, ours, theirs, none) in files {
+        let Some(ours) = ours else { continue };
+        let ours = crate::web::control::absolute(ours);
+        if theirs.as_ref() == Some(&ours) {
+            continue;
+        }
+        let theirs = match theirs {
+            Some(theirs) => theirs.display().to_string(),
+            None => none.to_owned(),
+        };
+        anyhow::bail!(
+            "the node serving {} (pid {}) runs with {theirs}, not {}, and this command would go through it: \
+             stop that node to use {flag} {}, or leave {flag} out",
+            data.root().display(),
+            node.pid,
+            ours.display(),
+            ours.display(),
+        );
+    }
+    Ok(true)
+}
+
+/// `agentsite mcp [AGENT…]` beside a running node: the session is relayed
+/// to its `/mcp` (`/agents/AGENT/mcp` for one, `/mcp?agents=A,B` for
+/// several), so that the client gets what it serves (agents whose stores it
+/// holds, the `goal` tool) as it serves it.
 pub async fn mcp_through_node(
     data: &crate::config::DataDir,
-    agent: Option<&str>,
+    agents: &[String],
 ) -> anyhow::Result<()> {
-    let Some((node, token)) = crate::web::control::find(data)? else {
-        anyhow::bail!("the node of {} stopped", data.root().display());
-    };
-    let url = match agent {
-        None => format!("{}/mcp", node.api),
-        // Names, ids and id prefixes are of these characters; anything
-        // else could not name an agent, and must not change the path.
-        Some(agent)
-            if agent
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b)) =>
-        {
-            format!("{}/agents/{agent}/mcp", node.api)
-        }
-        Some(agent) => anyhow::bail!("no installed agent matches {agent:?}"),
+    let node = network::NodeClient::connect(data)?;
+    // Each name is resolved by the node first, so that a name it does not
+    // have is refused in its words before any MCP client waits on it.
+    let mut ids = Vec::with_capacity(agents.len());
+    for agent in agents {
+        let resolved: crate::web::api::Resolved = node
+            .get("/api/agents/resolve", &[("name", agent.as_str())])
+            .await?;
+        ids.push(resolved.id);
+    }
+    let api = &node.file().api;
+    let url = match ids.as_slice() {
+        [] => format!("{api}/mcp"),
+        [id] => format!("{api}/agents/{id}/mcp"),
+        several => format!("{api}/mcp?agents={}", several.join(",")),
     };
     tracing::info!("relaying this MCP session to the running node at {url}");
-    crate::mcp::relay::relay(&url, &token).await
+    crate::mcp::relay::relay(&url, node.token()).await
 }
 
 /// The caller of a command-line call: progress goes to the log; there is no

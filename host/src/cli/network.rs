@@ -40,6 +40,16 @@ impl NodeClient {
         Ok(NodeClient { node, token, http })
     }
 
+    /// What the node says about itself.
+    pub(crate) fn file(&self) -> &NodeFile {
+        &self.node
+    }
+
+    /// The control token it takes.
+    pub(crate) fn token(&self) -> &str {
+        &self.token
+    }
+
     /// The running node of `data`, which must be on the network.
     pub fn connect_networked(data: &DataDir) -> anyhow::Result<NodeClient> {
         let client = NodeClient::connect(data)?;

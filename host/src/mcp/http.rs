@@ -1,6 +1,7 @@
 //! MCP over streamable HTTP (rmcp's `StreamableHttpService` inside axum):
-//! `/mcp` for every installed agent, `/agents/<agent>/mcp` for one, and
-//! `/health` and `/metrics` (Prometheus) for operators.
+//! `/mcp` for every installed agent (or `/mcp?agents=a,b` for some),
+//! `/agents/<agent>/mcp` for one, and `/health` and `/metrics`
+//! (Prometheus) for operators.
 //!
 //! Security follows the spec's transport section: the `Host` header must
 //! name this server (DNS rebinding), a browser `Origin` must be this machine
@@ -53,7 +54,19 @@ struct Front {
     all: McpService,
     /// One service per agent served at `/agents/<agent>/mcp`, made on first use.
     per_agent: Mutex<HashMap<AgentId, McpService>>,
+    /// One service per set of agents chosen with `/mcp?agents=…`, made on
+    /// first use; at most [`MAX_CHOSEN_SETS`] of them.
+    chosen: Mutex<HashMap<Vec<AgentId>, McpService>>,
 }
+
+/// The most agents one `/mcp?agents=…` may name.
+pub const MAX_CHOSEN_AGENTS: usize = 64;
+
+/// The most distinct sets of agents `/mcp?agents=…` serves at once: each
+/// keeps its sessions, so a client naming new sets without end must not
+/// make the node keep services without end. Past it, new sets are refused
+/// and the sets in use keep working.
+pub const MAX_CHOSEN_SETS: usize = 64;
 
 /// An MCP endpoint for the agents in `scope`; rmcp makes one `AgentServer`
 /// per session, all sharing the scope's tool snapshot.
@@ -78,6 +91,21 @@ impl Front {
             .or_insert_with(|| mcp_service(&self.hosted, &self.stop, Scope::Agents(vec![id])))
             .clone()
     }
+
+    /// The service for the agents `ids` (sorted, without repeats), if it
+    /// exists or there is room for one more.
+    fn chosen_service(&self, ids: Vec<AgentId>) -> Option<McpService> {
+        let mut services = self.chosen.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(service) = services.get(&ids) {
+            return Some(service.clone());
+        }
+        if services.len() >= MAX_CHOSEN_SETS {
+            return None;
+        }
+        let service = mcp_service(&self.hosted, &self.stop, Scope::Agents(ids.clone()));
+        services.insert(ids, service.clone());
+        Some(service)
+    }
 }
 
 /// The MCP endpoints, `/health` and `/metrics`; all but `/health` behind
@@ -88,6 +116,7 @@ pub fn router(hosted: Arc<Hosted>, gate: Gate, stop: CancellationToken) -> Route
         hosted,
         stop,
         per_agent: Mutex::new(HashMap::new()),
+        chosen: Mutex::new(HashMap::new()),
     });
     let mcp = Router::new()
         .route("/mcp", any(all_agents))
@@ -101,7 +130,67 @@ pub fn router(hosted: Arc<Hosted>, gate: Gate, stop: CancellationToken) -> Route
 }
 
 async fn all_agents(State(front): State<Arc<Front>>, request: Request) -> Response {
-    front.all.handle(request).await.into_response()
+    let service = match chosen_agents(request.uri()) {
+        None => front.all.clone(),
+        Some(Err(refusal)) => return refusal,
+        Some(Ok(names)) => match resolve_all(&front, &names) {
+            Ok(ids) => match front.chosen_service(ids) {
+                Some(service) => service,
+                None => {
+                    return (
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        format!(
+                            "this node already serves {MAX_CHOSEN_SETS} different sets of agents \
+                             chosen with ?agents=; use /mcp or /agents/<agent>/mcp\n"
+                        ),
+                    )
+                        .into_response();
+                }
+            },
+            Err(e) => return (StatusCode::NOT_FOUND, format!("{e}\n")).into_response(),
+        },
+    };
+    service.handle(request).await.into_response()
+}
+
+/// The agents named by `?agents=a,b` in `uri`, if it names any.
+fn chosen_agents(uri: &axum::http::Uri) -> Option<Result<Vec<String>, Response>> {
+    let query = axum::extract::Query::<HashMap<String, String>>::try_from_uri(uri).ok()?;
+    let list = query.0.get("agents")?;
+    let names: Vec<String> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .map(str::to_owned)
+        .take(MAX_CHOSEN_AGENTS + 1)
+        .collect();
+    let refuse = |reason: String| (StatusCode::BAD_REQUEST, format!("{reason}\n")).into_response();
+    Some(match names.len() {
+        0 => Err(refuse(
+            "?agents= names no agent; name them separated by commas, or leave it out for all"
+                .into(),
+        )),
+        n if n > MAX_CHOSEN_AGENTS => Err(refuse(format!(
+            "?agents= names more than {MAX_CHOSEN_AGENTS} agents, the most served together"
+        ))),
+        _ => Ok(names),
+    })
+}
+
+/// The ids of the agents `names` (names, ids or id prefixes), sorted and
+/// without repeats, resolved in the watched snapshot of the catalog.
+fn resolve_all(
+    front: &Front,
+    names: &[String],
+) -> Result<Vec<AgentId>, crate::store::ResolveError> {
+    let records = front.hosted.records();
+    let mut ids = names
+        .iter()
+        .map(|name| crate::store::resolve_in(&records, name).map(|record| record.id))
+        .collect::<Result<Vec<_>, _>>()?;
+    ids.sort_unstable();
+    ids.dedup();
+    Ok(ids)
 }
 
 async fn one_agent(
@@ -244,4 +333,33 @@ fn jsonrpc_error(status: StatusCode, code: i32, message: String) -> Response {
         "error": { "code": code, "message": message },
     });
     (status, Json(body)).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chosen(uri: &str) -> Option<Result<Vec<String>, StatusCode>> {
+        chosen_agents(&uri.parse().unwrap()).map(|r| r.map_err(|refusal| refusal.status()))
+    }
+
+    #[test]
+    fn agents_are_chosen_by_a_comma_separated_list_within_bounds() {
+        assert_eq!(chosen("/mcp"), None);
+        assert_eq!(chosen("/mcp?other=1"), None);
+        assert_eq!(
+            chosen("/mcp?agents=calculator,%20notes,"),
+            Some(Ok(vec!["calculator".to_owned(), "notes".to_owned()]))
+        );
+        assert_eq!(chosen("/mcp?agents=,"), Some(Err(StatusCode::BAD_REQUEST)));
+        let many = vec!["a"; MAX_CHOSEN_AGENTS + 1].join(",");
+        assert_eq!(
+            chosen(&format!("/mcp?agents={many}")),
+            Some(Err(StatusCode::BAD_REQUEST))
+        );
+        let most = vec!["a"; MAX_CHOSEN_AGENTS].join(",");
+        assert!(
+            matches!(chosen(&format!("/mcp?agents={most}")), Some(Ok(names)) if names.len() == MAX_CHOSEN_AGENTS)
+        );
+    }
 }

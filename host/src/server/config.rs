@@ -63,6 +63,9 @@ pub struct Config {
     /// The policy file, when not `<data-dir>/policy.toml`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<PathBuf>,
+    /// The file this configuration was read from; `None` when there was none.
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
 }
 
 /// How a serving node joins the network (command-line flags override these).
@@ -173,7 +176,7 @@ impl Config {
                 return Err(e).with_context(|| format!("cannot read config {}", path.display()));
             }
         };
-        let config: Config = toml::from_str(&text).map_err(|e| {
+        let mut config: Config = toml::from_str(&text).map_err(|e| {
             let place = e
                 .span()
                 .map(|span| where_in(&text, span.start))
@@ -190,6 +193,7 @@ impl Config {
             .and_then(|()| config.llm.validate())
             .and_then(|()| config.goals.validate())
             .with_context(|| format!("invalid config {}", path.display()))?;
+        config.source = Some(path.to_owned());
         Ok(config)
     }
 

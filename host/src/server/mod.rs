@@ -125,6 +125,8 @@ impl Server {
                 None => Vec::new(),
             },
             pid: std::process::id(),
+            config: config.source.as_deref().map(crate::web::control::absolute),
+            policy: Some(crate::web::control::absolute(node.policy().path())),
         };
         // The command line finds the node by these files, on the network or not.
         let (node_files, control_token) = NodeFiles::write(node.data_dir(), &node_file)?;

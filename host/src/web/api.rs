@@ -95,7 +95,9 @@ pub fn router(hub: Arc<Hub>, token: String) -> Router {
 pub fn node_router(node: Arc<crate::Node>, hub: Option<Arc<Hub>>, token: String) -> Router {
     let gate = Gate::new(Some(token), Family::Json)
         .telling("the control API needs the token in <data-dir>/control.token");
-    let routes = Router::new().route("/api/agents/call", post(call_here));
+    let routes = Router::new()
+        .route("/api/agents/call", post(call_here))
+        .route("/api/agents/resolve", get(resolve_here));
     gate.guard(routes).with_state(Arc::new(Here { node, hub }))
 }
 
@@ -180,17 +182,53 @@ async fn call_here(State(here): State<Arc<Here>>, Json(request): Json<LocalCall>
         })
         .into_response(),
         Err(e) => match e.downcast_ref::<crate::store::ResolveError>() {
-            Some(crate::store::ResolveError::NotFound { .. }) => {
-                let message = match on_the_network(here.hub.as_deref(), &request.agent) {
-                    Some(there) => {
-                        format!("no installed agent matches {:?}; {there}", request.agent)
-                    }
-                    None => format!("{e:#}"),
+            Some(refused) => here.not_resolved(&request.agent, refused),
+            None => failure(StatusCode::UNPROCESSABLE_ENTITY, format!("{e:#}")),
+        },
+    }
+}
+
+/// `GET /api/agents/resolve?name=…`: the installed agent a name, id or id
+/// prefix means, as `{"id", "name"}`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Resolved {
+    pub id: String,
+    pub name: String,
+}
+
+#[derive(Deserialize)]
+struct ResolveQuery {
+    name: String,
+}
+
+async fn resolve_here(
+    State(here): State<Arc<Here>>,
+    Query(query): Query<ResolveQuery>,
+) -> Response {
+    match here.node.resolve(&query.name) {
+        Ok(record) => Json(Resolved {
+            id: record.id.to_string(),
+            name: record.card.name,
+        })
+        .into_response(),
+        Err(refused) => here.not_resolved(&query.name, &refused),
+    }
+}
+
+impl Here {
+    /// The answer to a name that names no installed agent, or more than one:
+    /// where the network has an agent of that name, how to reach it.
+    fn not_resolved(&self, name: &str, refused: &crate::store::ResolveError) -> Response {
+        match refused {
+            crate::store::ResolveError::NotFound { .. } => {
+                let message = match on_the_network(self.hub.as_deref(), name) {
+                    Some(there) => format!("no installed agent matches {name:?}; {there}"),
+                    None => refused.to_string(),
                 };
                 failure(StatusCode::NOT_FOUND, message)
             }
-            _ => failure(StatusCode::UNPROCESSABLE_ENTITY, format!("{e:#}")),
-        },
+            _ => failure(StatusCode::UNPROCESSABLE_ENTITY, refused.to_string()),
+        }
     }
 }
 

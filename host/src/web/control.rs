@@ -22,6 +22,12 @@ pub struct NodeFile {
     /// libp2p addresses, each ending in `/p2p/<peer id>`.
     pub addresses: Vec<String>,
     pub pid: u32,
+    /// The config file the node read, if it read one, as an absolute path.
+    #[serde(default)]
+    pub config: Option<PathBuf>,
+    /// The policy file whose grants the node applies, as an absolute path.
+    #[serde(default)]
+    pub policy: Option<PathBuf>,
 }
 
 /// The files of a running node; removed on drop.
@@ -81,6 +87,14 @@ pub fn find(data: &DataDir) -> anyhow::Result<Option<(NodeFile, String)>> {
     Ok(Some((node, token.trim().to_owned())))
 }
 
+/// `path` as the node and the command line compare it: absolute, with
+/// symbolic links resolved where the file exists.
+pub fn absolute(path: &std::path::Path) -> PathBuf {
+    std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_owned())
+}
+
 /// Whether a process `pid` exists (it may be another user's).
 fn process_exists(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
@@ -121,6 +135,8 @@ mod tests {
             peer_id: String::new(),
             addresses: vec![],
             pid,
+            config: None,
+            policy: None,
         };
         let (files, _) = NodeFiles::write(&data, &node).unwrap();
         assert!(find(&data).unwrap().is_none());
