@@ -42,6 +42,12 @@ async fn five_nodes_in_a_chain_publish_find_fetch_and_call() {
         peers.as_array().unwrap().len() >= 2,
         "B sees A and C: {peers}"
     );
+    // The table says for each how long it has been connected, and who dialed:
+    // B dialed A, its bootstrap peer, and C dialed B.
+    let table = b.run(&["peers"]).success();
+    assert!(table.contains("CONNECTED FOR"), "{table}");
+    assert!(table.contains("s (dialed)") || table.contains("m (dialed)"), "{table}");
+    assert!(table.contains("(it dialed)"), "{table}");
 
     // A publishes; C publishes too.
     assert_eq!(

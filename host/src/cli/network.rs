@@ -158,19 +158,37 @@ pub async fn peers(data: &DataDir, json: bool) -> anyhow::Result<()> {
         eprintln!("no connected peers");
         return Ok(());
     }
-    let rows: Vec<[String; 3]> = peers
+    let now = crate::clock::unix_millis();
+    let rows: Vec<[String; 4]> = peers
         .into_iter()
         .map(|p| {
+            let connected = Duration::from_millis(now.saturating_sub(p.connected_at));
             [
                 p.peer_id,
                 // A peer names its own software: shown escaped.
                 safe(p.agent_version.as_deref().unwrap_or("?")).into_owned(),
                 p.addresses.into_iter().next().unwrap_or_default(),
+                format!(
+                    "{} ({})",
+                    roughly(connected),
+                    if p.dialed { "dialed" } else { "it dialed" }
+                ),
             ]
         })
         .collect();
-    super::print_table(["PEER", "SOFTWARE", "ADDRESS"], &rows);
+    super::print_table(["PEER", "SOFTWARE", "ADDRESS", "CONNECTED FOR"], &rows);
     Ok(())
+}
+
+/// `elapsed` to the unit a person reads at a glance: `42s`, `5m`, `3h 20m`, `2d 4h`.
+fn roughly(elapsed: Duration) -> String {
+    let seconds = elapsed.as_secs();
+    match seconds {
+        0..60 => format!("{seconds}s"),
+        60..3600 => format!("{}m", seconds / 60),
+        3600..86400 => format!("{}h {}m", seconds / 3600, seconds % 3600 / 60),
+        _ => format!("{}d {}h", seconds / 86400, seconds % 86400 / 3600),
+    }
 }
 
 /// `agentsite publish AGENT`
@@ -418,4 +436,21 @@ pub async fn call_remote(
         .json()
         .await?;
     super::print_result(agent, tool, &answer.output, json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::roughly;
+    use std::time::Duration;
+
+    #[test]
+    fn a_connection_time_reads_at_a_glance() {
+        let read = |s| roughly(Duration::from_secs(s));
+        assert_eq!(read(0), "0s");
+        assert_eq!(read(59), "59s");
+        assert_eq!(read(60), "1m");
+        assert_eq!(read(3599), "59m");
+        assert_eq!(read(3600 + 20 * 60 + 5), "1h 20m");
+        assert_eq!(read(2 * 86400 + 4 * 3600 + 59), "2d 4h");
+    }
 }

@@ -148,11 +148,14 @@ struct Publication {
 }
 
 /// What is known of a connected peer.
-#[derive(Default)]
 struct Peer {
     addresses: HashSet<Multiaddr>,
     agent_version: Option<String>,
     agentsite: bool,
+    /// When its first open connection was made, in Unix milliseconds.
+    connected_at: u64,
+    /// Whether this node dialed that connection (else the peer did).
+    dialed: bool,
 }
 
 pub(super) struct EventLoop {
@@ -340,6 +343,8 @@ impl EventLoop {
                         addresses: peer.addresses.iter().map(|a| a.to_string()).collect(),
                         agent_version: peer.agent_version.clone(),
                         agentsite: peer.agentsite,
+                        connected_at: peer.connected_at,
+                        dialed: peer.dialed,
                     })
                     .collect();
                 peers.sort_by(|a, b| a.peer_id.cmp(&b.peer_id));
@@ -578,7 +583,13 @@ impl EventLoop {
             SwarmEvent::ConnectionEstablished {
                 peer_id, endpoint, ..
             } => {
-                let peer = self.peers.entry(peer_id).or_default();
+                let peer = self.peers.entry(peer_id).or_insert_with(|| Peer {
+                    addresses: HashSet::new(),
+                    agent_version: None,
+                    agentsite: false,
+                    connected_at: crate::clock::unix_millis(),
+                    dialed: endpoint.is_dialer(),
+                });
                 if endpoint.is_dialer() {
                     peer.addresses.insert(endpoint.get_remote_address().clone());
                 }
@@ -621,10 +632,13 @@ impl EventLoop {
                         }
                     }
                 }
-                let peer = self.peers.entry(peer_id).or_default();
-                peer.agentsite = agentsite;
-                peer.agent_version = Some(info.agent_version);
-                peer.addresses.extend(info.listen_addrs);
+                // An identification may arrive after the last connection
+                // closed: a peer that is gone is not listed again.
+                if let Some(peer) = self.peers.get_mut(&peer_id) {
+                    peer.agentsite = agentsite;
+                    peer.agent_version = Some(info.agent_version);
+                    peer.addresses.extend(info.listen_addrs);
+                }
             }
             BehaviourEvent::Identify(_) => {}
             BehaviourEvent::Fetch(event) => self.on_fetch_event(event),

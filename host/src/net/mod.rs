@@ -165,6 +165,12 @@ pub struct PeerInfo {
     pub agent_version: Option<String>,
     /// Whether it speaks agentsite's DHT.
     pub agentsite: bool,
+    /// Since when it is connected, in Unix milliseconds.
+    #[serde(default)]
+    pub connected_at: u64,
+    /// Whether this node dialed it (else it dialed this node).
+    #[serde(default)]
+    pub dialed: bool,
 }
 
 /// What publishing an agent did.

@@ -1,5 +1,5 @@
 // The network page of a node with one peer: its own peer id and address,
-// the peer, the agents it hosts; an agent the peer publishes (from the
+// the peer (what it hosts, since when), the agents this node hosts; an agent the peer publishes (from the
 // peer's own page) arrives live; calls made here, one failing, show on
 // the chart.
 import assert from "node:assert/strict";
@@ -33,6 +33,14 @@ await run(async (browser) => {
   assert.match(await announced.textContent(), /· \d+ tools? · from …/);
   assert.equal(await announced.locator("[title]").getAttribute("title"), otherPeerId);
   assert.ok(await page.locator("#no-announcements").isHidden());
+  // The announcement's host leads to its row among the peers, which (once
+  // the page is drawn again) lists what it hosts and since when it is here.
+  await announced.locator("a.peer-link").click();
+  await page.waitForURL(`${base}/network#peer-${otherPeerId}`);
+  await page.reload();
+  const row = page.locator(`tr[data-peer="${otherPeerId}"]`);
+  assert.match(await row.locator(".peer-agents").textContent(), /\btext\b/);
+  assert.match(await row.textContent(), /since \d.*\((this node dialed|it dialed this node)\)/s);
   // The peer's own network page lists its agent as its own, not among
   // what peers announced.
   await peerPage.goto(`${otherBase}/network`);

@@ -6,6 +6,7 @@
 use super::session::Access;
 use super::{Site, failure};
 use crate::audit::Audit;
+use crate::hub::Hub;
 use axum::Extension;
 use axum::Json;
 use axum::extract::State;
@@ -14,7 +15,7 @@ use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use minijinja::value::Serde;
 use serde::Serialize;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
@@ -82,12 +83,65 @@ async fn sample(rates: Weak<CallRates>, audit: Arc<Audit>) {
     }
 }
 
+/// Agents named per peer at most; past that, a count.
+const MAX_AGENTS_PER_PEER: usize = 5;
+
 #[derive(Serialize)]
 struct PeerView {
     peer_id: String,
     agent_version: Option<String>,
     agentsite: bool,
     address: Option<String>,
+    connected_at: u64,
+    dialed: bool,
+    /// Some of the agents the index knows it hosts, and how many in all.
+    agents: Vec<AgentLink>,
+    agent_count: usize,
+}
+
+/// The peers as the page lists them, each with the agents the node's
+/// index knows it to host.
+fn peer_views(hub: &Hub, peers: Vec<crate::net::PeerInfo>) -> Vec<PeerView> {
+    let mut views: Vec<PeerView> = peers
+        .into_iter()
+        .take(MAX_PEERS_SHOWN)
+        .map(|p| PeerView {
+            address: p.addresses.first().cloned(),
+            peer_id: p.peer_id,
+            agent_version: p.agent_version,
+            agentsite: p.agentsite,
+            connected_at: p.connected_at,
+            dialed: p.dialed,
+            agents: Vec::new(),
+            agent_count: 0,
+        })
+        .collect();
+    let by_id: HashMap<String, usize> = views
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v.peer_id.clone(), i))
+        .collect();
+    hub.with_known(|known| {
+        for agent in known {
+            for host in &agent.hosts {
+                let Some(&i) = by_id.get(&host.to_string()) else {
+                    continue;
+                };
+                let view = &mut views[i];
+                view.agent_count += 1;
+                if view.agents.len() < MAX_AGENTS_PER_PEER {
+                    view.agents.push(AgentLink {
+                        name: agent.manifest.manifest().card.name.clone(),
+                        id: agent.manifest.id().to_string(),
+                    });
+                }
+            }
+        }
+    });
+    for view in &mut views {
+        view.agents.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+    views
 }
 
 #[derive(Serialize)]
@@ -133,12 +187,7 @@ pub async fn page(State(site): State<Arc<Site>>, Extension(access): Extension<Ac
             peer_id => hub.peer_id().to_string(),
             addresses => addresses.map(|a| a.iter().map(ToString::to_string).collect::<Vec<_>>()).unwrap_or_default(),
             peer_count => peers.len(),
-            peers => Serde(peers.into_iter().take(MAX_PEERS_SHOWN).map(|p| PeerView {
-                address: p.addresses.first().cloned(),
-                peer_id: p.peer_id,
-                agent_version: p.agent_version,
-                agentsite: p.agentsite,
-            }).collect::<Vec<_>>()),
+            peers => Serde(peer_views(hub, peers)),
             published => Serde(published),
             announced => Serde(announced),
         };

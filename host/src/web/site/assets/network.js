@@ -64,7 +64,7 @@ if (list) {
     when(time);
     const item = h("li", { "data-id": a.id },
       h("a", { href: `/hub/agents/${encodeURIComponent(a.id)}` }, a.name), " ",
-      h("span", { class: "hint" }, `· ${a.tools} tool${a.tools === 1 ? "" : "s"} · from `, h("span", { title: a.host }, shortPeer(a.host)), " · ", time),
+      h("span", { class: "hint" }, `· ${a.tools} tool${a.tools === 1 ? "" : "s"} · from `, h("a", { class: "peer-link", href: `#peer-${a.host}`, title: a.host }, shortPeer(a.host)), " · ", time),
       h("br"), h("span", { class: "description" }, a.description));
     list.prepend(item);
     while (list.children.length > 50) list.lastElementChild.remove();
