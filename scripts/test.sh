@@ -3,7 +3,8 @@
 # wasm32-wasip2 target, the test tools (the MCP conformance suite, the MCP
 # Python SDK, ...) and the embedded language model if needed, builds
 # the example agents, then runs the format check, the check of the vendored
-# crates, clippy, every test and a bounded fuzz run of each fuzz target. CI
+# crates, clippy, the SDK's packaging, every test and a bounded fuzz run of
+# each fuzz target. CI
 # runs this through .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +30,12 @@ bash scripts/check-vendor.sh
 
 echo "==> cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+
+echo "==> the Rust SDK's crates package and build as crates.io would take them"
+# Together, so that each finds the others it depends on as packaged; the
+# package must carry all it builds from (the WIT contract included).
+cargo package --quiet --allow-dirty \
+  -p agentsite-json-words -p agentsite-sdk-macros -p agentsite-sdk
 
 echo "==> cargo test"
 log=$(mktemp)

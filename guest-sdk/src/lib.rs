@@ -45,7 +45,9 @@ pub use agentsite_sdk_macros::agent;
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit",
+        // A link to the contract at the top of the repository, so that the
+        // packaged crate carries the contract it was built against.
+        path: "wit",
         world: "agent-core",
         pub_export_macro: true,
         export_macro_name: "__export_agent",
