@@ -46,7 +46,10 @@ async fn five_nodes_in_a_chain_publish_find_fetch_and_call() {
     // B dialed A, its bootstrap peer, and C dialed B.
     let table = b.run(&["peers"]).success();
     assert!(table.contains("CONNECTED FOR"), "{table}");
-    assert!(table.contains("s (dialed)") || table.contains("m (dialed)"), "{table}");
+    assert!(
+        table.contains("s (dialed)") || table.contains("m (dialed)"),
+        "{table}"
+    );
     assert!(table.contains("(it dialed)"), "{table}");
 
     // A publishes; C publishes too.

@@ -466,7 +466,8 @@ pub async fn serve(
     // The address line is the one a script or test waits for.
     let (address, agents) = (server.address(), server.agents());
     eprintln!(
-        "serving {agents} agents over MCP at http://{address}/mcp and the node's models at http://{address}/v1 (health: /health); pages at http://{address}/"
+        "serving {} over MCP at http://{address}/mcp and the node's models at http://{address}/v1 (health: /health); pages at http://{address}/",
+        counted(agents, "agent")
     );
     let stop = server.stopper();
     tokio::spawn(async move {
