@@ -535,6 +535,20 @@ impl Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// Freezes the server's process (SIGSTOP): its connections stay open,
+    /// and nothing sent to it is answered until it is killed.
+    pub fn freeze(&self) {
+        let pid = libc::pid_t::try_from(self.child.id()).expect("a pid fits pid_t");
+        // SAFETY: the child is ours and not yet waited for, so `pid` is it.
+        let sent = unsafe { libc::kill(pid, libc::SIGSTOP) };
+        assert_eq!(
+            sent,
+            0,
+            "cannot signal the server: {}",
+            std::io::Error::last_os_error()
+        );
+    }
 }
 
 impl Drop for Server {
