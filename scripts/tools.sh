@@ -8,6 +8,7 @@
 #                 (guest-sdk/js/node_modules links here)
 #   web/          playwright-core, which drives the distribution's Chromium
 #                 (installed with apt when missing) for the browser tests
+# and, from Debian, iproute2 and nftables for the NAT tests' namespaces.
 # Each is reinstalled only when its pin file changes.
 
 export AGENTSITE_TOOLS="${AGENTSITE_TOOLS:-$HOME/.cache/agentsite-tools}"
@@ -81,7 +82,15 @@ install_js_sdk() {
     fi
 }
 
+# The NAT tests make network namespaces (iproute2) with routers that
+# translate addresses (nftables).
+install_network_tools() {
+    command -v ip >/dev/null || apt_install iproute2
+    command -v nft >/dev/null || [ -x /usr/sbin/nft ] || apt_install nftables
+}
+
 install_test_tools() {
+    install_network_tools
     install_conformance
     install_python_client
     install_browser

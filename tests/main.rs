@@ -27,6 +27,7 @@ mod lying_provider;
 mod many_nodes;
 mod mcp;
 mod models;
+mod nat;
 mod planet;
 mod python_client;
 mod trust;

@@ -247,3 +247,95 @@ async fn an_agent_published_alone_is_announced_when_the_first_peer_comes() {
     );
     drop((node_a, node_b));
 }
+
+/// Two nodes on loopback find out that each can dial the other (AutoNAT:
+/// each asks the other to dial it back), and `id` says so. A node
+/// restarted with no bootstrap peer rejoins through the peers it knew, and
+/// a bootstrap peer may be named by DNS.
+#[test]
+fn nodes_learn_they_are_reachable_and_a_restarted_node_rejoins_through_the_peers_it_knew() {
+    let [a, b] = [(); 2].map(|_| Cli::new());
+    let node_a = join(&a, None);
+    let mut node_b = join(&b, Some(&node_a));
+    let a_id = node_a.peer_id().unwrap().to_owned();
+
+    for (cli, name) in [(&a, "A"), (&b, "B")] {
+        let reachable = eventually(
+            Duration::from_secs(60),
+            &format!("{name} is found reachable"),
+            || {
+                let id = cli.run(&["id", "--json"]).json();
+                match id["reachability"]["state"].as_str() {
+                    Some("public") => Ok(id),
+                    _ => Err(id.to_string()),
+                }
+            },
+        );
+        assert!(
+            reachable["reachability"]["addresses"][0]
+                .as_str()
+                .is_some_and(|a| a.starts_with("/ip4/127.0.0.1/tcp/")),
+            "{reachable}"
+        );
+    }
+    let said = b.run(&["id"]);
+    assert!(
+        said.stderr()
+            .contains("reachability: public, dialed back at /ip4/127.0.0.1/tcp/"),
+        "{}",
+        said.stderr()
+    );
+    let table = b.run(&["peers"]).success();
+    assert!(table.contains("VIA") && table.contains("tcp"), "{table}");
+
+    // B writes down A within a few seconds of knowing it.
+    let remembered = b.data().join("peers.json");
+    eventually(Duration::from_secs(30), "B remembers A", || {
+        let text = std::fs::read_to_string(&remembered).unwrap_or_default();
+        if text.contains(&a_id) {
+            Ok(())
+        } else {
+            Err(text)
+        }
+    });
+    node_b.kill();
+
+    // Restarted with no --bootstrap, B is back among A's peers.
+    let node_b = join(&b, None);
+    let b_id = node_b.peer_id().unwrap().to_owned();
+    let a_sees = |id: &str, what: &str| {
+        eventually(Duration::from_secs(30), what, || {
+            let peers = a.run(&["peers", "--json"]).json();
+            match peers
+                .as_array()
+                .is_some_and(|peers| peers.iter().any(|p| p["peer_id"] == id))
+            {
+                true => Ok(()),
+                false => Err(peers.to_string()),
+            }
+        })
+    };
+    a_sees(&b_id, "A sees B again");
+
+    // A bootstrap peer may be named by DNS (here `localhost`, from /etc/hosts).
+    let by_name = node_a
+        .p2p
+        .as_deref()
+        .unwrap()
+        .replace("/ip4/127.0.0.1/", "/dns4/localhost/");
+    assert!(by_name.starts_with("/dns4/localhost/tcp/"), "{by_name}");
+    let c = Cli::new();
+    let node_c = Server::start(
+        c.data(),
+        &[
+            "--p2p-listen",
+            "/ip4/127.0.0.1/tcp/0",
+            "--bootstrap",
+            &by_name,
+        ],
+    );
+    a_sees(
+        node_c.peer_id().unwrap(),
+        "A sees C, which joined through /dns4/localhost",
+    );
+}

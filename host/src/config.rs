@@ -165,14 +165,19 @@ impl DataDir {
         self.root.join("published")
     }
 
-    /// Goals and their conversations (a redb database).
     /// The conversations of the node's chat pages.
     pub fn chats(&self) -> PathBuf {
         self.root.join("chat.redb")
     }
 
+    /// Goals and their conversations (a redb database).
     pub fn goals(&self) -> PathBuf {
         self.root.join("goals.redb")
+    }
+
+    /// The peers the node knew, to rejoin through after a restart.
+    pub fn remembered_peers(&self) -> PathBuf {
+        self.root.join("peers.json")
     }
 
     /// Written by a running `agentsite serve`: where its control API is.

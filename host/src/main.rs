@@ -713,6 +713,8 @@ fn p2p_options(
     Ok(Some(agentsite::server::P2pOptions {
         net: agentsite::net::NetConfig {
             mdns: mdns || p2p.mdns,
+            relay_service: p2p.relay_service,
+            relay_limits: p2p.relay_limits.clone(),
             ..agentsite::net::NetConfig::new(
                 listen.iter().map(parse).collect::<Result<_, _>>()?,
                 bootstrap.iter().map(parse).collect::<Result<_, _>>()?,

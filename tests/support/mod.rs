@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod hostile;
+pub mod netns;
 pub mod scripted;
 pub mod testnet;
 
@@ -312,9 +313,19 @@ impl Cli {
         self.run_with_env(args, &[])
     }
 
+    /// Runs a command on `host` of a test's internet (in its namespace,
+    /// where its node's HTTP port is).
+    pub fn run_on(&self, host: &netns::Host, args: &[&str]) -> Run {
+        self.run_in(host.command(env!("CARGO_BIN_EXE_agentsite")), args, &[])
+    }
+
     /// Runs a command with extra environment variables.
     pub fn run_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
-        let output = Command::new(env!("CARGO_BIN_EXE_agentsite"))
+        self.run_in(Command::new(env!("CARGO_BIN_EXE_agentsite")), args, env)
+    }
+
+    fn run_in(&self, mut command: Command, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let output = command
             .arg("--data-dir")
             .arg(self.data())
             .args(args)
@@ -400,6 +411,12 @@ impl Server {
     /// `--p2p-listen` address, the node stays off the network; unless they
     /// give a `--listen` address, it listens on a free loopback port.
     pub fn start(data: &Path, args: &[&str]) -> Server {
+        Server::start_on(None, data, args)
+    }
+
+    /// [`Server::start`] on `host` of a test's internet: in its network
+    /// namespace, where its HTTP port is reached only from inside.
+    pub fn start_on(host: Option<&netns::Host>, data: &Path, args: &[&str]) -> Server {
         use std::io::BufRead as _;
         let offline: &[&str] = if args.contains(&"--p2p-listen") {
             &[]
@@ -411,7 +428,11 @@ impl Server {
         } else {
             &["--listen", "127.0.0.1:0"]
         };
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agentsite"))
+        let mut command = match host {
+            Some(host) => host.command(env!("CARGO_BIN_EXE_agentsite")),
+            None => Command::new(env!("CARGO_BIN_EXE_agentsite")),
+        };
+        let mut child = command
             .arg("--data-dir")
             .arg(data)
             .arg("serve")

@@ -119,29 +119,50 @@ impl NodeClient {
 
 /// `agentsite id`: the node's peer id and the addresses peers reach it at.
 pub async fn id(data: &DataDir, json: bool) -> anyhow::Result<()> {
-    let (peer_id, addresses, running) = match NodeClient::connect_networked(data) {
+    use crate::net::reach::Reachability;
+    let (peer_id, addresses, reachability) = match NodeClient::connect_networked(data) {
         Ok(client) => {
             let node: NodeAnswer = client.get("/api/node", &[]).await?;
-            (node.peer_id, node.addresses, true)
+            (node.peer_id, node.addresses, Some(node.reachability))
         }
         Err(_) => {
             let keypair = crate::net::identity::load_or_create(&data.identity())?;
-            (keypair.public().to_peer_id().to_string(), Vec::new(), false)
+            (keypair.public().to_peer_id().to_string(), Vec::new(), None)
         }
     };
     if json {
         return super::print_json(&json!({
             "peer_id": peer_id,
             "addresses": addresses,
-            "running": running,
+            "running": reachability.is_some(),
+            "reachability": reachability,
         }));
     }
     println!("{peer_id}");
     for address in &addresses {
         println!("{address}");
     }
-    if !running {
-        eprintln!("(the node is not running: `agentsite serve` listens and prints its addresses)");
+    match reachability {
+        None => eprintln!(
+            "(the node is not running: `agentsite serve` listens and prints its addresses)"
+        ),
+        Some(Reachability::Unknown) => {
+            eprintln!("reachability: not known yet (peers are asked to dial this node back)")
+        }
+        Some(Reachability::Public { addresses }) => {
+            eprintln!(
+                "reachability: public, dialed back at {}",
+                addresses.join(", ")
+            )
+        }
+        Some(Reachability::Relayed { relays, .. }) if relays.is_empty() => eprintln!(
+            "reachability: behind a NAT or firewall; no relay yet (it needs a peer that relays)"
+        ),
+        Some(Reachability::Relayed { relays, .. }) => eprintln!(
+            "reachability: behind a NAT or firewall, reached through {} ({})",
+            super::counted(relays.len(), "relay"),
+            relays.join(", ")
+        ),
     }
     Ok(())
 }
@@ -159,15 +180,20 @@ pub async fn peers(data: &DataDir, json: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     let now = crate::clock::unix_millis();
-    let rows: Vec<[String; 4]> = peers
+    let rows: Vec<[String; 5]> = peers
         .into_iter()
         .map(|p| {
             let connected = Duration::from_millis(now.saturating_sub(p.connected_at));
+            let mut transports: Vec<&str> =
+                p.connections.iter().map(|c| c.transport.as_str()).collect();
+            transports.sort_unstable();
+            transports.dedup();
             [
                 p.peer_id,
                 // A peer names its own software: shown escaped.
                 safe(p.agent_version.as_deref().unwrap_or("?")).into_owned(),
                 p.addresses.into_iter().next().unwrap_or_default(),
+                transports.join("+"),
                 format!(
                     "{} ({})",
                     roughly(connected),
@@ -176,7 +202,10 @@ pub async fn peers(data: &DataDir, json: bool) -> anyhow::Result<()> {
             ]
         })
         .collect();
-    super::print_table(["PEER", "SOFTWARE", "ADDRESS", "CONNECTED FOR"], &rows);
+    super::print_table(
+        ["PEER", "SOFTWARE", "ADDRESS", "VIA", "CONNECTED FOR"],
+        &rows,
+    );
     Ok(())
 }
 

@@ -10,6 +10,7 @@ mod announced;
 mod index;
 mod library;
 pub(crate) mod metrics;
+pub mod remembered;
 mod served;
 mod sharing;
 
@@ -223,9 +224,11 @@ impl Hub {
     pub async fn start(
         node: Arc<Node>,
         keypair: Keypair,
-        config: NetConfig,
+        mut config: NetConfig,
         options: HubOptions,
     ) -> anyhow::Result<Arc<Hub>> {
+        let remembered_file = node.data_dir().remembered_peers();
+        config.remembered = remembered::load(&remembered_file);
         let (shared_models, share_rate) = node.models().sharing();
         let shared_models = shared_models.to_vec();
         let sharing = (!shared_models.is_empty()).then(|| {
@@ -292,7 +295,34 @@ impl Hub {
             announcer.provide_shared_models(&shared_models).await;
         });
         hub.announce_when_peers_come();
+        hub.remember_peers(remembered_file);
         Ok(hub)
+    }
+
+    /// Keeps the peers this node is connected to in `file`, for the next
+    /// start, while the hub lives.
+    fn remember_peers(self: &Arc<Self>, file: std::path::PathBuf) {
+        let hub = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut last = Vec::new();
+            let mut ticks = tokio::time::interval(remembered::SAVE_EVERY);
+            loop {
+                ticks.tick().await;
+                let Some(hub) = hub.upgrade() else { return };
+                let Ok(peers) = hub.network.peers().await else {
+                    return;
+                };
+                let now = remembered::of(&peers);
+                // A node alone keeps what it knew: its peers may come back.
+                if now.is_empty() || now == last {
+                    continue;
+                }
+                match remembered::save(&file, now.clone()) {
+                    Ok(()) => last = now,
+                    Err(e) => tracing::warn!("cannot remember peers in {}: {e:#}", file.display()),
+                }
+            }
+        });
     }
 
     /// Publishes what this node offers each time it has peers again after

@@ -3,8 +3,10 @@
 //!
 //! Kademlia (records, providers), gossipsub (announcements), identify (who a
 //! peer is and where it listens), two request-response protocols (chunk
-//! fetch and JSON-RPC calls), an optional mDNS for a LAN, and a block list for
-//! peers caught lying.
+//! fetch and JSON-RPC calls), an optional mDNS for a LAN, a block list for
+//! peers caught lying, and what gets a node through NATs ([`super::reach`]):
+//! AutoNAT v2 (client and server), circuit relay v2 (client and service) and
+//! DCUtR hole punching.
 
 use super::keep_alive::OwnKeepAlive;
 use super::{NetConfig, Transports, dht, fetch, gossip, rpc};
@@ -13,9 +15,16 @@ use libp2p::core::transport::Boxed;
 use libp2p::core::upgrade::Version;
 use libp2p::swarm::behaviour::toggle::Toggle;
 use libp2p::{
-    PeerId, Swarm, SwarmBuilder, allow_block_list, gossipsub, identify, identity::Keypair, kad,
-    mdns, noise, swarm::NetworkBehaviour, tcp, yamux,
+    PeerId, Swarm, SwarmBuilder, allow_block_list, autonat, dcutr, gossipsub, identify,
+    identity::Keypair, kad, mdns, noise, relay, swarm::NetworkBehaviour, tcp, yamux,
 };
+
+/// How long a new connection may take, from the first packet to a
+/// multiplexed, authenticated connection. Under AutoNAT's ten seconds: a
+/// node asked to dial a peer back through a NAT that drops what it did not
+/// ask for must give up, and say so, before the peer stops waiting for the
+/// answer (else the peer never learns it is unreachable).
+const CONNECTION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(8);
 
 /// Sent to peers in identify: lets people tell agentsite nodes from others.
 pub(super) const PROTOCOL_VERSION: &str = "/agentsite/1.0.0";
@@ -30,11 +39,26 @@ pub(super) struct Behaviour {
     pub fetch: fetch::Behaviour,
     pub rpc: rpc::Behaviour,
     pub mdns: Toggle<mdns::tokio::Behaviour>,
+    /// Asks peers to dial this node back: is it reachable?
+    pub autonat: Toggle<autonat::v2::client::Behaviour>,
+    /// Dials peers back when they ask.
+    pub autonat_server: Toggle<autonat::v2::server::Behaviour>,
+    /// Reservations on relays, and connections through them.
+    pub relay_client: relay::client::Behaviour,
+    /// Relaying for others (its status follows [`super::reach::RelayService`]).
+    pub relay: Toggle<relay::Behaviour>,
+    /// Relayed connections upgraded to direct ones.
+    pub dcutr: Toggle<dcutr::Behaviour>,
 }
 
 impl Behaviour {
-    fn new(keypair: &Keypair, config: &NetConfig) -> anyhow::Result<Self> {
+    fn new(
+        keypair: &Keypair,
+        relay_client: relay::client::Behaviour,
+        config: &NetConfig,
+    ) -> anyhow::Result<Self> {
         let peer_id = keypair.public().to_peer_id();
+        let reach = config.reachability;
         let mdns = if config.mdns {
             Some(mdns::tokio::Behaviour::new(
                 mdns::Config::default(),
@@ -55,13 +79,20 @@ impl Behaviour {
             fetch: fetch::behaviour(),
             rpc: rpc::behaviour(),
             mdns: mdns.into(),
+            autonat: reach.then(autonat::v2::client::Behaviour::default).into(),
+            autonat_server: reach.then(autonat::v2::server::Behaviour::default).into(),
+            relay_client,
+            relay: reach
+                .then(|| relay::Behaviour::new(peer_id, config.relay_limits.config()))
+                .into(),
+            dcutr: reach.then(|| dcutr::Behaviour::new(peer_id)).into(),
         })
     }
 }
 
 /// A swarm for `keypair` over the transports `config` asks for.
 pub(super) fn swarm(keypair: Keypair, config: &NetConfig) -> anyhow::Result<Swarm<Behaviour>> {
-    let behaviour = |key: &Keypair| Behaviour::new(key, config);
+    let behaviour = |key: &Keypair, relay_client| Behaviour::new(key, relay_client, config);
     let idle_timeout = config.idle_timeout;
     // Substreams negotiate their protocol lazily: a dialer proposing one
     // protocol (a Kademlia request, a fetch, a call) sends its request with
@@ -73,25 +104,52 @@ pub(super) fn swarm(keypair: Keypair, config: &NetConfig) -> anyhow::Result<Swar
             .with_substream_upgrade_protocol_override(Version::V1Lazy)
     };
     let swarm = match config.transports {
-        Transports::Network => SwarmBuilder::with_existing_identity(keypair)
-            .with_tokio()
-            .with_tcp(
-                tcp::Config::default().nodelay(true),
-                noise::Config::new,
-                yamux::Config::default,
-            )?
-            .with_quic()
-            .with_behaviour(|key| behaviour(key).map_err(Into::into))?
-            .with_swarm_config(swarm_config)
-            .build(),
+        Transports::Network => {
+            let dns_config = system_resolver();
+            SwarmBuilder::with_existing_identity(keypair)
+                .with_tokio()
+                .with_tcp(
+                    tcp::Config::default().nodelay(true),
+                    noise::Config::new,
+                    yamux::Config::default,
+                )?
+                .with_quic()
+                // `/dns4/…`, `/dns6/…` and `/dnsaddr/…` addresses, by the
+                // system's resolver (or none, where the system has no
+                // configuration: IP addresses still work).
+                .with_dns_config(dns_config.0, dns_config.1)
+                .with_relay_client(noise::Config::new, yamux::Config::default)?
+                .with_behaviour(|key, relay_client| {
+                    behaviour(key, relay_client).map_err(Into::into)
+                })?
+                .with_swarm_config(swarm_config)
+                .with_connection_timeout(CONNECTION_TIMEOUT)
+                .build()
+        }
         Transports::Memory => SwarmBuilder::with_existing_identity(keypair)
             .with_tokio()
             .with_other_transport(memory_transport)?
-            .with_behaviour(|key| behaviour(key).map_err(Into::into))?
+            .with_relay_client(noise::Config::new, yamux::Config::default)?
+            .with_behaviour(|key, relay_client| behaviour(key, relay_client).map_err(Into::into))?
             .with_swarm_config(swarm_config)
             .build(),
     };
     Ok(swarm)
+}
+
+/// The system's DNS configuration (`/etc/resolv.conf`, and `/etc/hosts`
+/// for names such as `localhost`), or none where it cannot be read.
+fn system_resolver() -> (libp2p::dns::ResolverConfig, libp2p::dns::ResolverOpts) {
+    match hickory_resolver::system_conf::read_system_conf() {
+        Ok(conf) => conf,
+        Err(e) => {
+            tracing::info!("no DNS configuration ({e}): /dns addresses will not resolve");
+            (
+                libp2p::dns::ResolverConfig::default(),
+                libp2p::dns::ResolverOpts::default(),
+            )
+        }
+    }
 }
 
 /// The in-process transport of simulated networks, authenticated with noise

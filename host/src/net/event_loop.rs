@@ -6,6 +6,7 @@
 
 use super::behaviour::{Behaviour, BehaviourEvent};
 use super::fetch::{FetchRequest, FetchResponse};
+use super::reach::{self, Reach, RelayCandidate, RelayService};
 use super::rpc;
 use super::{
     Library, NetConfig, NetError, PeerInfo, ProviderLookup, PublishReport, dht, gossip, mesh,
@@ -21,7 +22,7 @@ use libp2p::swarm::{
     SwarmEvent,
     dial_opts::{DialOpts, PeerCondition},
 };
-use libp2p::{Multiaddr, PeerId, Swarm, gossipsub, identify, mdns};
+use libp2p::{Multiaddr, PeerId, Swarm, gossipsub, identify, mdns, relay};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -37,6 +38,9 @@ pub(super) enum Command {
     },
     Peers {
         reply: Reply<Vec<PeerInfo>>,
+    },
+    Reachability {
+        reply: Reply<reach::Reachability>,
     },
     Dial {
         address: Multiaddr,
@@ -156,6 +160,11 @@ struct Peer {
     connected_at: u64,
     /// Whether this node dialed that connection (else the peer did).
     dialed: bool,
+    /// Whether it relays for others (identify lists the relay's hop protocol).
+    offers_relay: bool,
+    /// Its open connections: the address at the other end, and whether
+    /// the peer dialed it.
+    connections: HashMap<libp2p::swarm::ConnectionId, (Multiaddr, bool)>,
 }
 
 pub(super) struct EventLoop {
@@ -182,6 +191,12 @@ pub(super) struct EventLoop {
     /// (or there was nobody to join through).
     joined: bool,
     join_waiters: Vec<Reply<()>>,
+    /// What the node knows of its reachability, and its relay reservations.
+    reach: Reach,
+    reach_enabled: bool,
+    relay_service: RelayService,
+    /// Whether the node relays for others now.
+    relaying: bool,
 }
 
 impl EventLoop {
@@ -219,10 +234,26 @@ impl EventLoop {
             bootstrapped: false,
             joined: config.bootstrap.is_empty() && !config.mdns,
             join_waiters: Vec::new(),
+            reach: Reach::default(),
+            reach_enabled: config.reachability,
+            relay_service: config.relay_service,
+            relaying: false,
         };
+        // The relay service's status is the node's to set, not the
+        // external addresses' (every listen address counts as one).
+        event_loop.reachability_changed();
         event_loop.wait_for_listeners(config.listen.len()).await?;
         for address in &config.bootstrap {
             event_loop.join_through(address.clone())?;
+        }
+        let me = *event_loop.swarm.local_peer_id();
+        for address in config.remembered {
+            if address.iter().last() == Some(Protocol::P2p(me)) {
+                continue;
+            }
+            if let Err(e) = event_loop.join_through(address) {
+                tracing::debug!("{e}");
+            }
         }
         tokio::spawn(event_loop.run());
         Ok(())
@@ -272,7 +303,10 @@ impl EventLoop {
         loop {
             tokio::select! {
                 event = self.swarm.select_next_some() => self.on_swarm_event(event),
-                _ = mesh_check.tick() => self.supply_gossip_mesh(),
+                _ = mesh_check.tick() => {
+                    self.supply_gossip_mesh();
+                    self.seek_relays();
+                }
                 command = self.commands.recv() => match command {
                     Some(Command::Shutdown { reply }) => {
                         let _ = reply.send(());
@@ -334,6 +368,10 @@ impl EventLoop {
                     .collect();
                 let _ = reply.send(addresses);
             }
+            Command::Reachability { reply } => {
+                let me = *self.swarm.local_peer_id();
+                let _ = reply.send(self.reach.reachability(me));
+            }
             Command::Peers { reply } => {
                 let mut peers: Vec<PeerInfo> = self
                     .peers
@@ -345,6 +383,14 @@ impl EventLoop {
                         agentsite: peer.agentsite,
                         connected_at: peer.connected_at,
                         dialed: peer.dialed,
+                        connections: peer
+                            .connections
+                            .values()
+                            .map(|(address, _)| super::Connection {
+                                address: address.to_string(),
+                                transport: reach::transport(address).to_owned(),
+                            })
+                            .collect(),
                     })
                     .collect();
                 peers.sort_by(|a, b| a.peer_id.cmp(&b.peer_id));
@@ -367,7 +413,17 @@ impl EventLoop {
                     self.join_waiters.push(reply);
                 }
             }
-            Command::Publish { manifest, reply } => self.publish(*manifest, reply),
+            Command::Publish { manifest, reply } => {
+                tracing::debug!(
+                    "publishing; the addresses peers are given: {}",
+                    self.swarm
+                        .external_addresses()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                );
+                self.publish(*manifest, reply)
+            }
             Command::Announce { manifest, reply } => {
                 let _ = reply.send(self.announce(&manifest));
             }
@@ -559,6 +615,96 @@ impl EventLoop {
         }
     }
 
+    /// What follows from a change in what the node knows of its
+    /// reachability: a private node serves the DHT as a client only (peers
+    /// could not dial it back for their queries) and seeks relays; a public
+    /// one relays for others if its operator lets it.
+    fn reachability_changed(&mut self) {
+        let public = self.reach.is_public();
+        let private = self.reach.is_private();
+        let behaviour = self.swarm.behaviour_mut();
+        behaviour.kad.set_mode(Some(if private {
+            kad::Mode::Client
+        } else {
+            kad::Mode::Server
+        }));
+        let relaying = match self.relay_service {
+            RelayService::On => true,
+            RelayService::Off => false,
+            RelayService::Auto => public,
+        };
+        if let Some(relay) = behaviour.relay.as_mut() {
+            relay.set_status(Some(if relaying {
+                relay::Status::Enable
+            } else {
+                relay::Status::Disable
+            }));
+            // Peers learn what a node offers from identify, which tells a
+            // change in offers only on connections that have finished their
+            // first exchange: the peer whose dialing in made this node
+            // public would not hear that it now relays.
+            if relaying != self.relaying {
+                self.relaying = relaying;
+                let peers: Vec<PeerId> = self.peers.keys().copied().collect();
+                tracing::debug!(
+                    relaying,
+                    "telling {} peers what this node offers",
+                    peers.len()
+                );
+                behaviour.identify.push(peers);
+            }
+        }
+        self.seek_relays();
+    }
+
+    /// A peer that dialed this node says where it sees it: the address it
+    /// dialed. From a public address, that shows others can dial the node
+    /// there (see [`reach::dialed_in_at`]).
+    fn dialed_in(&mut self, peer: PeerId, connection: libp2p::swarm::ConnectionId, at: &Multiaddr) {
+        if !self.reach_enabled || self.reach.is_private() || self.reach.is_public() {
+            return;
+        }
+        let Some((remote, true)) = self
+            .peers
+            .get(&peer)
+            .and_then(|p| p.connections.get(&connection))
+        else {
+            return;
+        };
+        if let Some(here) = reach::dialed_in_at(at, remote) {
+            tracing::info!("reachable at {here}: {peer} dialed in from {remote}");
+            self.swarm.add_external_address(here.clone());
+            self.reach.passed(here);
+            self.reachability_changed();
+        }
+    }
+
+    /// Asks relays among the peers for a reservation, while the node is
+    /// private and holds fewer than it wants.
+    fn seek_relays(&mut self) {
+        let candidates = self.peers.iter().map(|(peer, info)| RelayCandidate {
+            peer: *peer,
+            offers_relay: info.offers_relay,
+            dialed: info
+                .connections
+                .values()
+                .any(|(address, inbound)| !inbound && !reach::is_relayed(address)),
+            addresses: &info.addresses,
+        });
+        let asked = self
+            .reach
+            .relays_to_ask(candidates, std::time::Instant::now());
+        for (relay, circuit) in asked {
+            match self.swarm.listen_on(circuit.clone()) {
+                Ok(listener) => {
+                    tracing::debug!("asking {relay} for a relay reservation");
+                    self.reach.asked(listener, relay, circuit);
+                }
+                Err(e) => tracing::debug!("cannot listen through relay {relay}: {e}"),
+            }
+        }
+    }
+
     fn block(&mut self, peer: PeerId, reason: &str) {
         tracing::warn!(%peer, "blocking peer: {reason}");
         let behaviour = self.swarm.behaviour_mut();
@@ -571,9 +717,16 @@ impl EventLoop {
         match event {
             SwarmEvent::NewListenAddr { address, .. } => {
                 tracing::info!("listening on {address}");
-                // Confirms the address to kad (so records we provide carry
-                // it) and to identify.
-                self.swarm.add_external_address(address.clone());
+                // Where the node learns its reachability, AutoNAT confirms
+                // the addresses others can dial it at (the relay client
+                // confirms relayed ones): a listen address counted as
+                // external would not be tested, and one behind a NAT is
+                // no use to anyone outside. In simulations, every listen
+                // address is reachable: confirmed at once, for Kademlia's
+                // records to carry.
+                if !self.reach_enabled {
+                    self.swarm.add_external_address(address.clone());
+                }
                 self.listen_addresses.push(address);
             }
             SwarmEvent::ExpiredListenAddr { address, .. } => {
@@ -581,7 +734,10 @@ impl EventLoop {
                 self.listen_addresses.retain(|a| *a != address);
             }
             SwarmEvent::ConnectionEstablished {
-                peer_id, endpoint, ..
+                peer_id,
+                connection_id,
+                endpoint,
+                ..
             } => {
                 let peer = self.peers.entry(peer_id).or_insert_with(|| Peer {
                     addresses: HashSet::new(),
@@ -589,7 +745,13 @@ impl EventLoop {
                     agentsite: false,
                     connected_at: crate::clock::unix_millis(),
                     dialed: endpoint.is_dialer(),
+                    offers_relay: false,
+                    connections: HashMap::new(),
                 });
+                peer.connections.insert(
+                    connection_id,
+                    (endpoint.get_remote_address().clone(), !endpoint.is_dialer()),
+                );
                 if endpoint.is_dialer() {
                     peer.addresses.insert(endpoint.get_remote_address().clone());
                 }
@@ -603,6 +765,30 @@ impl EventLoop {
                 self.peers.remove(&peer_id);
                 self.library.connections_changed(self.peers.len());
             }
+            SwarmEvent::ConnectionClosed {
+                peer_id,
+                connection_id,
+                ..
+            } => {
+                if let Some(peer) = self.peers.get_mut(&peer_id) {
+                    peer.connections.remove(&connection_id);
+                }
+            }
+            SwarmEvent::ListenerClosed {
+                listener_id,
+                reason,
+                ..
+            } => {
+                if let Some(relay) = self.reach.closed(listener_id, std::time::Instant::now()) {
+                    let why = reason.err().map(|e| format!(": {e}")).unwrap_or_default();
+                    tracing::info!(%relay, "the reservation on relay {relay} ended{why}");
+                    self.seek_relays();
+                }
+            }
+            SwarmEvent::ExternalAddrExpired { address } => {
+                self.reach.expired(&address);
+                self.reachability_changed();
+            }
             SwarmEvent::Behaviour(event) => self.on_behaviour_event(event),
             _ => {}
         }
@@ -612,10 +798,35 @@ impl EventLoop {
         match event {
             BehaviourEvent::Kad(event) => self.on_kad_event(event),
             BehaviourEvent::Gossip(event) => self.on_gossip_event(event),
-            BehaviourEvent::Identify(identify::Event::Received { peer_id, info, .. }) => {
-                let agentsite = info.protocols.contains(&dht::PROTOCOL);
-                if agentsite {
+            BehaviourEvent::Identify(identify::Event::Received {
+                peer_id,
+                connection_id,
+                info,
+            }) => {
+                self.dialed_in(peer_id, connection_id, &info.observed_addr);
+                let speaks_dht = info.protocols.contains(&dht::PROTOCOL);
+                // A node behind a NAT serves the DHT as a client only: still
+                // an agentsite node.
+                let agentsite =
+                    speaks_dht || info.protocol_version == super::behaviour::PROTOCOL_VERSION;
+                if !speaks_dht && agentsite {
+                    // It stopped answering DHT queries (it found itself
+                    // unreachable): peers must not be sent to it.
+                    self.swarm.behaviour_mut().kad.remove_peer(&peer_id);
+                }
+                if speaks_dht {
+                    // A peer's loopback addresses are this machine's unless
+                    // it is on this machine: not worth keeping, nor handing
+                    // to others who would dial themselves.
+                    let local_peer = self.peers.get(&peer_id).is_some_and(|p| {
+                        p.connections
+                            .values()
+                            .any(|(address, _)| reach::is_loopback(address))
+                    });
                     for address in &info.listen_addrs {
+                        if reach::is_loopback(address) && !local_peer {
+                            continue;
+                        }
                         dht::learn(
                             &mut self.swarm.behaviour_mut().kad,
                             peer_id,
@@ -632,13 +843,26 @@ impl EventLoop {
                         }
                     }
                 }
+                tracing::debug!(%peer_id, "identified; it sees this node at {}", info.observed_addr);
                 // An identification may arrive after the last connection
                 // closed: a peer that is gone is not listed again.
                 if let Some(peer) = self.peers.get_mut(&peer_id) {
                     peer.agentsite = agentsite;
+                    peer.offers_relay = info.protocols.contains(&relay::HOP_PROTOCOL_NAME);
                     peer.agent_version = Some(info.agent_version);
                     peer.addresses.extend(info.listen_addrs);
                 }
+                self.seek_relays();
+            }
+            BehaviourEvent::Identify(identify::Event::Pushed { peer_id, info, .. }) => {
+                tracing::debug!(
+                    %peer_id,
+                    "told it what this node offers: {}",
+                    info.protocols.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")
+                );
+            }
+            BehaviourEvent::Identify(identify::Event::Error { peer_id, error, .. }) => {
+                tracing::debug!(%peer_id, "identify failed: {error}");
             }
             BehaviourEvent::Identify(_) => {}
             BehaviourEvent::Fetch(event) => self.on_fetch_event(event),
@@ -653,6 +877,54 @@ impl EventLoop {
             }
             BehaviourEvent::Mdns(_) => {}
             BehaviourEvent::Blocked(never) => match never {},
+            BehaviourEvent::Autonat(event) => {
+                match event.result {
+                    Ok(()) => {
+                        tracing::info!(
+                            "reachable at {}: {} dialed it back",
+                            event.tested_addr,
+                            event.server
+                        );
+                        self.reach.passed(event.tested_addr);
+                    }
+                    Err(e) => {
+                        tracing::debug!(
+                            "not reachable at {} ({} could not dial it back: {e})",
+                            event.tested_addr,
+                            event.server
+                        );
+                        self.reach.failed();
+                    }
+                }
+                self.reachability_changed();
+            }
+            BehaviourEvent::AutonatServer(event) => {
+                tracing::debug!(
+                    client = %event.client,
+                    "dial-back to {}: {:?}",
+                    event.tested_addr,
+                    event.result
+                );
+            }
+            BehaviourEvent::RelayClient(relay::client::Event::ReservationReqAccepted {
+                relay_peer_id,
+                renewal,
+                ..
+            }) => {
+                if !renewal {
+                    tracing::info!("reachable through relay {relay_peer_id}");
+                }
+                self.reach.accepted(relay_peer_id);
+            }
+            BehaviourEvent::RelayClient(event) => tracing::debug!("relay client: {event:?}"),
+            BehaviourEvent::Relay(event) => tracing::debug!("relay service: {event:?}"),
+            BehaviourEvent::Dcutr(event) => match event.result {
+                Ok(_) => tracing::info!(
+                    peer = %event.remote_peer_id,
+                    "relayed connection upgraded to a direct one"
+                ),
+                Err(e) => tracing::debug!(peer = %event.remote_peer_id, "{e}"),
+            },
         }
     }
 

@@ -17,6 +17,7 @@ pub mod gossip;
 pub mod identity;
 mod keep_alive;
 mod mesh;
+pub mod reach;
 pub mod rpc;
 
 use crate::AgentId;
@@ -46,6 +47,9 @@ pub struct NetConfig {
     /// Peers to join through; with none, the node is the first of its network.
     /// An address may end in `/p2p/<peer id>`.
     pub bootstrap: Vec<Multiaddr>,
+    /// Peers it knew before (each address ends in `/p2p/<peer id>`): dialed
+    /// as well, and a failure to reach them is no error.
+    pub remembered: Vec<Multiaddr>,
     /// Also find peers on the local network by mDNS.
     pub mdns: bool,
     pub transports: Transports,
@@ -56,6 +60,13 @@ pub struct NetConfig {
     /// a lookup of its own id and of a random id in each farther bucket).
     /// With `None` it does so only while its table is small, as when joining.
     pub table_refresh: Option<Duration>,
+    /// Find out whether others can dial this node (AutoNAT), reserve relays
+    /// when they cannot, punch holes through NATs, and relay for others as
+    /// `relay_service` says (see [`reach`]). On for real nodes; off in
+    /// simulations that do not test it.
+    pub reachability: bool,
+    pub relay_service: reach::RelayService,
+    pub relay_limits: reach::RelayLimits,
 }
 
 impl NetConfig {
@@ -65,10 +76,14 @@ impl NetConfig {
         NetConfig {
             listen,
             bootstrap,
+            remembered: Vec::new(),
             mdns: false,
             transports,
             idle_timeout: IDLE_TIMEOUT,
             table_refresh: Some(TABLE_REFRESH),
+            reachability: transports == Transports::Network,
+            relay_service: reach::RelayService::default(),
+            relay_limits: reach::RelayLimits::default(),
         }
     }
 }
@@ -171,6 +186,18 @@ pub struct PeerInfo {
     /// Whether this node dialed it (else it dialed this node).
     #[serde(default)]
     pub dialed: bool,
+    /// Its open connections: direct ones over TCP or QUIC, or relayed.
+    #[serde(default)]
+    pub connections: Vec<Connection>,
+}
+
+/// One connection to a peer.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct Connection {
+    /// The address at the other end.
+    pub address: String,
+    /// `tcp`, `quic`, `relayed` or `memory`.
+    pub transport: String,
 }
 
 /// What publishing an agent did.
@@ -238,6 +265,12 @@ impl Network {
     /// The addresses this node listens on, each ending in `/p2p/<peer id>`.
     pub async fn addresses(&self) -> Result<Vec<Multiaddr>, NetError> {
         self.ask(|reply| event_loop::Command::Addresses { reply })
+            .await
+    }
+
+    /// Whether other nodes can dial this one, as far as it knows.
+    pub async fn reachability(&self) -> Result<reach::Reachability, NetError> {
+        self.ask(|reply| event_loop::Command::Reachability { reply })
             .await
     }
 

@@ -84,6 +84,11 @@ pub struct P2pConfig {
     pub public: Vec<String>,
     /// Offer agents fetched from the network to other nodes in turn.
     pub seed_fetched: bool,
+    /// Relay for nodes behind NAT: "auto" (once this node is found public),
+    /// "on" or "off".
+    pub relay_service: crate::net::reach::RelayService,
+    /// What relaying grants each peer.
+    pub relay_limits: crate::net::reach::RelayLimits,
 }
 
 /// Where a node listens for other nodes unless told otherwise.
@@ -101,6 +106,8 @@ impl Default for P2pConfig {
             mdns: false,
             public: Vec::new(),
             seed_fetched: true,
+            relay_service: Default::default(),
+            relay_limits: Default::default(),
         }
     }
 }

@@ -29,6 +29,8 @@ pub struct NodeAnswer {
     pub peer_id: String,
     /// libp2p addresses, each ending in `/p2p/<peer id>`.
     pub addresses: Vec<String>,
+    /// Whether other nodes can dial it: public, relayed or unknown yet.
+    pub reachability: crate::net::reach::Reachability,
 }
 
 /// `POST /api/publish`
@@ -252,10 +254,12 @@ fn hub_failure(error: HubError) -> Response {
 }
 
 async fn node(State(api): State<Arc<Api>>) -> Response {
-    match api.hub.network().addresses().await {
-        Ok(addresses) => Json(NodeAnswer {
+    let network = api.hub.network();
+    match tokio::try_join!(network.addresses(), network.reachability()) {
+        Ok((addresses, reachability)) => Json(NodeAnswer {
             peer_id: api.hub.peer_id().to_string(),
             addresses: addresses.iter().map(ToString::to_string).collect(),
+            reachability,
         })
         .into_response(),
         Err(e) => failure(StatusCode::SERVICE_UNAVAILABLE, e),

@@ -94,6 +94,8 @@ struct PeerView {
     address: Option<String>,
     connected_at: u64,
     dialed: bool,
+    /// How: `tcp`, `quic`, `relayed` (several joined by `+`).
+    via: String,
     /// Some of the agents the index knows it hosts, and how many in all.
     agents: Vec<AgentLink>,
     agent_count: usize,
@@ -106,6 +108,13 @@ fn peer_views(hub: &Hub, peers: Vec<crate::net::PeerInfo>) -> Vec<PeerView> {
         .into_iter()
         .take(MAX_PEERS_SHOWN)
         .map(|p| PeerView {
+            via: {
+                let mut via: Vec<&str> =
+                    p.connections.iter().map(|c| c.transport.as_str()).collect();
+                via.sort_unstable();
+                via.dedup();
+                via.join("+")
+            },
             address: p.addresses.first().cloned(),
             peer_id: p.peer_id,
             agent_version: p.agent_version,
@@ -172,7 +181,11 @@ pub async fn page(State(site): State<Arc<Site>>, Extension(access): Extension<Ac
     if let Some(hub) = &site.hub {
         // The network's event loop answers these; a node shutting down
         // may not, and the page says so rather than failing.
-        let (addresses, peers) = tokio::join!(hub.network().addresses(), hub.network().peers());
+        let (addresses, peers, reachability) = tokio::join!(
+            hub.network().addresses(),
+            hub.network().peers(),
+            hub.network().reachability()
+        );
         let peers = peers.unwrap_or_default();
         let published: Vec<AgentLink> = hub
             .published()
@@ -186,6 +199,7 @@ pub async fn page(State(site): State<Arc<Site>>, Extension(access): Extension<Ac
         network = minijinja::context! {
             peer_id => hub.peer_id().to_string(),
             addresses => addresses.map(|a| a.iter().map(ToString::to_string).collect::<Vec<_>>()).unwrap_or_default(),
+            reachability => reachability.ok().map(Serde),
             peer_count => peers.len(),
             peers => Serde(peer_views(hub, peers)),
             published => Serde(published),
