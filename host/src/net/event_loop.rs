@@ -967,6 +967,11 @@ impl EventLoop {
                         || key.starts_with(b"/agentsite/keyword/")
                         || key.starts_with(b"/agentsite/llm/")
                     {
+                        tracing::debug!(
+                            provider = %record.provider,
+                            "provider record at {}",
+                            record.addresses.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")
+                        );
                         let store = self.swarm.behaviour_mut().kad.store_mut();
                         if let Err(e) = kad::store::RecordStore::add_provider(store, record) {
                             tracing::debug!("provider record not stored: {e}");
