@@ -192,7 +192,8 @@ pub async fn peers(data: &DataDir, json: bool) -> anyhow::Result<()> {
                 p.peer_id,
                 // A peer names its own software: shown escaped.
                 safe(p.agent_version.as_deref().unwrap_or("?")).into_owned(),
-                p.addresses.into_iter().next().unwrap_or_default(),
+                // So does the address it gave (a DNS name is any text).
+                safe(&p.addresses.into_iter().next().unwrap_or_default()).into_owned(),
                 transports.join("+"),
                 format!(
                     "{} ({})",

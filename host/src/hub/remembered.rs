@@ -72,13 +72,7 @@ pub fn of(peers: &[PeerInfo]) -> Vec<String> {
         let mut addresses: Vec<Multiaddr> = peer
             .addresses
             .iter()
-            .filter_map(|a| a.parse::<Multiaddr>().ok())
-            .map(|mut address| {
-                if !matches!(address.iter().last(), Some(Protocol::P2p(_))) {
-                    address.push(Protocol::P2p(id));
-                }
-                address
-            })
+            .filter_map(|a| a.parse::<Multiaddr>().ok()?.with_p2p(id).ok())
             .collect();
         addresses.sort();
         addresses.dedup();

@@ -195,8 +195,6 @@ pub(super) struct EventLoop {
     reach: Reach,
     reach_enabled: bool,
     relay_service: RelayService,
-    /// Whether the node relays for others now.
-    relaying: bool,
 }
 
 impl EventLoop {
@@ -237,7 +235,6 @@ impl EventLoop {
             reach: Reach::default(),
             reach_enabled: config.reachability,
             relay_service: config.relay_service,
-            relaying: false,
         };
         // The relay service's status is the node's to set, not the
         // external addresses' (every listen address counts as one).
@@ -634,25 +631,13 @@ impl EventLoop {
             RelayService::Auto => public,
         };
         if let Some(relay) = behaviour.relay.as_mut() {
+            // Identify tells peers of the change itself; one that does not
+            // hear of it in time finds the relay anyway (`RelayCandidate::dialed`).
             relay.set_status(Some(if relaying {
                 relay::Status::Enable
             } else {
                 relay::Status::Disable
             }));
-            // Peers learn what a node offers from identify, which tells a
-            // change in offers only on connections that have finished their
-            // first exchange: the peer whose dialing in made this node
-            // public would not hear that it now relays.
-            if relaying != self.relaying {
-                self.relaying = relaying;
-                let peers: Vec<PeerId> = self.peers.keys().copied().collect();
-                tracing::debug!(
-                    relaying,
-                    "telling {} peers what this node offers",
-                    peers.len()
-                );
-                behaviour.identify.push(peers);
-            }
         }
         self.seek_relays();
     }
@@ -850,7 +835,16 @@ impl EventLoop {
                     peer.agentsite = agentsite;
                     peer.offers_relay = info.protocols.contains(&relay::HOP_PROTOCOL_NAME);
                     peer.agent_version = Some(info.agent_version);
-                    peer.addresses.extend(info.listen_addrs);
+                    // What it says now, and where this node reached it: a peer
+                    // that identifies itself again and again with new
+                    // addresses does not make the list grow.
+                    peer.addresses = info.listen_addrs.into_iter().collect();
+                    peer.addresses.extend(
+                        peer.connections
+                            .values()
+                            .filter(|(_, inbound)| !inbound)
+                            .map(|(address, _)| address.clone()),
+                    );
                 }
                 self.seek_relays();
             }
