@@ -11,6 +11,7 @@ mod support;
 
 mod a2a;
 mod attached;
+mod churn;
 mod cli;
 mod conformance;
 mod crash;
@@ -23,6 +24,7 @@ mod hostile_peers;
 mod idle_connections;
 mod languages;
 mod layers;
+mod lying_nodes;
 mod lying_provider;
 mod many_nodes;
 mod mcp;

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod hostile;
+pub mod liars;
 pub mod netns;
 pub mod scripted;
 pub mod testnet;

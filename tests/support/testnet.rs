@@ -193,20 +193,28 @@ pub async fn node_with_hub_config(
     bootstrap: &[Multiaddr],
     config: NodeConfig,
 ) -> (Arc<Node>, Arc<Hub>) {
+    let network = memory_config(bootstrap.to_vec());
+    node_with_hub_on(dir, config, network, Keypair::generate_ed25519()).await
+}
+
+/// A full node with its data in `dir`, `config`, its network configured by
+/// `network` and its peer identity `keypair` (the same keypair again for a
+/// node restarting).
+pub async fn node_with_hub_on(
+    dir: &Path,
+    config: NodeConfig,
+    network: NetConfig,
+    keypair: Keypair,
+) -> (Arc<Node>, Arc<Hub>) {
     let node = Arc::new(Node::open(DataDir::new(dir), config, Capacity::OneShot).unwrap());
     let options = HubOptions {
         public: Vec::new(),
         seed_fetched: false,
         publisher: None,
     };
-    let hub = Hub::start(
-        node.clone(),
-        Keypair::generate_ed25519(),
-        memory_config(bootstrap.to_vec()),
-        options,
-    )
-    .await
-    .unwrap();
+    let hub = Hub::start(node.clone(), keypair, network, options)
+        .await
+        .unwrap();
     (node, hub)
 }
 
@@ -224,7 +232,24 @@ pub struct Testnet {
     pub nodes: Vec<SimNode>,
     /// Routing-table sizes once the network settled (min, median, max).
     pub routing: (usize, usize, usize),
-    idle_timeout: Duration,
+    settings: Settings,
+}
+
+/// What the simulated nodes are configured with, beyond a real node's
+/// defaults.
+#[derive(Clone, Copy)]
+pub struct Settings {
+    pub idle_timeout: Duration,
+    pub lifetimes: agentsite::net::dht::Lifetimes,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            idle_timeout: SIM_IDLE_TIMEOUT,
+            lifetimes: Default::default(),
+        }
+    }
 }
 
 impl Testnet {
@@ -236,6 +261,15 @@ impl Testnet {
 
     /// [`Testnet::start`], with connections closing after `idle_timeout`.
     pub async fn start_with(size: usize, seed: u64, idle_timeout: Duration) -> Testnet {
+        let settings = Settings {
+            idle_timeout,
+            ..Settings::default()
+        };
+        Self::start_configured(size, seed, settings).await
+    }
+
+    /// [`Testnet::start`], with its nodes configured by `settings`.
+    pub async fn start_configured(size: usize, seed: u64, settings: Settings) -> Testnet {
         let mut random = SplitMix(seed);
         let started = Instant::now();
         let mut nodes: Vec<SimNode> = Vec::with_capacity(size);
@@ -246,7 +280,7 @@ impl Testnet {
                     through.addresses[0].clone()
                 })
                 .collect();
-            nodes.push(Self::join(bootstrap, idle_timeout).await);
+            nodes.push(Self::join(bootstrap, settings, None).await);
             if nodes.len().is_multiple_of(128) && nodes.len() < size {
                 eprintln!(
                     "testnet: {} of {size} nodes joined in {:.1?} (resident memory {} MB)",
@@ -265,20 +299,32 @@ impl Testnet {
         Testnet {
             nodes,
             routing,
-            idle_timeout,
+            settings,
         }
     }
 
     /// Starts one more node that joins through the node at `through`.
     pub async fn join_one(&self, through: usize) -> SimNode {
-        Self::join(self.nodes[through].addresses.clone(), self.idle_timeout).await
+        Self::join(self.nodes[through].addresses.clone(), self.settings, None).await
     }
 
-    async fn join(bootstrap: Vec<Multiaddr>, idle_timeout: Duration) -> SimNode {
-        let keypair = Keypair::generate_ed25519();
+    /// Starts a node with `keypair` (a node restarting) that joins through
+    /// the node at `through`.
+    pub async fn rejoin(&self, through: usize, keypair: Keypair) -> SimNode {
+        let bootstrap = self.nodes[through].addresses.clone();
+        Self::join(bootstrap, self.settings, Some(keypair)).await
+    }
+
+    async fn join(
+        bootstrap: Vec<Multiaddr>,
+        settings: Settings,
+        keypair: Option<Keypair>,
+    ) -> SimNode {
+        let keypair = keypair.unwrap_or_else(Keypair::generate_ed25519);
         let shelf = Arc::new(Shelf::default());
         let config = NetConfig {
-            idle_timeout,
+            idle_timeout: settings.idle_timeout,
+            lifetimes: settings.lifetimes,
             // Routing tables are filled only while joining: on a real
             // machine a node's five-minutely refresh (a few hundred
             // requests) costs nothing, but a thousand nodes sharing two

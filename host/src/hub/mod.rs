@@ -335,9 +335,14 @@ impl Hub {
         tokio::spawn(async move {
             let mut last_round: Option<tokio::time::Instant> = None;
             loop {
-                if peers.wait_for(|n| *n == 0).await.is_err()
-                    || peers.wait_for(|n| *n > 0).await.is_err()
-                {
+                // The first round waits only for peers: the node may have
+                // connected to its bootstrap peers before this task began,
+                // and waiting for a first "none" would skip publishing
+                // after a restart until the node happened to lose them all.
+                if last_round.is_some() && peers.wait_for(|n| *n == 0).await.is_err() {
+                    return;
+                }
+                if peers.wait_for(|n| *n > 0).await.is_err() {
                     return;
                 }
                 // A peer that keeps connecting and leaving gets a round at

@@ -9,14 +9,14 @@
 //! DCUtR hole punching.
 
 use super::keep_alive::OwnKeepAlive;
-use super::{NetConfig, Transports, dht, fetch, gossip, rpc};
+use super::{NetConfig, Transports, dht, fetch, gossip, one_host, rpc, strikes};
 use libp2p::core::muxing::StreamMuxerBox;
 use libp2p::core::transport::Boxed;
 use libp2p::core::upgrade::Version;
 use libp2p::swarm::behaviour::toggle::Toggle;
 use libp2p::{
     PeerId, Swarm, SwarmBuilder, allow_block_list, autonat, dcutr, gossipsub, identify,
-    identity::Keypair, kad, mdns, noise, relay, swarm::NetworkBehaviour, tcp, yamux,
+    identity::Keypair, mdns, noise, relay, swarm::NetworkBehaviour, tcp, yamux,
 };
 
 /// How long a new connection may take, from the first packet to a
@@ -32,7 +32,10 @@ pub(super) const PROTOCOL_VERSION: &str = "/agentsite/1.0.0";
 #[derive(NetworkBehaviour)]
 pub(super) struct Behaviour {
     pub blocked: allow_block_list::Behaviour<allow_block_list::BlockedPeers>,
-    pub kad: kad::Behaviour<kad::store::MemoryStore>,
+    /// No more than a few peers at one public IP (see [`one_host`]).
+    pub one_host: one_host::Behaviour,
+    /// Kademlia, telling which peers leave its requests unanswered.
+    pub kad: strikes::Watched,
     /// Only mesh connections stay open for gossip's sake (see [`OwnKeepAlive`]).
     pub gossip: OwnKeepAlive<gossipsub::Behaviour>,
     pub identify: identify::Behaviour,
@@ -69,7 +72,12 @@ impl Behaviour {
         };
         Ok(Behaviour {
             blocked: Default::default(),
-            kad: dht::behaviour(peer_id, config.table_refresh),
+            one_host: Default::default(),
+            kad: strikes::Watched::new(dht::behaviour(
+                peer_id,
+                config.table_refresh,
+                config.lifetimes,
+            )),
             gossip: OwnKeepAlive(gossip::behaviour()?),
             identify: identify::Behaviour::new(
                 identify::Config::new(PROTOCOL_VERSION.into(), keypair.public())

@@ -42,18 +42,68 @@ pub fn model_sharers_key() -> RecordKey {
     RecordKey::new(b"/agentsite/llm/sharers")
 }
 
+/// How long records live and how often they are sent again, by the node
+/// that published them and by the nodes that hold them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lifetimes {
+    /// A provider record or manifest record is dropped this long after it
+    /// was last sent: the records of a node that left go with it.
+    pub record: Duration,
+    /// A node sends its own provider records and manifests again this often,
+    /// to whichever nodes are closest to each key by then (nodes leave and
+    /// join; the record must stay on the closest live ones).
+    pub republish: Duration,
+    /// A node holding another's manifest sends it on to the key's closest
+    /// nodes this often, so that a record outlives the departure of the
+    /// nodes that held it between two republications.
+    pub replicate: Duration,
+}
+
+impl Default for Lifetimes {
+    /// A node gone for six hours is gone: libp2p's 48 h would send seekers
+    /// to it for two days. Republishing every two hours keeps a record alive
+    /// through two missed rounds; a node providing 100 keys pays 100 lookups
+    /// per round, about one a minute.
+    fn default() -> Self {
+        Lifetimes {
+            record: Duration::from_secs(6 * 3600),
+            republish: Duration::from_secs(2 * 3600),
+            replicate: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// How long a peer has to answer one DHT request on an open connection. An
+/// honest node answers in a round trip or two (well under a second across
+/// the world, a little more through a relay); libp2p's 10 s let each node
+/// that never answers hold a lookup's path for 10 s, and a lookup meeting
+/// three of them ran into its 30 s limit, which for a publication means no
+/// provider record stored at all.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
 pub(super) fn behaviour(
     peer_id: PeerId,
     table_refresh: Option<Duration>,
+    lifetimes: Lifetimes,
 ) -> kad::Behaviour<MemoryStore> {
     let mut config = kad::Config::new(PROTOCOL);
     config
+        // Each lookup follows as many paths as it asks peers at once, no
+        // peer on two of them: a node that drops queries or answers with
+        // its accomplices leads one path astray, not the lookup.
+        .disjoint_query_paths(true)
+        .set_record_ttl(Some(lifetimes.record))
+        .set_provider_record_ttl(Some(lifetimes.record))
+        .set_publication_interval(Some(lifetimes.republish))
+        .set_provider_publication_interval(Some(lifetimes.republish))
+        .set_replication_interval(Some(lifetimes.replicate))
         // Inbound records and provider announcements come to us as events
         // and are stored only once checked (see `check_record`).
         .set_record_filtering(kad::StoreInserts::FilterBoth)
         // Manifests of agents with many tools exceed the 16 KiB default.
         .set_max_packet_size(128 * 1024)
         .set_query_timeout(Duration::from_secs(30))
+        .set_substreams_timeout(REQUEST_TIMEOUT)
         .set_periodic_bootstrap_interval(table_refresh)
         // Peers enter the routing table through `learn` only (see there).
         .set_kbucket_inserts(kad::BucketInserts::Manual);
@@ -74,8 +124,15 @@ pub(super) fn behaviour(
     kad
 }
 
+/// At most this many peers at one public IP address share a bucket.
+pub const PEERS_PER_IP_IN_BUCKET: usize = 2;
+
 /// Adds `peer` at `address` to the routing table if its bucket has room
-/// (or already holds it). A full bucket is left as it is.
+/// (or already holds it). A full bucket is left as it is, and so is a bucket
+/// holding [`PEERS_PER_IP_IN_BUCKET`] peers at `address`'s public IP: one
+/// host making identities by the thousand fills no bucket, and so cannot
+/// decide whom this node sends a lookup to. (Private and loopback addresses
+/// are exempt: nodes on one machine or LAN are one operator's.)
 ///
 /// kad's own insertion, when a bucket is full, dials the bucket's least
 /// recently seen peer to see whether it is still alive, and keeps it if it
@@ -87,11 +144,24 @@ pub(super) fn behaviour(
 /// bucket has is what Kademlia prefers anyway (long-lived peers stay);
 /// dead ones leave the table when a query fails to reach them.
 pub(super) fn learn(kad: &mut kad::Behaviour<MemoryStore>, peer: PeerId, address: Multiaddr) {
+    let ip = super::reach::public_ip(&address);
     let room = kad.kbucket(peer).is_some_and(|bucket| {
-        bucket.num_entries() < kad::K_VALUE.get()
-            || bucket
-                .iter()
-                .any(|entry| *entry.node.key.preimage() == peer)
+        let mut same_host = 0;
+        for entry in bucket.iter() {
+            if *entry.node.key.preimage() == peer {
+                return true;
+            }
+            if ip.is_some()
+                && entry
+                    .node
+                    .value
+                    .iter()
+                    .any(|a| super::reach::public_ip(a) == ip)
+            {
+                same_host += 1;
+            }
+        }
+        bucket.num_entries() < kad::K_VALUE.get() && same_host < PEERS_PER_IP_IN_BUCKET
     });
     if room {
         kad.add_address(&peer, address);
@@ -122,4 +192,65 @@ pub fn check_record(record: &kad::Record) -> Result<SignedManifest, RecordError>
         });
     }
     Ok(manifest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use libp2p::kad::KBucketKey;
+
+    #[test]
+    fn forty_identities_at_one_address_do_not_take_a_keys_closest_peers() {
+        let local = PeerId::random();
+        let mut kad = behaviour(local, None, Lifetimes::default());
+        let key = agent_key(&AgentId::of(b"a sought-after agent"));
+        let target = KBucketKey::new(key.clone());
+        // One host tries identities until it has 40 closer to the key than
+        // nearly every honest node: the closest of 20,000 tried.
+        let mut tried: Vec<PeerId> = (0..20_000).map(|_| PeerId::random()).collect();
+        tried.sort_by_key(|peer| target.distance(&KBucketKey::from(*peer)));
+        let sybils: Vec<PeerId> = tried.into_iter().take(40).collect();
+        let sybil_host: Multiaddr = "/ip4/198.51.100.66/tcp/4001".parse().unwrap();
+        for (n, sybil) in sybils.iter().enumerate() {
+            let port = 4001 + n as u16;
+            learn(
+                &mut kad,
+                *sybil,
+                format!("/ip4/198.51.100.66/tcp/{port}").parse().unwrap(),
+            );
+        }
+        // A hundred honest nodes, each at its own address.
+        for n in 0..100u32 {
+            let address = format!("/ip4/203.0.{}.{}/tcp/4001", n / 200, 1 + n % 200);
+            learn(&mut kad, PeerId::random(), address.parse().unwrap());
+        }
+        let closest: Vec<PeerId> = kad
+            .get_closest_local_peers(&target)
+            .map(|key| *key.preimage())
+            .take(kad::K_VALUE.get())
+            .collect();
+        let taken = closest.iter().filter(|peer| sybils.contains(peer)).count();
+        assert_eq!(closest.len(), kad::K_VALUE.get());
+        assert!(
+            taken <= PEERS_PER_IP_IN_BUCKET,
+            "{taken} of the key's {} closest peers are one host's ({sybil_host})",
+            closest.len()
+        );
+    }
+
+    #[test]
+    fn peers_on_one_machine_or_lan_are_not_limited() {
+        let mut kad = behaviour(PeerId::random(), None, Lifetimes::default());
+        let peers: Vec<PeerId> = (0..10).map(|_| PeerId::random()).collect();
+        for (n, peer) in peers.iter().enumerate() {
+            let address = if n % 2 == 0 {
+                format!("/ip4/127.0.0.1/tcp/{}", 5000 + n)
+            } else {
+                format!("/ip4/192.168.1.7/tcp/{}", 5000 + n)
+            };
+            learn(&mut kad, *peer, address.parse().unwrap());
+        }
+        let known: usize = kad.kbuckets().map(|bucket| bucket.num_entries()).sum();
+        assert_eq!(known, peers.len());
+    }
 }

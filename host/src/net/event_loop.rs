@@ -10,6 +10,7 @@ use super::reach::{self, Reach, RelayCandidate, RelayService};
 use super::rpc;
 use super::{
     Library, NetConfig, NetError, PeerInfo, ProviderLookup, PublishReport, dht, gossip, mesh,
+    strikes,
 };
 use crate::AgentId;
 use crate::store::manifest::SignedManifest;
@@ -19,7 +20,7 @@ use libp2p::kad::{self, QueryId, QueryResult, RecordKey};
 use libp2p::multiaddr::Protocol;
 use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
 use libp2p::swarm::{
-    SwarmEvent,
+    DialError, SwarmEvent,
     dial_opts::{DialOpts, PeerCondition},
 };
 use libp2p::{Multiaddr, PeerId, Swarm, gossipsub, identify, mdns, relay};
@@ -48,6 +49,9 @@ pub(super) enum Command {
     },
     RoutingTableSize {
         reply: Reply<usize>,
+    },
+    RoutingTable {
+        reply: Reply<Vec<PeerId>>,
     },
     Joined {
         reply: Reply<()>,
@@ -195,6 +199,8 @@ pub(super) struct EventLoop {
     reach: Reach,
     reach_enabled: bool,
     relay_service: RelayService,
+    /// Peers that left DHT requests unanswered, and those avoided for it.
+    strikes: strikes::Strikes,
 }
 
 impl EventLoop {
@@ -235,6 +241,7 @@ impl EventLoop {
             reach: Reach::default(),
             reach_enabled: config.reachability,
             relay_service: config.relay_service,
+            strikes: strikes::Strikes::default(),
         };
         // The relay service's status is the node's to set, not the
         // external addresses' (every listen address counts as one).
@@ -402,6 +409,19 @@ impl EventLoop {
             Command::RoutingTableSize { reply } => {
                 let kad = &mut self.swarm.behaviour_mut().kad;
                 let _ = reply.send(kad.kbuckets().map(|bucket| bucket.num_entries()).sum());
+            }
+            Command::RoutingTable { reply } => {
+                let kad = &mut self.swarm.behaviour_mut().kad;
+                let peers = kad
+                    .kbuckets()
+                    .flat_map(|bucket| {
+                        bucket
+                            .iter()
+                            .map(|entry| *entry.node.key.preimage())
+                            .collect::<Vec<_>>()
+                    })
+                    .collect();
+                let _ = reply.send(peers);
             }
             Command::Joined { reply } => {
                 if self.joined {
@@ -690,6 +710,34 @@ impl EventLoop {
         }
     }
 
+    /// Adds `peer` at `address` to the routing table, unless it is being
+    /// avoided (see [`dht::learn`] for when a bucket has room).
+    fn learn(&mut self, peer: PeerId, address: Multiaddr) {
+        if self.strikes.is_avoided(&peer, std::time::Instant::now()) {
+            return;
+        }
+        dht::learn(&mut self.swarm.behaviour_mut().kad, peer, address);
+    }
+
+    /// A dial to `peer` failed: a peer that could not be reached at any of
+    /// its addresses, or was another peer there, leaves the routing table,
+    /// so that a node that left stops taking a place in a bucket and a path
+    /// in lookups. Not while this node has no connection at all: then the
+    /// fault is more likely its own, and a table emptied by it would leave
+    /// the node nobody to rejoin through. A peer that comes back is learned
+    /// again when it connects.
+    fn dial_failed(&mut self, peer: PeerId, error: &DialError) {
+        let gone = matches!(
+            error,
+            DialError::Transport(_) | DialError::WrongPeerId { .. } | DialError::NoAddresses
+        );
+        if gone && !self.swarm.is_connected(&peer) && self.swarm.connected_peers().next().is_some()
+        {
+            tracing::debug!(%peer, "unreachable: out of the routing table ({error})");
+            self.swarm.behaviour_mut().kad.remove_peer(&peer);
+        }
+    }
+
     fn block(&mut self, peer: PeerId, reason: &str) {
         tracing::warn!(%peer, "blocking peer: {reason}");
         let behaviour = self.swarm.behaviour_mut();
@@ -774,6 +822,11 @@ impl EventLoop {
                 self.reach.expired(&address);
                 self.reachability_changed();
             }
+            SwarmEvent::OutgoingConnectionError {
+                peer_id: Some(peer),
+                error,
+                ..
+            } => self.dial_failed(peer, &error),
             SwarmEvent::Behaviour(event) => self.on_behaviour_event(event),
             _ => {}
         }
@@ -781,7 +834,18 @@ impl EventLoop {
 
     fn on_behaviour_event(&mut self, event: BehaviourEvent) {
         match event {
-            BehaviourEvent::Kad(event) => self.on_kad_event(event),
+            BehaviourEvent::Kad(strikes::Event::Kad(event)) => self.on_kad_event(event),
+            BehaviourEvent::Kad(strikes::Event::Unanswered(peer)) => {
+                if self.strikes.strike(peer, std::time::Instant::now()) {
+                    tracing::info!(
+                        %peer,
+                        "avoiding peer for {} min: it left {} DHT requests unanswered",
+                        strikes::AVOID_FOR.as_secs() / 60,
+                        strikes::STRIKES_TO_AVOID
+                    );
+                    self.swarm.behaviour_mut().kad.remove_peer(&peer);
+                }
+            }
             BehaviourEvent::Gossip(event) => self.on_gossip_event(event),
             BehaviourEvent::Identify(identify::Event::Received {
                 peer_id,
@@ -812,11 +876,7 @@ impl EventLoop {
                         if reach::is_loopback(address) && !local_peer {
                             continue;
                         }
-                        dht::learn(
-                            &mut self.swarm.behaviour_mut().kad,
-                            peer_id,
-                            address.clone(),
-                        );
+                        self.learn(peer_id, address.clone());
                     }
                     if !self.bootstrapped {
                         self.bootstrapped = true;
@@ -863,7 +923,7 @@ impl EventLoop {
             BehaviourEvent::Rpc(event) => self.on_rpc_event(event),
             BehaviourEvent::Mdns(mdns::Event::Discovered(found)) => {
                 for (peer, address) in found {
-                    dht::learn(&mut self.swarm.behaviour_mut().kad, peer, address.clone());
+                    self.learn(peer, address.clone());
                     let _ = self
                         .swarm
                         .dial(DialOpts::peer_id(peer).addresses(vec![address]).build());
@@ -927,7 +987,7 @@ impl EventLoop {
             // A connected peer speaks the DHT and can be reached at `address`.
             kad::Event::RoutablePeer { peer, address }
             | kad::Event::PendingRoutablePeer { peer, address } => {
-                dht::learn(&mut self.swarm.behaviour_mut().kad, peer, address);
+                self.learn(peer, address);
             }
             kad::Event::OutboundQueryProgressed {
                 id,

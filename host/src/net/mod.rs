@@ -17,8 +17,10 @@ pub mod gossip;
 pub mod identity;
 mod keep_alive;
 mod mesh;
+mod one_host;
 pub mod reach;
 pub mod rpc;
+mod strikes;
 
 use crate::AgentId;
 use crate::agent::tool::ToolOutput;
@@ -67,6 +69,8 @@ pub struct NetConfig {
     pub reachability: bool,
     pub relay_service: reach::RelayService,
     pub relay_limits: reach::RelayLimits,
+    /// How long DHT records live and how often they are sent again.
+    pub lifetimes: dht::Lifetimes,
 }
 
 impl NetConfig {
@@ -84,6 +88,7 @@ impl NetConfig {
             reachability: transports == Transports::Network,
             relay_service: reach::RelayService::default(),
             relay_limits: reach::RelayLimits::default(),
+            lifetimes: dht::Lifetimes::default(),
         }
     }
 }
@@ -288,6 +293,12 @@ impl Network {
     /// How many peers this node's Kademlia routing table holds.
     pub async fn routing_table_size(&self) -> Result<usize, NetError> {
         self.ask(|reply| event_loop::Command::RoutingTableSize { reply })
+            .await
+    }
+
+    /// The peers this node's Kademlia routing table holds.
+    pub async fn routing_table(&self) -> Result<Vec<PeerId>, NetError> {
+        self.ask(|reply| event_loop::Command::RoutingTable { reply })
             .await
     }
 

@@ -317,27 +317,38 @@ pub fn dialed_in_at(local: &Multiaddr, remote: &Multiaddr) -> Option<Multiaddr> 
     if is_relayed(local) || is_relayed(remote) {
         return None;
     }
-    let public_ip = |address: &Multiaddr| {
-        address.iter().any(|p| match p {
-            Protocol::Ip4(ip) => {
-                !(ip.is_private()
-                    || ip.is_loopback()
-                    || ip.is_link_local()
-                    || ip.is_unspecified()
-                    || ip.is_broadcast()
-                    // Carrier-grade NAT (100.64.0.0/10).
-                    || (ip.octets()[0] == 100 && ip.octets()[1] & 0xc0 == 64))
-            }
-            Protocol::Ip6(ip) => {
-                !(ip.is_loopback()
-                    || ip.is_unspecified()
-                    || ip.is_unique_local()
-                    || ip.is_unicast_link_local())
-            }
-            _ => false,
-        })
-    };
-    (public_ip(local) && public_ip(remote)).then(|| strip_peer(local))
+    (public_ip(local).is_some() && public_ip(remote).is_some()).then(|| strip_peer(local))
+}
+
+/// The public IP address `address` reaches a host at: none for a relayed
+/// address (its IP is the relay's), a name, or a private, loopback, link-local
+/// or carrier-grade NAT address, which many unrelated hosts share.
+pub fn public_ip(address: &Multiaddr) -> Option<std::net::IpAddr> {
+    if is_relayed(address) {
+        return None;
+    }
+    address.iter().find_map(|p| match p {
+        Protocol::Ip4(ip)
+            if !(ip.is_private()
+                || ip.is_loopback()
+                || ip.is_link_local()
+                || ip.is_unspecified()
+                || ip.is_broadcast()
+                // Carrier-grade NAT (100.64.0.0/10).
+                || (ip.octets()[0] == 100 && ip.octets()[1] & 0xc0 == 64)) =>
+        {
+            Some(ip.into())
+        }
+        Protocol::Ip6(ip)
+            if !(ip.is_loopback()
+                || ip.is_unspecified()
+                || ip.is_unique_local()
+                || ip.is_unicast_link_local()) =>
+        {
+            Some(ip.into())
+        }
+        _ => None,
+    })
 }
 
 /// Whether `address` goes through a relay.

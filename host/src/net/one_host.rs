@@ -1,0 +1,219 @@
+//! Few peers per host: this node connects out to at most
+//! [`PEERS_PER_HOST`] peers at one public IP address at a time.
+//!
+//! Anyone can run identities by the thousand on one machine, and an identity
+//! close to a given key is cheap to find by trying keys. A lookup learns
+//! peers from the peers it asks: a sybil it reaches answers with its
+//! siblings, all close to the key, and unchecked the lookup would end with
+//! only them as the key's closest peers, the ones a publisher stores its
+//! records at and a seeker asks. Refused connections count as unreachable
+//! peers in the lookup, so the closest peers it ends with hold at most
+//! [`PEERS_PER_HOST`] from one host and honest nodes beside them.
+//!
+//! Only connections this node opens are limited: many honest nodes behind
+//! one carrier NAT may dial in. Private and loopback addresses are exempt
+//! (nodes on one machine or LAN are one operator's), and so are relayed
+//! connections, whose IP is the relay's.
+
+use super::reach::public_ip;
+use libp2p::PeerId;
+use libp2p::core::{Endpoint, Multiaddr, transport::PortUse};
+use libp2p::swarm::{
+    ConnectionDenied, ConnectionId, FromSwarm, NetworkBehaviour, THandler, THandlerInEvent,
+    THandlerOutEvent, ToSwarm, dummy,
+};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::task::{Context, Poll};
+
+/// Peers at one public IP address this node keeps connections open to, at
+/// most, for connections it opens itself.
+pub const PEERS_PER_HOST: usize = 4;
+
+#[derive(Debug, thiserror::Error)]
+#[error("already connected to {PEERS_PER_HOST} peers at {0}")]
+pub struct TooManyPeersAtHost(IpAddr);
+
+/// Counts connections by public IP and refuses outbound ones past the limit.
+#[derive(Default)]
+pub struct Behaviour {
+    connections: HashMap<IpAddr, Vec<(ConnectionId, PeerId)>>,
+}
+
+impl Behaviour {
+    fn count(&mut self, connection: ConnectionId, peer: PeerId, remote: &Multiaddr) {
+        if let Some(ip) = public_ip(remote) {
+            self.connections
+                .entry(ip)
+                .or_default()
+                .push((connection, peer));
+        }
+    }
+
+    fn forget(&mut self, connection: ConnectionId) {
+        self.connections.retain(|_, at| {
+            at.retain(|(id, _)| *id != connection);
+            !at.is_empty()
+        });
+    }
+
+    /// Other peers than `peer` this node is connected to at `ip`.
+    fn others_at(&self, ip: &IpAddr, peer: PeerId) -> usize {
+        let mut others: Vec<PeerId> = self
+            .connections
+            .get(ip)
+            .into_iter()
+            .flatten()
+            .map(|(_, p)| *p)
+            .filter(|p| *p != peer)
+            .collect();
+        others.sort_unstable();
+        others.dedup();
+        others.len()
+    }
+}
+
+impl NetworkBehaviour for Behaviour {
+    type ConnectionHandler = dummy::ConnectionHandler;
+    type ToSwarm = std::convert::Infallible;
+
+    fn handle_established_inbound_connection(
+        &mut self,
+        connection: ConnectionId,
+        peer: PeerId,
+        _local: &Multiaddr,
+        remote: &Multiaddr,
+    ) -> Result<THandler<Self>, ConnectionDenied> {
+        self.count(connection, peer, remote);
+        Ok(dummy::ConnectionHandler)
+    }
+
+    fn handle_established_outbound_connection(
+        &mut self,
+        connection: ConnectionId,
+        peer: PeerId,
+        remote: &Multiaddr,
+        _role: Endpoint,
+        _port_use: PortUse,
+    ) -> Result<THandler<Self>, ConnectionDenied> {
+        if let Some(ip) = public_ip(remote)
+            && self.others_at(&ip, peer) >= PEERS_PER_HOST
+        {
+            tracing::debug!(%peer, "not connecting: {}", TooManyPeersAtHost(ip));
+            return Err(ConnectionDenied::new(TooManyPeersAtHost(ip)));
+        }
+        self.count(connection, peer, remote);
+        Ok(dummy::ConnectionHandler)
+    }
+
+    fn on_swarm_event(&mut self, event: FromSwarm) {
+        match event {
+            FromSwarm::ConnectionClosed(closed) => self.forget(closed.connection_id),
+            // Another behaviour may refuse a connection this one counted.
+            FromSwarm::DialFailure(failure) => self.forget(failure.connection_id),
+            FromSwarm::ListenFailure(failure) => self.forget(failure.connection_id),
+            _ => {}
+        }
+    }
+
+    fn on_connection_handler_event(
+        &mut self,
+        _peer: PeerId,
+        _connection: ConnectionId,
+        event: THandlerOutEvent<Self>,
+    ) {
+        match event {}
+    }
+
+    fn poll(&mut self, _: &mut Context<'_>) -> Poll<ToSwarm<Self::ToSwarm, THandlerInEvent<Self>>> {
+        Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn address(text: &str) -> Multiaddr {
+        text.parse().unwrap()
+    }
+
+    fn outbound(b: &mut Behaviour, peer: PeerId, remote: &str) -> bool {
+        b.handle_established_outbound_connection(
+            next_connection(),
+            peer,
+            &address(remote),
+            Endpoint::Dialer,
+            PortUse::Reuse,
+        )
+        .is_ok()
+    }
+
+    fn next_connection() -> ConnectionId {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static NEXT: AtomicUsize = AtomicUsize::new(1);
+        ConnectionId::new_unchecked(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+
+    #[test]
+    fn a_fifth_peer_at_one_public_address_is_refused_and_others_are_not() {
+        let mut limit = Behaviour::default();
+        let host = "/ip4/198.51.100.7/tcp/4001";
+        let sybils: Vec<PeerId> = (0..PEERS_PER_HOST + 3).map(|_| PeerId::random()).collect();
+        let admitted = sybils
+            .iter()
+            .filter(|peer| outbound(&mut limit, **peer, host))
+            .count();
+        assert_eq!(admitted, PEERS_PER_HOST);
+        // A second connection to a peer already connected is no new peer.
+        assert!(outbound(&mut limit, sybils[0], host));
+        // Another host, a LAN, loopback and a relayed address are not limited.
+        assert!(outbound(
+            &mut limit,
+            PeerId::random(),
+            "/ip4/198.51.100.8/tcp/4001"
+        ));
+        for other in [
+            "/ip4/192.168.1.20/tcp/4001",
+            "/ip4/127.0.0.1/tcp/4001",
+            "/ip4/198.51.100.7/tcp/4001/p2p/12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN/p2p-circuit",
+        ] {
+            for _ in 0..PEERS_PER_HOST + 1 {
+                assert!(outbound(&mut limit, PeerId::random(), other), "{other}");
+            }
+        }
+        // Dialing in is never refused.
+        assert!(
+            limit
+                .handle_established_inbound_connection(
+                    next_connection(),
+                    PeerId::random(),
+                    &address("/ip4/0.0.0.0/tcp/4077"),
+                    &address(host),
+                )
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_closed_or_refused_connection_frees_its_place() {
+        let mut limit = Behaviour::default();
+        let host = "/ip4/198.51.100.7/tcp/4001";
+        let first = next_connection();
+        limit
+            .handle_established_outbound_connection(
+                first,
+                PeerId::random(),
+                &address(host),
+                Endpoint::Dialer,
+                PortUse::Reuse,
+            )
+            .unwrap();
+        for _ in 1..PEERS_PER_HOST {
+            assert!(outbound(&mut limit, PeerId::random(), host));
+        }
+        assert!(!outbound(&mut limit, PeerId::random(), host));
+        limit.forget(first);
+        assert!(outbound(&mut limit, PeerId::random(), host));
+    }
+}

@@ -1,0 +1,299 @@
+//! Peers that leave DHT requests unanswered are struck, and after
+//! [`STRIKES_TO_AVOID`] strikes avoided for [`AVOID_FOR`].
+//!
+//! A peer that accepts a lookup's request and never answers holds one of
+//! the lookup's paths until the request times out (ten seconds): a node that
+//! drops every query slows every lookup that meets it. Kademlia (libp2p-kad
+//! 0.49) tells a failed request to the query and to its debug log only, so
+//! [`Watched`] looks at what kad's connection handlers report before kad
+//! does and reports the peers whose requests timed out or were answered
+//! with the wrong message. The event loop strikes them ([`Strikes`]) and
+//! takes an avoided peer out of its routing table, so that lookups stop
+//! being sent to it, and leaves it out until its time is served.
+
+use libp2p::PeerId;
+use libp2p::core::{Endpoint, Multiaddr, transport::PortUse};
+use libp2p::kad;
+use libp2p::swarm::{
+    ConnectionDenied, ConnectionId, FromSwarm, NetworkBehaviour, THandler, THandlerInEvent,
+    THandlerOutEvent, ToSwarm,
+};
+use std::collections::{HashMap, VecDeque};
+use std::fmt::Write as _;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+/// Unanswered requests within [`STRIKES_LAST`] after which a peer is avoided.
+/// One is not enough: an honest peer can lose a request to a busy moment.
+pub const STRIKES_TO_AVOID: u32 = 3;
+/// How long a strike counts.
+pub const STRIKES_LAST: Duration = Duration::from_secs(10 * 60);
+/// How long an avoided peer stays out of the routing table.
+pub const AVOID_FOR: Duration = Duration::from_secs(30 * 60);
+/// Peers struck at once, at most: past it the oldest record is forgotten.
+const TRACKED: usize = 4096;
+
+/// Kademlia, with the peers that left its requests unanswered reported.
+pub struct Watched(
+    pub kad::Behaviour<kad::store::MemoryStore>,
+    VecDeque<PeerId>,
+);
+
+impl Watched {
+    pub fn new(kad: kad::Behaviour<kad::store::MemoryStore>) -> Self {
+        Watched(kad, VecDeque::new())
+    }
+}
+
+/// What [`Watched`] reports: kad's own events, and peers that did not answer.
+#[derive(Debug)]
+// kad's events are this large in the swarm's own event type already; boxing
+// them here would cost an allocation per event for nothing.
+#[allow(clippy::large_enum_variant)]
+pub enum Event {
+    Kad(kad::Event),
+    Unanswered(PeerId),
+}
+
+/// The unanswered peers not yet handed to the swarm, at most this many
+/// (a burst beyond it loses strikes, not memory).
+const QUEUED: usize = 256;
+
+impl std::ops::Deref for Watched {
+    type Target = kad::Behaviour<kad::store::MemoryStore>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Watched {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+/// Whether a kad handler event says a request to the peer timed out or was
+/// answered with something else. The event's type is private to libp2p-kad,
+/// so it is told by its name as `Debug` writes it; the writer stops after
+/// the first few dozen characters, so a large record is never formatted.
+fn is_unanswered(event: &impl std::fmt::Debug) -> bool {
+    const TIMED_OUT: &str = "QueryError { error: Io(Kind(TimedOut))";
+    const WRONG_ANSWER: &str = "QueryError { error: UnexpectedMessage";
+    struct Prefix(String);
+    impl std::fmt::Write for Prefix {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            let room = TIMED_OUT.len().saturating_sub(self.0.len());
+            self.0.extend(s.chars().take(room));
+            if self.0.len() >= TIMED_OUT.len() {
+                Err(std::fmt::Error)
+            } else {
+                Ok(())
+            }
+        }
+    }
+    let mut prefix = Prefix(String::with_capacity(TIMED_OUT.len()));
+    let _ = write!(prefix, "{event:?}");
+    prefix.0.starts_with(TIMED_OUT) || prefix.0.starts_with(WRONG_ANSWER)
+}
+
+impl NetworkBehaviour for Watched {
+    type ConnectionHandler =
+        <kad::Behaviour<kad::store::MemoryStore> as NetworkBehaviour>::ConnectionHandler;
+    type ToSwarm = Event;
+
+    fn handle_pending_inbound_connection(
+        &mut self,
+        connection_id: ConnectionId,
+        local_addr: &Multiaddr,
+        remote_addr: &Multiaddr,
+    ) -> Result<(), ConnectionDenied> {
+        self.0
+            .handle_pending_inbound_connection(connection_id, local_addr, remote_addr)
+    }
+
+    fn handle_established_inbound_connection(
+        &mut self,
+        connection_id: ConnectionId,
+        peer: PeerId,
+        local_addr: &Multiaddr,
+        remote_addr: &Multiaddr,
+    ) -> Result<THandler<Self>, ConnectionDenied> {
+        self.0
+            .handle_established_inbound_connection(connection_id, peer, local_addr, remote_addr)
+    }
+
+    fn handle_pending_outbound_connection(
+        &mut self,
+        connection_id: ConnectionId,
+        maybe_peer: Option<PeerId>,
+        addresses: &[Multiaddr],
+        effective_role: Endpoint,
+    ) -> Result<Vec<Multiaddr>, ConnectionDenied> {
+        self.0.handle_pending_outbound_connection(
+            connection_id,
+            maybe_peer,
+            addresses,
+            effective_role,
+        )
+    }
+
+    fn handle_established_outbound_connection(
+        &mut self,
+        connection_id: ConnectionId,
+        peer: PeerId,
+        addr: &Multiaddr,
+        role_override: Endpoint,
+        port_use: PortUse,
+    ) -> Result<THandler<Self>, ConnectionDenied> {
+        self.0.handle_established_outbound_connection(
+            connection_id,
+            peer,
+            addr,
+            role_override,
+            port_use,
+        )
+    }
+
+    fn on_swarm_event(&mut self, event: FromSwarm) {
+        self.0.on_swarm_event(event)
+    }
+
+    fn on_connection_handler_event(
+        &mut self,
+        peer: PeerId,
+        connection: ConnectionId,
+        event: THandlerOutEvent<Self>,
+    ) {
+        if is_unanswered(&event) && self.1.len() < QUEUED {
+            self.1.push_back(peer);
+        }
+        self.0.on_connection_handler_event(peer, connection, event)
+    }
+
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<ToSwarm<Event, THandlerInEvent<Self>>> {
+        if let Some(peer) = self.1.pop_front() {
+            return Poll::Ready(ToSwarm::GenerateEvent(Event::Unanswered(peer)));
+        }
+        self.0.poll(cx).map(|event| event.map_out(Event::Kad))
+    }
+}
+
+/// Strikes against peers, and the peers avoided for them.
+#[derive(Default)]
+pub struct Strikes {
+    /// Each struck peer's strikes still counting, oldest first.
+    struck: HashMap<PeerId, VecDeque<Instant>>,
+    avoided: HashMap<PeerId, Instant>,
+}
+
+impl Strikes {
+    /// Strikes `peer` at `now`; true when this strike makes it avoided.
+    pub fn strike(&mut self, peer: PeerId, now: Instant) -> bool {
+        if self.is_avoided(&peer, now) {
+            return false;
+        }
+        if self.struck.len() >= TRACKED && !self.struck.contains_key(&peer) {
+            self.forget_old(now);
+            if self.struck.len() >= TRACKED {
+                return false;
+            }
+        }
+        let strikes = self.struck.entry(peer).or_default();
+        while strikes
+            .front()
+            .is_some_and(|at| now.duration_since(*at) > STRIKES_LAST)
+        {
+            strikes.pop_front();
+        }
+        strikes.push_back(now);
+        if strikes.len() as u32 >= STRIKES_TO_AVOID {
+            self.struck.remove(&peer);
+            if self.avoided.len() >= TRACKED {
+                self.avoided.retain(|_, until| *until > now);
+            }
+            if self.avoided.len() < TRACKED {
+                self.avoided.insert(peer, now + AVOID_FOR);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether `peer` is being avoided at `now`.
+    pub fn is_avoided(&self, peer: &PeerId, now: Instant) -> bool {
+        self.avoided.get(peer).is_some_and(|until| *until > now)
+    }
+
+    fn forget_old(&mut self, now: Instant) {
+        self.struck.retain(|_, strikes| {
+            strikes
+                .back()
+                .is_some_and(|at| now.duration_since(*at) <= STRIKES_LAST)
+        });
+        self.avoided.retain(|_, until| *until > now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_is_avoided_after_its_third_strike_and_forgiven_later() {
+        let mut strikes = Strikes::default();
+        let peer = PeerId::random();
+        let start = Instant::now();
+        assert!(!strikes.strike(peer, start));
+        assert!(!strikes.strike(peer, start + Duration::from_secs(1)));
+        assert!(!strikes.is_avoided(&peer, start));
+        assert!(strikes.strike(peer, start + Duration::from_secs(2)));
+        assert!(strikes.is_avoided(&peer, start + Duration::from_secs(3)));
+        assert!(!strikes.is_avoided(&PeerId::random(), start));
+        assert!(!strikes.is_avoided(&peer, start + AVOID_FOR + Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn strikes_far_apart_do_not_add_up() {
+        let mut strikes = Strikes::default();
+        let peer = PeerId::random();
+        let start = Instant::now();
+        for i in 0..10 {
+            let at = start + (STRIKES_LAST + Duration::from_secs(1)) * i;
+            assert!(!strikes.strike(peer, at), "strike {i}");
+        }
+    }
+
+    #[test]
+    fn a_timed_out_request_is_told_from_other_events() {
+        #[derive(Debug)]
+        #[allow(dead_code)]
+        enum Like {
+            QueryError { error: Error, query_id: u32 },
+            GetRecordRes { record: Vec<u8> },
+        }
+        #[derive(Debug)]
+        #[allow(dead_code)]
+        enum Error {
+            UnexpectedMessage,
+            Io(std::io::Error),
+        }
+        let timed_out = Like::QueryError {
+            error: Error::Io(std::io::ErrorKind::TimedOut.into()),
+            query_id: 1,
+        };
+        assert!(is_unanswered(&timed_out));
+        let wrong = Like::QueryError {
+            error: Error::UnexpectedMessage,
+            query_id: 1,
+        };
+        assert!(is_unanswered(&wrong));
+        let closed = Like::QueryError {
+            error: Error::Io(std::io::ErrorKind::ConnectionReset.into()),
+            query_id: 1,
+        };
+        assert!(!is_unanswered(&closed));
+        assert!(!is_unanswered(&Like::GetRecordRes {
+            record: vec![0; 1 << 20]
+        }));
+    }
+}

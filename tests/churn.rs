@@ -1,0 +1,178 @@
+//! Churn, in process: a hundred nodes, twenty agents published; thirty
+//! nodes (never the publishers) leave. Every agent is still found, by
+//! keyword and by id, in at least 99% of a thousand lookups and from a node
+//! that joins afterwards, which fetches each one's manifest from its host;
+//! the time the network takes to recover is measured. A publisher that
+//! leaves is forgotten once its records expire, and found again within one
+//! republish period of coming back (the hub republishes what it published).
+//! Records live 40 s and are republished every 15 s here, for the test to
+//! see them expire; a real node keeps them for hours.
+
+use crate::lying_nodes::{look_up, publish_agents};
+use crate::support;
+
+use agentsite::net::dht::{self, Lifetimes};
+use agentsite::net::fetch::{FetchRequest, FetchResponse};
+use agentsite::net::{Keypair, NetConfig};
+use agentsite::{AgentId, NodeConfig};
+use std::time::{Duration, Instant};
+use support::testnet::{Settings, SplitMix, Testnet, memory_config, node_with_hub_on};
+
+const NODES: usize = 100;
+const AGENTS: usize = 20;
+const LEAVING: usize = 30;
+const LOOKUPS: usize = 1000;
+
+const LIFETIMES: Lifetimes = Lifetimes {
+    record: Duration::from_secs(40),
+    republish: Duration::from_secs(15),
+    replicate: Duration::from_secs(20),
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_stay_found_when_a_third_of_the_nodes_leave() {
+    let settings = Settings {
+        lifetimes: LIFETIMES,
+        ..Settings::default()
+    };
+    let net = tokio::time::timeout(
+        Duration::from_secs(180),
+        Testnet::start_configured(NODES, 23, settings),
+    )
+    .await
+    .expect("the network settles");
+
+    // Twenty simulated publishers, and one full node (store, hub) whose
+    // agent is a real component.
+    let publishers: Vec<usize> = (0..AGENTS).map(|i| i * NODES / AGENTS).collect();
+    let published = publish_agents(&net, &publishers).await;
+    let hub_dir = tempfile::tempdir().unwrap();
+    let hub_key = Keypair::generate_ed25519();
+    let entry: Vec<_> = publishers[..3]
+        .iter()
+        .map(|p| net.nodes[*p].addresses[0].clone())
+        .collect();
+    let hub_network = |bootstrap| NetConfig {
+        lifetimes: LIFETIMES,
+        ..memory_config(bootstrap)
+    };
+    let (node, hub) = node_with_hub_on(
+        hub_dir.path(),
+        NodeConfig::default(),
+        hub_network(entry.clone()),
+        hub_key.clone(),
+    )
+    .await;
+    let bytes = support::padded_agent("calculator", 100_000);
+    let hub_agent = AgentId::of(&bytes);
+    node.add(&bytes).await.unwrap();
+    hub.publish(&hub_agent.to_string()).await.unwrap();
+    let hub_peer = hub.network().peer_id();
+
+    // Thirty nodes leave at once, none of them a publisher.
+    let mut random = SplitMix(41);
+    let mut leaving = Vec::new();
+    while leaving.len() < LEAVING {
+        let n = random.below(NODES);
+        if !publishers.contains(&n) && !leaving.contains(&n) {
+            leaving.push(n);
+        }
+    }
+    for n in &leaving {
+        net.nodes[*n].network.shutdown().await;
+    }
+    let left_at = Instant::now();
+    let staying: Vec<usize> = (0..NODES).filter(|n| !leaving.contains(n)).collect();
+
+    // Recovered once a round of a hundred lookups succeeds 99 times.
+    let mut round = 0;
+    let recovered = loop {
+        round += 1;
+        let lookups = look_up(&net, &staying, &published, 100, round).await;
+        eprintln!("round {round} after the departures: {}", lookups.summary());
+        if lookups.succeeded >= 99 {
+            break left_at.elapsed();
+        }
+        assert!(
+            left_at.elapsed() < Duration::from_secs(120),
+            "the network did not recover in 2 min: {}; first miss {:?}",
+            lookups.summary(),
+            lookups.first_miss
+        );
+    };
+    eprintln!("recovered from {LEAVING} departures in {recovered:.1?}");
+
+    let lookups = look_up(&net, &staying, &published, LOOKUPS, 99).await;
+    eprintln!(
+        "after {LEAVING} of {NODES} nodes left: {}",
+        lookups.summary()
+    );
+    lookups.expect_99_percent();
+
+    // A node joining now finds every agent and fetches its manifest from
+    // its host.
+    let fresh = net.join_one(staying[0]).await;
+    for (publisher, skill, id) in &published {
+        let host = net.nodes[*publisher].network.peer_id();
+        let found = fresh
+            .network
+            .providers(dht::keyword_key(skill), 1)
+            .await
+            .unwrap();
+        assert!(found.providers.contains(&host), "{skill}: {found:?}");
+        assert_eq!(fresh.network.manifest(*id).await.unwrap().id(), *id);
+        let answer = fresh
+            .network
+            .request(host, FetchRequest::Manifest { id: *id })
+            .await
+            .unwrap();
+        assert!(matches!(answer, FetchResponse::Manifest(_)), "{answer:?}");
+    }
+
+    // The hub leaves: once its records expire nobody sends seekers to it.
+    hub.network().shutdown().await;
+    drop(hub);
+    drop(node);
+    let hosts_of_hub_agent = async || {
+        fresh
+            .network
+            .providers(dht::agent_key(&hub_agent), 1)
+            .await
+            .map(|found| found.providers)
+    };
+    support::eventually_async(
+        LIFETIMES.record + Duration::from_secs(30),
+        "the records of the node that left expire",
+        async || match hosts_of_hub_agent().await {
+            Ok(hosts) if !hosts.contains(&hub_peer) => Ok(()),
+            other => Err(format!("still found: {other:?}")),
+        },
+    )
+    .await;
+
+    // It comes back with its data and identity, and is found again within
+    // one republish period.
+    let (_node, _hub) = node_with_hub_on(
+        hub_dir.path(),
+        NodeConfig::default(),
+        hub_network(entry),
+        hub_key,
+    )
+    .await;
+    let back = Instant::now();
+    support::eventually_async(
+        LIFETIMES.republish,
+        "the restarted publisher is found again",
+        async || match hosts_of_hub_agent().await {
+            Ok(hosts) if hosts.contains(&hub_peer) => Ok(()),
+            other => Err(format!("not found yet: {other:?}")),
+        },
+    )
+    .await;
+    eprintln!(
+        "the restarted publisher was found again {:.1?} after it started",
+        back.elapsed()
+    );
+    fresh.network.shutdown().await;
+    net.shutdown().await;
+}

@@ -1,0 +1,246 @@
+//! A hundred nodes of which a fifth lie: half drop every DHT request, half
+//! answer every request with each other and keep nothing they are sent.
+//! Agents published by honest nodes are still found by keyword and by id in
+//! at least 99% of a thousand lookups; the nodes that drop requests are
+//! struck out of routing tables. In-process nodes on the memory transport;
+//! the liars are libp2p swarms of their own (`support::liars`).
+
+use crate::support;
+
+use agentsite::net::{Keypair, PeerId, dht};
+use futures::StreamExt as _;
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+use support::liars::{Liar, Lie, Wire};
+use support::testnet::{SplitMix, Testnet};
+
+const HONEST: usize = 80;
+const LIARS: usize = 20;
+const AGENTS: usize = 20;
+const LOOKUPS: usize = 1000;
+
+/// What a batch of lookups measured.
+pub struct Lookups {
+    pub succeeded: usize,
+    pub latencies: Vec<Duration>,
+    pub requests: Vec<u32>,
+    pub first_miss: Option<String>,
+}
+
+impl Lookups {
+    pub fn percentile(&self, p: f64) -> Duration {
+        let mut sorted = self.latencies.clone();
+        sorted.sort_unstable();
+        sorted
+            .get(((sorted.len() as f64 - 1.0) * p).round() as usize)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    pub fn mean_requests(&self) -> f64 {
+        self.requests.iter().map(|r| *r as f64).sum::<f64>() / self.requests.len().max(1) as f64
+    }
+
+    /// Fails unless at least 99% of the lookups succeeded.
+    pub fn expect_99_percent(&self) {
+        assert!(
+            self.succeeded * 100 >= self.latencies.len() * 99,
+            "{}; first miss: {:?}",
+            self.summary(),
+            self.first_miss
+        );
+    }
+
+    pub fn summary(&self) -> String {
+        format!(
+            "{} of {} succeeded, p50 {:.0?}, p99 {:.0?}, {:.1} requests per keyword lookup",
+            self.succeeded,
+            self.latencies.len(),
+            self.percentile(0.5),
+            self.percentile(0.99),
+            self.mean_requests()
+        )
+    }
+}
+
+/// Publishes `AGENTS` agents from honest nodes spread over `net` (those at
+/// `publishers`), each with its own skill word; returns (publisher, skill,
+/// id) for each.
+pub async fn publish_agents(
+    net: &Testnet,
+    publishers: &[usize],
+) -> Vec<(usize, String, agentsite::AgentId)> {
+    let mut published = Vec::new();
+    for (i, publisher) in publishers.iter().enumerate() {
+        let node = &net.nodes[*publisher];
+        let skill = format!("skill{i}");
+        let manifest = node.make_agent(&format!("sim-agent-{i}"), &["planet", &skill], 2048);
+        let report = node.network.publish(manifest.clone()).await.unwrap();
+        assert!(report.record_replicas > 0, "{report:?}");
+        assert_eq!(report.provider_keys_unconfirmed, 0, "{report:?}");
+        published.push((*publisher, skill, manifest.id()));
+    }
+    published
+}
+
+/// `count` lookups from random seekers among `seekers` for random agents of
+/// `published`: each finds the agent's host by its skill word and its
+/// manifest by its id.
+pub async fn look_up(
+    net: &Testnet,
+    seekers: &[usize],
+    published: &[(usize, String, agentsite::AgentId)],
+    count: usize,
+    seed: u64,
+) -> Lookups {
+    let mut random = SplitMix(seed);
+    let plan: Vec<(usize, usize)> = (0..count)
+        .map(|_| {
+            (
+                seekers[random.below(seekers.len())],
+                random.below(published.len()),
+            )
+        })
+        .collect();
+    let lookups = futures::stream::iter(plan)
+        .map(|(seeker, agent)| async move {
+            let (publisher, skill, id) = &published[agent];
+            let publisher_id = net.nodes[*publisher].network.peer_id();
+            let network = &net.nodes[seeker].network;
+            let started = Instant::now();
+            let by_word = network.providers(dht::keyword_key(skill), 1).await;
+            let by_id = network.manifest(*id).await;
+            let outcome = match (by_word, by_id) {
+                (Ok(found), Ok(manifest))
+                    if (found.providers.contains(&publisher_id) || seeker == *publisher)
+                        && manifest.id() == *id =>
+                {
+                    Ok(found.requests)
+                }
+                (by_word, by_id) => Err(format!(
+                    "node {seeker} looking for {id}: by word {:?}, by id {:?}",
+                    by_word.map(|f| f.providers),
+                    by_id.map(|m| m.id())
+                )),
+            };
+            (outcome, started.elapsed())
+        })
+        // Lookups mostly wait (on requests that are never answered): many
+        // at once, as many seekers would.
+        .buffer_unordered(100)
+        .collect();
+    let results: Vec<(Result<u32, String>, Duration)> =
+        tokio::time::timeout(Duration::from_secs(600), lookups)
+            .await
+            .expect("the lookups end within 10 min");
+    let mut lookups = Lookups {
+        succeeded: 0,
+        latencies: Vec::new(),
+        requests: Vec::new(),
+        first_miss: None,
+    };
+    for (outcome, latency) in results {
+        lookups.latencies.push(latency);
+        match outcome {
+            Ok(requests) => {
+                lookups.succeeded += 1;
+                lookups.requests.push(requests);
+            }
+            Err(miss) => {
+                lookups.first_miss.get_or_insert(miss);
+            }
+        }
+    }
+    lookups
+}
+
+/// Entries of `peers` in the routing tables of `net`'s nodes at `nodes`.
+pub async fn entries_of(net: &Testnet, nodes: &[usize], peers: &HashSet<PeerId>) -> usize {
+    let mut entries = 0;
+    for node in nodes {
+        let table = net.nodes[*node].network.routing_table().await.unwrap();
+        entries += table.iter().filter(|peer| peers.contains(peer)).count();
+    }
+    entries
+}
+
+/// Starts `count` liars, alternately dropping and misleading, each joining
+/// through three random nodes of `net`; the misleading ones know each other.
+pub async fn join_liars(net: &Testnet, count: usize, seed: u64) -> Vec<Liar> {
+    let mut random = SplitMix(seed);
+    let joining = (0..count).map(|i| {
+        let lie = if i % 2 == 0 { Lie::Drop } else { Lie::Mislead };
+        let bootstrap: Vec<_> = (0..3)
+            .map(|_| net.nodes[random.below(net.nodes.len())].addresses[0].clone())
+            .collect();
+        async move {
+            Liar::start(
+                lie,
+                Keypair::generate_ed25519(),
+                Wire::Memory,
+                "/memory/0".parse().unwrap(),
+                &bootstrap,
+            )
+            .await
+        }
+    });
+    let liars = futures::future::join_all(joining.collect::<Vec<_>>()).await;
+    let misleading: Vec<_> = liars
+        .iter()
+        .filter(|l| l.lie == Lie::Mislead)
+        .map(|l| (l.peer_id, l.address.clone()))
+        .collect();
+    for liar in &liars {
+        liar.know(&misleading);
+    }
+    liars
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_are_found_when_a_fifth_of_the_nodes_lie() {
+    let net = tokio::time::timeout(Duration::from_secs(180), Testnet::start(HONEST, 11))
+        .await
+        .expect("the honest nodes join");
+    let liars = join_liars(&net, LIARS, 5).await;
+    let honest: Vec<usize> = (0..HONEST).collect();
+    let dropping: HashSet<PeerId> = liars
+        .iter()
+        .filter(|l| l.lie == Lie::Drop)
+        .map(|l| l.peer_id)
+        .collect();
+    let all_liars: HashSet<PeerId> = liars.iter().map(|l| l.peer_id).collect();
+    let liar_entries = entries_of(&net, &honest, &all_liars).await;
+    let dropping_before = entries_of(&net, &honest, &dropping).await;
+    eprintln!(
+        "liars in honest routing tables: {liar_entries} entries ({dropping_before} of droppers)"
+    );
+    assert!(
+        liar_entries >= LIARS,
+        "the liars barely joined ({liar_entries} routing-table entries): the test would prove nothing"
+    );
+
+    // Published while the liars are there: some of each key's closest
+    // nodes are liars, which keep nothing.
+    let publishers: Vec<usize> = (0..AGENTS).map(|i| i * HONEST / AGENTS).collect();
+    let published = publish_agents(&net, &publishers).await;
+
+    let lookups = look_up(&net, &honest, &published, LOOKUPS, 3).await;
+    eprintln!(
+        "with {LIARS} liars among {} nodes: {}",
+        HONEST + LIARS,
+        lookups.summary()
+    );
+    lookups.expect_99_percent();
+
+    // The nodes that drop requests were struck out of routing tables.
+    let dropping_after = entries_of(&net, &honest, &dropping).await;
+    eprintln!(
+        "droppers in honest routing tables: {dropping_before} before the lookups, {dropping_after} after"
+    );
+    assert!(
+        dropping_after < dropping_before,
+        "no dropping node was struck out: {dropping_before} entries before, {dropping_after} after"
+    );
+    drop(liars);
+    net.shutdown().await;
+}
