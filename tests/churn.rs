@@ -45,7 +45,7 @@ async fn agents_stay_found_when_a_third_of_the_nodes_leave() {
     // Twenty simulated publishers, and one full node (store, hub) whose
     // agent is a real component.
     let publishers: Vec<usize> = (0..AGENTS).map(|i| i * NODES / AGENTS).collect();
-    let published = publish_agents(&net, &publishers).await;
+    let published = publish_agents(&net, &publishers, "skill").await;
     let hub_dir = tempfile::tempdir().unwrap();
     let hub_key = Keypair::generate_ed25519();
     let entry: Vec<_> = publishers[..3]

@@ -2,7 +2,9 @@
 //! answer every request with each other and keep nothing they are sent.
 //! Agents published by honest nodes are still found by keyword and by id in
 //! at least 99% of a thousand lookups; the nodes that drop requests are
-//! struck out of routing tables. In-process nodes on the memory transport;
+//! struck out of routing tables. The same lookups among the honest nodes
+//! before the liars join are the baseline the figures printed compare with
+//! (BENCHMARKS.md). In-process nodes on the memory transport;
 //! the liars are libp2p swarms of their own (`support::liars`).
 
 use crate::support;
@@ -63,18 +65,19 @@ impl Lookups {
     }
 }
 
-/// Publishes `AGENTS` agents from honest nodes spread over `net` (those at
-/// `publishers`), each with its own skill word; returns (publisher, skill,
-/// id) for each.
+/// Publishes an agent from each node of `net` at `publishers`, each with its
+/// own skill word (`word` and a number); returns (publisher, skill, id) for
+/// each.
 pub async fn publish_agents(
     net: &Testnet,
     publishers: &[usize],
+    word: &str,
 ) -> Vec<(usize, String, agentsite::AgentId)> {
     let mut published = Vec::new();
     for (i, publisher) in publishers.iter().enumerate() {
         let node = &net.nodes[*publisher];
-        let skill = format!("skill{i}");
-        let manifest = node.make_agent(&format!("sim-agent-{i}"), &["planet", &skill], 2048);
+        let skill = format!("{word}{i}");
+        let manifest = node.make_agent(&format!("sim-agent-{word}-{i}"), &["planet", &skill], 2048);
         let report = node.network.publish(manifest.clone()).await.unwrap();
         assert!(report.record_replicas > 0, "{report:?}");
         assert_eq!(report.provider_keys_unconfirmed, 0, "{report:?}");
@@ -201,8 +204,16 @@ async fn agents_are_found_when_a_fifth_of_the_nodes_lie() {
     let net = tokio::time::timeout(Duration::from_secs(180), Testnet::start(HONEST, 11))
         .await
         .expect("the honest nodes join");
-    let liars = join_liars(&net, LIARS, 5).await;
     let honest: Vec<usize> = (0..HONEST).collect();
+    let publishers: Vec<usize> = (0..AGENTS).map(|i| i * HONEST / AGENTS).collect();
+
+    // The same lookups among honest nodes alone, to compare with.
+    let published = publish_agents(&net, &publishers, "honest").await;
+    let lookups = look_up(&net, &honest, &published, LOOKUPS, 3).await;
+    eprintln!("{HONEST} honest nodes: {}", lookups.summary());
+    lookups.expect_99_percent();
+
+    let liars = join_liars(&net, LIARS, 5).await;
     let dropping: HashSet<PeerId> = liars
         .iter()
         .filter(|l| l.lie == Lie::Drop)
@@ -221,8 +232,7 @@ async fn agents_are_found_when_a_fifth_of_the_nodes_lie() {
 
     // Published while the liars are there: some of each key's closest
     // nodes are liars, which keep nothing.
-    let publishers: Vec<usize> = (0..AGENTS).map(|i| i * HONEST / AGENTS).collect();
-    let published = publish_agents(&net, &publishers).await;
+    let published = publish_agents(&net, &publishers, "skill").await;
 
     let lookups = look_up(&net, &honest, &published, LOOKUPS, 3).await;
     eprintln!(
