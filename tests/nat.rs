@@ -93,6 +93,16 @@ fn connections_to(cli: &Cli, host: &Host, peer: &str) -> Vec<String> {
 }
 
 /// The whole journey over `transport`, the second home behind `second`.
+/// Fetches the agent `id` with `cli` on `host` and checks it is installed.
+fn fetched(cli: &Cli, host: &Host, id: &str) {
+    cli.run_on(host, &["fetch", id]).success();
+    let installed = cli.run_on(host, &["ls", "--json"]).json();
+    assert!(
+        installed.as_array().unwrap().iter().any(|a| a["id"] == id),
+        "{installed}"
+    );
+}
+
 fn homes_behind_nats(transport: Transport, second: Nat) {
     let Some(mut internet) = Internet::new() else {
         return;
@@ -102,6 +112,15 @@ fn homes_behind_nats(transport: Transport, second: Nat) {
     let home2 = internet.home(2, second);
     let [p, h1, h2] = [(); 3].map(|_| Cli::new());
     let calculator = h1.add(&["calculator"]).remove(0);
+    // An agent larger than a relay carries in one circuit (4 MiB here), even
+    // split between a relayed and a direct connection.
+    let large_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(large_file.path(), support::padded_agent("text", 12 << 20)).unwrap();
+    let large = h1
+        .run(&["add", large_file.path().to_str().unwrap()])
+        .success()
+        .trim()
+        .to_owned();
 
     let relay = node(&public, &p, transport, None);
     let relay_id = relay.peer_id().unwrap().to_owned();
@@ -136,7 +155,7 @@ fn homes_behind_nats(transport: Transport, second: Nat) {
 
     // Home 1 publishes; home 2 finds the agent, calls it where it lives and
     // fetches it, all through the relay at first.
-    h1.run_on(&home1, &["publish", "calculator"]).success();
+    h1.run_on(&home1, &["publish", &calculator]).success();
     eventually(
         Duration::from_secs(60),
         "home 2 finds the calculator",
@@ -165,20 +184,15 @@ fn homes_behind_nats(transport: Transport, second: Nat) {
         )
         .json();
     assert_eq!(answer["content"][0]["text"], "5.0", "{answer}");
-    h2.run_on(&home2, &["fetch", &calculator]).success();
-    let installed = h2.run_on(&home2, &["ls", "--json"]).json();
-    assert!(
-        installed
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|a| a["id"] == calculator.as_str()),
-        "{installed}"
-    );
+    fetched(&h2, &home2, &calculator);
 
-    // Where both routers keep ports, the homes end up connected directly.
+    // Where both routers keep ports, the homes end up connected directly,
+    // and the large agent, fetched at once, waits for that connection and
+    // comes whole.
     match second {
         Nat::PortPreserving => {
+            h1.run_on(&home1, &["publish", &large]).success();
+            fetched(&h2, &home2, &large);
             let direct = transport.name();
             eventually(
                 Duration::from_secs(60),

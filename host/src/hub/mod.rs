@@ -7,6 +7,7 @@
 //! beyond manifests and bytes, and the node knows nothing of peers.
 
 mod announced;
+mod direct;
 mod index;
 mod library;
 pub(crate) mod metrics;
@@ -735,6 +736,7 @@ impl Hub {
             size,
             providers: providers.len(),
         });
+        let providers = direct::providers_for(&self.network, size, providers).await;
         let on_bytes = |done: u64| progress(FetchProgress::Bytes { done, size });
         let (bytes, report) =
             fetch::download(&self.network, &manifest, &providers, &on_bytes).await?;

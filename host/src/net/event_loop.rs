@@ -53,6 +53,10 @@ pub(super) enum Command {
     RoutingTable {
         reply: Reply<Vec<PeerId>>,
     },
+    PreferDirect {
+        peer: PeerId,
+        reply: Reply<bool>,
+    },
     Joined {
         reply: Reply<()>,
     },
@@ -410,6 +414,9 @@ impl EventLoop {
                 let kad = &mut self.swarm.behaviour_mut().kad;
                 let _ = reply.send(kad.kbuckets().map(|bucket| bucket.num_entries()).sum());
             }
+            Command::PreferDirect { peer, reply } => {
+                let _ = reply.send(self.prefer_direct(peer));
+            }
             Command::RoutingTable { reply } => {
                 let kad = &mut self.swarm.behaviour_mut().kad;
                 let peers = kad
@@ -708,6 +715,28 @@ impl EventLoop {
                 Err(e) => tracing::debug!("cannot listen through relay {relay}: {e}"),
             }
         }
+    }
+
+    /// Closes the relayed connections to `peer` if it has a direct one, so
+    /// that what is sent to it next goes direct; whether it has one.
+    fn prefer_direct(&mut self, peer: PeerId) -> bool {
+        let Some(known) = self.peers.get(&peer) else {
+            return false;
+        };
+        let relayed: Vec<libp2p::swarm::ConnectionId> = known
+            .connections
+            .iter()
+            .filter(|(_, (address, _))| reach::is_relayed(address))
+            .map(|(connection, _)| *connection)
+            .collect();
+        if relayed.len() == known.connections.len() {
+            return false;
+        }
+        for connection in relayed {
+            tracing::debug!(%peer, "closing a relayed connection: a direct one is open");
+            self.swarm.close_connection(connection);
+        }
+        true
     }
 
     /// Adds `peer` at `address` to the routing table, unless it is being

@@ -296,6 +296,14 @@ impl Network {
             .await
     }
 
+    /// Closes the relayed connections to `peer` when it has a direct one, so
+    /// that what goes to it next goes direct (a relay carries little);
+    /// whether it has a direct connection.
+    pub async fn prefer_direct(&self, peer: PeerId) -> Result<bool, NetError> {
+        self.ask(|reply| event_loop::Command::PreferDirect { peer, reply })
+            .await
+    }
+
     /// The peers this node's Kademlia routing table holds.
     pub async fn routing_table(&self) -> Result<Vec<PeerId>, NetError> {
         self.ask(|reply| event_loop::Command::RoutingTable { reply })
