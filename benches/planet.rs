@@ -23,6 +23,13 @@
 //!   downloaded by this process over loopback TCP in verified chunks.
 //! * `e2e`: a 50-node network; a fresh node searches for an agent, fetches
 //!   its 1 MiB component, verifies, compiles and calls it.
+//! * `nat`: on an internet of network namespaces (as root; skipped where
+//!   namespaces cannot be made), a public relay node and two homes behind
+//!   NATs, once behind a symmetric NAT (everything relayed) and once behind
+//!   port-keeping ones (hole punched, direct): the time each node takes to
+//!   know it is public or relayed, remote calls and fetches from one home to
+//!   the other as a person runs them (`agentsite call --remote`,
+//!   `agentsite fetch`, each a process of its own).
 //!
 //! Figures are printed as Markdown for BENCHMARKS.md. Needs the example
 //! agents (`cd examples && cargo build --release --target wasm32-wasip2`).
@@ -75,6 +82,9 @@ fn main() {
         }
         if wants("e2e") {
             search_to_first_call().await;
+        }
+        if wants("nat") {
+            tokio::task::spawn_blocking(through_nats).await.unwrap();
         }
     });
 }
@@ -627,4 +637,168 @@ async fn search_to_first_call() {
     );
     publisher.network().shutdown().await;
     net.shutdown().await;
+}
+
+const NAT_CALLS: usize = 20;
+/// A relayed fetch must fit in one circuit of the relay (4 MiB).
+const NAT_SMALL_FETCH: usize = 3 * 1024 * 1024;
+const NAT_FETCHES: usize = 3;
+
+/// Polls `agentsite id --json` on `host` until its reachability is `state`;
+/// how long that took from `since`.
+fn known_as(
+    cli: &support::Cli,
+    host: &support::netns::Host,
+    state: &str,
+    since: Instant,
+) -> Duration {
+    loop {
+        let id = cli.run_on(host, &["id", "--json"]).json();
+        if id["reachability"]["state"] == state {
+            return since.elapsed();
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(120),
+            "never {state}: {id}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn through_nats() {
+    use support::behind_nat::{Transport, connections_to, node};
+    use support::netns::{Internet, Nat};
+    println!(
+        "\n| NATs | public known | relayed known (home 1, home 2) | remote call p50 (min, max) | fetch 3 MiB p50 | fetch 16 MiB p50 |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for (second, path) in [(Nat::Symmetric, "relayed"), (Nat::PortPreserving, "direct")] {
+        let Some(mut internet) = Internet::new() else {
+            println!("nat: skipped (no network namespaces here)");
+            return;
+        };
+        let public = internet.public_host(1);
+        let home1 = internet.home(1, Nat::PortPreserving);
+        let home2 = internet.home(2, second);
+        let [p, h1, h2] = [(); 3].map(|_| support::Cli::new());
+        h1.add(&["calculator"]);
+        let add_padded = |size: usize, n: usize| {
+            let file = h1.data().join(format!("padded-{size}-{n}.wasm"));
+            let mut bytes = support::padded_agent("text", size);
+            // Each its own agent (a distinct id), fetched once.
+            bytes.extend(leb_custom_section(n));
+            std::fs::write(&file, bytes).unwrap();
+            h1.run(&["add", file.to_str().unwrap()])
+                .success()
+                .trim()
+                .to_owned()
+        };
+        let small: Vec<String> = (0..NAT_FETCHES)
+            .map(|n| add_padded(NAT_SMALL_FETCH, n))
+            .collect();
+        let large: Vec<String> = match second {
+            Nat::PortPreserving => (0..NAT_FETCHES)
+                .map(|n| add_padded(FETCH_BYTES, n))
+                .collect(),
+            Nat::Symmetric => Vec::new(),
+        };
+
+        let relay_started = Instant::now();
+        let relay = node(&public, &p, Transport::Tcp, None);
+        let relay_id = relay.peer_id().unwrap().to_owned();
+        let bootstrap = Transport::Tcp.address(&public, &relay_id);
+        let homes_started = Instant::now();
+        let node1 = node(&home1, &h1, Transport::Tcp, Some(&bootstrap));
+        let node2 = node(&home2, &h2, Transport::Tcp, Some(&bootstrap));
+        let id1 = node1.peer_id().unwrap().to_owned();
+        let public_known = known_as(&p, &public, "public", relay_started);
+        let relayed_known = [
+            known_as(&h1, &home1, "relayed", homes_started),
+            known_as(&h2, &home2, "relayed", homes_started),
+        ];
+        for id in small.iter().chain(&large) {
+            h1.run_on(&home1, &["publish", id]).success();
+        }
+        h1.run_on(&home1, &["publish", "calculator"]).success();
+        // The first call finds the agent and connects (through the relay).
+        let call = || support::behind_nat::remote_add(&h2, &home2);
+        let started = Instant::now();
+        while call()["content"][0]["text"] != "5.0" {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "home 2 never called home 1"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let wanted = if path == "direct" { "tcp" } else { "relayed" };
+        let started = Instant::now();
+        loop {
+            let via = connections_to(&h2, &home2, &id1);
+            let settled = match path {
+                "direct" => via.iter().any(|t| t == "tcp"),
+                _ => !via.is_empty() && via.iter().all(|t| t == "relayed"),
+            };
+            if settled {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "never {wanted}: {via:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let mut calls: Vec<Duration> = (0..NAT_CALLS)
+            .map(|_| {
+                let started = Instant::now();
+                assert_eq!(call()["content"][0]["text"], "5.0");
+                started.elapsed()
+            })
+            .collect();
+        calls.sort_unstable();
+        let fetch_all = |ids: &[String]| -> Option<Duration> {
+            let mut times: Vec<Duration> = ids
+                .iter()
+                .map(|id| {
+                    let started = Instant::now();
+                    h2.run_on(&home2, &["fetch", id]).success();
+                    started.elapsed()
+                })
+                .collect();
+            times.sort_unstable();
+            (!times.is_empty()).then(|| percentile(&times, 50.0))
+        };
+        let small_p50 = fetch_all(&small);
+        let large_p50 = fetch_all(&large);
+        let shown = |d: Option<Duration>| match d {
+            Some(d) => format!("{:.0} ms", ms(d)),
+            None => "— (more than a relay circuit carries)".to_owned(),
+        };
+        println!(
+            "| {} ({path}) | {:.1} s | {:.1} s, {:.1} s | {:.0} ms ({:.0}, {:.0}) | {} | {} |",
+            match second {
+                Nat::Symmetric => "symmetric",
+                Nat::PortPreserving => "port-keeping",
+            },
+            public_known.as_secs_f64(),
+            relayed_known[0].as_secs_f64(),
+            relayed_known[1].as_secs_f64(),
+            ms(percentile(&calls, 50.0)),
+            ms(calls[0]),
+            ms(*calls.last().unwrap()),
+            shown(small_p50),
+            shown(large_p50),
+        );
+        drop((node1, node2, relay));
+    }
+}
+
+/// A custom section naming `n`, to make padded agents distinct.
+fn leb_custom_section(n: usize) -> Vec<u8> {
+    let name = b"n";
+    let payload = n.to_le_bytes();
+    let size = 1 + name.len() + payload.len();
+    let mut section = vec![0u8, size as u8, name.len() as u8];
+    section.extend_from_slice(name);
+    section.extend_from_slice(&payload);
+    section
 }

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod behind_nat;
 pub mod hostile;
 pub mod liars;
 pub mod netns;

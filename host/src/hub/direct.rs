@@ -7,8 +7,10 @@
 //! relayed connections closed so that the chunks do not take them. While
 //! every connected provider is reached only through a relay, the download
 //! waits up to [`WAIT_FOR_DIRECT`] for hole punching to connect one directly
-//! (a round trip or two, where the NATs allow it). Past that it goes
-//! through the relay anyway, and says so: the relay may cut it short.
+//! (a round trip or two, where the NATs allow it), unless hole punching to
+//! each of them has failed already. Then it goes through the relay anyway,
+//! and says so: the relay may cut a circuit short, and the download goes on
+//! over the next one.
 
 use crate::net::{Network, PeerId, PeerInfo};
 use std::time::Duration;
@@ -76,11 +78,22 @@ pub async fn providers_for(network: &Network, size: u64, providers: Vec<PeerId>)
         if relayed.is_empty() {
             return providers;
         }
-        if tokio::time::Instant::now() >= deadline {
+        let hopeless = relayed.iter().all(|provider| {
+            peers
+                .iter()
+                .any(|info| info.peer_id == provider.to_string() && info.hole_punch_failed)
+        });
+        if hopeless || tokio::time::Instant::now() >= deadline {
             tracing::info!(
-                "downloading {:.1} MiB through a relay: no provider was connected directly within {} s, and the relay may cut the download short",
+                "downloading {:.1} MiB through a relay ({}), which may cut the download short",
                 size as f64 / (1024.0 * 1024.0),
-                WAIT_FOR_DIRECT.as_secs()
+                match hopeless {
+                    true => "hole punching to its providers failed".to_owned(),
+                    false => format!(
+                        "no provider connected directly within {} s",
+                        WAIT_FOR_DIRECT.as_secs()
+                    ),
+                }
             );
             return unconnected.into_iter().chain(relayed).collect();
         }
@@ -121,6 +134,7 @@ mod tests {
             agentsite: true,
             connected_at: 0,
             dialed: true,
+            hole_punch_failed: false,
             connections: transports
                 .iter()
                 .map(|t| Connection {

@@ -106,6 +106,7 @@ mod tests {
             connected_at: at,
             dialed: true,
             connections: Vec::new(),
+            hole_punch_failed: false,
         }
     }
 

@@ -173,6 +173,9 @@ struct Peer {
     /// Its open connections: the address at the other end, and whether
     /// the peer dialed it.
     connections: HashMap<libp2p::swarm::ConnectionId, (Multiaddr, bool)>,
+    /// Whether the last hole punch to it failed (its NAT or this node's
+    /// does not keep ports): its relayed connection stays relayed.
+    hole_punch_failed: bool,
 }
 
 pub(super) struct EventLoop {
@@ -399,6 +402,7 @@ impl EventLoop {
                                 transport: reach::transport(address).to_owned(),
                             })
                             .collect(),
+                        hole_punch_failed: peer.hole_punch_failed,
                     })
                     .collect();
                 peers.sort_by(|a, b| a.peer_id.cmp(&b.peer_id));
@@ -809,6 +813,7 @@ impl EventLoop {
                     dialed: endpoint.is_dialer(),
                     offers_relay: false,
                     connections: HashMap::new(),
+                    hole_punch_failed: false,
                 });
                 peer.connections.insert(
                     connection_id,
@@ -1001,13 +1006,19 @@ impl EventLoop {
             }
             BehaviourEvent::RelayClient(event) => tracing::debug!("relay client: {event:?}"),
             BehaviourEvent::Relay(event) => tracing::debug!("relay service: {event:?}"),
-            BehaviourEvent::Dcutr(event) => match event.result {
-                Ok(_) => tracing::info!(
-                    peer = %event.remote_peer_id,
-                    "relayed connection upgraded to a direct one"
-                ),
-                Err(e) => tracing::debug!(peer = %event.remote_peer_id, "{e}"),
-            },
+            BehaviourEvent::Dcutr(event) => {
+                let failed = event.result.is_err();
+                match event.result {
+                    Ok(_) => tracing::info!(
+                        peer = %event.remote_peer_id,
+                        "relayed connection upgraded to a direct one"
+                    ),
+                    Err(e) => tracing::debug!(peer = %event.remote_peer_id, "{e}"),
+                }
+                if let Some(peer) = self.peers.get_mut(&event.remote_peer_id) {
+                    peer.hole_punch_failed = failed;
+                }
+            }
         }
     }
 

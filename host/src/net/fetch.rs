@@ -199,6 +199,12 @@ impl<'a> Download<'a> {
     ) -> Result<(), FetchError> {
         let id = self.manifest.id;
         let mut in_flight: HashMap<PeerId, usize> = HashMap::new();
+        // Requests are numbered as sent. A failure counts against its
+        // provider only if the request was sent after the provider's last
+        // counted failure: a closed connection fails every request in flight
+        // on it at once, which is one failure, not sixteen.
+        let mut sent = 0u64;
+        let mut counted_up_to: HashMap<PeerId, u64> = HashMap::new();
         let mut requests = FuturesUnordered::new();
         let mut next_provider = 0usize;
         loop {
@@ -218,18 +224,21 @@ impl<'a> Download<'a> {
                 };
                 *in_flight.entry(provider).or_default() += 1;
                 let network = network.clone();
+                let number = sent;
+                sent += 1;
                 requests.push(async move {
                     let request = FetchRequest::Chunk {
                         id,
                         index: index as u32,
                     };
-                    (provider, index, network.request(provider, request).await)
+                    let answer = network.request(provider, request).await;
+                    (provider, index, number, answer)
                 });
             }
             if self.waiting.is_empty() && requests.is_empty() {
                 return Ok(());
             }
-            let Some((provider, index, answer)) = requests.next().await else {
+            let Some((provider, index, number, answer)) = requests.next().await else {
                 // Chunks wait but nobody is left to ask.
                 return Err(self.no_provider());
             };
@@ -254,13 +263,20 @@ impl<'a> Download<'a> {
                         Err(e) => e.to_string(),
                     };
                     tracing::debug!(%provider, %id, index, "chunk request failed: {reason}");
+                    self.waiting.push_back(index);
+                    if counted_up_to
+                        .get(&provider)
+                        .is_some_and(|up_to| number < *up_to)
+                    {
+                        continue;
+                    }
+                    counted_up_to.insert(provider, sent);
                     let count = self.failures.entry(provider).or_default();
                     *count += 1;
                     if *count >= MAX_FAILURES_PER_PROVIDER && self.usable.contains(&provider) {
                         self.usable.retain(|p| *p != provider);
                         self.failed.push(provider);
                     }
-                    self.waiting.push_back(index);
                 }
             }
             if self.usable.is_empty() && !self.waiting.is_empty() && requests.is_empty() {

@@ -194,6 +194,10 @@ pub struct PeerInfo {
     /// Its open connections: direct ones over TCP or QUIC, or relayed.
     #[serde(default)]
     pub connections: Vec<Connection>,
+    /// Whether the last attempt to turn a relayed connection to it into a
+    /// direct one (hole punching) failed: a NAT between does not allow it.
+    #[serde(default)]
+    pub hole_punch_failed: bool,
 }
 
 /// One connection to a peer.
