@@ -8,7 +8,6 @@
 //! Records live 40 s and are republished every 15 s here, for the test to
 //! see them expire; a real node keeps them for hours.
 
-use crate::lying_nodes::{look_up, publish_agents};
 use crate::support;
 
 use agentsite::net::dht::{self, Lifetimes};
@@ -16,6 +15,7 @@ use agentsite::net::fetch::{FetchRequest, FetchResponse};
 use agentsite::net::{Keypair, NetConfig};
 use agentsite::{AgentId, NodeConfig};
 use std::time::{Duration, Instant};
+use support::lookups::{look_up, publish_agents};
 use support::testnet::{Settings, SplitMix, Testnet, memory_config, node_with_hub_on};
 
 const NODES: usize = 100;

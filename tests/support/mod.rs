@@ -6,6 +6,7 @@
 pub mod behind_nat;
 pub mod hostile;
 pub mod liars;
+pub mod lookups;
 pub mod netns;
 pub mod scripted;
 pub mod testnet;

@@ -12,7 +12,7 @@
 //! and says so: the relay may cut a circuit short, and the download goes on
 //! over the next one.
 
-use crate::net::{Network, PeerId, PeerInfo};
+use crate::net::{Connection, Network, PeerId, PeerInfo};
 use std::time::Duration;
 
 /// The largest agent downloaded through a relay without waiting for a
@@ -31,10 +31,19 @@ enum Path {
     Unconnected,
 }
 
-fn path(peer: &PeerId, peers: &[PeerInfo]) -> Path {
+/// What this node's peer list says of `peer`.
+fn info<'a>(peer: &PeerId, peers: &'a [PeerInfo]) -> Option<&'a PeerInfo> {
     let id = peer.to_string();
-    match peers.iter().find(|p| p.peer_id == id) {
-        Some(info) if info.connections.iter().any(|c| c.transport != "relayed") => Path::Direct,
+    peers.iter().find(|p| p.peer_id == id)
+}
+
+fn is_relayed(connection: &Connection) -> bool {
+    connection.transport == "relayed"
+}
+
+fn path(peer: &PeerId, peers: &[PeerInfo]) -> Path {
+    match info(peer, peers) {
+        Some(info) if !info.connections.iter().all(is_relayed) => Path::Direct,
         Some(info) if !info.connections.is_empty() => Path::RelayedOnly,
         _ => Path::Unconnected,
     }
@@ -78,11 +87,9 @@ pub async fn providers_for(network: &Network, size: u64, providers: Vec<PeerId>)
         if relayed.is_empty() {
             return providers;
         }
-        let hopeless = relayed.iter().all(|provider| {
-            peers
-                .iter()
-                .any(|info| info.peer_id == provider.to_string() && info.hole_punch_failed)
-        });
+        let hopeless = relayed
+            .iter()
+            .all(|provider| info(provider, &peers).is_some_and(|i| i.hole_punch_failed));
         if hopeless || tokio::time::Instant::now() >= deadline {
             tracing::info!(
                 "downloading {:.1} MiB through a relay ({}), which may cut the download short",
@@ -110,9 +117,8 @@ async fn relayed_gone(network: &Network, peers: &[PeerId]) {
         let Ok(connected) = network.peers().await else {
             return;
         };
-        let closing = connected.iter().any(|info| {
-            peers.iter().any(|p| info.peer_id == p.to_string())
-                && info.connections.iter().any(|c| c.transport == "relayed")
+        let closing = peers.iter().any(|peer| {
+            info(peer, &connected).is_some_and(|i| i.connections.iter().any(is_relayed))
         });
         if !closing {
             return;
@@ -124,7 +130,6 @@ async fn relayed_gone(network: &Network, peers: &[PeerId]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::net::Connection;
 
     fn peer(id: PeerId, transports: &[&str]) -> PeerInfo {
         PeerInfo {

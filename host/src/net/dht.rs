@@ -124,6 +124,18 @@ pub(super) fn behaviour(
     kad
 }
 
+/// Every peer in `kad`'s routing table.
+pub(super) fn routing_table(kad: &mut kad::Behaviour<MemoryStore>) -> Vec<PeerId> {
+    kad.kbuckets()
+        .flat_map(|bucket| {
+            bucket
+                .iter()
+                .map(|entry| *entry.node.key.preimage())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// At most this many peers at one public IP address share a bucket.
 pub const PEERS_PER_IP_IN_BUCKET: usize = 2;
 

@@ -346,17 +346,8 @@ impl EventLoop {
             return;
         }
         let connected: HashSet<PeerId> = behaviour.gossip.0.all_peers().map(|(p, _)| *p).collect();
-        let known: Vec<PeerId> = behaviour
-            .kad
-            .kbuckets()
-            .flat_map(|bucket| {
-                bucket
-                    .iter()
-                    .map(|entry| *entry.node.key.preimage())
-                    .collect::<Vec<_>>()
-            })
-            .filter(|peer| !connected.contains(peer))
-            .collect();
+        let mut known = dht::routing_table(&mut behaviour.kad);
+        known.retain(|peer| !connected.contains(peer));
         let start = getrandom::u64().unwrap_or(0) as usize;
         for peer in mesh::peers_to_dial(wanted, &known, start) {
             let dial = DialOpts::peer_id(peer)
@@ -422,17 +413,7 @@ impl EventLoop {
                 let _ = reply.send(self.prefer_direct(peer));
             }
             Command::RoutingTable { reply } => {
-                let kad = &mut self.swarm.behaviour_mut().kad;
-                let peers = kad
-                    .kbuckets()
-                    .flat_map(|bucket| {
-                        bucket
-                            .iter()
-                            .map(|entry| *entry.node.key.preimage())
-                            .collect::<Vec<_>>()
-                    })
-                    .collect();
-                let _ = reply.send(peers);
+                let _ = reply.send(dht::routing_table(&mut self.swarm.behaviour_mut().kad));
             }
             Command::Joined { reply } => {
                 if self.joined {

@@ -164,7 +164,7 @@ impl NetworkBehaviour for Watched {
         connection: ConnectionId,
         event: THandlerOutEvent<Self>,
     ) {
-        if is_unanswered(&event) && self.1.len() < QUEUED {
+        if self.1.len() < QUEUED && is_unanswered(&event) {
             self.1.push_back(peer);
         }
         self.0.on_connection_handler_event(peer, connection, event)
