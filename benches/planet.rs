@@ -669,10 +669,16 @@ fn through_nats() {
     use support::behind_nat::{Transport, connections_to, node};
     use support::netns::{Internet, Nat};
     println!(
-        "\n| NATs | public known | relayed known (home 1, home 2) | remote call p50 (min, max) | fetch 3 MiB p50 | fetch 16 MiB p50 |"
+        "\n| transport | NATs | public known | relayed known (home 1, home 2) | remote call p50 (min, max) | fetch 3 MiB p50 | fetch 16 MiB p50 |"
     );
-    println!("|---|---|---|---|---|---|");
-    for (second, path) in [(Nat::Symmetric, "relayed"), (Nat::PortPreserving, "direct")] {
+    println!("|---|---|---|---|---|---|---|");
+    let setups = [Transport::Tcp, Transport::Quic]
+        .into_iter()
+        .flat_map(|transport| {
+            [(Nat::Symmetric, "relayed"), (Nat::PortPreserving, "direct")]
+                .map(|(second, path)| (transport, second, path))
+        });
+    for (transport, second, path) in setups {
         let Some(mut internet) = Internet::new() else {
             println!("nat: skipped (no network namespaces here)");
             return;
@@ -704,12 +710,12 @@ fn through_nats() {
         };
 
         let relay_started = Instant::now();
-        let relay = node(&public, &p, Transport::Tcp, None);
+        let relay = node(&public, &p, transport, None);
         let relay_id = relay.peer_id().unwrap().to_owned();
-        let bootstrap = Transport::Tcp.address(&public, &relay_id);
+        let bootstrap = transport.address(&public, &relay_id);
         let homes_started = Instant::now();
-        let node1 = node(&home1, &h1, Transport::Tcp, Some(&bootstrap));
-        let node2 = node(&home2, &h2, Transport::Tcp, Some(&bootstrap));
+        let node1 = node(&home1, &h1, transport, Some(&bootstrap));
+        let node2 = node(&home2, &h2, transport, Some(&bootstrap));
         let id1 = node1.peer_id().unwrap().to_owned();
         let public_known = known_as(&p, &public, "public", relay_started);
         let relayed_known = [
@@ -730,12 +736,16 @@ fn through_nats() {
             );
             std::thread::sleep(Duration::from_millis(200));
         }
-        let wanted = if path == "direct" { "tcp" } else { "relayed" };
+        let wanted = if path == "direct" {
+            transport.name()
+        } else {
+            "relayed"
+        };
         let started = Instant::now();
         loop {
             let via = connections_to(&h2, &home2, &id1);
             let settled = match path {
-                "direct" => via.iter().any(|t| t == "tcp"),
+                "direct" => via.iter().any(|t| t == transport.name()),
                 _ => !via.is_empty() && via.iter().all(|t| t == "relayed"),
             };
             if settled {
@@ -774,7 +784,8 @@ fn through_nats() {
             None => "— (more than a relay circuit carries)".to_owned(),
         };
         println!(
-            "| {} ({path}) | {:.1} s | {:.1} s, {:.1} s | {:.0} ms ({:.0}, {:.0}) | {} | {} |",
+            "| {} | {} ({path}) | {:.1} s | {:.1} s, {:.1} s | {:.0} ms ({:.0}, {:.0}) | {} | {} |",
+            transport.name(),
             match second {
                 Nat::Symmetric => "symmetric",
                 Nat::PortPreserving => "port-keeping",

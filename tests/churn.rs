@@ -176,3 +176,39 @@ async fn agents_stay_found_when_a_third_of_the_nodes_leave() {
     fresh.network.shutdown().await;
     net.shutdown().await;
 }
+
+/// Over QUIC too, what a publisher tells the nodes that keep its records
+/// stays with them after it leaves. A provider record is a one-way Kademlia
+/// message whose stream the sender drops as soon as it is written; over
+/// QUIC that told the receiver to stop sending before it had confirmed the
+/// protocol, and the record was lost (vendor/multistream-select).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_published_over_quic_stay_found_after_their_publisher_leaves() {
+    const QUIC_NODES: usize = 12;
+    let settings = Settings {
+        over_quic: true,
+        ..Settings::default()
+    };
+    let net = tokio::time::timeout(
+        Duration::from_secs(60),
+        Testnet::start_configured(QUIC_NODES, 29, settings),
+    )
+    .await
+    .expect("the network settles");
+    let publishers = [0, 1];
+    let published = publish_agents(&net, &publishers, "quic").await;
+    for n in publishers {
+        net.nodes[n].network.shutdown().await;
+    }
+    let seekers: Vec<usize> = (publishers.len()..QUIC_NODES).collect();
+    let lookups = look_up(&net, &seekers, &published, 50, 3).await;
+    eprintln!("over QUIC, publishers gone: {}", lookups.summary());
+    assert_eq!(
+        lookups.succeeded,
+        50,
+        "{}; first miss: {:?}",
+        lookups.summary(),
+        lookups.first_miss
+    );
+    net.shutdown().await;
+}

@@ -241,6 +241,9 @@ pub struct Testnet {
 pub struct Settings {
     pub idle_timeout: Duration,
     pub lifetimes: agentsite::net::dht::Lifetimes,
+    /// Nodes listen on loopback QUIC, as real nodes on the network's
+    /// transports, instead of the memory transport.
+    pub over_quic: bool,
 }
 
 impl Default for Settings {
@@ -248,6 +251,7 @@ impl Default for Settings {
         Settings {
             idle_timeout: SIM_IDLE_TIMEOUT,
             lifetimes: Default::default(),
+            over_quic: false,
         }
     }
 }
@@ -332,7 +336,14 @@ impl Testnet {
             // with little else (the 1024-node network took 20 minutes to
             // build with it on and had not finished).
             table_refresh: None,
-            ..memory_config(bootstrap)
+            ..match settings.over_quic {
+                true => NetConfig::new(
+                    vec!["/ip4/127.0.0.1/udp/0/quic-v1".parse().unwrap()],
+                    bootstrap,
+                    Transports::Network,
+                ),
+                false => memory_config(bootstrap),
+            }
         };
         let network = Network::start(keypair.clone(), config, shelf.clone())
             .await

@@ -752,6 +752,39 @@ impl EventLoop {
         }
     }
 
+    /// A dial to `peer` failed: if every address tried was public and the
+    /// peer is reached only through a relay, that was this side of a hole
+    /// punch (DCUtR dials the addresses the peer observed for itself), or a
+    /// dial just as hopeless. DCUtR reports a punch that gave up only to
+    /// the side that started it, which is the provider when this node
+    /// fetches from a peer behind a NAT, and only after its third attempt
+    /// (each one a dial that may wait out its timeout). One failure is
+    /// taken as the answer: libp2p's hole-punching measurements found
+    /// almost every punch that succeeds to succeed at its first attempt.
+    /// That lets a large fetch stop waiting for a direct connection that
+    /// will not come.
+    fn direct_dial_failed(&mut self, peer: PeerId, error: &DialError) {
+        let DialError::Transport(tried) = error else {
+            return;
+        };
+        let at_public = !tried.is_empty()
+            && tried
+                .iter()
+                .all(|(address, _)| reach::public_ip(address).is_some());
+        let Some(info) = self.peers.get_mut(&peer) else {
+            return;
+        };
+        let relayed_only = !info.connections.is_empty()
+            && info
+                .connections
+                .values()
+                .all(|(address, _)| reach::is_relayed(address));
+        if at_public && relayed_only && !info.hole_punch_failed {
+            tracing::debug!(%peer, "hole punching failed: a direct dial to a peer reached through a relay failed");
+            info.hole_punch_failed = true;
+        }
+    }
+
     fn block(&mut self, peer: PeerId, reason: &str) {
         tracing::warn!(%peer, "blocking peer: {reason}");
         let behaviour = self.swarm.behaviour_mut();
@@ -796,6 +829,9 @@ impl EventLoop {
                     connections: HashMap::new(),
                     hole_punch_failed: false,
                 });
+                if !reach::is_relayed(endpoint.get_remote_address()) {
+                    peer.hole_punch_failed = false;
+                }
                 peer.connections.insert(
                     connection_id,
                     (endpoint.get_remote_address().clone(), !endpoint.is_dialer()),
@@ -841,7 +877,10 @@ impl EventLoop {
                 peer_id: Some(peer),
                 error,
                 ..
-            } => self.dial_failed(peer, &error),
+            } => {
+                self.direct_dial_failed(peer, &error);
+                self.dial_failed(peer, &error);
+            }
             SwarmEvent::Behaviour(event) => self.on_behaviour_event(event),
             _ => {}
         }
