@@ -16,7 +16,7 @@ use agentsite::net::{Keypair, NetConfig};
 use agentsite::{AgentId, NodeConfig};
 use std::time::{Duration, Instant};
 use support::lookups::{look_up, publish_agents};
-use support::testnet::{Settings, SplitMix, Testnet, memory_config, node_with_hub_on};
+use support::testnet::{Settings, SimWire, SplitMix, Testnet, memory_config, node_with_hub_on};
 
 const NODES: usize = 100;
 const AGENTS: usize = 20;
@@ -186,7 +186,7 @@ async fn agents_stay_found_when_a_third_of_the_nodes_leave() {
 async fn agents_published_over_quic_stay_found_after_their_publisher_leaves() {
     const QUIC_NODES: usize = 12;
     let settings = Settings {
-        over_quic: true,
+        wire: SimWire::Quic,
         ..Settings::default()
     };
     let net = tokio::time::timeout(

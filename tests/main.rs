@@ -32,6 +32,7 @@ mod models;
 mod nat;
 mod planet;
 mod python_client;
+mod sybil;
 mod trust;
 mod typescript_client;
 mod web;

@@ -120,6 +120,20 @@ fn homes_behind_nats(transport: Transport, second: Nat) {
             );
         }
         Nat::Symmetric => {
+            // A second agent of 3 MiB: the two are more than one circuit
+            // carries, and the fetch goes on over the next one.
+            let second_file = tempfile::NamedTempFile::new().unwrap();
+            let mut bytes = support::padded_agent("text", 3 << 20);
+            // A custom section of its own (named "n"), for an id of its own.
+            bytes.extend([0u8, 3, 1, b'n', 7]);
+            std::fs::write(second_file.path(), bytes).unwrap();
+            let second_id = h1
+                .run(&["add", second_file.path().to_str().unwrap()])
+                .success()
+                .trim()
+                .to_owned();
+            h1.run_on(&home1, &["publish", &second_id]).success();
+            fetched(&h2, &home2, &second_id);
             let via = connections_to(&h2, &home2, &id1);
             assert!(
                 via.iter().all(|t| t == "relayed"),
@@ -148,4 +162,9 @@ fn homes_behind_nats_reach_each_other_through_a_relay_and_then_directly_over_qui
 #[test]
 fn a_home_behind_a_symmetric_nat_is_reached_through_the_relay() {
     homes_behind_nats(Transport::Tcp, Nat::Symmetric);
+}
+
+#[test]
+fn a_home_behind_a_symmetric_nat_is_reached_through_the_relay_over_quic() {
+    homes_behind_nats(Transport::Quic, Nat::Symmetric);
 }

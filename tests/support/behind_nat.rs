@@ -43,7 +43,8 @@ impl Transport {
 /// A node serving on `host`, joining through `bootstrap` if given.
 pub fn node(host: &Host, cli: &Cli, transport: Transport, bootstrap: Option<&str>) -> Server {
     let listen = transport.listen();
-    let mut args = vec!["--p2p-listen", listen.as_str()];
+    // At info, the log says how a large fetch went (tests read it).
+    let mut args = vec!["-v", "--p2p-listen", listen.as_str()];
     if let Some(bootstrap) = bootstrap {
         args.extend(["--bootstrap", bootstrap]);
     }

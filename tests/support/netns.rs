@@ -36,6 +36,26 @@ impl Host {
         command.args(["netns", "exec", &self.ns]).arg(program);
         command
     }
+
+    /// Runs `work` on a thread of its own inside this host's namespace:
+    /// the sockets it opens, and those of the threads it starts (a tokio
+    /// runtime's), are the host's. Its panic is this caller's.
+    pub fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> T {
+        use std::os::fd::AsRawFd as _;
+        let path = format!("/var/run/netns/{}", self.ns);
+        let namespace = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let inside = std::thread::spawn(move || {
+            // SAFETY: setns only switches this thread's network namespace,
+            // given a descriptor of one that stays open for the call.
+            let entered = unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(entered, 0, "setns: {}", std::io::Error::last_os_error());
+            drop(namespace);
+            work()
+        });
+        inside
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
 }
 
 /// The namespaces of one test's internet, removed on drop.
@@ -160,6 +180,47 @@ table ip filter {{
             ns,
             ip: Ipv4Addr::new(10, n, 0, 2),
         }
+    }
+
+    /// A host alone in its namespace whose loopback carries every address
+    /// of `hosts`, each with the TCP ports its programs listen and dial
+    /// from: what runs there sees each address as a host of its own (for
+    /// many in-process nodes at addresses they take as public, see
+    /// [`Host::run`]). On loopback the kernel gives a connection the
+    /// address it goes to as its source, so each connection leaving from
+    /// a host's ports is given the host's address (nftables source NAT),
+    /// as a peer at another host would see it; that needs the programs to
+    /// dial from the port they listen at (libp2p's port reuse).
+    pub fn room(&mut self, hosts: &[(Ipv4Addr, std::ops::Range<u16>)]) -> Host {
+        let ns = format!("{}room{}", self.prefix, self.namespaces.len());
+        self.namespace(&ns);
+        let mut sources = Vec::new();
+        for (address, ports) in hosts {
+            self.must(&[
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("{address}/32"),
+                "dev",
+                "lo",
+            ]);
+            sources.extend(ports.clone().map(|port| format!("{port} : {address}")));
+        }
+        let rules = format!(
+            "table ip room {{
+  chain post {{
+    type nat hook postrouting priority 100;
+    snat to tcp sport map {{ {} }}
+  }}
+}}
+",
+            sources.join(", ")
+        );
+        let mut nft = Command::new("ip");
+        nft.args(["netns", "exec", &ns, "nft", "-f", "-"]);
+        run_with_input(&mut nft, &rules);
+        Host { ns, ip: hosts[0].0 }
     }
 
     fn namespace(&mut self, ns: &str) {

@@ -241,9 +241,43 @@ pub struct Testnet {
 pub struct Settings {
     pub idle_timeout: Duration,
     pub lifetimes: agentsite::net::dht::Lifetimes,
-    /// Nodes listen on loopback QUIC, as real nodes on the network's
-    /// transports, instead of the memory transport.
-    pub over_quic: bool,
+    pub wire: SimWire,
+}
+
+/// What simulated nodes listen on and dial over.
+#[derive(Clone, Copy)]
+pub enum SimWire {
+    /// libp2p's in-process memory transport (noise and yamux included).
+    Memory,
+    /// QUIC on loopback, the network's transports of a real node.
+    Quic,
+    /// TCP, node `n` at the address and port the function gives (which
+    /// the test makes: see `netns::Internet::room`).
+    Tcp(fn(usize) -> std::net::SocketAddrV4),
+}
+
+impl SimWire {
+    /// The network configuration of node `n`, joining through `bootstrap`.
+    fn config(self, n: usize, bootstrap: Vec<Multiaddr>) -> NetConfig {
+        let on_network = |listen: String| NetConfig {
+            // Every listen address is reachable here: confirmed at once,
+            // as on the memory transport.
+            reachability: false,
+            ..NetConfig::new(
+                vec![listen.parse().unwrap()],
+                bootstrap.clone(),
+                Transports::Network,
+            )
+        };
+        match self {
+            SimWire::Memory => memory_config(bootstrap),
+            SimWire::Quic => on_network("/ip4/127.0.0.1/udp/0/quic-v1".into()),
+            SimWire::Tcp(address_of) => {
+                let at = address_of(n);
+                on_network(format!("/ip4/{}/tcp/{}", at.ip(), at.port()))
+            }
+        }
+    }
 }
 
 impl Default for Settings {
@@ -251,7 +285,7 @@ impl Default for Settings {
         Settings {
             idle_timeout: SIM_IDLE_TIMEOUT,
             lifetimes: Default::default(),
-            over_quic: false,
+            wire: SimWire::Memory,
         }
     }
 }
@@ -284,7 +318,7 @@ impl Testnet {
                     through.addresses[0].clone()
                 })
                 .collect();
-            nodes.push(Self::join(bootstrap, settings, None).await);
+            nodes.push(Self::join(nodes.len(), bootstrap, settings, None).await);
             if nodes.len().is_multiple_of(128) && nodes.len() < size {
                 eprintln!(
                     "testnet: {} of {size} nodes joined in {:.1?} (resident memory {} MB)",
@@ -309,17 +343,26 @@ impl Testnet {
 
     /// Starts one more node that joins through the node at `through`.
     pub async fn join_one(&self, through: usize) -> SimNode {
-        Self::join(self.nodes[through].addresses.clone(), self.settings, None).await
+        let n = self.nodes.len();
+        Self::join(
+            n,
+            self.nodes[through].addresses.clone(),
+            self.settings,
+            None,
+        )
+        .await
     }
 
     /// Starts a node with `keypair` (a node restarting) that joins through
     /// the node at `through`.
     pub async fn rejoin(&self, through: usize, keypair: Keypair) -> SimNode {
         let bootstrap = self.nodes[through].addresses.clone();
-        Self::join(bootstrap, self.settings, Some(keypair)).await
+        Self::join(self.nodes.len(), bootstrap, self.settings, Some(keypair)).await
     }
 
+    /// Starts node `n` (which picks its address on some wires).
     async fn join(
+        n: usize,
         bootstrap: Vec<Multiaddr>,
         settings: Settings,
         keypair: Option<Keypair>,
@@ -336,14 +379,7 @@ impl Testnet {
             // with little else (the 1024-node network took 20 minutes to
             // build with it on and had not finished).
             table_refresh: None,
-            ..match settings.over_quic {
-                true => NetConfig::new(
-                    vec!["/ip4/127.0.0.1/udp/0/quic-v1".parse().unwrap()],
-                    bootstrap,
-                    Transports::Network,
-                ),
-                false => memory_config(bootstrap),
-            }
+            ..settings.wire.config(n, bootstrap)
         };
         let network = Network::start(keypair.clone(), config, shelf.clone())
             .await

@@ -9,6 +9,7 @@
 //! DCUtR hole punching.
 
 use super::keep_alive::OwnKeepAlive;
+use super::loopback::LocalLoopback;
 use super::{NetConfig, Transports, dht, fetch, gossip, one_host, rpc, strikes};
 use libp2p::core::muxing::StreamMuxerBox;
 use libp2p::core::transport::Boxed;
@@ -38,7 +39,9 @@ pub(super) struct Behaviour {
     pub kad: strikes::Watched,
     /// Only mesh connections stay open for gossip's sake (see [`OwnKeepAlive`]).
     pub gossip: OwnKeepAlive<gossipsub::Behaviour>,
-    pub identify: identify::Behaviour,
+    /// Identify, not offering remote peers' loopback addresses for dials
+    /// (see [`LocalLoopback`]).
+    pub identify: LocalLoopback<identify::Behaviour>,
     pub fetch: fetch::Behaviour,
     pub rpc: rpc::Behaviour,
     pub mdns: Toggle<mdns::tokio::Behaviour>,
@@ -79,11 +82,11 @@ impl Behaviour {
                 config.lifetimes,
             )),
             gossip: OwnKeepAlive(gossip::behaviour()?),
-            identify: identify::Behaviour::new(
+            identify: LocalLoopback::new(identify::Behaviour::new(
                 identify::Config::new(PROTOCOL_VERSION.into(), keypair.public())
                     .with_agent_version(format!("agentsite/{}", env!("CARGO_PKG_VERSION")))
                     .with_push_listen_addr_updates(true),
-            ),
+            )),
             fetch: fetch::behaviour(),
             rpc: rpc::behaviour(),
             mdns: mdns.into(),

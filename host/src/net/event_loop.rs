@@ -10,7 +10,7 @@ use super::reach::{self, Reach, RelayCandidate, RelayService};
 use super::rpc;
 use super::{
     Library, NetConfig, NetError, PeerInfo, ProviderLookup, PublishReport, dht, gossip, mesh,
-    strikes,
+    one_host, strikes,
 };
 use crate::AgentId;
 use crate::store::manifest::SignedManifest;
@@ -916,6 +916,22 @@ impl EventLoop {
                     // It stopped answering DHT queries (it found itself
                     // unreachable): peers must not be sent to it.
                     self.swarm.behaviour_mut().kad.remove_peer(&peer_id);
+                }
+                if speaks_dht
+                    && let Some(ip) = self
+                        .swarm
+                        .behaviour_mut()
+                        .one_host
+                        .dht_server_past_limit(peer_id)
+                {
+                    tracing::debug!(
+                        %peer_id,
+                        "disconnecting: already connected to {} DHT peers at {ip}",
+                        one_host::PEERS_PER_HOST
+                    );
+                    self.swarm.behaviour_mut().kad.remove_peer(&peer_id);
+                    let _ = self.swarm.disconnect_peer_id(peer_id);
+                    return;
                 }
                 if speaks_dht {
                     // A peer's loopback addresses are this machine's unless

@@ -16,11 +16,13 @@ mod fetch_codec;
 pub mod gossip;
 pub mod identity;
 mod keep_alive;
+mod loopback;
 mod mesh;
 mod one_host;
 pub mod reach;
 pub mod rpc;
 mod strikes;
+mod wrapped;
 
 use crate::AgentId;
 use crate::agent::tool::ToolOutput;

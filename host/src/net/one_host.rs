@@ -10,8 +10,15 @@
 //! peers in the lookup, so the closest peers it ends with hold at most
 //! [`PEERS_PER_HOST`] from one host and honest nodes beside them.
 //!
-//! Only connections this node opens are limited: many honest nodes behind
-//! one carrier NAT may dial in. Private and loopback addresses are exempt
+//! A connection a peer opens is not refused: many honest nodes behind one
+//! carrier NAT may dial in. But they cannot be dialed back, so they serve
+//! the DHT as clients only; a peer that dialed in and turns out (by
+//! identify) to answer DHT queries is one too many when this node is
+//! connected to [`PEERS_PER_HOST`] other such peers at its IP already, and
+//! is disconnected before Kademlia learns of it ([`Behaviour::dht_server_past_limit`]).
+//! Without that, sybils that dial in first (their own lookups reach every
+//! node) were all there for the next lookup to ask, and a publisher's
+//! records went to them alone. Private and loopback addresses are exempt
 //! (nodes on one machine or LAN are one operator's), and so are relayed
 //! connections, whose IP is the relay's.
 
@@ -22,7 +29,7 @@ use libp2p::swarm::{
     ConnectionDenied, ConnectionId, FromSwarm, NetworkBehaviour, THandler, THandlerInEvent,
     THandlerOutEvent, ToSwarm, dummy,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 use std::task::{Context, Poll};
 
@@ -38,6 +45,8 @@ pub struct TooManyPeersAtHost(IpAddr);
 #[derive(Default)]
 pub struct Behaviour {
     connections: HashMap<IpAddr, Vec<(ConnectionId, PeerId)>>,
+    /// Connected peers known to answer DHT queries.
+    dht_servers: HashSet<PeerId>,
 }
 
 impl Behaviour {
@@ -55,6 +64,36 @@ impl Behaviour {
             at.retain(|(id, _)| *id != connection);
             !at.is_empty()
         });
+        let connections = &self.connections;
+        self.dht_servers
+            .retain(|server| connections.values().flatten().any(|(_, p)| p == server));
+    }
+
+    /// `peer` was found to answer DHT queries. Returns its IP address if it
+    /// is one such peer too many there (this node is connected to
+    /// [`PEERS_PER_HOST`] others at that IP, which is where it connected
+    /// from): the caller disconnects it. Else it counts as one from now on.
+    pub fn dht_server_past_limit(&mut self, peer: PeerId) -> Option<IpAddr> {
+        let ips: Vec<IpAddr> = self
+            .connections
+            .iter()
+            .filter(|(_, at)| at.iter().any(|(_, p)| *p == peer))
+            .map(|(ip, _)| *ip)
+            .collect();
+        for ip in ips {
+            let mut servers: Vec<PeerId> = self.connections[&ip]
+                .iter()
+                .map(|(_, p)| *p)
+                .filter(|p| *p != peer && self.dht_servers.contains(p))
+                .collect();
+            servers.sort_unstable();
+            servers.dedup();
+            if servers.len() >= PEERS_PER_HOST {
+                return Some(ip);
+            }
+        }
+        self.dht_servers.insert(peer);
+        None
     }
 
     /// Other peers than `peer` this node is connected to at `ip`.
@@ -193,6 +232,52 @@ mod tests {
                 )
                 .is_ok()
         );
+    }
+
+    fn inbound(b: &mut Behaviour, peer: PeerId, remote: &str) -> ConnectionId {
+        let connection = next_connection();
+        b.handle_established_inbound_connection(
+            connection,
+            peer,
+            &address("/ip4/0.0.0.0/tcp/4077"),
+            &address(remote),
+        )
+        .unwrap();
+        connection
+    }
+
+    #[test]
+    fn a_fifth_dht_server_dialing_in_from_one_public_address_is_one_too_many() {
+        let mut limit = Behaviour::default();
+        let host = "/ip4/198.51.100.7/tcp/4001";
+        let servers: Vec<PeerId> = (0..PEERS_PER_HOST + 2).map(|_| PeerId::random()).collect();
+        let connections: Vec<ConnectionId> = servers
+            .iter()
+            .map(|peer| inbound(&mut limit, *peer, host))
+            .collect();
+        let refused: Vec<bool> = servers
+            .iter()
+            .map(|peer| limit.dht_server_past_limit(*peer).is_some())
+            .collect();
+        assert_eq!(refused, [false, false, false, false, true, true]);
+        // Peers there that are DHT clients only (a carrier NAT's users) do
+        // not count, and another host has room of its own.
+        for _ in 0..10 {
+            inbound(&mut limit, PeerId::random(), host);
+        }
+        let elsewhere = PeerId::random();
+        inbound(&mut limit, elsewhere, "/ip4/198.51.100.8/tcp/4001");
+        assert!(limit.dht_server_past_limit(elsewhere).is_none());
+        // One of the four leaves: the next is welcome.
+        limit.forget(connections[0]);
+        assert!(limit.dht_server_past_limit(servers[4]).is_none());
+        assert!(limit.dht_server_past_limit(servers[5]).is_some());
+        // Loopback and LAN peers are one operator's.
+        for _ in 0..PEERS_PER_HOST + 1 {
+            let peer = PeerId::random();
+            inbound(&mut limit, peer, "/ip4/127.0.0.1/tcp/4001");
+            assert!(limit.dht_server_past_limit(peer).is_none());
+        }
     }
 
     #[test]

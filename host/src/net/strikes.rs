@@ -12,11 +12,11 @@
 //! being sent to it, and leaves it out until its time is served.
 
 use libp2p::PeerId;
-use libp2p::core::{Endpoint, Multiaddr, transport::PortUse};
+use libp2p::core::{Endpoint, Multiaddr};
 use libp2p::kad;
 use libp2p::swarm::{
-    ConnectionDenied, ConnectionId, FromSwarm, NetworkBehaviour, THandler, THandlerInEvent,
-    THandlerOutEvent, ToSwarm,
+    ConnectionDenied, ConnectionId, FromSwarm, NetworkBehaviour, THandlerInEvent, THandlerOutEvent,
+    ToSwarm,
 };
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
@@ -101,26 +101,7 @@ impl NetworkBehaviour for Watched {
         <kad::Behaviour<kad::store::MemoryStore> as NetworkBehaviour>::ConnectionHandler;
     type ToSwarm = Event;
 
-    fn handle_pending_inbound_connection(
-        &mut self,
-        connection_id: ConnectionId,
-        local_addr: &Multiaddr,
-        remote_addr: &Multiaddr,
-    ) -> Result<(), ConnectionDenied> {
-        self.0
-            .handle_pending_inbound_connection(connection_id, local_addr, remote_addr)
-    }
-
-    fn handle_established_inbound_connection(
-        &mut self,
-        connection_id: ConnectionId,
-        peer: PeerId,
-        local_addr: &Multiaddr,
-        remote_addr: &Multiaddr,
-    ) -> Result<THandler<Self>, ConnectionDenied> {
-        self.0
-            .handle_established_inbound_connection(connection_id, peer, local_addr, remote_addr)
-    }
+    super::wrapped::pass_connections_to!(0);
 
     fn handle_pending_outbound_connection(
         &mut self,
@@ -134,23 +115,6 @@ impl NetworkBehaviour for Watched {
             maybe_peer,
             addresses,
             effective_role,
-        )
-    }
-
-    fn handle_established_outbound_connection(
-        &mut self,
-        connection_id: ConnectionId,
-        peer: PeerId,
-        addr: &Multiaddr,
-        role_override: Endpoint,
-        port_use: PortUse,
-    ) -> Result<THandler<Self>, ConnectionDenied> {
-        self.0.handle_established_outbound_connection(
-            connection_id,
-            peer,
-            addr,
-            role_override,
-            port_use,
         )
     }
 
