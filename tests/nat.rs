@@ -13,8 +13,10 @@
 
 use crate::support;
 
+use std::collections::HashMap;
 use std::time::Duration;
 use support::behind_nat::{Transport, connections_to, fetched, node, reachable_as, remote_add};
+use support::dns::Dns;
 use support::netns::{Internet, Nat};
 use support::{Cli, eventually};
 
@@ -167,4 +169,44 @@ fn a_home_behind_a_symmetric_nat_is_reached_through_the_relay() {
 #[test]
 fn a_home_behind_a_symmetric_nat_is_reached_through_the_relay_over_quic() {
     homes_behind_nats(Transport::Quic, Nat::Symmetric);
+}
+
+/// A node joins through a bootstrap peer named in DNS, as the IPFS
+/// bootstrap list names its peers: `/dnsaddr/NAME/p2p/ID` resolves, through
+/// the system's resolver, to the addresses in the TXT records of
+/// `_dnsaddr.NAME`. The name server is the test's own, on a host of its
+/// internet; the joining host's resolver asks it.
+#[test]
+fn a_node_joins_through_a_bootstrap_peer_named_in_dns() {
+    let Some(mut internet) = Internet::new() else {
+        return;
+    };
+    let public = internet.public_host(1);
+    let name_server = internet.public_host(53);
+    let joining = internet.public_host(2);
+    internet.resolver(&joining, name_server.ip);
+    let [b, j] = [(); 2].map(|_| Cli::new());
+    let boot = node(&public, &b, Transport::Tcp, None);
+    let boot_id = boot.peer_id().unwrap().to_owned();
+    let _dns = Dns::serve(
+        &name_server,
+        HashMap::from([(
+            "_dnsaddr.boot.agentsite.test".to_owned(),
+            vec![format!(
+                "dnsaddr={}",
+                Transport::Tcp.address(&public, &boot_id)
+            )],
+        )]),
+    );
+    let bootstrap = format!("/dnsaddr/boot.agentsite.test/p2p/{boot_id}");
+    let joined = node(&joining, &j, Transport::Tcp, Some(&bootstrap));
+    eventually(
+        Duration::from_secs(30),
+        "the node joins through the bootstrap peer's name",
+        || match connections_to(&j, &joining, &boot_id).as_slice() {
+            [] => Err("not connected to the bootstrap peer".to_owned()),
+            _ => Ok(()),
+        },
+    );
+    drop((joined, boot));
 }

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod behind_nat;
+pub mod dns;
 pub mod hostile;
 pub mod liars;
 pub mod lookups;

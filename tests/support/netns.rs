@@ -41,20 +41,27 @@ impl Host {
     /// the sockets it opens, and those of the threads it starts (a tokio
     /// runtime's), are the host's. Its panic is this caller's.
     pub fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> T {
+        self.spawn(work)
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+
+    /// [`Host::run`], without waiting for `work` to end.
+    pub fn spawn<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> std::thread::JoinHandle<T> {
         use std::os::fd::AsRawFd as _;
         let path = format!("/var/run/netns/{}", self.ns);
         let namespace = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let inside = std::thread::spawn(move || {
+        std::thread::spawn(move || {
             // SAFETY: setns only switches this thread's network namespace,
             // given a descriptor of one that stays open for the call.
             let entered = unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) };
             assert_eq!(entered, 0, "setns: {}", std::io::Error::last_os_error());
             drop(namespace);
             work()
-        });
-        inside
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
     }
 }
 
@@ -223,6 +230,19 @@ table ip filter {{
         Host { ns, ip: hosts[0].0 }
     }
 
+    /// Programs run on `host` (through [`Host::command`]) ask `nameserver`
+    /// to resolve names: `ip netns exec` puts `/etc/netns/<namespace>/resolv.conf`
+    /// in place of `/etc/resolv.conf`. Removed with the internet.
+    pub fn resolver(&mut self, host: &Host, nameserver: Ipv4Addr) {
+        let dir = format!("/etc/netns/{}", host.ns);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            format!("{dir}/resolv.conf"),
+            format!("nameserver {nameserver}\n"),
+        )
+        .unwrap();
+    }
+
     fn namespace(&mut self, ns: &str) {
         if let Err(why) = self.add_namespace(ns) {
             panic!("cannot make namespace {ns}: {why}");
@@ -266,6 +286,7 @@ impl Drop for Internet {
         // stop their servers before the internet goes.
         for ns in self.namespaces.iter().rev() {
             let _ = Command::new("ip").args(["netns", "del", ns]).status();
+            let _ = std::fs::remove_dir_all(format!("/etc/netns/{ns}"));
         }
     }
 }
@@ -292,6 +313,7 @@ fn sweep_stale() {
         };
         if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             let _ = Command::new("ip").args(["netns", "del", name]).status();
+            let _ = std::fs::remove_dir_all(format!("/etc/netns/{name}"));
         }
     }
 }
