@@ -60,19 +60,29 @@ impl Behaviour {
     }
 
     fn forget(&mut self, connection: ConnectionId) {
+        let mut closed = None;
         self.connections.retain(|_, at| {
-            at.retain(|(id, _)| *id != connection);
+            at.retain(|(id, peer)| {
+                let this = *id == connection;
+                if this {
+                    closed = Some(*peer);
+                }
+                !this
+            });
             !at.is_empty()
         });
-        let connections = &self.connections;
-        self.dht_servers
-            .retain(|server| connections.values().flatten().any(|(_, p)| p == server));
+        if let Some(peer) = closed
+            && !self.connections.values().flatten().any(|(_, p)| *p == peer)
+        {
+            self.dht_servers.remove(&peer);
+        }
     }
 
     /// `peer` was found to answer DHT queries. Returns its IP address if it
     /// is one such peer too many there (this node is connected to
     /// [`PEERS_PER_HOST`] others at that IP, which is where it connected
-    /// from): the caller disconnects it. Else it counts as one from now on.
+    /// from): the caller disconnects it. Else it counts as one there from
+    /// now on; a peer connected at no public address is not counted.
     pub fn dht_server_past_limit(&mut self, peer: PeerId) -> Option<IpAddr> {
         let ips: Vec<IpAddr> = self
             .connections
@@ -80,6 +90,9 @@ impl Behaviour {
             .filter(|(_, at)| at.iter().any(|(_, p)| *p == peer))
             .map(|(ip, _)| *ip)
             .collect();
+        if ips.is_empty() {
+            return None;
+        }
         for ip in ips {
             let mut servers: Vec<PeerId> = self.connections[&ip]
                 .iter()
