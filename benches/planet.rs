@@ -692,7 +692,7 @@ fn through_nats() {
             let file = h1.data().join(format!("padded-{size}-{n}.wasm"));
             let mut bytes = support::padded_agent("text", size);
             // Each its own agent (a distinct id), fetched once.
-            bytes.extend(leb_custom_section(n));
+            bytes.extend(support::numbered_section(n));
             std::fs::write(&file, bytes).unwrap();
             h1.run(&["add", file.to_str().unwrap()])
                 .success()
@@ -801,15 +801,4 @@ fn through_nats() {
         );
         drop((node1, node2, relay));
     }
-}
-
-/// A custom section naming `n`, to make padded agents distinct.
-fn leb_custom_section(n: usize) -> Vec<u8> {
-    let name = b"n";
-    let payload = n.to_le_bytes();
-    let size = 1 + name.len() + payload.len();
-    let mut section = vec![0u8, size as u8, name.len() as u8];
-    section.extend_from_slice(name);
-    section.extend_from_slice(&payload);
-    section
 }

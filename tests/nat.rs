@@ -126,8 +126,7 @@ fn homes_behind_nats(transport: Transport, second: Nat) {
             // carries, and the fetch goes on over the next one.
             let second_file = tempfile::NamedTempFile::new().unwrap();
             let mut bytes = support::padded_agent("text", 3 << 20);
-            // A custom section of its own (named "n"), for an id of its own.
-            bytes.extend([0u8, 3, 1, b'n', 7]);
+            bytes.extend(support::numbered_section(1));
             std::fs::write(second_file.path(), bytes).unwrap();
             let second_id = h1
                 .run(&["add", second_file.path().to_str().unwrap()])

@@ -211,10 +211,23 @@ pub fn padded_agent(name: &str, size: usize) -> Vec<u8> {
     let label = b"padding";
     // Section id, then its size and name as LEB128; 16 bytes cover both.
     let payload = size.saturating_sub(bytes.len() + label.len() + 16);
+    let padding: Vec<u8> = (0..payload as u32).map(|i| (i * 7 % 251) as u8).collect();
+    bytes.extend(custom_section(label, &padding));
+    bytes
+}
+
+/// A custom section naming `n`: appended to an agent, it makes another
+/// agent (an id of its own) that does the same.
+pub fn numbered_section(n: usize) -> Vec<u8> {
+    custom_section(b"n", &n.to_le_bytes())
+}
+
+/// A WebAssembly custom section called `label` holding `payload`.
+fn custom_section(label: &[u8], payload: &[u8]) -> Vec<u8> {
     let mut section = leb128(label.len() as u64);
     section.extend_from_slice(label);
-    section.extend((0..payload as u32).map(|i| (i * 7 % 251) as u8));
-    bytes.push(0); // custom section id
+    section.extend_from_slice(payload);
+    let mut bytes = vec![0]; // custom section id
     bytes.extend(leb128(section.len() as u64));
     bytes.extend(section);
     bytes

@@ -94,14 +94,7 @@ impl Behaviour {
             return None;
         }
         for ip in ips {
-            let mut servers: Vec<PeerId> = self.connections[&ip]
-                .iter()
-                .map(|(_, p)| *p)
-                .filter(|p| *p != peer && self.dht_servers.contains(p))
-                .collect();
-            servers.sort_unstable();
-            servers.dedup();
-            if servers.len() >= PEERS_PER_HOST {
+            if self.others_at(&ip, peer, |p| self.dht_servers.contains(p)) >= PEERS_PER_HOST {
                 return Some(ip);
             }
         }
@@ -109,15 +102,16 @@ impl Behaviour {
         None
     }
 
-    /// Other peers than `peer` this node is connected to at `ip`.
-    fn others_at(&self, ip: &IpAddr, peer: PeerId) -> usize {
+    /// Other peers than `peer` this node is connected to at `ip`, of those
+    /// `counted` picks.
+    fn others_at(&self, ip: &IpAddr, peer: PeerId, counted: impl Fn(&PeerId) -> bool) -> usize {
         let mut others: Vec<PeerId> = self
             .connections
             .get(ip)
             .into_iter()
             .flatten()
             .map(|(_, p)| *p)
-            .filter(|p| *p != peer)
+            .filter(|p| *p != peer && counted(p))
             .collect();
         others.sort_unstable();
         others.dedup();
@@ -149,7 +143,7 @@ impl NetworkBehaviour for Behaviour {
         _port_use: PortUse,
     ) -> Result<THandler<Self>, ConnectionDenied> {
         if let Some(ip) = public_ip(remote)
-            && self.others_at(&ip, peer) >= PEERS_PER_HOST
+            && self.others_at(&ip, peer, |_| true) >= PEERS_PER_HOST
         {
             tracing::debug!(%peer, "not connecting: {}", TooManyPeersAtHost(ip));
             return Err(ConnectionDenied::new(TooManyPeersAtHost(ip)));
