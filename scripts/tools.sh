@@ -8,7 +8,8 @@
 #                 (guest-sdk/js/node_modules links here)
 #   web/          playwright-core, which drives the distribution's Chromium
 #                 (installed with apt when missing) for the browser tests
-# and, from Debian, iproute2 and nftables for the NAT tests' namespaces.
+# and, from Debian, iproute2 and nftables for the NAT tests' namespaces and
+# docker-registry (CNCF distribution) for the OCI tests' registry.
 # Each is reinstalled only when its pin file changes.
 
 export AGENTSITE_TOOLS="${AGENTSITE_TOOLS:-$HOME/.cache/agentsite-tools}"
@@ -89,8 +90,26 @@ install_network_tools() {
     command -v nft >/dev/null || [ -x /usr/sbin/nft ] || apt_install nftables
 }
 
+# The OCI tests push to and pull from a real registry on loopback, started
+# by each test. The package would start one as a service on every
+# interface's port 5000: a policy-rc.d refusing starts keeps it stopped.
+install_registry() {
+    command -v docker-registry >/dev/null && return
+    local policy=/usr/sbin/policy-rc.d added=
+    if [ ! -e "$policy" ]; then
+        printf '#!/bin/sh\nexit 101\n' | as_root tee "$policy" >/dev/null
+        as_root chmod +x "$policy"
+        added=1
+    fi
+    local status=0
+    apt_install docker-registry || status=$?
+    if [ -n "$added" ]; then as_root rm -f "$policy"; fi
+    return "$status"
+}
+
 install_test_tools() {
     install_network_tools
+    install_registry
     install_conformance
     install_python_client
     install_browser

@@ -30,6 +30,7 @@ mod many_nodes;
 mod mcp;
 mod models;
 mod nat;
+mod oci;
 mod planet;
 mod python_client;
 mod sybil;

@@ -35,6 +35,7 @@ pub mod llm;
 pub mod mcp;
 pub mod net;
 mod node;
+pub mod oci;
 pub mod policy;
 pub mod requester;
 pub mod runtime;

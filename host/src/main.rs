@@ -53,13 +53,63 @@ struct Args {
     command: Command,
 }
 
+/// How `add` and `push` reach a registry.
+#[derive(clap::Args)]
+struct RegistryAccess {
+    /// The user name at the registry (the password comes from --password-stdin).
+    #[arg(long, requires = "password_stdin")]
+    username: Option<String>,
+    /// Read the registry password (or token) from stdin.
+    #[arg(long, requires = "username")]
+    password_stdin: bool,
+    /// Speak plain HTTP to the registry (one on this machine always is).
+    #[arg(long)]
+    plain_http: bool,
+}
+
+impl From<RegistryAccess> for cli::registry::Access {
+    fn from(access: RegistryAccess) -> Self {
+        Self {
+            username: access.username,
+            password_stdin: access.password_stdin,
+            plain_http: access.plain_http,
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Add agents from component files; prints the id of each.
+    /// Add agents from component files or OCI registries; prints the id of
+    /// each.
+    ///
+    /// A registry reference (oci://REGISTRY/REPOSITORY:TAG or @sha256:...)
+    /// is pulled in the Wasm OCI artifact layout of wkg and Wassette.
+    /// Credentials: --username with --password-stdin; else
+    /// AGENTSITE_REGISTRY_TOKEN, or AGENTSITE_REGISTRY_USERNAME and
+    /// AGENTSITE_REGISTRY_PASSWORD; else the registry's entry in
+    /// $REGISTRY_AUTH_FILE or Docker's config.json; else anonymous.
+    #[command(
+        after_help = "Examples:\n  agentsite add target/wasm32-wasip2/release/echo.wasm\n  agentsite add oci://ghcr.io/OWNER/echo:1.0"
+    )]
     Add {
-        /// WebAssembly component files (built for wasm32-wasip2).
-        #[arg(required = true, value_name = "FILE.wasm")]
-        files: Vec<PathBuf>,
+        /// WebAssembly component files (built for wasm32-wasip2) or oci:// references.
+        #[arg(required = true, value_name = "FILE.wasm | oci://REF")]
+        sources: Vec<String>,
+        #[command(flatten)]
+        registry: RegistryAccess,
+    },
+    /// Push an installed component to an OCI registry, in the Wasm OCI
+    /// artifact layout (config application/vnd.wasm.config.v0+json, one
+    /// application/wasm layer) that wkg and Wassette pull; prints the
+    /// reference pinned to the pushed manifest. Credentials as for `add`.
+    Push {
+        /// Agent name, id, or unique id prefix.
+        agent: String,
+        /// Where to push: oci://REGISTRY/REPOSITORY:TAG.
+        #[arg(value_name = "oci://REF")]
+        reference: String,
+        #[command(flatten)]
+        registry: RegistryAccess,
     },
     /// Attach an existing MCP server or A2A agent as an agent of this node:
     /// a command the node starts and supervises (`attach NAME -- COMMAND
@@ -603,7 +653,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
     };
     let node = Node::open(data, config.node(), capacity).context("cannot open the node")?;
     match command {
-        Command::Add { files } => cli::add(&node, &files).await,
+        Command::Add { sources, registry } => cli::add(&node, &sources, &registry.into()).await,
+        Command::Push {
+            agent,
+            reference,
+            registry,
+        } => cli::registry::push(&node, &agent, &reference, &registry.into()).await,
         Command::Attach { name, target } => cli::attach(&node, &name, &target).await,
         Command::Detach { agent } => cli::detach(&node, &agent),
         Command::Ls { json } => cli::list(&node, json),

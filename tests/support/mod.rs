@@ -9,6 +9,7 @@ pub mod hostile;
 pub mod liars;
 pub mod lookups;
 pub mod netns;
+pub mod registry;
 pub mod scripted;
 pub mod testnet;
 
@@ -341,17 +342,38 @@ impl Cli {
         self.run_in(Command::new(env!("CARGO_BIN_EXE_agentsite")), args, env)
     }
 
-    fn run_in(&self, mut command: Command, args: &[&str], env: &[(&str, &str)]) -> Run {
-        let output = command
+    /// Runs a command with extra environment variables and `stdin` as its
+    /// input, killed (and the test failed) past `limit`.
+    pub fn run_fed(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        stdin: &str,
+        limit: Duration,
+    ) -> Run {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agentsite"));
+        self.prepare(&mut command, args, env);
+        Run {
+            output: run_bounded_fed(&mut command, Some(stdin.as_bytes()), limit),
+        }
+    }
+
+    /// The command line of a run on this data dir, with none of the
+    /// environment's settings of the node.
+    fn prepare(&self, command: &mut Command, args: &[&str], env: &[(&str, &str)]) {
+        command
             .arg("--data-dir")
             .arg(self.data())
             .args(args)
             .env_remove("AGENTSITE_CONFIG")
             .env_remove("AGENTSITE_POLICY")
             .env_remove("AGENTSITE_LOG")
-            .envs(env.iter().copied())
-            .output()
-            .expect("agentsite runs");
+            .envs(env.iter().copied());
+    }
+
+    fn run_in(&self, mut command: Command, args: &[&str], env: &[(&str, &str)]) -> Run {
+        self.prepare(&mut command, args, env);
+        let output = command.output().expect("agentsite runs");
         Run { output }
     }
 
@@ -663,11 +685,24 @@ pub fn installed_tool(relative: &str) -> PathBuf {
 
 /// Runs `command` to completion, killing it after `limit`; returns its output.
 pub fn run_bounded(command: &mut Command, limit: std::time::Duration) -> Output {
-    let child = command
+    run_bounded_fed(command, None, limit)
+}
+
+/// [`run_bounded`] with `stdin` written to the command's input (then
+/// closed); without it, the command inherits the test's.
+pub fn run_bounded_fed(command: &mut Command, stdin: Option<&[u8]>, limit: Duration) -> Output {
+    use std::io::Write as _;
+    if stdin.is_some() {
+        command.stdin(std::process::Stdio::piped());
+    }
+    let mut child = command
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+    if let (Some(bytes), Some(mut input)) = (stdin, child.stdin.take()) {
+        input.write_all(bytes).expect("stdin written");
+    }
     let pid = child.id();
     let (done, finished) = std::sync::mpsc::channel();
     let waiter = std::thread::spawn(move || {

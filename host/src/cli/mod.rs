@@ -9,6 +9,7 @@ pub mod models;
 mod network;
 mod new;
 pub mod policy;
+pub mod registry;
 mod shown;
 
 /// What `agentsite call` asks a running node to do.
@@ -29,10 +30,14 @@ use serde_json::Value;
 use std::io::{IsTerminal as _, Write as _};
 use std::path::Path;
 
-/// `agentsite add FILE...`: prints the id of each added agent.
-pub async fn add(node: &Node, files: &[impl AsRef<Path>]) -> anyhow::Result<()> {
-    for file in files {
-        let file = file.as_ref();
+/// `agentsite add FILE|oci://REF...`: prints the id of each added agent.
+pub async fn add(node: &Node, sources: &[String], access: &registry::Access) -> anyhow::Result<()> {
+    for source in sources {
+        if crate::oci::is_registry(source) {
+            registry::add(node, source, access).await?;
+            continue;
+        }
+        let file = Path::new(source);
         let bytes =
             std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
         let record = node
@@ -217,8 +222,12 @@ pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
                 .to_string())
         ));
     }
-    let origin = match record.origin {
+    let origin = match &record.origin {
         crate::store::Origin::Local => "added on this machine".to_owned(),
+        crate::store::Origin::Registry {
+            reference,
+            manifest,
+        } => format!("pulled from oci://{reference} (manifest {manifest})"),
         crate::store::Origin::Network { publisher } => {
             format!("fetched from the network, published by {publisher}")
         }

@@ -125,7 +125,9 @@ impl Policy {
     pub fn grant_for(&self, agent: &AgentId, origin: &Origin) -> Result<(Grant, Source), Refused> {
         let own = self.agents.get(agent);
         let (base, source) = match origin {
-            Origin::Local | Origin::Attached => (self.defaults.clone(), Source::Defaults),
+            Origin::Local | Origin::Registry { .. } | Origin::Attached => {
+                (self.defaults.clone(), Source::Defaults)
+            }
             Origin::Network { publisher } => match self.publishers.get(publisher) {
                 Some(trusted) => (trusted.or(&self.defaults), Source::Publisher),
                 // An agent granted by id was vetted by the operator as these

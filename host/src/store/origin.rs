@@ -5,11 +5,16 @@ use libp2p::PeerId;
 use serde::{Deserialize, Serialize};
 
 /// Where an installed agent came from, as far as can be verified.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum Origin {
     /// The operator added the file on this machine.
     Local,
+    /// Pulled from an OCI registry by the operator (`agentsite add
+    /// oci://…`): chosen on this machine as a file is, so the same grants
+    /// apply. `reference` is where it was pulled from (never with
+    /// credentials), `manifest` the digest of the manifest it came under.
+    Registry { reference: String, manifest: String },
     /// Fetched from the network under a manifest this publisher signed.
     Network { publisher: PeerId },
     /// An MCP server or A2A agent the operator attached (see

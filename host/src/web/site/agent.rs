@@ -149,7 +149,7 @@ pub async fn page(
             site.installed_view(record, found.as_ref(), &site.trust()),
             &record.tools,
             record.id,
-            record.origin,
+            record.origin.clone(),
         ),
         Known::Network(found) => (
             site.found_view(found, &site.trust()),
@@ -183,6 +183,15 @@ pub async fn page(
     };
     let origin_text = match (&known, origin) {
         (Known::Installed(..), Origin::Local) => "added on this machine".to_owned(),
+        (
+            Known::Installed(..),
+            Origin::Registry {
+                reference,
+                manifest,
+            },
+        ) => {
+            format!("pulled from oci://{reference} (manifest {manifest})")
+        }
         (Known::Installed(..), Origin::Network { publisher }) => {
             format!("fetched from the network, published by {publisher}")
         }

@@ -176,9 +176,11 @@ impl Site {
             &record.imports,
         );
         view.installed = true;
-        view.publisher = match record.origin {
+        view.publisher = match &record.origin {
             Origin::Network { publisher } => Some(trust.of(&publisher.to_string())),
-            Origin::Local | Origin::Attached => publisher.map(|p| trust.of(p)),
+            Origin::Local | Origin::Registry { .. } | Origin::Attached => {
+                publisher.map(|p| trust.of(p))
+            }
         };
         view.attached = record.attached.as_ref().map(|a| a.kind().to_owned());
         self.complete(&mut view, record.id, providers);

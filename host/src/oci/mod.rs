@@ -1,0 +1,393 @@
+//! Components in OCI registries, where the WebAssembly ecosystem keeps
+//! them (`wkg`, Wassette, wasmCloud): `agentsite add oci://…` pulls one,
+//! `agentsite push` publishes one, in the Wasm OCI artifact layout
+//! ([`artifact`]). The registry protocol is oci-client's; this module
+//! bounds what a registry can make the node hold and checks what it sent.
+//!
+//! A registry is untrusted: a manifest or token is read to at most 8 MiB
+//! (vendor/oci-client), a layer to at most the size its manifest declares
+//! and never past [`MAX_AGENT_SIZE`], its bytes must hash to the digest the
+//! manifest gives (and the manifest to the digest a reference pins), and
+//! the component is then checked as any added file is. Nothing is stored
+//! until all of that holds.
+
+pub mod artifact;
+pub mod credentials;
+pub mod reference;
+
+use crate::store::Origin;
+use crate::store::manifest::MAX_AGENT_SIZE;
+use crate::text::terminal_safe;
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::errors::OciDistributionError;
+use oci_client::manifest::{OciDescriptor, OciImageManifest, OciManifest};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference, RegistryOperation};
+use sha2::{Digest as _, Sha256};
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+pub use reference::{is_registry, parse};
+
+/// How long a registry may take to accept a connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a registry may go without sending a byte of an answer.
+const READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one pull or push may take in all: a registry that trickles
+/// bytes without ever stalling for `READ_TIMEOUT` is cut off here.
+pub const DEADLINE: Duration = Duration::from_secs(600);
+
+/// Why a pull or push failed, each a line for a person.
+#[derive(Debug, thiserror::Error)]
+pub enum OciError {
+    #[error(transparent)]
+    Reference(#[from] reference::ReferenceError),
+    #[error("oci://{reference}: {problem}")]
+    Layout {
+        reference: String,
+        problem: artifact::LayoutError,
+    },
+    #[error(
+        "oci://{reference}: the component is {size} bytes, more than the {MAX_AGENT_SIZE} an agent may be"
+    )]
+    TooLarge { reference: String, size: u64 },
+    #[error(
+        "oci://{reference}: the registry sent more than the {declared} bytes its manifest gives the component; nothing was stored"
+    )]
+    Overlong { reference: String, declared: u64 },
+    #[error(
+        "oci://{reference}: the registry sent bytes that hash to {actual}, not to the {expected} its manifest names; nothing was stored"
+    )]
+    DigestMismatch {
+        reference: String,
+        expected: String,
+        actual: String,
+    },
+    #[error(
+        "oci://{reference}: the registry asks for credentials: give them with --username and --password-stdin (see `agentsite add --help`)"
+    )]
+    CredentialsNeeded { reference: String },
+    #[error("oci://{reference}: the registry refused the credentials given ({detail})")]
+    Refused { reference: String, detail: String },
+    #[error("oci://{reference}: {detail}")]
+    Registry { reference: String, detail: String },
+    #[error("oci://{reference}: no answer within {}", humantime::format_duration(*deadline))]
+    Deadline {
+        reference: String,
+        deadline: Duration,
+    },
+}
+
+/// A component pulled from a registry and checked against its manifest.
+pub struct Pulled {
+    pub bytes: Vec<u8>,
+    /// What the node's record keeps of where it came from.
+    pub origin: Origin,
+}
+
+/// What a push made.
+pub struct Pushed {
+    /// The reference pinned to the manifest pushed:
+    /// `REGISTRY/REPOSITORY@sha256:…`.
+    pub pinned: String,
+    /// The digest of the manifest.
+    pub digest: String,
+}
+
+/// A client of one registry, with the credentials to use there.
+pub struct Registry {
+    client: Client,
+    auth: RegistryAuth,
+}
+
+impl Registry {
+    /// A client for `reference`'s registry: plain HTTP for a registry on
+    /// this machine or when `plain_http` says so, HTTPS otherwise.
+    pub fn new(reference: &Reference, auth: RegistryAuth, plain_http: bool) -> Self {
+        let registry = reference.resolve_registry().to_owned();
+        let protocol = if plain_http || reference::is_loopback(&registry) {
+            ClientProtocol::HttpsExcept(vec![registry])
+        } else {
+            ClientProtocol::Https
+        };
+        let config = ClientConfig {
+            protocol,
+            connect_timeout: Some(CONNECT_TIMEOUT),
+            read_timeout: Some(READ_TIMEOUT),
+            platform_resolver: Some(Box::new(wasm_entry)),
+            user_agent: concat!("agentsite/", env!("CARGO_PKG_VERSION")),
+            ..ClientConfig::default()
+        };
+        Self {
+            client: Client::new(config),
+            auth,
+        }
+    }
+
+    /// Pulls the component `reference` names, checked against its manifest.
+    pub async fn pull(&self, reference: &Reference) -> Result<Pulled, OciError> {
+        let shown = shown(reference);
+        tokio::time::timeout(DEADLINE, self.pull_checked(reference, &shown))
+            .await
+            .map_err(|_| OciError::Deadline {
+                reference: shown.clone(),
+                deadline: DEADLINE,
+            })?
+    }
+
+    async fn pull_checked(&self, reference: &Reference, shown: &str) -> Result<Pulled, OciError> {
+        let anonymous = self.auth == RegistryAuth::Anonymous;
+        let failed = |error| registry_error(shown, anonymous, error);
+        self.client
+            .auth(reference, &self.auth, RegistryOperation::Pull)
+            .await
+            .map_err(failed)?;
+        // An image index is resolved to its Wasm entry (`wasm_entry`).
+        let (manifest, manifest_digest) = self
+            .client
+            .pull_image_manifest(reference, &self.auth)
+            .await
+            .map_err(failed)?;
+        let (digest, size) =
+            artifact::wasm_layer(&manifest).map_err(|problem| OciError::Layout {
+                reference: shown.to_owned(),
+                problem,
+            })?;
+        if size > MAX_AGENT_SIZE {
+            return Err(OciError::TooLarge {
+                reference: shown.to_owned(),
+                size,
+            });
+        }
+        let layer = OciDescriptor {
+            media_type: artifact::LAYER_MEDIA_TYPE.to_owned(),
+            digest: digest.clone(),
+            size: size as i64,
+            ..Default::default()
+        };
+        let mut sink = Bounded::new(size);
+        let pulled = self.client.pull_blob(reference, &layer, &mut sink).await;
+        if sink.overflowed {
+            return Err(OciError::Overlong {
+                reference: shown.to_owned(),
+                declared: size,
+            });
+        }
+        // oci-client checks the digest too; the node's own check does not
+        // depend on how it reports a mismatch.
+        let actual = format!("sha256:{}", hex::encode(Sha256::digest(&sink.bytes)));
+        match pulled {
+            Err(OciDistributionError::DigestError(_)) => {}
+            Err(error) => return Err(failed(error)),
+            Ok(()) => {}
+        }
+        if actual != digest {
+            return Err(OciError::DigestMismatch {
+                reference: shown.to_owned(),
+                expected: digest,
+                actual,
+            });
+        }
+        Ok(Pulled {
+            bytes: sink.bytes,
+            origin: Origin::Registry {
+                reference: shown.to_owned(),
+                manifest: manifest_digest,
+            },
+        })
+    }
+
+    /// Pushes `bytes` (a component the node holds) to `reference` in the
+    /// Wasm artifact layout, with `annotations` on its manifest. The layer
+    /// is titled `file_name`, the name ORAS gives the file it pulls.
+    pub async fn push(
+        &self,
+        reference: &Reference,
+        bytes: Vec<u8>,
+        file_name: &str,
+        annotations: BTreeMap<String, String>,
+    ) -> Result<Pushed, OciError> {
+        let shown = shown(reference);
+        let pushed = self.push_unbounded(reference, bytes, file_name, annotations);
+        tokio::time::timeout(DEADLINE, pushed)
+            .await
+            .map_err(|_| OciError::Deadline {
+                reference: shown.clone(),
+                deadline: DEADLINE,
+            })?
+            .map_err(|error| registry_error(&shown, self.auth == RegistryAuth::Anonymous, error))
+    }
+
+    async fn push_unbounded(
+        &self,
+        reference: &Reference,
+        bytes: Vec<u8>,
+        file_name: &str,
+        annotations: BTreeMap<String, String>,
+    ) -> Result<Pushed, OciDistributionError> {
+        let layer_digest = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
+        let config = artifact::WasmConfig::for_component(&bytes, layer_digest.clone());
+        let config = serde_json::to_vec(&config).expect("the config serializes");
+        let config_digest = format!("sha256:{}", hex::encode(Sha256::digest(&config)));
+        let manifest = OciImageManifest {
+            schema_version: 2,
+            media_type: Some(artifact::MANIFEST_MEDIA_TYPE.to_owned()),
+            config: OciDescriptor {
+                media_type: artifact::CONFIG_MEDIA_TYPE.to_owned(),
+                digest: config_digest.clone(),
+                size: config.len() as i64,
+                ..Default::default()
+            },
+            layers: vec![OciDescriptor {
+                media_type: artifact::LAYER_MEDIA_TYPE.to_owned(),
+                digest: layer_digest.clone(),
+                size: bytes.len() as i64,
+                annotations: Some(BTreeMap::from([(
+                    "org.opencontainers.image.title".to_owned(),
+                    file_name.to_owned(),
+                )])),
+                ..Default::default()
+            }],
+            annotations: Some(annotations),
+            ..Default::default()
+        };
+        self.client
+            .auth(reference, &self.auth, RegistryOperation::Push)
+            .await?;
+        if !self.client.blob_exists(reference, &layer_digest).await? {
+            self.client
+                .push_blob(reference, bytes, &layer_digest)
+                .await?;
+        }
+        self.client
+            .push_blob(reference, config, &config_digest)
+            .await?;
+        let body =
+            serde_json::to_vec(&OciManifest::Image(manifest)).expect("a manifest serializes");
+        let digest = format!("sha256:{}", hex::encode(Sha256::digest(&body)));
+        let content_type = http::HeaderValue::from_static(artifact::MANIFEST_MEDIA_TYPE);
+        self.client
+            .push_manifest_raw(reference, body, content_type)
+            .await?;
+        Ok(Pushed {
+            pinned: format!(
+                "{}/{}@{digest}",
+                reference.registry(),
+                reference.repository()
+            ),
+            digest,
+        })
+    }
+}
+
+/// The manifest of an image index to pull: the one for Wasm.
+fn wasm_entry(entries: &[oci_client::manifest::ImageIndexEntry]) -> Option<String> {
+    entries
+        .iter()
+        .find(|entry| {
+            entry
+                .platform
+                .as_ref()
+                .is_some_and(|platform| platform.architecture.to_string() == "wasm")
+        })
+        .map(|entry| entry.digest.clone())
+}
+
+/// A reference as a person wrote it, without the scheme.
+fn shown(reference: &Reference) -> String {
+    terminal_safe(&reference.whole()).into_owned()
+}
+
+/// The most of a registry's own words an error repeats.
+const MAX_DETAIL: usize = 300;
+
+/// An oci-client error as one line: the registry's words made safe for a
+/// terminal and cut short. oci-client's errors name URLs and registry
+/// messages, never the credentials sent.
+fn registry_error(reference: &str, anonymous: bool, error: OciDistributionError) -> OciError {
+    let unauthorized = match &error {
+        OciDistributionError::AuthenticationFailure(_)
+        | OciDistributionError::UnauthorizedError { .. }
+        | OciDistributionError::ServerError {
+            code: 401 | 403, ..
+        } => true,
+        OciDistributionError::RequestError(request) => request
+            .status()
+            .is_some_and(|status| status.as_u16() == 401 || status.as_u16() == 403),
+        _ => false,
+    };
+    let mut detail = match &error {
+        OciDistributionError::RequestError(request) => {
+            // reqwest's Display hides the cause (connection refused, …).
+            let mut text = request.to_string();
+            let mut source = std::error::Error::source(request);
+            while let Some(cause) = source {
+                text = format!("{text}: {cause}");
+                source = cause.source();
+            }
+            text
+        }
+        OciDistributionError::ResponseTooLarge { url, limit } => {
+            format!("the registry's answer at {url} is larger than the {limit} bytes read of one")
+        }
+        other => other.to_string(),
+    };
+    detail = terminal_safe(&detail.replace(['\n', '\r'], " ")).into_owned();
+    if detail.chars().count() > MAX_DETAIL {
+        detail = detail.chars().take(MAX_DETAIL).collect::<String>() + "…";
+    }
+    let reference = reference.to_owned();
+    if unauthorized && anonymous {
+        OciError::CredentialsNeeded { reference }
+    } else if unauthorized {
+        OciError::Refused { reference, detail }
+    } else {
+        OciError::Registry { reference, detail }
+    }
+}
+
+/// Where a layer is read to: refuses a byte past the size the manifest
+/// declared, so an endless or oversized layer stops there.
+struct Bounded {
+    bytes: Vec<u8>,
+    limit: u64,
+    overflowed: bool,
+}
+
+impl Bounded {
+    fn new(limit: u64) -> Self {
+        Self {
+            // Room for a typical component at once; a larger one grows.
+            bytes: Vec::with_capacity(limit.min(16 * 1024 * 1024) as usize),
+            limit,
+            overflowed: false,
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for Bounded {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        if self.bytes.len() as u64 + buf.len() as u64 > self.limit {
+            self.overflowed = true;
+            return Poll::Ready(Err(std::io::Error::other(
+                "the layer is longer than its manifest says",
+            )));
+        }
+        self.bytes.extend_from_slice(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
