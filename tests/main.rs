@@ -36,4 +36,5 @@ mod python_client;
 mod sybil;
 mod trust;
 mod typescript_client;
+mod wassette;
 mod web;

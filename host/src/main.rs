@@ -95,6 +95,10 @@ enum Command {
         /// WebAssembly component files (built for wasm32-wasip2) or oci:// references.
         #[arg(required = true, value_name = "FILE.wasm | oci://REF")]
         sources: Vec<String>,
+        /// The name of a component of plain functions (a Wassette-style
+        /// component carries no card) [default: its file's or repository's name].
+        #[arg(long)]
+        name: Option<String>,
         #[command(flatten)]
         registry: RegistryAccess,
     },
@@ -653,7 +657,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
     };
     let node = Node::open(data, config.node(), capacity).context("cannot open the node")?;
     match command {
-        Command::Add { sources, registry } => cli::add(&node, &sources, &registry.into()).await,
+        Command::Add {
+            sources,
+            name,
+            registry,
+        } => cli::add(&node, &sources, name.as_deref(), &registry.into()).await,
         Command::Push {
             agent,
             reference,

@@ -39,6 +39,10 @@ pub enum AddError {
     #[error("its card or tools break the agent contract: {0}")]
     Contract(CallError),
     #[error(transparent)]
+    Name(crate::agent::tool::ContractError),
+    #[error("it exports plain functions and carries no card: name it (agentsite add --name NAME)")]
+    Unnamed,
+    #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
     Runtime(#[from] RuntimeUnavailable),
@@ -242,6 +246,21 @@ impl Node {
 
     /// Adds the component `bytes` that came from `origin`.
     pub async fn add_from(&self, bytes: &[u8], origin: Origin) -> Result<AgentRecord, AddError> {
+        self.add_named(bytes, origin, None).await
+    }
+
+    /// Adds the component `bytes` that came from `origin`; a component of
+    /// plain functions, which carries no card, is named `name` (an agent
+    /// of the agent world names itself).
+    pub async fn add_named(
+        &self,
+        bytes: &[u8],
+        origin: Origin,
+        name: Option<&str>,
+    ) -> Result<AgentRecord, AddError> {
+        if let Some(name) = name {
+            crate::agent::tool::validate_agent_name(name).map_err(AddError::Name)?;
+        }
         let id = AgentId::of(bytes);
         if let Some(record) = self.catalog.get(&id)?
             && self.blobs.verify(&id).is_ok()
@@ -252,7 +271,10 @@ impl Node {
         let runtime = self.runtime()?;
         let compiled = runtime.compile(bytes, limits.compile_deadline)?;
         let component = compiled.component;
-        let candidate = runtime.prepare(id, "new-agent", &component, &limits)?;
+        let candidate = runtime.prepare(id, name.unwrap_or("new-agent"), &component, &limits)?;
+        if candidate.is_plain() && name.is_none() {
+            return Err(AddError::Unnamed);
+        }
         let (card, tools) = runtime
             .describe(&candidate, &limits)
             .await

@@ -12,6 +12,7 @@ pub mod netns;
 pub mod registry;
 pub mod scripted;
 pub mod testnet;
+pub mod wassette;
 
 use std::fmt::Display;
 use std::path::{Path, PathBuf};

@@ -31,17 +31,35 @@ use std::io::{IsTerminal as _, Write as _};
 use std::path::Path;
 
 /// `agentsite add FILE|oci://REF...`: prints the id of each added agent.
-pub async fn add(node: &Node, sources: &[String], access: &registry::Access) -> anyhow::Result<()> {
+/// A component of plain functions is named `name`, or after its file or
+/// repository.
+pub async fn add(
+    node: &Node,
+    sources: &[String],
+    name: Option<&str>,
+    access: &registry::Access,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        name.is_none() || sources.len() == 1,
+        "--name names one component: add the others with their own command"
+    );
     for source in sources {
         if crate::oci::is_registry(source) {
-            registry::add(node, source, access).await?;
+            registry::add(node, source, name, access).await?;
             continue;
         }
         let file = Path::new(source);
         let bytes =
             std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+        let fallback = file
+            .file_stem()
+            .map(|stem| agent_name_from(&stem.to_string_lossy()));
         let record = node
-            .add(&bytes)
+            .add_named(
+                &bytes,
+                crate::store::Origin::Local,
+                name.or(fallback.as_deref()),
+            )
             .await
             .with_context(|| format!("cannot add {}", file.display()))?;
         println!("{}", record.id);
@@ -54,6 +72,29 @@ pub async fn add(node: &Node, sources: &[String], access: &registry::Access) -> 
         );
     }
     Ok(())
+}
+
+/// An agent name made from a file's or repository's name: lower case,
+/// other characters than a-z 0-9 - _ as `-`, at most 64 characters.
+pub(crate) fn agent_name_from(text: &str) -> String {
+    let name: String = text
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let name = name.trim_matches(|c| c == '-' || c == '_');
+    let name: String = name.chars().take(64).collect();
+    if name.is_empty() {
+        "component".to_owned()
+    } else {
+        name
+    }
 }
 
 /// `agentsite attach NAME URL` or `agentsite attach NAME -- COMMAND ARGS...`:

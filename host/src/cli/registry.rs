@@ -38,14 +38,29 @@ impl Access {
 }
 
 /// Pulls the component at `argument` (`oci://…`) and adds it.
-pub async fn add(node: &Node, argument: &str, access: &Access) -> anyhow::Result<()> {
+pub async fn add(
+    node: &Node,
+    argument: &str,
+    name: Option<&str>,
+    access: &Access,
+) -> anyhow::Result<()> {
     let reference = oci::parse(argument)?;
     let registry = access.registry(&reference)?;
     eprintln!("pulling {}", safe(argument));
     let pulled = registry.pull(&reference).await?;
     let size = pulled.bytes.len();
+    let repository = reference
+        .repository()
+        .rsplit('/')
+        .next()
+        .unwrap_or_default();
+    let fallback = super::agent_name_from(repository);
     let record = node
-        .add_from(&pulled.bytes, pulled.origin)
+        .add_named(
+            &pulled.bytes,
+            pulled.origin,
+            Some(name.unwrap_or(&fallback)),
+        )
         .await
         .with_context(|| format!("cannot add {}", safe(argument)))?;
     println!("{}", record.id);

@@ -745,7 +745,9 @@ impl Hub {
             self.shared.index().forget_host(liar);
         }
         progress(FetchProgress::Verified);
-        let record = node.add_from(&bytes, origin).await?;
+        // A component of plain functions is named as its publisher named it.
+        let name = manifest.manifest().card.name.clone();
+        let record = node.add_named(&bytes, origin, Some(&name)).await?;
         if self.seed_fetched {
             self.shared.offer(manifest.clone());
             let _ = self.save_published(&manifest);

@@ -13,6 +13,7 @@ pub(crate) mod complexity;
 mod engine;
 mod error;
 mod exports;
+pub mod plain;
 pub(crate) mod result;
 mod slots;
 
@@ -48,16 +49,37 @@ pub struct LoadedAgent {
     id: AgentId,
     name: Arc<str>,
     pre: InstancePre<CallState>,
-    exports: Exports,
+    kind: Kind,
     slots: CallSlots,
     /// Bumped when a call that may change what the agent lists (a tool
     /// call, a resource read, a prompt) starts and when it ends.
     activity: std::sync::atomic::AtomicU64,
 }
 
+/// What an agent exports: the agent world, or plain functions.
+enum Kind {
+    World(Exports),
+    Plain(plain::Functions),
+}
+
 impl LoadedAgent {
     pub fn id(&self) -> &AgentId {
         &self.id
+    }
+
+    /// Whether the agent is a component of plain functions, which carries
+    /// no card of its own.
+    pub fn is_plain(&self) -> bool {
+        matches!(self.kind, Kind::Plain(_))
+    }
+
+    /// The agent-world exports, or `what` refused for a component of plain
+    /// functions (which has no resources or prompts).
+    fn world(&self) -> Option<&Exports> {
+        match &self.kind {
+            Kind::World(exports) => Some(exports),
+            Kind::Plain(_) => None,
+        }
     }
 
     /// How many calls hold one of the agent's slots now.
@@ -252,7 +274,8 @@ impl Runtime {
     }
 
     /// Checks that `component` fits the agent world (every import is one the
-    /// host provides, both exports are present with the right types) and
+    /// host provides, the four interfaces are exported with the right
+    /// types), or else exports plain functions (see [`plain`]), and
     /// prepares it for calls.
     pub fn prepare(
         &self,
@@ -265,18 +288,36 @@ impl Runtime {
             .linker
             .instantiate_pre(component)
             .map_err(|e| ComponentError::WrongWorld(one_line(&e)))?;
-        let exports = Exports::new(&pre).map_err(|e| {
-            ComponentError::WrongWorld(format!(
-                "it must export agentsite:agent/card, tools, resources and prompts ({})",
-                one_line(&e)
-            ))
-        })?;
+        let kind = match Exports::new(&pre) {
+            Ok(exports) => Kind::World(exports),
+            Err(e) => {
+                let exports_world = component
+                    .component_type()
+                    .exports(&self.engine)
+                    .any(|(name, _)| name.starts_with("agentsite:agent/"));
+                let functions = plain::Functions::of(component, &self.engine);
+                if exports_world || functions.callable.is_empty() {
+                    let skipped = match functions.skipped.as_slice() {
+                        [] => String::new(),
+                        skipped => {
+                            format!("; none of its functions can be: {}", skipped.join(", "))
+                        }
+                    };
+                    return Err(ComponentError::WrongWorld(format!(
+                        "an agent must export agentsite:agent/card, tools, resources and prompts ({}), \
+                         or plain functions to serve as tools{skipped}",
+                        one_line(&e)
+                    )));
+                }
+                Kind::Plain(functions)
+            }
+        };
         let slots = limits.max_concurrent_calls;
         Ok(LoadedAgent {
             id,
             name: name.into(),
             pre,
-            exports,
+            kind,
             slots: CallSlots::new(slots),
             activity: std::sync::atomic::AtomicU64::new(0),
         })
@@ -294,19 +335,29 @@ impl Runtime {
     }
 
     /// Asks a freshly prepared agent for its card and tools, validating both.
+    /// A component of plain functions has no card: it is named `name` and
+    /// described by its functions.
     pub async fn describe(
         &self,
         agent: &LoadedAgent,
         limits: &Limits,
     ) -> Result<(AgentCard, Vec<ToolSpec>), CallError> {
+        let exports = match &agent.kind {
+            Kind::World(exports) => exports,
+            Kind::Plain(functions) => {
+                let card = functions.card(agent.name.to_string(), None);
+                let tools = functions.callable.iter().map(|f| f.spec.clone()).collect();
+                return Ok((card, tools));
+            }
+        };
         let deadline = Instant::now() + limits.deadline;
         let call = self.start(agent, &Grants::pure(*limits), None, deadline)?;
         let (card, tools) = call
             .run(
                 &agent.pre,
                 |store, instance| {
-                    let card = agent.exports.card.load(&mut *store, instance)?;
-                    Ok((card, agent.exports.tools.load(store, instance)?))
+                    let card = exports.card.load(&mut *store, instance)?;
+                    Ok((card, exports.tools.load(store, instance)?))
                 },
                 async |(card, tools), store| {
                     let card = card.call_describe(&mut *store).await?;
@@ -325,12 +376,18 @@ impl Runtime {
     ) -> Result<ToolOutput, CallError> {
         let _running = Touch::start(agent);
         let (tool, arguments) = (request.tool, request.arguments);
+        let exports = match &agent.kind {
+            Kind::World(exports) => exports,
+            Kind::Plain(functions) => {
+                return self.call_function(agent, functions, request).await;
+            }
+        };
         let answer = self
             .run(
                 agent,
                 &request.grants,
                 request.caller,
-                |store, instance| agent.exports.tools.load(store, instance),
+                |store, instance| exports.tools.load(store, instance),
                 async |tools, store| tools.call_call_tool(store, tool, arguments).await,
             )
             .await?;
@@ -340,18 +397,58 @@ impl Runtime {
         }
     }
 
+    /// Calls the plain function `request.tool` of `agent`.
+    async fn call_function(
+        &self,
+        agent: &LoadedAgent,
+        functions: &plain::Functions,
+        request: ToolCall<'_>,
+    ) -> Result<ToolOutput, CallError> {
+        let function = functions
+            .get(request.tool)
+            .ok_or_else(|| CallError::UnknownTool {
+                agent: agent.name.to_string(),
+                tool: crate::text::excerpt(request.tool, 256).into_owned(),
+            })?;
+        let params = function
+            .arguments(request.arguments)
+            .map_err(CallError::InvalidArguments)?;
+        let results = self
+            .run(
+                agent,
+                &request.grants,
+                request.caller,
+                |store, instance| {
+                    instance
+                        .get_func(store, function.export)
+                        .ok_or_else(|| wasmtime::format_err!("the function is not exported"))
+                },
+                async |func, store| {
+                    let mut results =
+                        vec![wasmtime::component::Val::Bool(false); function.results.len()];
+                    func.call_async(&mut *store, &params, &mut results).await?;
+                    Ok(results)
+                },
+            )
+            .await?;
+        result::function_output(results, &request.grants.limits)
+    }
+
     /// The resources and resource templates `agent` offers now.
     pub async fn resources(
         &self,
         agent: &LoadedAgent,
         grants: &Grants,
     ) -> Result<ResourceCatalog, CallError> {
+        let Some(exports) = agent.world() else {
+            return Ok(ResourceCatalog::default());
+        };
         let (resources, templates) = self
             .run(
                 agent,
                 grants,
                 None,
-                |store, instance| agent.exports.resources.load(store, instance),
+                |store, instance| exports.resources.load(store, instance),
                 async |exports, store| {
                     let resources = exports.call_list_resources(&mut *store).await?;
                     Ok((
@@ -373,12 +470,17 @@ impl Runtime {
         caller: Option<Arc<dyn Caller>>,
     ) -> Result<Vec<ResourceContents>, CallError> {
         let _running = Touch::start(agent);
+        let Some(exports) = agent.world() else {
+            return Err(CallError::ResourceNotFound(
+                crate::text::excerpt(uri, 256).into_owned(),
+            ));
+        };
         let answer = self
             .run(
                 agent,
                 grants,
                 caller,
-                |store, instance| agent.exports.resources.load(store, instance),
+                |store, instance| exports.resources.load(store, instance),
                 async |resources, store| resources.call_read_resource(store, uri).await,
             )
             .await?;
@@ -394,12 +496,15 @@ impl Runtime {
         agent: &LoadedAgent,
         grants: &Grants,
     ) -> Result<Vec<PromptSpec>, CallError> {
+        let Some(exports) = agent.world() else {
+            return Ok(Vec::new());
+        };
         let prompts = self
             .run(
                 agent,
                 grants,
                 None,
-                |store, instance| agent.exports.prompts.load(store, instance),
+                |store, instance| exports.prompts.load(store, instance),
                 async |prompts, store| prompts.call_list_prompts(store).await,
             )
             .await?;
@@ -416,12 +521,18 @@ impl Runtime {
         caller: Option<Arc<dyn Caller>>,
     ) -> Result<PromptOutput, CallError> {
         let _running = Touch::start(agent);
+        let Some(exports) = agent.world() else {
+            return Err(CallError::UnknownPrompt {
+                agent: agent.name.to_string(),
+                prompt: crate::text::excerpt(name, 256).into_owned(),
+            });
+        };
         let answer = self
             .run(
                 agent,
                 grants,
                 caller,
-                |store, instance| agent.exports.prompts.load(store, instance),
+                |store, instance| exports.prompts.load(store, instance),
                 async |prompts, store| prompts.call_get_prompt(store, name, arguments).await,
             )
             .await?;

@@ -461,3 +461,65 @@ pub(super) fn tool_error(error: types::ToolError, agent: &str) -> CallError {
         types::ToolError::Failed(reason) => CallError::Failed(guest_message(reason)),
     }
 }
+
+/// The result of a plain function (see [`super::plain`]) as a tool's: its
+/// value as structured content `{"result": …}` and as text (a string as
+/// itself, anything else as JSON); the `err` of a `result` as the tool's
+/// failure. Written within the output limit.
+pub(super) fn function_output(
+    results: Vec<wasmtime::component::Val>,
+    limits: &Limits,
+) -> Result<ToolOutput, CallError> {
+    use super::plain::json;
+    use wasmtime::component::Val;
+    let limit = usize::try_from(limits.max_output.as_u64()).unwrap_or(usize::MAX);
+    let too_large = || CallError::OutputTooLarge {
+        size: ByteSize(limits.max_output.as_u64() + 1),
+        limit: limits.max_output,
+    };
+    let mut budget = limit;
+    let value = match results.into_iter().next() {
+        None => {
+            return Ok(ToolOutput {
+                content: Vec::new(),
+                structured_content: None,
+                is_error: false,
+            });
+        }
+        Some(Val::Result(Err(payload))) => {
+            let message = match payload {
+                Some(payload) => {
+                    as_text(json::from_val(&payload, &mut budget).map_err(|_| too_large())?)
+                }
+                None => "the function returned an error".to_owned(),
+            };
+            return Err(CallError::Failed(guest_message(message)));
+        }
+        Some(Val::Result(Ok(payload))) => match payload {
+            Some(payload) => json::from_val(&payload, &mut budget).map_err(|_| too_large())?,
+            None => serde_json::Value::Null,
+        },
+        Some(value) => json::from_val(&value, &mut budget).map_err(|_| too_large())?,
+    };
+    let structured = serde_json::json!({ "result": value });
+    let text = as_text(value);
+    check_size(text.len(), limits)?;
+    let output = ToolOutput {
+        content: vec![Content::Text { text }],
+        structured_content: Some(
+            StructuredContent::from_value(&structured).map_err(CallError::MalformedResult)?,
+        ),
+        is_error: false,
+    };
+    check_wire_size(&output, limit - budget, 1, limits)?;
+    Ok(output)
+}
+
+/// A value as a person reads it: a string as itself, else JSON.
+fn as_text(value: serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(text) => text,
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
