@@ -71,10 +71,41 @@ async fn wassettes_rust_filesystem_component_reads_only_what_it_is_granted() {
 
     // Deny by default: no folder is there until one is granted.
     let folder = tempfile::tempdir().unwrap();
-    std::fs::write(folder.path().join("notes.txt"), "granted words\n").unwrap();
     cli.call("filesystem", "read-file", r#"{"path": "/data/notes.txt"}"#)
         .failure("filesystem.read-file failed: Failed to read file");
-    let grant = format!("fs={}:/data", folder.path().display());
+    // Its own policy.yaml names its author's folders, which are not here:
+    // refused with the reason, and nothing granted.
+    let theirs = wassette::source("filesystem-rs").join("policy.yaml");
+    cli.run(&["grant", "filesystem", "--from-policy", theirs.to_str().unwrap()])
+        .failure("cannot be imported as grants (nothing was granted): storage.allow[0] fs:///Users/USERNAME/github/wassette: is not a folder here");
+    // The same form, naming a folder of this machine and mounting it at
+    // /data as the component expects: granted.
+    let policy = folder.path().join("policy.yaml");
+    let data = folder.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("notes.txt"), "granted words\n").unwrap();
+    std::fs::write(
+        &policy,
+        "version: \"1.0\"\npermissions:\n  storage:\n    allow:\n      - uri: \"fs://data\"\n        access: [\"read\"]\n",
+    )
+    .unwrap();
+    let granted = cli.run(&[
+        "grant",
+        "filesystem",
+        "--from-policy",
+        policy.to_str().unwrap(),
+    ]);
+    granted.success();
+    assert!(
+        granted
+            .stderr()
+            .contains(&format!("allows: fs={}:/data", data.display())),
+        "{}",
+        granted.stderr()
+    );
+    cli.call("filesystem", "read-file", r#"{"path": "data/notes.txt"}"#)
+        .success();
+    let grant = format!("fs={}:/data", data.display());
     cli.grant("filesystem", &[&grant]);
     let read = cli
         .call("filesystem", "read-file", r#"{"path": "/data/notes.txt"}"#)
@@ -162,6 +193,20 @@ async fn wassettes_python_eval_component_evaluates_and_reports_errors() {
 async fn wassettes_javascript_time_component_tells_the_time_over_mcp() {
     let says = "added time-server unversioned (1 tool: get-current-time)";
     let cli = added(wassette::time_server_js, &["--name", "time-server"], says).await;
+    // Its policy.yaml allows nothing: nothing to grant.
+    let policy = wassette::source("time-server-js").join("policy.yaml");
+    let imported = cli.run(&[
+        "grant",
+        "time-server",
+        "--from-policy",
+        policy.to_str().unwrap(),
+    ]);
+    imported.success();
+    assert!(
+        imported.stderr().contains("allows: nothing"),
+        "{}",
+        imported.stderr()
+    );
     let server = Server::start(cli.data(), &[]);
     let tools = listed(server.url("/mcp")).await;
     let (_, schema) = tools
@@ -180,4 +225,170 @@ async fn wassettes_javascript_time_component_tells_the_time_over_mcp() {
     let told = chrono::DateTime::parse_from_rfc3339(shown).expect("an RFC 3339 time");
     let off = (chrono::Utc::now() - told.to_utc()).num_seconds().abs();
     assert!(off < 60, "{shown} is {off} s off");
+}
+
+/// `agentsite call shapes TOOL ARGUMENTS`: the structured result, or the
+/// failure's one line.
+fn shapes(cli: &Cli, tool: &str, arguments: serde_json::Value) -> serde_json::Value {
+    cli.call("shapes", tool, &arguments.to_string()).json()["structuredContent"]["result"].clone()
+}
+
+#[test]
+fn every_kind_of_wit_type_is_a_tool_argument_and_result_in_its_json_form() {
+    // examples/shapes: wit-bindgen alone, no agentsite SDK.
+    let cli = Cli::new();
+    cli.add(&["shapes"]);
+    let tools = cli.run(&["tools", "shapes", "--json"]).json();
+    let schema = |name: &str| {
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {tools}"))["inputSchema"]
+            .clone()
+    };
+    let area = schema("area");
+    assert_eq!(
+        area["required"],
+        json!(["shape"]),
+        "an option may be left out"
+    );
+    assert_eq!(
+        area["properties"]["shape"]["oneOf"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    assert_eq!(
+        area["properties"]["unit"],
+        json!({ "anyOf": [{ "type": "string", "enum": ["metres", "feet"] }, { "type": "null" }] })
+    );
+    assert_eq!(
+        schema("check-even")["properties"]["n"],
+        json!({ "type": "integer", "minimum": 0, "maximum": 255 })
+    );
+
+    // record and tuple
+    let moved = shapes(
+        &cli,
+        "translate",
+        json!({ "p": { "x": 1, "y": 2 }, "by": [3, -4] }),
+    );
+    assert_eq!(moved, json!({ "x": 4, "y": -2 }));
+    // variant, enum, option, result
+    let circle = shapes(
+        &cli,
+        "area",
+        json!({ "shape": { "tag": "circle", "val": 1.0 } }),
+    );
+    assert!(
+        (circle.as_f64().unwrap() - std::f64::consts::PI).abs() < 1e-9,
+        "{circle}"
+    );
+    let feet = shapes(
+        &cli,
+        "area",
+        json!({ "shape": { "tag": "rectangle", "val": { "x": 2, "y": 3 } }, "unit": "feet" }),
+    );
+    assert!(
+        (feet.as_f64().unwrap() - 64.583_462_5).abs() < 1e-6,
+        "{feet}"
+    );
+    let empty = shapes(
+        &cli,
+        "area",
+        json!({ "shape": { "tag": "empty" }, "unit": null }),
+    );
+    assert_eq!(empty, json!(0.0));
+    cli.call(
+        "shapes",
+        "area",
+        r#"{"shape": {"tag": "circle", "val": -1}}"#,
+    )
+    .failure("shapes.area failed: a circle of radius -1");
+    // flags
+    let styled = shapes(
+        &cli,
+        "styled",
+        json!({ "text": "hi", "style": { "bold": true, "italic": true } }),
+    );
+    assert_eq!(styled, "***hi***");
+    assert_eq!(
+        shapes(&cli, "styled", json!({ "text": "hi", "style": {} })),
+        "hi"
+    );
+    // list of tuples
+    let tally = shapes(&cli, "tally", json!({ "words": ["a", "b", "a"] }));
+    assert_eq!(tally, json!([["a", 2], ["b", 1]]));
+    // option<char>
+    assert_eq!(shapes(&cli, "initial", json!({ "name": "Zoë" })), "Z");
+    assert_eq!(shapes(&cli, "initial", json!({ "name": "" })), json!(null));
+    // result<_, string>
+    assert_eq!(shapes(&cli, "check-even", json!({ "n": 4 })), json!(null));
+    cli.call("shapes", "check-even", r#"{"n": 3}"#)
+        .failure("shapes.check-even failed: 3 is odd");
+
+    // What does not fit is refused naming where, before the component runs.
+    for (tool, arguments, expected) in [
+        (
+            "check-even",
+            r#"{"n": 256}"#,
+            "n: expected an integer from 0 to 255, got 256",
+        ),
+        (
+            "area",
+            r#"{"shape": {"tag": "hexagon"}}"#,
+            "shape.tag: expected one of circle, rectangle, empty",
+        ),
+        (
+            "area",
+            r#"{"shape": {"tag": "circle"}}"#,
+            "shape.val: missing",
+        ),
+        (
+            "area",
+            r#"{"shape": {"tag": "empty"}, "unit": "yards"}"#,
+            "unit: expected one of metres, feet",
+        ),
+        (
+            "translate",
+            r#"{"p": {"x": 1}, "by": [0, 0]}"#,
+            "p.y: missing",
+        ),
+        (
+            "translate",
+            r#"{"p": {"x": 1, "y": 2, "z": 3}, "by": [0, 0]}"#,
+            "p.z: not a field of this record",
+        ),
+        (
+            "translate",
+            r#"{"p": {"x": 1, "y": 2}, "by": [0]}"#,
+            "by: expected an array of 2 items",
+        ),
+        (
+            "styled",
+            r#"{"text": "hi", "style": {"bold": 1}}"#,
+            "style.bold: expected true or false, got 1",
+        ),
+        (
+            "styled",
+            r#"{"text": "hi", "style": {"underline": true}}"#,
+            "style.underline: not a flag",
+        ),
+        (
+            "initial",
+            r#"{"name": "a", "extra": 1}"#,
+            "unknown argument `extra`",
+        ),
+        (
+            "tally",
+            r#"{"words": ["a", 2]}"#,
+            "words[1]: expected a string, got 2",
+        ),
+    ] {
+        cli.call("shapes", tool, arguments)
+            .failure(&format!("invalid arguments: {expected}"));
+    }
 }

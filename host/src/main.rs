@@ -187,10 +187,21 @@ enum Command {
     /// Items: fs=/host/folder:/guest/path[:rw], http=https://host[:port],
     /// env=NAME, kv=QUOTA, peers[=DEPTH/FANOUT], llm, memory=SIZE,
     /// deadline=DURATION, concurrency=N.
+    ///
+    /// With --from-policy, the items are read from a Wassette permission
+    /// file (policy.yaml): storage folders, network hosts, environment
+    /// variables and memory; what has no safe equivalent is refused with
+    /// its reason, and then nothing is granted.
     #[command(
-        after_help = "Examples:\n  agentsite grant notes kv=1MiB\n  agentsite grant weather http=https://api.weather.gov env=WEATHER_KEY\n  agentsite grant --publisher 12D3KooW... llm peers=2/8"
+        after_help = "Examples:\n  agentsite grant notes kv=1MiB\n  agentsite grant weather http=https://api.weather.gov env=WEATHER_KEY\n  agentsite grant --publisher 12D3KooW... llm peers=2/8\n  agentsite grant filesystem --from-policy policy.yaml"
     )]
-    Grant(PolicyEdit),
+    Grant {
+        #[command(flatten)]
+        edit: PolicyEdit,
+        /// Also grant what this Wassette policy.yaml allows.
+        #[arg(long, value_name = "FILE")]
+        from_policy: Option<PathBuf>,
+    },
     /// Take back grants (kv, fs, fs=/guest, http=PATTERN, env=NAME, ..., or
     /// all); a less specific grant decides them again.
     Revoke(PolicyEdit),
@@ -674,8 +685,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Call { .. } => unreachable!("handled above"),
         Command::Inspect { agent, json } => cli::inspect(&node, &agent, json),
         Command::Rm { agent, purge } => cli::remove(&node, &agent, purge),
-        Command::Grant(edit) => {
-            let (subject, items) = policy_subject(&node, edit)?;
+        Command::Grant { edit, from_policy } => {
+            let (subject, mut items) = policy_subject(&node, edit)?;
+            if let Some(file) = from_policy {
+                items.extend(cli::policy::items_from_wassette(&file)?);
+                if items.is_empty() {
+                    // A policy that allows nothing asks for the defaults.
+                    return Ok(());
+                }
+            }
             cli::policy::grant(&node, &subject, &items)
         }
         Command::Revoke(edit) => {

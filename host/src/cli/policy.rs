@@ -52,6 +52,34 @@ pub fn grant(node: &Node, subject: &Subject, items: &[String]) -> anyhow::Result
     Ok(())
 }
 
+/// The grant items a Wassette `policy.yaml` allows (see
+/// [`crate::policy::wassette`]); printed, so the operator sees what they
+/// became.
+pub fn items_from_wassette(file: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    use crate::policy::wassette::{MAX_POLICY_FILE, grant_items};
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(MAX_POLICY_FILE + 1).read_to_string(&mut text))
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+    anyhow::ensure!(
+        text.len() as u64 <= MAX_POLICY_FILE,
+        "{} is larger than {MAX_POLICY_FILE} bytes",
+        file.display()
+    );
+    let items = grant_items(&text, file).map_err(|e| anyhow::anyhow!(e))?;
+    eprintln!(
+        "{} allows: {}",
+        file.display(),
+        if items.is_empty() {
+            "nothing".to_owned()
+        } else {
+            items.join(" ")
+        }
+    );
+    Ok(items)
+}
+
 /// `agentsite revoke [AGENT | --publisher KEY] ITEM...`
 pub fn revoke(node: &Node, subject: &Subject, items: &[String]) -> anyhow::Result<()> {
     let grant = remove_grants(node.policy(), subject, items)?;

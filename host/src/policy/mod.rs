@@ -27,6 +27,7 @@
 //! ```
 
 pub mod edit;
+pub mod wassette;
 
 pub use crate::capabilities::grant::{Grant, GrantError, Grants};
 
