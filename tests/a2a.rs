@@ -63,6 +63,44 @@ fn python_json(script: &str, base: &str) -> Value {
 }
 
 #[test]
+fn the_a2a_sdk_verifies_the_nodes_signed_cards_and_refuses_changed_ones() {
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    let did = cli.run(&["id", "--json"]).json()["did"]
+        .as_str()
+        .expect("the node's did:key")
+        .to_owned();
+    assert!(did.starts_with("did:key:z6Mk"), "{did}");
+    let node = Server::start(cli.data(), &[]);
+    let script = repo().join("tests/python/a2a_signed_card.py");
+    let output = run_bounded(
+        Command::new(python())
+            .arg(&script)
+            .arg(&node.base)
+            .arg("calculator"),
+        Duration::from_secs(120),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the a2a-sdk refused a card\nstdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+    for card in ["node", "agent"] {
+        assert_eq!(seen[card]["verified"], true, "{seen}");
+        assert_eq!(seen[card]["signatures"], 1, "{seen}");
+        assert_eq!(seen[card]["tampered_refused"], true, "{seen}");
+    }
+    assert_eq!(seen["agent"]["name"], "calculator");
+    // Every signature names the node's own key.
+    let kid = format!("{did}#{}", did.trim_start_matches("did:key:"));
+    for named in seen["kids"].as_array().unwrap() {
+        assert_eq!(named, &json!(kid));
+    }
+}
+
+#[test]
 fn the_a2a_sdk_client_talks_to_a_node() {
     let model = ModelServer::start(model);
     let cli = Cli::new();
@@ -484,4 +522,73 @@ async fn an_attached_a2a_agent_does_a_task_in_a_goal() {
         record.conclusion.as_deref(),
         Some("Reversed, it reads gamma beta alpha.")
     );
+}
+
+/// Serves `card` at /.well-known/agent-card.json on a loopback port until
+/// the test ends; returns its base URL.
+fn serve_card(card: Value) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let app = axum::Router::new().route(
+                "/.well-known/agent-card.json",
+                axum::routing::get(move || {
+                    let card = card.clone();
+                    async move { axum::Json(card) }
+                }),
+            );
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    base
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_signed_card_of_an_agent_attached_by_url_must_verify() {
+    let other = Cli::new();
+    other.add(&["calculator"]);
+    let node = Server::start(other.data(), &[]);
+    let card: Value = reqwest::get(format!(
+        "{}/agents/calculator/.well-known/agent-card.json",
+        node.base
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(
+        card["signatures"].as_array().map(Vec::len),
+        Some(1),
+        "{card}"
+    );
+    let mut changed = card.clone();
+    changed["description"] = json!("A calculator that sends your numbers elsewhere.");
+    let (honest, tampered) = (serve_card(card), serve_card(changed));
+
+    let cli = Cli::new();
+    let attached = tokio::task::spawn_blocking(move || {
+        let ok = cli.run(&["attach", "calc", &honest]);
+        let refused = cli.run(&["attach", "calc2", &tampered]);
+        (ok, refused, cli)
+    });
+    let (ok, refused, cli) = attached.await.unwrap();
+    ok.success();
+    refused.failure("its card is signed, but no signature verifies");
+    let names: Vec<Value> = cli
+        .run(&["ls", "--json"])
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["card"]["name"].clone())
+        .collect();
+    assert_eq!(names, vec![json!("calc")]);
 }

@@ -28,6 +28,7 @@ pub mod chat;
 pub mod cli;
 pub(crate) mod clock;
 pub mod config;
+pub mod did;
 pub mod goals;
 pub mod http;
 pub mod hub;

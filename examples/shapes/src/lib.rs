@@ -18,7 +18,9 @@ impl geometry::Guest for Shapes {
 
     fn area(shape: Shape, unit: Option<Unit>) -> Result<f64, String> {
         let square_metres = match shape {
-            Shape::Circle(radius) if radius < 0.0 => return Err(format!("a circle of radius {radius}")),
+            Shape::Circle(radius) if radius < 0.0 => {
+                return Err(format!("a circle of radius {radius}"));
+            }
             Shape::Circle(radius) => std::f64::consts::PI * radius * radius,
             Shape::Rectangle(corner) if corner.x < 0 || corner.y < 0 => {
                 return Err(format!("a rectangle of {} by {}", corner.x, corner.y));
@@ -61,7 +63,11 @@ impl Guest for Shapes {
     }
 
     fn check_even(n: u8) -> Result<(), String> {
-        if n % 2 == 0 { Ok(()) } else { Err(format!("{n} is odd")) }
+        if n % 2 == 0 {
+            Ok(())
+        } else {
+            Err(format!("{n} is odd"))
+        }
     }
 }
 

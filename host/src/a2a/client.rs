@@ -88,8 +88,18 @@ pub async fn discover(url: &str) -> Result<(String, A2aCard, String), String> {
                 CARD_TIMEOUT.as_secs()
             )
         })??;
-    let card: A2aCard = serde_json::from_slice(&body)
+    let raw: serde_json::Value = serde_json::from_slice(&body)
         .map_err(|e| format!("{card_url} is not an Agent Card: {e}"))?;
+    // A signed card must verify; an unsigned one is taken as before.
+    match crate::a2a::signed::check(&raw) {
+        Ok(crate::a2a::signed::Checked::SignedBy(did)) => {
+            tracing::info!(card = %card_url, signer = %did, "the Agent Card's signature verifies");
+        }
+        Ok(crate::a2a::signed::Checked::Unsigned) => {}
+        Err(refused) => return Err(format!("the Agent Card at {card_url}: {refused}")),
+    }
+    let card: A2aCard =
+        serde_json::from_value(raw).map_err(|e| format!("{card_url} is not an Agent Card: {e}"))?;
     let endpoint = wire::jsonrpc_url(&card)
         .ok_or_else(|| {
             format!("the Agent Card at {card_url} offers no JSON-RPC interface of A2A 1.0")

@@ -20,4 +20,5 @@
 
 pub(crate) mod client;
 pub(crate) mod server;
+pub(crate) mod signed;
 pub(crate) mod wire;

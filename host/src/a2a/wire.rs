@@ -9,8 +9,8 @@
 //! whoever reads it, not here.
 
 pub use a2a_types::{
-    A2AError, AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact,
-    CancelTaskRequest, GetTaskRequest, HttpAuthSecurityScheme, JsonRpcId, JsonRpcRequest,
+    A2AError, AgentCapabilities, AgentCard, AgentCardSignature, AgentInterface, AgentSkill,
+    Artifact, CancelTaskRequest, GetTaskRequest, HttpAuthSecurityScheme, JsonRpcId, JsonRpcRequest,
     JsonRpcResponse, ListTasksRequest, ListTasksResponse, Message, Part, PartContent, Role,
     SecurityScheme, SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
     StreamResponse, SubscribeToTaskRequest, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,

@@ -269,9 +269,10 @@ pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
             reference,
             manifest,
         } => format!("pulled from oci://{reference} (manifest {manifest})"),
-        crate::store::Origin::Network { publisher } => {
-            format!("fetched from the network, published by {publisher}")
-        }
+        crate::store::Origin::Network { publisher } => match crate::did::of_peer(publisher) {
+            Some(did) => format!("fetched from the network, published by {publisher} ({did})"),
+            None => format!("fetched from the network, published by {publisher}"),
+        },
         crate::store::Origin::Attached => "attached on this machine".to_owned(),
     };
     out.push_str(&format!("origin:    {origin}\n"));

@@ -130,15 +130,23 @@ pub async fn id(data: &DataDir, json: bool) -> anyhow::Result<()> {
             (keypair.public().to_peer_id().to_string(), Vec::new(), None)
         }
     };
+    let did = peer_id
+        .parse::<crate::net::PeerId>()
+        .ok()
+        .and_then(|peer| crate::did::of_peer(&peer));
     if json {
         return super::print_json(&json!({
             "peer_id": peer_id,
+            "did": did,
             "addresses": addresses,
             "running": reachability.is_some(),
             "reachability": reachability,
         }));
     }
     println!("{peer_id}");
+    if let Some(did) = &did {
+        println!("{did}");
+    }
     for address in &addresses {
         println!("{address}");
     }

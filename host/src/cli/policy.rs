@@ -110,9 +110,10 @@ pub fn keygen(data: &crate::config::DataDir, force: bool) -> anyhow::Result<()> 
     let keypair = crate::net::identity::generate_publisher(&path, force)?;
     let key = keypair.public().to_peer_id();
     println!("{key}");
+    let did = crate::did::of_peer(&key).unwrap_or_default();
     eprintln!(
-        "publisher key written to {}; `agentsite publish` signs with it from the next start of \
-         `agentsite serve`. Operators trust it with: agentsite trust {key}",
+        "publisher key {did} written to {}; `agentsite publish` signs with it from the next start of \
+         `agentsite serve`. Operators trust it with: agentsite trust {key} (or its did:key)",
         path.display()
     );
     Ok(())

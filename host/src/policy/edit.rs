@@ -42,9 +42,12 @@ impl std::fmt::Display for Subject {
 }
 
 pub fn parse_publisher(key: &str) -> anyhow::Result<PeerId> {
+    if key.starts_with("did:") {
+        return crate::did::peer_of(key).map_err(|e| anyhow::anyhow!("{e}"));
+    }
     key.parse().map_err(|_| {
         anyhow::anyhow!(
-            "{key:?} is not a publisher key: use the peer id form `agentsite id` or `agentsite keygen` prints (12D3KooW...)"
+            "{key:?} is not a publisher key: use the peer id (12D3KooW...) or the did:key (did:key:z6Mk...) that `agentsite id` or `agentsite keygen` prints"
         )
     })
 }

@@ -50,12 +50,33 @@ pub struct Policy {
     pub defaults: Grant,
     #[serde(default)]
     pub trust: Trust,
-    /// Trusted publishers (by key, in peer-id form) and what their agents get.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// Trusted publishers (by key, in peer-id form or as a did:key) and
+    /// what their agents get.
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "publisher_keys"
+    )]
     pub publishers: BTreeMap<PeerId, Grant>,
     /// Grants to single agents, by content id.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub agents: BTreeMap<AgentId, Grant>,
+}
+
+/// The publishers' tables, keyed by peer id or did:key (both name the
+/// same ed25519 key; the file is written back with peer ids).
+fn publisher_keys<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<PeerId, Grant>, D::Error> {
+    let tables = BTreeMap::<String, Grant>::deserialize(deserializer)?;
+    tables
+        .into_iter()
+        .map(|(key, grant)| {
+            edit::parse_publisher(&key)
+                .map(|peer| (peer, grant))
+                .map_err(serde::de::Error::custom)
+        })
+        .collect()
 }
 
 /// What agents from publishers the operator has not listed get.

@@ -164,7 +164,17 @@ impl Server {
             sessions,
             chats,
         )));
-        let a2a = A2a::new(hosted.clone(), goals.as_ref().ok().cloned(), token_required);
+        // The cards are signed with the node's identity, which also
+        // names it on the network.
+        let signer = crate::net::identity::load_or_create(&node.data_dir().identity())
+            .map_err(|e| tracing::warn!("the A2A cards go unsigned: {e:#}"))
+            .ok();
+        let a2a = A2a::new(
+            hosted.clone(),
+            goals.as_ref().ok().cloned(),
+            token_required,
+            signer,
+        );
         router = router.merge(crate::a2a::server::router(a2a, gate.clone()));
         router = router.merge(match goals {
             Ok(goals) => {

@@ -11,7 +11,7 @@
 //! Methods: `SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`,
 //! `CancelTask`, `SubscribeToTask`; push notifications are not offered.
 
-mod card;
+pub(crate) mod card;
 mod run;
 mod tasks;
 
@@ -66,15 +66,23 @@ pub struct A2a {
     tasks: Tasks,
     /// Whether the JSON-RPC endpoints ask for a bearer token.
     token: bool,
+    /// The node's key, which signs every card it serves.
+    signer: Option<libp2p::identity::Keypair>,
 }
 
 impl A2a {
-    pub fn new(hosted: Arc<Hosted>, goals: Option<Arc<Goals>>, token: bool) -> Arc<A2a> {
+    pub fn new(
+        hosted: Arc<Hosted>,
+        goals: Option<Arc<Goals>>,
+        token: bool,
+        signer: Option<libp2p::identity::Keypair>,
+    ) -> Arc<A2a> {
         Arc::new(A2a {
             hosted,
             goals,
             tasks: Tasks::default(),
             token,
+            signer,
         })
     }
 
@@ -122,6 +130,14 @@ fn site(a2a: &A2a, headers: &HeaderMap) -> Site {
 
 async fn node_card(State(a2a): State<Arc<A2a>>, headers: HeaderMap) -> Response {
     let card = site(&a2a, &headers).node(&a2a.hosted.records(), a2a.takes_goals());
+    signed(&a2a, card)
+}
+
+/// A card as served: signed with the node's key (see [`crate::a2a::signed`]).
+fn signed(a2a: &A2a, mut card: crate::a2a::wire::AgentCard) -> Response {
+    if let Some(keypair) = &a2a.signer {
+        crate::a2a::signed::sign(&mut card, keypair);
+    }
     Json(card).into_response()
 }
 
@@ -142,7 +158,7 @@ async fn agent_card(
     headers: HeaderMap,
 ) -> Response {
     match find(&a2a, &agent) {
-        Ok(record) => Json(site(&a2a, &headers).agent(&record)).into_response(),
+        Ok(record) => signed(&a2a, site(&a2a, &headers).agent(&record)),
         Err(response) => *response,
     }
 }

@@ -193,7 +193,10 @@ pub async fn page(
             format!("pulled from oci://{reference} (manifest {manifest})")
         }
         (Known::Installed(..), Origin::Network { publisher }) => {
-            format!("fetched from the network, published by {publisher}")
+            match crate::did::of_peer(&publisher) {
+                Some(did) => format!("fetched from the network, published by {publisher} ({did})"),
+                None => format!("fetched from the network, published by {publisher}"),
+            }
         }
         (Known::Installed(record, _), Origin::Attached) => format!(
             "attached on this machine: {}",
