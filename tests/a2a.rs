@@ -524,30 +524,16 @@ async fn an_attached_a2a_agent_does_a_task_in_a_goal() {
     );
 }
 
-/// Serves `card` at /.well-known/agent-card.json on a loopback port until
-/// the test ends; returns its base URL.
-fn serve_card(card: Value) -> String {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            let app = axum::Router::new().route(
-                "/.well-known/agent-card.json",
-                axum::routing::get(move || {
-                    let card = card.clone();
-                    async move { axum::Json(card) }
-                }),
-            );
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    base
+/// Serves `card` at /.well-known/agent-card.json on a loopback port.
+fn serve_card(card: Value) -> support::served::Served {
+    let app = axum::Router::new().route(
+        "/.well-known/agent-card.json",
+        axum::routing::get(move || {
+            let card = card.clone();
+            async move { axum::Json(card) }
+        }),
+    );
+    support::served::Served::start(app)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -572,11 +558,13 @@ async fn a_signed_card_of_an_agent_attached_by_url_must_verify() {
     let mut changed = card.clone();
     changed["description"] = json!("A calculator that sends your numbers elsewhere.");
     let (honest, tampered) = (serve_card(card), serve_card(changed));
+    let honest_url = format!("http://{}", honest.address);
+    let tampered_url = format!("http://{}", tampered.address);
 
     let cli = Cli::new();
     let attached = tokio::task::spawn_blocking(move || {
-        let ok = cli.run(&["attach", "calc", &honest]);
-        let refused = cli.run(&["attach", "calc2", &tampered]);
+        let ok = cli.run(&["attach", "calc", &honest_url]);
+        let refused = cli.run(&["attach", "calc2", &tampered_url]);
         (ok, refused, cli)
     });
     let (ok, refused, cli) = attached.await.unwrap();

@@ -11,6 +11,7 @@ pub mod lookups;
 pub mod netns;
 pub mod registry;
 pub mod scripted;
+pub mod served;
 pub mod testnet;
 pub mod wassette;
 

@@ -154,63 +154,24 @@ fn free_port() -> u16 {
 /// - `not-a-component`: a layer of the right type and digest that is text;
 /// - `container-image`: a container image, not a Wasm artifact.
 pub struct LyingRegistry {
-    pub address: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    served: super::served::Served,
 }
 
 impl LyingRegistry {
     pub fn start(component: Vec<u8>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
-        listener.set_nonblocking(true).unwrap();
-        let address = listener.local_addr().unwrap().to_string();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let component = std::sync::Arc::new(component);
-        let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
-                    let component = component.clone();
-                    async move { lie(uri.path(), &component) }
-                });
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(async {
-                        let _ = stopped.await;
-                    })
-                    .await
-                    .unwrap();
-            });
+        let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+            let component = component.clone();
+            async move { lie(uri.path(), &component) }
         });
         LyingRegistry {
-            address,
-            stop: Some(stop),
-            thread: Some(thread),
+            served: super::served::Served::start(app),
         }
     }
 
     /// `oci://ADDRESS/PATH`.
     pub fn reference(&self, path: &str) -> String {
-        format!("oci://{}/{path}", self.address)
-    }
-}
-
-impl Drop for LyingRegistry {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        // Endless answers end when their clients go; a graceful shutdown
-        // waits for them, so the thread is not joined past a bound.
-        if let Some(thread) = self.thread.take() {
-            let deadline = std::time::Instant::now() + Duration::from_secs(5);
-            while !thread.is_finished() && std::time::Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
+        format!("oci://{}/{path}", self.served.address)
     }
 }
 
