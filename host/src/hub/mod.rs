@@ -119,6 +119,9 @@ pub struct Found {
     pub providers: usize,
     /// Who signed its manifest (a peer id).
     pub publisher: String,
+    /// The same key as a did:key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publisher_did: Option<String>,
     pub size: u64,
     /// The imports it asks a host for.
     pub capabilities: Vec<String>,
@@ -145,6 +148,7 @@ impl Found {
             tools: manifest.tools.clone(),
             providers,
             publisher: signed.publisher_id().to_string(),
+            publisher_did: crate::did::of_peer(&signed.publisher_id()),
             size: manifest.size,
             capabilities: manifest.capabilities.clone(),
             service: manifest.service.clone(),

@@ -41,6 +41,8 @@ pub struct AgentView {
 #[derive(Debug, Clone, Serialize)]
 pub struct PublisherView {
     pub id: String,
+    /// The same key as a did:key, when the id carries its key.
+    pub did: Option<String>,
     /// `this node`, `trusted` or `untrusted`.
     pub trust: &'static str,
 }
@@ -117,6 +119,10 @@ impl Trust {
     fn of(&self, id: &str) -> PublisherView {
         PublisherView {
             id: id.to_owned(),
+            did: id
+                .parse::<libp2p::PeerId>()
+                .ok()
+                .and_then(|peer| crate::did::of_peer(&peer)),
             trust: if self.own.as_deref() == Some(id) {
                 "this node"
             } else if self.trusted.contains(id) {
