@@ -420,7 +420,7 @@ const COMMAND_GROUPS: [(&str, &[&str]); 5] = [
     (
         "Agents on this node",
         &[
-            "new", "add", "ls", "tools", "call", "inspect", "rm", "attach", "detach",
+            "new", "add", "ls", "tools", "call", "inspect", "rm", "attach", "detach", "push",
         ],
     ),
     ("Serving them", &["serve", "mcp"]),
