@@ -22,7 +22,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::scripted::{Answer, Asked, ModelServer, capable, read};
-use support::{Cli, Server, installed_tool, mcp_call, node, repo, run_bounded};
+use support::{Cli, Server, installed_tool, mcp_call, node, repo};
 
 fn python() -> String {
     installed_tool("venv/bin/python").display().to_string()
@@ -42,23 +42,13 @@ fn model(request: &ChatRequest) -> Answer {
 }
 
 fn client_run(base: &str) -> Value {
-    python_json("a2a_client.py", base)
+    python_json("a2a_client.py", &[base])
 }
 
 /// What the Python script `script` (of tests/python) printed as JSON, run
-/// against the node at `base`.
-fn python_json(script: &str, base: &str) -> Value {
-    let script = repo().join("tests/python").join(script);
-    let output = run_bounded(
-        Command::new(python()).arg(&script).arg(base),
-        Duration::from_secs(240),
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the a2a-sdk client failed\nstdout: {stdout}\nstderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+/// with `args` (the node's base URL first).
+fn python_json(script: &str, args: &[&str]) -> Value {
+    let stdout = support::python_script(script, args, Duration::from_secs(240));
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
 
@@ -72,21 +62,7 @@ fn the_a2a_sdk_verifies_the_nodes_signed_cards_and_refuses_changed_ones() {
         .to_owned();
     assert!(did.starts_with("did:key:z6Mk"), "{did}");
     let node = Server::start(cli.data(), &[]);
-    let script = repo().join("tests/python/a2a_signed_card.py");
-    let output = run_bounded(
-        Command::new(python())
-            .arg(&script)
-            .arg(&node.base)
-            .arg("calculator"),
-        Duration::from_secs(120),
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the a2a-sdk refused a card\nstdout: {stdout}\nstderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let seen = python_json("a2a_signed_card.py", &[&node.base, "calculator"]);
     for card in ["node", "agent"] {
         assert_eq!(seen[card]["verified"], true, "{seen}");
         assert_eq!(seen[card]["signatures"], 1, "{seen}");
@@ -239,7 +215,7 @@ fn a_default_a2a_client_waits_out_a_slow_goal_and_leaving_stops_one() {
     cli.add(&["calculator"]);
     std::fs::write(cli.data().join("config.toml"), model.node_config()).unwrap();
     let node = Server::start(cli.data(), &[]);
-    let seen = python_json("a2a_patient.py", &node.base);
+    let seen = python_json("a2a_patient.py", &[&node.base]);
     let slow = &seen["slow"];
     assert_eq!(slow["last_state"], "TASK_STATE_COMPLETED", "{seen}");
     assert!(slow["seconds"].as_f64().unwrap() >= 10.0, "{seen}");

@@ -7,10 +7,9 @@
 
 use crate::support;
 
-use std::process::Command;
 use std::time::Duration;
 use support::registry::{LyingRegistry, PASSWORD, Registry, USER};
-use support::{Cli, installed_tool, repo, run_bounded, wasm};
+use support::{Cli, wasm};
 
 /// Bound on one `agentsite add` or `push` against a registry on loopback.
 const LIMIT: Duration = Duration::from_secs(120);
@@ -65,19 +64,7 @@ fn a_pushed_agent_is_added_from_the_registry_on_another_node_by_tag_and_by_diges
 
 /// Runs tests/python/oras_client.py with `args`; returns its stdout.
 fn oras(args: &[&str]) -> String {
-    let output = run_bounded(
-        Command::new(installed_tool("venv/bin/python"))
-            .arg(repo().join("tests/python/oras_client.py"))
-            .args(args),
-        LIMIT,
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "the ORAS client failed:\n{stdout}\nstderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
+    support::python_script("oras_client.py", args, LIMIT)
 }
 
 #[test]

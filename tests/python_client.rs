@@ -6,28 +6,15 @@
 
 use crate::support;
 
-use std::process::Command;
 use std::time::Duration;
-use support::{Cli, Server, installed_tool, repo, run_bounded};
+use support::{Cli, Server};
 
 fn python_client(args: &[&str]) {
     python_script("mcp_client.py", args, Duration::from_secs(120));
 }
 
 fn python_script(script: &str, args: &[&str], limit: Duration) {
-    let python = installed_tool("venv/bin/python");
-    let output = run_bounded(
-        Command::new(python)
-            .arg(repo().join("tests/python").join(script))
-            .args(args),
-        limit,
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the Python client failed:\n{stdout}\nstderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = support::python_script(script, args, limit);
     assert!(stdout.contains("all checks passed"), "{stdout}");
     print!("{stdout}");
 }

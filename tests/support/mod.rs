@@ -685,6 +685,25 @@ pub fn installed_tool(relative: &str) -> PathBuf {
     path
 }
 
+/// Runs tests/python/`script` with `args` on the test tools' Python (the
+/// SDKs pinned in tests/python/requirements.txt), killed past `limit`;
+/// fails the test unless it succeeds, and returns what it printed.
+pub fn python_script(script: &str, args: &[&str], limit: Duration) -> String {
+    let output = run_bounded(
+        Command::new(installed_tool("venv/bin/python"))
+            .arg(repo().join("tests/python").join(script))
+            .args(args),
+        limit,
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "tests/python/{script} failed\nstdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
 /// Runs `command` to completion, killing it after `limit`; returns its output.
 pub fn run_bounded(command: &mut Command, limit: std::time::Duration) -> Output {
     run_bounded_fed(command, None, limit)

@@ -18,9 +18,10 @@ const MAX_DEPTH: usize = 128;
 
 /// Signs `card` with `keypair` (an ed25519 key), adding one signature.
 pub fn sign(card: &mut AgentCard, keypair: &Keypair) {
-    let Some(did) = crate::did::of_peer(&keypair.public().to_peer_id()) else {
+    let Ok(key) = keypair.public().try_into_ed25519() else {
         return;
     };
+    let did = crate::did::of_ed25519(&key);
     let mut value = serde_json::to_value(&*card).expect("a card serializes");
     let payload = canonical_card(&mut value).expect("a card of this node is shallow");
     let header = json!({ "alg": "EdDSA", "typ": "JOSE", "kid": crate::did::key_id(&did) });

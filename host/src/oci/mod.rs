@@ -23,7 +23,6 @@ use oci_client::errors::OciDistributionError;
 use oci_client::manifest::{OciDescriptor, OciImageManifest, OciManifest};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
-use sha2::{Digest as _, Sha256};
 use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -129,12 +128,7 @@ impl Registry {
     /// Pulls the component `reference` names, checked against its manifest.
     pub async fn pull(&self, reference: &Reference) -> Result<Pulled, OciError> {
         let shown = shown(reference);
-        tokio::time::timeout(DEADLINE, self.pull_checked(reference, &shown))
-            .await
-            .map_err(|_| OciError::Deadline {
-                reference: shown.clone(),
-                deadline: DEADLINE,
-            })?
+        within_deadline(&shown, self.pull_checked(reference, &shown)).await
     }
 
     async fn pull_checked(&self, reference: &Reference, shown: &str) -> Result<Pulled, OciError> {
@@ -177,7 +171,7 @@ impl Registry {
         }
         // oci-client checks the digest too; the node's own check does not
         // depend on how it reports a mismatch.
-        let actual = format!("sha256:{}", hex::encode(Sha256::digest(&sink.bytes)));
+        let actual = sha256_digest(&sink.bytes);
         match pulled {
             Err(OciDistributionError::DigestError(_)) => {}
             Err(error) => return Err(failed(error)),
@@ -210,14 +204,13 @@ impl Registry {
         annotations: BTreeMap<String, String>,
     ) -> Result<Pushed, OciError> {
         let shown = shown(reference);
-        let pushed = self.push_unbounded(reference, bytes, file_name, annotations);
-        tokio::time::timeout(DEADLINE, pushed)
-            .await
-            .map_err(|_| OciError::Deadline {
-                reference: shown.clone(),
-                deadline: DEADLINE,
-            })?
-            .map_err(|error| registry_error(&shown, self.auth == RegistryAuth::Anonymous, error))
+        let anonymous = self.auth == RegistryAuth::Anonymous;
+        let pushed = async {
+            self.push_unbounded(reference, bytes, file_name, annotations)
+                .await
+                .map_err(|error| registry_error(&shown, anonymous, error))
+        };
+        within_deadline(&shown, pushed).await
     }
 
     async fn push_unbounded(
@@ -227,10 +220,10 @@ impl Registry {
         file_name: &str,
         annotations: BTreeMap<String, String>,
     ) -> Result<Pushed, OciDistributionError> {
-        let layer_digest = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
+        let layer_digest = sha256_digest(&bytes);
         let config = artifact::WasmConfig::for_component(&bytes, layer_digest.clone());
         let config = serde_json::to_vec(&config).expect("the config serializes");
-        let config_digest = format!("sha256:{}", hex::encode(Sha256::digest(&config)));
+        let config_digest = sha256_digest(&config);
         let manifest = OciImageManifest {
             schema_version: 2,
             media_type: Some(artifact::MANIFEST_MEDIA_TYPE.to_owned()),
@@ -266,7 +259,7 @@ impl Registry {
             .await?;
         let body =
             serde_json::to_vec(&OciManifest::Image(manifest)).expect("a manifest serializes");
-        let digest = format!("sha256:{}", hex::encode(Sha256::digest(&body)));
+        let digest = sha256_digest(&body);
         let content_type = http::HeaderValue::from_static(artifact::MANIFEST_MEDIA_TYPE);
         self.client
             .push_manifest_raw(reference, body, content_type)
@@ -280,6 +273,24 @@ impl Registry {
             digest,
         })
     }
+}
+
+/// `work` (a pull or a push of `shown`), cut off at [`DEADLINE`].
+async fn within_deadline<T>(
+    shown: &str,
+    work: impl std::future::Future<Output = Result<T, OciError>>,
+) -> Result<T, OciError> {
+    tokio::time::timeout(DEADLINE, work)
+        .await
+        .map_err(|_| OciError::Deadline {
+            reference: shown.to_owned(),
+            deadline: DEADLINE,
+        })?
+}
+
+/// An OCI digest (`sha256:<hex>`), written as the node's content ids are.
+fn sha256_digest(bytes: &[u8]) -> String {
+    crate::AgentId::of(bytes).to_string()
 }
 
 /// The manifest of an image index to pull: the one for Wasm.
