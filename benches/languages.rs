@@ -6,8 +6,9 @@
 //! * `first call`: a fresh process opens the node, loads the precompiled
 //!   agent, instantiates it and calls one tool (process start-up excluded),
 //!   median of 7.
-//! * `warm call`: `Node::call` on a serving node (pooled instances), a fresh
-//!   instance per call, timed one by one: p50 and p90.
+//! * `warm call`: `Node::call_record` on a serving node (pooled instances,
+//!   the agent resolved once), a fresh instance per call, timed one by one:
+//!   p50 and p90.
 //!
 //! Run with `cargo bench -p agentsite --bench languages` after building the
 //! Rust examples (`cd examples && cargo build --release --target
@@ -61,6 +62,33 @@ fn subjects() -> Vec<Subject> {
             agent: "stats",
             tool: "summarize",
             arguments: r#"{"values": [1, 2, 3, 4, 10]}"#,
+            calls: 1_000,
+        },
+        // Components of plain functions (no agentsite SDK): their tools
+        // are their exports, arguments and results converted from and to
+        // JSON by the node (runtime::plain).
+        Subject {
+            label: "Rust, plain functions (shapes.translate)",
+            component: repo().join("examples/target/wasm32-wasip2/release/shapes.wasm"),
+            agent: "shapes",
+            tool: "translate",
+            arguments: r#"{"p": {"x": 1, "y": 2}, "by": [3, -4]}"#,
+            calls: 5_000,
+        },
+        Subject {
+            label: "Wassette's eval-py (eval.eval)",
+            component: support::wassette::eval_py(),
+            agent: "eval",
+            tool: "eval",
+            arguments: r#"{"expression": "sum(range(10)) * 2"}"#,
+            calls: 1_000,
+        },
+        Subject {
+            label: "Wassette's time-server-js (time.get-current-time)",
+            component: support::wassette::time_server_js(),
+            agent: "time",
+            tool: "get-current-time",
+            arguments: "{}",
             calls: 1_000,
         },
         Subject {
@@ -149,9 +177,21 @@ fn main() {
             Capacity::SERVER,
         )
         .unwrap();
+        // Resolved once, as a serving node resolves from its snapshot of
+        // the catalog: `Node::call` by name reads and parses the agents'
+        // records from disk each time, which would be most of what is
+        // timed (and more for an agent whose record carries more schemas).
+        let record = node.resolve(subject.agent).unwrap();
+        let grants = node.grants(&record).unwrap();
         let call = || {
             let output = rt
-                .block_on(node.call(subject.agent, subject.tool, subject.arguments, None))
+                .block_on(node.call_record(
+                    &record,
+                    subject.tool,
+                    subject.arguments,
+                    grants.clone(),
+                    None,
+                ))
                 .unwrap();
             assert!(!output.is_error);
         };

@@ -9,7 +9,8 @@
 #   web/          playwright-core, which drives the distribution's Chromium
 #                 (installed with apt when missing) for the browser tests
 # and, from Debian, iproute2 and nftables for the NAT tests' namespaces and
-# docker-registry (CNCF distribution) for the OCI tests' registry.
+# docker-registry (CNCF distribution) for the OCI tests' registry, and
+# buildah, skopeo and umoci for the container image's test.
 # Each is reinstalled only when its pin file changes.
 
 export AGENTSITE_TOOLS="${AGENTSITE_TOOLS:-$HOME/.cache/agentsite-tools}"
@@ -107,6 +108,14 @@ install_registry() {
     return "$status"
 }
 
+# buildah builds the node's image (scripts/image.sh); skopeo and umoci
+# unpack it for the image test, which runs it from its own files.
+install_image_tools() {
+    command -v buildah >/dev/null && command -v skopeo >/dev/null &&
+        command -v umoci >/dev/null && return
+    apt_install buildah skopeo umoci
+}
+
 # Wassette's example components (tests/fixtures/wassette) are built with
 # the tools their lock files name: componentize-py 0.17.1 for eval-py, and
 # jco with componentize-js 0.18.1 for time-server-js.
@@ -135,6 +144,7 @@ install_wassette_tools() {
 install_test_tools() {
     install_network_tools
     install_registry
+    install_image_tools
     install_conformance
     install_python_client
     install_browser

@@ -554,3 +554,39 @@ fn a_new_agent_builds_adds_and_answers() {
         .failure("already exists and is not empty");
     let _ = std::fs::remove_file(wasm);
 }
+
+#[test]
+fn health_says_whether_the_node_serves_and_fails_when_none_does() {
+    let cli = Cli::new();
+    cli.run(&["health"]).failure("no node is running for");
+    cli.add(&["calculator"]);
+    let server = support::Server::start(cli.data(), &[]);
+    let said = cli.run(&["health"]).success();
+    assert_eq!(
+        said.trim(),
+        format!(
+            "ok: agentsite {} serving 1 agent and 4 tools at {}",
+            env!("CARGO_PKG_VERSION"),
+            server.base
+        )
+    );
+    let json = cli.run(&["health", "--json"]).json();
+    assert_eq!(json["status"], "ok");
+    assert_eq!(json["agents"], 1);
+    // Any node, by its address; one that does not answer is the failure.
+    let elsewhere = Cli::new();
+    elsewhere.run(&["health", "--url", &server.base]).success();
+    let port = server.base.rsplit(':').next().unwrap().to_owned();
+    drop(server);
+    elsewhere
+        .run(&["health", "--url", &format!("http://127.0.0.1:{port}")])
+        .failure("nothing answers http://127.0.0.1:");
+    // A page that is not the node's health is not taken for it.
+    let not_a_node = support::served::Served::start(axum::Router::new().route(
+        "/health",
+        axum::routing::get(|| async { "<html>hello</html>" }),
+    ));
+    elsewhere
+        .run(&["health", "--url", &format!("http://{}", not_a_node.address)])
+        .failure("answered something other than the node's health");
+}

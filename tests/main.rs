@@ -22,6 +22,7 @@ mod hostile;
 mod hostile_grants;
 mod hostile_peers;
 mod idle_connections;
+mod image;
 mod languages;
 mod layers;
 mod lying_nodes;

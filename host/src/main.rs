@@ -262,6 +262,18 @@ enum Command {
         #[arg(long)]
         mdns: bool,
     },
+    /// Ask a node's /health whether it serves: the running node of the data
+    /// directory, or the node at --url. Exits non-zero unless it does (a
+    /// container's health check).
+    Health {
+        /// The node's base URL, such as http://127.0.0.1:7777 [default: the
+        /// node running for the data directory].
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        /// Print the node's answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Make a new agent: a Rust crate with one tool, ready to build with
     /// `cargo build --release --target wasm32-wasip2`.
     New {
@@ -423,7 +435,7 @@ const COMMAND_GROUPS: [(&str, &[&str]); 5] = [
             "new", "add", "ls", "tools", "call", "inspect", "rm", "attach", "detach", "push",
         ],
     ),
-    ("Serving them", &["serve", "mcp"]),
+    ("Serving them", &["serve", "mcp", "health"]),
     (
         "Permissions",
         &["grant", "revoke", "policy", "trust", "untrust", "keygen"],
@@ -569,6 +581,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Keygen { force } => return cli::policy::keygen(&data, force),
         Command::New { name, path } => return cli::new(&name, path.as_deref()),
         Command::Id { json } => return cli::id(&data, json).await,
+        Command::Health { url, json } => return cli::health(&data, url.as_deref(), json).await,
         Command::Peers { json } => return cli::peers(&data, json).await,
         Command::Publish { agent } => return cli::publish(&data, &agent).await,
         Command::Search {
@@ -733,6 +746,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             cli::serve(std::sync::Arc::new(node), &config, options, p2p).await
         }
         Command::Id { .. }
+        | Command::Health { .. }
         | Command::Keygen { .. }
         | Command::New { .. }
         | Command::Peers { .. }

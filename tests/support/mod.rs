@@ -6,6 +6,7 @@
 pub mod behind_nat;
 pub mod dns;
 pub mod hostile;
+pub mod image;
 pub mod liars;
 pub mod lookups;
 pub mod netns;
@@ -458,7 +459,6 @@ impl Server {
     /// [`Server::start`] on `host` of a test's internet: in its network
     /// namespace, where its HTTP port is reached only from inside.
     pub fn start_on(host: Option<&netns::Host>, data: &Path, args: &[&str]) -> Server {
-        use std::io::BufRead as _;
         let offline: &[&str] = if args.contains(&"--p2p-listen") {
             &[]
         } else {
@@ -473,7 +473,7 @@ impl Server {
             Some(host) => host.command(env!("CARGO_BIN_EXE_agentsite")),
             None => Command::new(env!("CARGO_BIN_EXE_agentsite")),
         };
-        let mut child = command
+        command
             .arg("--data-dir")
             .arg(data)
             .arg("serve")
@@ -481,7 +481,21 @@ impl Server {
             .args(offline)
             .args(args)
             .env_remove("AGENTSITE_CONFIG")
-            .env_remove("AGENTSITE_TOKEN")
+            .env_remove("AGENTSITE_TOKEN");
+        let name = data
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Server::spawn(command, &name)
+    }
+
+    /// Starts `command`, an `agentsite serve` however it is run (it must
+    /// be the process that serves, not one waiting for it), and waits (up
+    /// to 30 s) for the line announcing its address. Its log lines are
+    /// echoed, each marked with `name`.
+    pub fn spawn(mut command: Command, name: &str) -> Server {
+        use std::io::BufRead as _;
+        let mut child = command
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -490,10 +504,7 @@ impl Server {
         let (found, address) = std::sync::mpsc::channel();
         let log = std::sync::Arc::new(std::sync::Mutex::new(std::collections::VecDeque::new()));
         let kept = log.clone();
-        let name = data
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let name = name.to_owned();
         std::thread::spawn(move || {
             let mut found = Some(found);
             let mut p2p = None;
@@ -598,12 +609,33 @@ impl Server {
         let _ = self.child.wait();
     }
 
+    /// Asks the server to stop as a container runtime does (SIGTERM), and
+    /// waits for it to exit, up to `within`; its exit status.
+    pub fn terminate(&mut self, within: Duration) -> std::process::ExitStatus {
+        self.signal(libc::SIGTERM);
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("the server can be waited for") {
+                return status;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server did not stop within {within:?} of SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Freezes the server's process (SIGSTOP): its connections stay open,
     /// and nothing sent to it is answered until it is killed.
     pub fn freeze(&self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    fn signal(&self, signal: libc::c_int) {
         let pid = libc::pid_t::try_from(self.child.id()).expect("a pid fits pid_t");
         // SAFETY: the child is ours and not yet waited for, so `pid` is it.
-        let sent = unsafe { libc::kill(pid, libc::SIGSTOP) };
+        let sent = unsafe { libc::kill(pid, signal) };
         assert_eq!(
             sent,
             0,

@@ -5,6 +5,7 @@
 //! for people go to stderr, so that `agentsite add x.wasm` can be captured.
 
 pub mod goals;
+mod health;
 pub mod models;
 mod network;
 mod new;
@@ -14,6 +15,7 @@ mod shown;
 
 /// What `agentsite call` asks a running node to do.
 pub use crate::web::api::LocalCall;
+pub use health::health;
 pub use network::{
     call_remote, call_through_node, fetch, id, network_models, peers, publish, search,
 };
