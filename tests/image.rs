@@ -294,6 +294,11 @@ fn two_nodes_from_the_image_join_publish_find_and_call_each_other() {
             if connected { Ok(()) } else { Err(peers) }
         },
     );
+    // The table shows an address that reaches pod 0 (its name, or its
+    // pod's address), not the loopback address every node lists first.
+    let table = second.exec(&["peers"]).success();
+    assert!(table.contains(&first_id), "{table}");
+    assert!(!table.contains("/ip4/127.0.0.1/"), "{table}");
 
     // Each publishes an agent from its volume; each finds the other's and
     // calls it where it lives; the second fetches the first's by hash.

@@ -189,7 +189,7 @@ pub async fn peers(data: &DataDir, json: bool) -> anyhow::Result<()> {
     }
     let now = crate::clock::unix_millis();
     let rows: Vec<[String; 5]> = peers
-        .into_iter()
+        .iter()
         .map(|p| {
             let connected = Duration::from_millis(now.saturating_sub(p.connected_at));
             let mut transports: Vec<&str> =
@@ -197,11 +197,11 @@ pub async fn peers(data: &DataDir, json: bool) -> anyhow::Result<()> {
             transports.sort_unstable();
             transports.dedup();
             [
-                p.peer_id,
+                p.peer_id.clone(),
                 // A peer names its own software: shown escaped.
                 safe(p.agent_version.as_deref().unwrap_or("?")).into_owned(),
                 // So does the address it gave (a DNS name is any text).
-                safe(&p.addresses.into_iter().next().unwrap_or_default()).into_owned(),
+                safe(p.shown_address().unwrap_or_default()).into_owned(),
                 transports.join("+"),
                 format!(
                     "{} ({})",

@@ -202,6 +202,27 @@ pub struct PeerInfo {
     pub hole_punch_failed: bool,
 }
 
+impl PeerInfo {
+    /// The address a person is shown for this peer: the first it gave that
+    /// is not loopback, unless it is reached over loopback (every node
+    /// lists its loopback address first, which says nothing of a peer on
+    /// another host); else where its connection goes.
+    pub fn shown_address(&self) -> Option<&str> {
+        let loopback = |address: &str| {
+            address
+                .parse::<Multiaddr>()
+                .is_ok_and(|address| reach::is_loopback(&address))
+        };
+        let over_loopback = self.connections.iter().any(|c| loopback(&c.address));
+        self.addresses
+            .iter()
+            .find(|address| over_loopback || !loopback(address))
+            .or_else(|| self.connections.first().map(|c| &c.address))
+            .or(self.addresses.first())
+            .map(String::as_str)
+    }
+}
+
 /// One connection to a peer.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Connection {
@@ -468,5 +489,43 @@ impl Network {
         let _ = self
             .ask(|reply| event_loop::Command::Shutdown { reply })
             .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Connection, PeerInfo};
+
+    fn peer_at(addresses: &[&str], connected_to: &str) -> PeerInfo {
+        PeerInfo {
+            peer_id: "12D3KooWPeer".into(),
+            addresses: addresses.iter().map(|a| a.to_string()).collect(),
+            agent_version: None,
+            agentsite: true,
+            connected_at: 0,
+            dialed: true,
+            connections: vec![Connection {
+                address: connected_to.into(),
+                transport: "tcp".into(),
+            }],
+            hole_punch_failed: false,
+        }
+    }
+
+    #[test]
+    fn a_peer_is_shown_at_an_address_that_reaches_it() {
+        let given = ["/ip4/127.0.0.1/tcp/4077", "/ip4/10.1.0.7/tcp/4077"];
+        // On another host: its loopback address would be this host's.
+        let elsewhere = peer_at(&given, "/ip4/10.1.0.7/tcp/4077");
+        assert_eq!(elsewhere.shown_address(), Some("/ip4/10.1.0.7/tcp/4077"));
+        // On this host, its first address is as good as any.
+        let here = peer_at(&given, "/ip4/127.0.0.1/tcp/4077");
+        assert_eq!(here.shown_address(), Some("/ip4/127.0.0.1/tcp/4077"));
+        // Nothing but loopback given: where the connection goes.
+        let only_loopback = peer_at(&given[..1], "/ip4/10.1.0.7/tcp/50123");
+        assert_eq!(
+            only_loopback.shown_address(),
+            Some("/ip4/10.1.0.7/tcp/50123")
+        );
     }
 }

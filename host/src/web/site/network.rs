@@ -115,7 +115,7 @@ fn peer_views(hub: &Hub, peers: Vec<crate::net::PeerInfo>) -> Vec<PeerView> {
                 via.dedup();
                 via.join("+")
             },
-            address: p.addresses.first().cloned(),
+            address: p.shown_address().map(str::to_owned),
             peer_id: p.peer_id,
             agent_version: p.agent_version,
             agentsite: p.agentsite,
