@@ -590,3 +590,24 @@ fn health_says_whether_the_node_serves_and_fails_when_none_does() {
         .run(&["health", "--url", &format!("http://{}", not_a_node.address)])
         .failure("answered something other than the node's health");
 }
+
+#[test]
+fn a_name_that_is_not_taken_is_said_so() {
+    let cli = Cli::new();
+    let calculator = wasm("calculator");
+    let added = cli.run(&["add", calculator.to_str().unwrap(), "--name", "sums"]);
+    added.success();
+    assert!(
+        added
+            .stderr()
+            .contains("note: --name sums was not taken: the agent is named calculator"),
+        "{}",
+        added.stderr()
+    );
+    cli.call("calculator", "add", r#"{"a": 1, "b": 2}"#)
+        .success();
+    // Its own name is no note.
+    let again = cli.run(&["add", calculator.to_str().unwrap(), "--name", "calculator"]);
+    again.success();
+    assert!(!again.stderr().contains("note:"), "{}", again.stderr());
+}

@@ -65,6 +65,7 @@ pub async fn add(
             .await
             .with_context(|| format!("cannot add {}", file.display()))?;
         println!("{}", record.id);
+        note_name_not_taken(name, &record);
         eprintln!(
             "added {} {} ({}: {})",
             record.card.name,
@@ -74,6 +75,21 @@ pub async fn add(
         );
     }
     Ok(())
+}
+
+/// Says so when `--name` did not name the agent: a component of the agent
+/// world names itself in its card, and one already installed keeps the
+/// name it has.
+pub(crate) fn note_name_not_taken(asked: Option<&str>, record: &crate::store::AgentRecord) {
+    if let Some(asked) = asked
+        && asked != record.card.name
+    {
+        eprintln!(
+            "note: --name {} was not taken: the agent is named {} (a component of the agent world is named by its card, and one already installed keeps its name)",
+            safe(asked),
+            safe(&record.card.name)
+        );
+    }
 }
 
 /// An agent name made from a file's or repository's name: lower case,

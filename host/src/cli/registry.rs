@@ -64,6 +64,7 @@ pub async fn add(
         .await
         .with_context(|| format!("cannot add {}", safe(argument)))?;
     println!("{}", record.id);
+    super::note_name_not_taken(name, &record);
     eprintln!(
         "added {} {} from {} ({}, {}: {})",
         record.card.name,
