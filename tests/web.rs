@@ -163,6 +163,12 @@ fn network_page_shows_peers_announcements_and_calls() {
     there.add(&["text"]);
     let node = Server::join(here.data(), None);
     let other = Server::join(there.data(), Some(&node));
+    // The other node signs what it publishes with its identity (it has no
+    // publisher key of its own): its did:key is the publisher's.
+    let other_did = there.run(&["id", "--json"]).json()["did"]
+        .as_str()
+        .expect("the node has a did:key")
+        .to_owned();
     journey(
         "network",
         &[
@@ -170,6 +176,7 @@ fn network_page_shows_peers_announcements_and_calls() {
             ("OTHER_URL", &other.base),
             ("PEER_ID", node.peer_id().unwrap()),
             ("OTHER_PEER_ID", other.peer_id().unwrap()),
+            ("OTHER_DID", &other_did),
         ],
     );
 }

@@ -9,6 +9,7 @@ const base = env("AGENTSITE_URL");
 const otherBase = env("OTHER_URL");
 const peerId = env("PEER_ID");
 const otherPeerId = env("OTHER_PEER_ID");
+const otherDid = env("OTHER_DID");
 
 await run(async (browser) => {
   const page = await newPage(browser);
@@ -33,6 +34,12 @@ await run(async (browser) => {
   assert.match(await announced.textContent(), /· \d+ tools? · from …/);
   assert.equal(await announced.locator("[title]").getAttribute("title"), otherPeerId);
   assert.ok(await page.locator("#no-announcements").isHidden());
+  // The announced agent's page names its publisher by peer id and did:key.
+  const agentPage = await newPage(browser);
+  await agentPage.goto(new URL(await announced.locator("a").first().getAttribute("href"), base).href);
+  assert.equal(await agentPage.locator("code.did").textContent(), otherDid);
+  assert.match(otherDid, /^did:key:z6Mk/);
+  await agentPage.close();
   // The announcement's host leads to its row among the peers, which (once
   // the page is drawn again) lists what it hosts and since when it is here.
   await announced.locator("a.peer-link").click();
