@@ -35,9 +35,13 @@ pub enum CallError {
     /// handles, table elements, HTTP header fields.
     #[error("host resource limit exceeded: {0}")]
     HostLimit(String),
-    /// The result is larger than allowed.
-    #[error("output of {size} exceeds the limit of {limit}")]
-    OutputTooLarge { size: ByteSize, limit: ByteSize },
+    /// The result is larger than allowed: `size` where it was measured
+    /// whole, none where writing it stopped at the limit.
+    #[error("output {}exceeds the limit of {limit}", size_of_output(.size))]
+    OutputTooLarge {
+        size: Option<ByteSize>,
+        limit: ByteSize,
+    },
     /// The result has more items (content blocks, resources, prompt
     /// messages) than allowed.
     #[error("output of {count} {what} exceeds the limit of {limit}")]
@@ -99,4 +103,9 @@ impl CallError {
             None => Failure::Fault(self),
         }
     }
+}
+
+/// `of 2.0 MiB ` for an output of known size, nothing otherwise.
+fn size_of_output(size: &Option<ByteSize>) -> String {
+    size.map(|size| format!("of {size} ")).unwrap_or_default()
 }

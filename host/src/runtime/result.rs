@@ -74,7 +74,7 @@ fn guest_message(message: String) -> String {
 fn check_size(size: usize, limits: &Limits) -> Result<(), CallError> {
     if size as u64 > limits.max_output.as_u64() {
         return Err(CallError::OutputTooLarge {
-            size: ByteSize(size as u64),
+            size: Some(ByteSize(size as u64)),
             limit: limits.max_output,
         });
     }
@@ -473,8 +473,9 @@ pub(super) fn function_output(
     use super::plain::json;
     use wasmtime::component::Val;
     let limit = usize::try_from(limits.max_output.as_u64()).unwrap_or(usize::MAX);
+    // Writing stops at the limit: the whole size is never known.
     let too_large = || CallError::OutputTooLarge {
-        size: ByteSize(limits.max_output.as_u64() + 1),
+        size: None,
         limit: limits.max_output,
     };
     let mut budget = limit;
@@ -521,5 +522,29 @@ fn as_text(value: serde_json::Value) -> String {
         serde_json::Value::String(text) => text,
         serde_json::Value::Null => String::new(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::function_output;
+    use crate::config::Limits;
+    use bytesize::ByteSize;
+    use wasmtime::component::Val;
+
+    #[test]
+    fn a_function_result_past_the_limit_is_refused_without_a_size_it_never_measured() {
+        let limits = Limits {
+            max_output: ByteSize(1000),
+            ..Limits::default()
+        };
+        let long = Val::String("x".repeat(5000));
+        let error = function_output(vec![long], &limits).unwrap_err();
+        assert_eq!(error.to_string(), "output exceeds the limit of 1000 B");
+        let short = function_output(vec![Val::String("fits".into())], &limits).unwrap();
+        assert_eq!(
+            short.structured_content.unwrap().to_string(),
+            r#"{"result":"fits"}"#
+        );
     }
 }
