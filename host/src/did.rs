@@ -42,6 +42,11 @@ pub fn of_peer(peer: &PeerId) -> Option<String> {
     Some(of_ed25519(&key.try_into_ed25519().ok()?))
 }
 
+/// [`of_peer`] of a peer id as text; `None` for what is not one.
+pub fn of_peer_text(peer: &str) -> Option<String> {
+    of_peer(&peer.parse().ok()?)
+}
+
 /// The ed25519 key a did:key names (a `#fragment` after it is allowed).
 pub fn key_of(did: &str) -> Result<ed25519::PublicKey, DidError> {
     let did = did.split('#').next().unwrap_or(did);

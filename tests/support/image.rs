@@ -53,7 +53,7 @@ pub struct Image {
 pub fn missing_tools() -> Option<String> {
     let missing: Vec<&str> = ["buildah", "skopeo", "umoci"]
         .into_iter()
-        .filter(|tool| !on_path(tool))
+        .filter(|tool| super::which(tool).is_none())
         .collect();
     (!missing.is_empty()).then(|| {
         format!(
@@ -61,11 +61,6 @@ pub fn missing_tools() -> Option<String> {
             missing.join(", ")
         )
     })
-}
-
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
 }
 
 impl Image {
@@ -96,12 +91,13 @@ impl Image {
         }
         let document: Document = serde_json::from_slice(&raw)
             .unwrap_or_else(|e| panic!("the image's configuration does not read ({e})"));
-        let layout = format!("oci:{}:agentsite", dir.join("layout").display());
-        must(Command::new("skopeo").args(["copy", "--quiet", &reference, &layout]));
+        let layout = format!("{}:agentsite", dir.join("layout").display());
+        let copy = format!("oci:{layout}");
+        must(Command::new("skopeo").args(["copy", "--quiet", &reference, &copy]));
         let bundle = dir.join("bundle");
         must(
             Command::new("umoci")
-                .args(["unpack", "--image", &layout[4..]])
+                .args(["unpack", "--image", &layout])
                 .arg(&bundle),
         );
         Image {

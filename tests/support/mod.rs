@@ -717,6 +717,16 @@ pub fn installed_tool(relative: &str) -> PathBuf {
     path
 }
 
+/// Where `tool` is installed: on `PATH`, or in the system folders a
+/// non-root `PATH` may leave out (`ip`, `nft` and the registry live there).
+pub fn which(tool: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/bin", "/usr/sbin", "/sbin"].map(PathBuf::from))
+        .map(|dir| dir.join(tool))
+        .find(|candidate| candidate.is_file())
+}
+
 /// Runs tests/python/`script` with `args` on the test tools' Python (the
 /// SDKs pinned in tests/python/requirements.txt), killed past `limit`;
 /// fails the test unless it succeeds, and returns what it printed.

@@ -79,7 +79,7 @@ impl Internet {
     /// namespaces or NAT rules.
     pub fn new() -> Option<Internet> {
         for (tool, package) in [("ip", "iproute2"), ("nft", "nftables")] {
-            if which(tool).is_none() {
+            if super::which(tool).is_none() {
                 eprintln!("SKIPPED: `{tool}` is not installed (Debian package {package})");
                 return None;
             }
@@ -316,15 +316,6 @@ fn sweep_stale() {
             let _ = std::fs::remove_dir_all(format!("/etc/netns/{name}"));
         }
     }
-}
-
-fn which(tool: &str) -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .chain(["/usr/sbin", "/sbin"])
-        .map(|dir| std::path::Path::new(dir).join(tool))
-        .find(|path| path.exists())
 }
 
 fn run(command: &mut Command) {

@@ -5,7 +5,6 @@
 
 use super::eventually;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -37,7 +36,7 @@ impl Registry {
     }
 
     fn start_with(htpasswd: Option<String>) -> Self {
-        let binary = which("docker-registry").unwrap_or_else(|| {
+        let binary = super::which("docker-registry").unwrap_or_else(|| {
             panic!(
                 "docker-registry is missing: run `bash scripts/test.sh` (or `bash scripts/tools.sh`) once, \
                  which installs Debian's docker-registry"
@@ -105,15 +104,6 @@ impl Drop for Registry {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn which(program: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .chain(["/usr/bin", "/usr/sbin"])
-        .map(|dir| PathBuf::from(dir).join(program))
-        .find(|path| path.is_file())
 }
 
 /// Whether `target` answers `GET /v2/` as a distribution registry does.

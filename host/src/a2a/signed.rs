@@ -67,14 +67,13 @@ pub enum SignatureError {
 /// verifies is enough, as the A2A SDKs require.
 pub fn check(card: &Value) -> Result<Checked, SignatureError> {
     let signatures = match card.get("signatures").and_then(Value::as_array) {
-        Some(signatures) if !signatures.is_empty() => signatures.clone(),
+        Some(signatures) if !signatures.is_empty() => signatures,
         _ => return Ok(Checked::Unsigned),
     };
-    let mut value = card.clone();
-    let payload = canonical_card(&mut value).ok_or(SignatureError::TooDeep)?;
+    let payload = canonical_card(&mut card.clone()).ok_or(SignatureError::TooDeep)?;
     let payload = B64.encode(payload);
     let mut checkable = false;
-    for signature in &signatures {
+    for signature in signatures {
         let (Some(protected), Some(signed)) = (
             signature.get("protected").and_then(Value::as_str),
             signature.get("signature").and_then(Value::as_str),

@@ -3,6 +3,7 @@
 //! curl to ask with) and an operator's quick look at a node.
 
 use crate::config::DataDir;
+use crate::http::bounded::{BodyError, read_bounded};
 use crate::text::terminal_safe as safe;
 use anyhow::Context as _;
 use serde::Deserialize;
@@ -67,7 +68,7 @@ async fn fetch(address: &str) -> anyhow::Result<Vec<u8>> {
         .timeout(ANSWER_WITHIN)
         .build()
         .context("cannot make an HTTP client")?;
-    let mut response = http
+    let response = http
         .get(address)
         .send()
         .await
@@ -77,17 +78,12 @@ async fn fetch(address: &str) -> anyhow::Result<Vec<u8>> {
         status.is_success(),
         "{address} answered HTTP {status}: the node does not serve (or refuses this Host name)"
     );
-    let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
+    read_bounded(response, ANSWER_LIMIT)
         .await
-        .with_context(|| format!("{address} stopped answering"))?
-    {
-        anyhow::ensure!(
-            body.len() + chunk.len() <= ANSWER_LIMIT,
-            "{address} answered more than {ANSWER_LIMIT} bytes: not the node's health"
-        );
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
+        .map_err(|error| match error {
+            BodyError::TooLarge(limit) => {
+                anyhow::anyhow!("{address} answered more than {limit} bytes: not the node's health")
+            }
+            BodyError::Broke(e) => anyhow::anyhow!("{address} stopped answering: {e}"),
+        })
 }

@@ -281,19 +281,7 @@ pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
                 .to_string())
         ));
     }
-    let origin = match &record.origin {
-        crate::store::Origin::Local => "added on this machine".to_owned(),
-        crate::store::Origin::Registry {
-            reference,
-            manifest,
-        } => format!("pulled from oci://{reference} (manifest {manifest})"),
-        crate::store::Origin::Network { publisher } => match crate::did::of_peer(publisher) {
-            Some(did) => format!("fetched from the network, published by {publisher} ({did})"),
-            None => format!("fetched from the network, published by {publisher}"),
-        },
-        crate::store::Origin::Attached => "attached on this machine".to_owned(),
-    };
-    out.push_str(&format!("origin:    {origin}\n"));
+    out.push_str(&format!("origin:    {}\n", record.origin));
     if record.is_attached() {
         // Nothing to grant: only the limits of a call apply.
         if let Ok(grants) = &granted {

@@ -130,10 +130,7 @@ pub async fn id(data: &DataDir, json: bool) -> anyhow::Result<()> {
             (keypair.public().to_peer_id().to_string(), Vec::new(), None)
         }
     };
-    let did = peer_id
-        .parse::<crate::net::PeerId>()
-        .ok()
-        .and_then(|peer| crate::did::of_peer(&peer));
+    let did = crate::did::of_peer_text(&peer_id);
     if json {
         return super::print_json(&json!({
             "peer_id": peer_id,

@@ -4,6 +4,28 @@
 use libp2p::PeerId;
 use serde::{Deserialize, Serialize};
 
+/// Where it came from, as `inspect` and the agent page say it: `fetched
+/// from the network, published by 12D3KooW… (did:key:z6Mk…)`.
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Local => f.write_str("added on this machine"),
+            Origin::Registry {
+                reference,
+                manifest,
+            } => write!(f, "pulled from oci://{reference} (manifest {manifest})"),
+            Origin::Network { publisher } => {
+                write!(f, "fetched from the network, published by {publisher}")?;
+                match crate::did::of_peer(publisher) {
+                    Some(did) => write!(f, " ({did})"),
+                    None => Ok(()),
+                }
+            }
+            Origin::Attached => f.write_str("attached on this machine"),
+        }
+    }
+}
+
 /// Where an installed agent came from, as far as can be verified.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]

@@ -182,22 +182,6 @@ pub async fn page(
         Known::Network(_) => (None, None, None),
     };
     let origin_text = match (&known, origin) {
-        (Known::Installed(..), Origin::Local) => "added on this machine".to_owned(),
-        (
-            Known::Installed(..),
-            Origin::Registry {
-                reference,
-                manifest,
-            },
-        ) => {
-            format!("pulled from oci://{reference} (manifest {manifest})")
-        }
-        (Known::Installed(..), Origin::Network { publisher }) => {
-            match crate::did::of_peer(&publisher) {
-                Some(did) => format!("fetched from the network, published by {publisher} ({did})"),
-                None => format!("fetched from the network, published by {publisher}"),
-            }
-        }
         (Known::Installed(record, _), Origin::Attached) => format!(
             "attached on this machine: {}",
             record
@@ -205,6 +189,7 @@ pub async fn page(
                 .as_ref()
                 .map_or(String::new(), |a| a.target())
         ),
+        (Known::Installed(..), origin) => origin.to_string(),
         (Known::Network(_), _) => "not installed here".to_owned(),
     };
     let tool_views: Vec<ToolView> = tools

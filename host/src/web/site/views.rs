@@ -119,10 +119,7 @@ impl Trust {
     fn of(&self, id: &str) -> PublisherView {
         PublisherView {
             id: id.to_owned(),
-            did: id
-                .parse::<libp2p::PeerId>()
-                .ok()
-                .and_then(|peer| crate::did::of_peer(&peer)),
+            did: crate::did::of_peer_text(id),
             trust: if self.own.as_deref() == Some(id) {
                 "this node"
             } else if self.trusted.contains(id) {
