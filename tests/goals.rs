@@ -21,7 +21,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::hostile::node_with;
-use support::scripted::{Answer, Asked, Request, capable, completion, goals_for, good_call, read};
+use support::scripted::{
+    Answer, Asked, Request, capable, completion, goals_for, good_call, leak, read,
+};
 
 type Rules = dyn Fn(&Request) -> Answer + Send + Sync;
 
@@ -277,13 +279,192 @@ async fn a_call_with_values_the_goal_never_gave_is_refused_and_asked_again() {
 }
 
 #[tokio::test]
-async fn a_tool_error_is_reported_as_the_result_and_stated_in_the_conclusion() {
-    let h = harness(Scripted::new(capable), GoalsConfig::default()).await;
+async fn a_goal_whose_only_call_was_refused_fails_with_the_agents_own_error() {
+    // The model would word a confident answer; it is never asked.
+    let model = Scripted::new(|request| match request.asked {
+        Asked::Answer => Answer::Text("1 divided by 0 is 1.".into()),
+        _ => capable(request),
+    });
+    let h = harness(model.clone(), GoalsConfig::default()).await;
     let (record, messages) = h.run(goal("Divide 1 by 0.", &["calculator"])).await;
+    assert_eq!(record.state, GoalState::Failed, "{messages:#?}");
+    assert_eq!(
+        results(&messages)[0],
+        (false, "division by zero".to_owned())
+    );
+    let reason = record.reason.unwrap();
+    assert!(
+        reason.contains("calculator refused divide(1, 0): division by zero"),
+        "{reason}"
+    );
+    assert!(record.conclusion.is_none());
+    assert!(model.asked(Asked::Answer).is_empty());
+}
+
+/// A node with the agents a new user wrote: a unit converter whose units
+/// are symbols, and a country almanac keyed by names.
+async fn users_agents(model: Arc<Scripted>) -> Harness {
+    let (node, dir) = node_with(&["unit_convert", "almanac"], Limits::default()).await;
+    let goals = goals_for(dir.path(), &node, None, model, GoalsConfig::default());
+    Harness { goals, _dir: dir }
+}
+
+/// A conversion as a model that reads the request's words makes it: the
+/// amount, then the units as written ("5 gallons to liters"), or, once
+/// the agent refused them, the words its error offered for them.
+fn converting(request: &Request) -> Answer {
+    let grounding = request.grounding.clone().unwrap();
+    let amount = match grounding.required.clone() {
+        Some(Literal::Number(n)) => n,
+        other => panic!("a conversion starts from its amount, not {other:?}"),
+    };
+    let offered: Vec<String> = grounding
+        .values
+        .iter()
+        .filter_map(|v| match v {
+            Literal::Text(t) => Some(t.clone()),
+            Literal::Number(_) => None,
+        })
+        .collect();
+    let words: Vec<String> = request
+        .now()
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_owned())
+        .collect();
+    let after = |at: usize| words.get(at + 1).cloned().unwrap_or_default();
+    let at = words
+        .iter()
+        .position(|w| w.parse::<f64>() == Ok(amount))
+        .unwrap();
+    let (mut from, mut to) = (after(at), after(at + 2));
+    // The agent's offer for a word it refused stands in for it.
+    for symbol in &offered {
+        if from.starts_with(symbol.as_str()) && from != *symbol {
+            from = symbol.clone();
+        } else if to.starts_with(symbol.as_str()) && to != *symbol {
+            to = symbol.clone();
+        }
+    }
+    Answer::Call(
+        "convert",
+        json!({"amount": amount, "from_unit": from, "to_unit": to}),
+    )
+}
+
+#[tokio::test]
+async fn a_refused_call_is_made_again_from_the_agents_error_and_both_are_on_record() {
+    let model = Scripted::new(|request| match request.asked {
+        Asked::Call => converting(request),
+        _ => capable(request),
+    });
+    let h = users_agents(model.clone()).await;
+    let (record, messages) = h
+        .run(goal("Convert 5 gallons to liters", &["unit-convert"]))
+        .await;
     assert_eq!(record.state, GoalState::Concluded, "{messages:#?}");
-    assert_eq!(results(&messages), [(false, "division by zero".to_owned())]);
-    let (text, _, _) = conclusion(&messages);
-    assert!(text.contains("division by zero"), "{text}");
+    let results = results(&messages);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(!results[0].0 && results[0].1.contains("unknown unit \"gallons\""));
+    assert!(
+        results[1].0 && results[1].1.contains("18.9271"),
+        "{results:?}"
+    );
+    // The model read what the agent said before it tried again, and the
+    // words it offered for the person's were the values it could take.
+    let calls = model.asked(Asked::Call);
+    assert!(
+        calls[1]
+            .user
+            .contains("Refused: convert(5, \"gallons\", \"liters\")")
+    );
+    assert!(calls[1].user.contains("known units:"));
+    let offered = &calls[1].grounding.as_ref().unwrap().values;
+    assert!(
+        offered.contains(&Literal::Text("gal".into())),
+        "{offered:?}"
+    );
+    assert!(offered.contains(&Literal::Text("l".into())), "{offered:?}");
+    assert!(!offered.contains(&Literal::Text("m".into())), "{offered:?}");
+    let text = record.conclusion.unwrap();
+    assert!(text.contains("18.9271"), "{text}");
+}
+
+#[tokio::test]
+async fn a_conversion_no_retry_can_fix_fails_with_the_agents_error_not_an_invention() {
+    let model = Scripted::new(|request| match request.asked {
+        Asked::Call => converting(request),
+        Asked::Answer => Answer::Text("5 parsecs is 5 km.".into()),
+        _ => capable(request),
+    });
+    let h = users_agents(model.clone()).await;
+    let (record, messages) = h
+        .run(goal("Convert 5 parsecs to km", &["unit-convert"]))
+        .await;
+    assert_eq!(record.state, GoalState::Failed, "{messages:#?}");
+    let reason = record.reason.unwrap();
+    assert!(reason.contains("unknown unit \"parsecs\""), "{reason}");
+    // The error offers nothing that stands for "parsecs": one call, the
+    // same again would only repeat it.
+    assert_eq!(record.usage.tool_calls, 1, "{messages:#?}");
+    assert!(model.asked(Asked::Answer).is_empty());
+}
+
+#[tokio::test]
+async fn an_input_the_result_echoes_is_not_stated_as_the_result() {
+    let model = Scripted::new(|request| match request.asked {
+        Asked::Call => converting(request),
+        Asked::Answer => Answer::Text("The result of the conversion from c to f is 20.".into()),
+        _ => capable(request),
+    });
+    let h = users_agents(model).await;
+    let (record, messages) = h.run(goal("Convert 20 c to f", &["unit-convert"])).await;
+    assert_eq!(record.state, GoalState::Concluded, "{messages:#?}");
+    let (text, _, speaker) = conclusion(&messages);
+    assert_eq!(speaker, Speaker::Node, "{text}");
+    assert!(text.contains("= 68") && !text.contains("is 20"), "{text}");
+}
+
+#[tokio::test]
+async fn a_request_with_a_part_no_agent_can_do_is_partial_and_names_it() {
+    let model = Scripted::new(|request| match request.asked {
+        Asked::Call => Answer::Call(
+            leak(&request.tools[0].name),
+            json!({"country_name": "Kenya"}),
+        ),
+        _ => capable(request),
+    });
+    let h = users_agents(model.clone()).await;
+    let (record, messages) = h
+        .run(goal(
+            "What is the capital of Kenya, and what is the population of Kenya?",
+            &["almanac"],
+        ))
+        .await;
+    assert_eq!(record.state, GoalState::Partial, "{messages:#?}");
+    assert_eq!(results(&messages), [(true, "Nairobi".to_owned())]);
+    let text = record.conclusion.clone().unwrap();
+    assert!(text.contains("Nairobi"), "{text}");
+    assert!(
+        text.contains(
+            "Not done: \"what is the population of Kenya?\" (no tool at hand does this)."
+        ),
+        "{text}"
+    );
+    let reason = record.reason.unwrap();
+    assert!(reason.starts_with("partial: "), "{reason}");
+
+    // Both parts, each by its own call.
+    let (record, messages) = h
+        .run(goal(
+            "What is the capital of Kenya, and what currency does Kenya use?",
+            &["almanac"],
+        ))
+        .await;
+    assert_eq!(record.state, GoalState::Concluded, "{messages:#?}");
+    let results = results(&messages);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results[0], (true, "Nairobi".to_owned()));
+    assert!(results[1].1.contains("Kenyan shilling"), "{results:?}");
 }
 
 /// Runs the two-part goal under `limits`; it must stop at `limit`.
@@ -489,10 +670,10 @@ async fn values_no_member_can_take_bring_in_an_agent_that_can_as_the_depth_allow
     let mut new = goal(goal_text, &["text"]);
     new.limits.depth = Some(0);
     let (record, messages) = h.run(new).await;
-    assert_eq!(record.state, GoalState::Concluded, "{messages:#?}");
+    assert_eq!(record.state, GoalState::Partial, "{messages:#?}");
     assert_eq!(record.team, ["text"]);
     let text = record.conclusion.unwrap();
-    assert!(text.contains("Not done: \"then add 6 and 10.\""), "{text}");
+    assert!(text.contains("Not done: \"add 6 and 10.\""), "{text}");
 }
 
 #[tokio::test]

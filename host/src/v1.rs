@@ -233,16 +233,39 @@ async fn chat_completions(
     }
     let id = completion_id();
     let created = unix_seconds();
-    if !read.stream {
-        return match v1
+    // After tool results, a steered model's answer is checked against them
+    // before anyone reads it, so it is written whole first.
+    let kept_to_results = grounds && crate::answers::steer::after_results(&read.request);
+    if !read.stream || kept_to_results {
+        let request = read.request.clone();
+        let answered = v1
             .models
             .complete(Some(&model), read.request, deadline, None, REQUESTER)
             .await
-        {
-            Ok(completion) => {
+            .map(|mut completion| {
+                if kept_to_results
+                    && let Some(stated) =
+                        crate::answers::steer::keep_to_results(&request, &completion.content)
+                {
+                    completion.content = stated;
+                }
+                completion
+            });
+        return match (answered, read.stream) {
+            (Ok(completion), false) => {
                 Json(wire::completion_to_wire(&id, created, &completion)).into_response()
             }
-            Err(failure) => failed(&failure),
+            (Ok(completion), true) => {
+                let chunk = Chunks { id, created, model };
+                let events = whole_answer_events(&chunk, &completion, read.include_usage);
+                let (sender, receiver) = mpsc::channel::<Event>(events.len().max(1));
+                for event in events {
+                    let _ = sender.try_send(event);
+                }
+                drop(sender);
+                crate::http::streams::event_stream(receiver, std::convert::identity)
+            }
+            (Err(failure), _) => failed(&failure),
         };
     }
     let (events, receiver) = mpsc::channel::<Event>(64);
@@ -322,6 +345,25 @@ async fn stream_answer(
         }
     };
     let _ = events.send(last).await;
+}
+
+/// The events of an answer written whole before it is sent: who speaks,
+/// its text, how it ended, its usage when asked, and the end.
+fn whole_answer_events(chunk: &Chunks, completion: &Completion, include_usage: bool) -> Vec<Event> {
+    let mut events = vec![chunk.start()];
+    let mut calls = 0;
+    if !completion.content.is_empty() {
+        events.push(chunk.delta(Delta::Text(completion.content.clone()), &mut calls));
+    }
+    for call in &completion.tool_calls {
+        events.push(chunk.delta(Delta::ToolCall(call.clone()), &mut calls));
+    }
+    events.push(chunk.finish(completion));
+    if include_usage {
+        events.push(chunk.usage(completion));
+    }
+    events.push(Event::default().data("[DONE]"));
+    events
 }
 
 /// Builds the events of one streamed answer.

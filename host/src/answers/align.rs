@@ -31,7 +31,7 @@ impl Neighbours {
 }
 
 /// The words of `text`, lower-case, with where each starts and ends.
-fn words(text: &str) -> Vec<(usize, usize, String)> {
+pub(super) fn words(text: &str) -> Vec<(usize, usize, String)> {
     let mut found = Vec::new();
     let mut start = None;
     for (at, c) in text.char_indices().chain([(text.len(), ' ')]) {

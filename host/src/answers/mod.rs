@@ -12,13 +12,14 @@
 //!   result, and otherwise stated by the node itself.
 
 pub(crate) mod align;
+pub(crate) mod parts;
 pub(crate) mod serve;
 pub(crate) mod steer;
 pub(crate) mod steps;
 pub(crate) mod wording;
 
 pub use serve::{Runner, serve};
-pub use steps::{Offered, Step, Steps};
+pub use steps::{Offered, Outcome, Step, Steps};
 
 use crate::llm::grounding::{Literal, number_literal};
 use crate::llm::{ChatRequest, Completion, DeltaSink, Message, Role, ToolChoice, ToolSpec};
@@ -135,15 +136,10 @@ pub async fn choose<A: Ask>(
         candidates = steps.named_by(tools, step, &thought.content);
     }
     let names = function_names(tools, &candidates);
-    // Where the person quoted nothing, a string may also be words of the
-    // tool's own description: the unit codes, modes or names it lists
-    // ("42 km in miles" is convert(42, "km", "mi")).
-    let mut grounding = step.grounding.clone();
-    if !grounding.texts.is_empty() {
-        grounding
-            .texts
-            .extend(candidates.iter().map(|&i| tools[i].description.clone()));
-    }
+    // A string takes the person's words (or what a refusal offered for
+    // them, see `Steps`): never a word of the tool's own description
+    // chosen for them ("m" for "miles" converts to metres, and succeeds).
+    let grounding = step.grounding.clone();
     let specs: Vec<ToolSpec> = candidates
         .iter()
         .zip(&names)
@@ -222,11 +218,21 @@ pub async fn choose<A: Ask>(
 /// What the model reads when it writes a step's call.
 fn call_prompt(steps: &Steps, tools: &[Offered], step: &Step) -> String {
     let mut prompt = format!("Request: {}\n", steps.request());
-    for made in steps.made() {
+    for made in steps.made().iter().filter(|m| m.succeeded()) {
         prompt.push_str(&format!(
             "Done: {} = {}\n",
             wording::call_label(&tools[made.tool], &made.arguments),
             wording::result_text(made)
+        ));
+    }
+    // What the agent said of this part's refused calls: the model learns
+    // from it ("unknown unit \"gallons\"; known units: …, gal, l").
+    for &refused in &step.refused {
+        let made = &steps.made()[refused];
+        prompt.push_str(&format!(
+            "Refused: {} ({})\n",
+            wording::call_label(&tools[made.tool], &made.arguments),
+            crate::text::one_line(&made.output.text(), 400)
         ));
     }
     prompt.push_str(&format!("Now: {}", step.part));

@@ -3,7 +3,7 @@
 //! returned. Chat and A2A answer people this way; goals run the same
 //! steps under their budget, with teams (see [`crate::goals`]).
 
-use super::steps::{Offered, Steps};
+use super::steps::{Offered, Outcome, Steps};
 use super::wording::{self, Answer};
 use super::{Ask, choose};
 use crate::agent::tool::ToolOutput;
@@ -31,11 +31,19 @@ pub struct Served {
     pub answer: Option<Answer>,
 }
 
+impl Served {
+    /// How far the request was answered.
+    pub fn outcome(&self) -> Outcome {
+        self.steps.outcome()
+    }
+}
+
 /// Answers `request` with `tools`: each step's call chosen (see
 /// [`choose`]) and run by `runner`, then the answer worded from the
-/// results (its text sent to `sink` as written). A step the model cannot
-/// make a usable call for ends the steps: the answer says what was not
-/// done; when it is the first step, its failure is returned.
+/// results (its text sent to `sink` as written). A part the model cannot
+/// make a usable call for, or whose call only repeats one made, is given
+/// up and named in the answer; when no call at all could be made, the
+/// model's failure is returned.
 pub async fn serve<A: Ask, R: Runner>(
     ask: &A,
     request: &str,
@@ -44,16 +52,24 @@ pub async fn serve<A: Ask, R: Runner>(
     sink: DeltaSink,
 ) -> Result<Served, A::Error> {
     let mut steps = Steps::new(request);
+    let mut first_failure = None;
     while let Some(step) = steps.next(tools) {
         runner.choosing(&step.part);
         let chosen = match choose(ask, &steps, tools, &step).await {
             Ok(chosen) => chosen,
-            Err(failure) if steps.made().is_empty() => return Err(failure),
-            Err(_) => break,
+            Err(failure) => {
+                steps.give_up(step.index, "the model made no usable call for it".into());
+                first_failure.get_or_insert(failure);
+                continue;
+            }
         };
         if steps.repeats(chosen.tool, &chosen.arguments) {
             // The same call again would only repeat its answer.
-            break;
+            steps.give_up(
+                step.index,
+                "the only call left for it was one already made".into(),
+            );
+            continue;
         }
         let tool = &tools[chosen.tool];
         let label = wording::call_label(tool, &chosen.arguments);
@@ -61,12 +77,15 @@ pub async fn serve<A: Ask, R: Runner>(
         steps.record(&step, chosen.tool, chosen.arguments, output);
     }
     if steps.made().is_empty() {
+        if let Some(failure) = first_failure {
+            return Err(failure);
+        }
         return Ok(Served {
             steps,
             answer: None,
         });
     }
-    let note = wording::left_undone(&steps);
+    let note = wording::left_undone(&steps, tools);
     let answer = wording::answer(ask, &steps, tools, note.as_deref(), sink).await?;
     Ok(Served {
         steps,

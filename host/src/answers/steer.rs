@@ -100,6 +100,73 @@ async fn call_when_needed<A: Ask>(request: &mut ChatRequest, ask: &A) {
     request.grounding = Some(step.grounding);
 }
 
+/// Whether `request` asks for the answer after tool results: its last
+/// messages are tools'.
+pub fn after_results(request: &ChatRequest) -> bool {
+    request
+        .messages
+        .last()
+        .is_some_and(|m| m.role == Role::Tool)
+}
+
+/// The answer `content` to `request` (which follows tool results), kept to
+/// what the tools returned: `None` when it states a value of each result
+/// of the last turn; else the node's statement of those calls and
+/// results, which replaces it (a model that ignored "39" and wrote "13 *
+/// 3", or a paragraph of its own, is not shown).
+pub fn keep_to_results(request: &ChatRequest, content: &str) -> Option<String> {
+    let results: Vec<&crate::llm::Message> = request
+        .messages
+        .iter()
+        .rev()
+        .take_while(|m| m.role == Role::Tool)
+        .collect();
+    let stated = crate::llm::grounding::numbers_in(content);
+    let states = |result: &str| {
+        let values = super::steps::values_of_text(result);
+        values.is_empty()
+            || values.iter().any(|value| match value {
+                Literal::Number(n) => stated.contains(n),
+                Literal::Text(t) => content.contains(t.trim()),
+            })
+    };
+    if !content.trim().is_empty() && results.iter().all(|m| states(&m.content)) {
+        return None;
+    }
+    let calls: Vec<&crate::llm::ToolCall> = request
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(|m| &m.tool_calls)
+        .collect();
+    let lines: Vec<String> = results
+        .iter()
+        .rev()
+        .map(|result| {
+            let call = calls
+                .iter()
+                .rev()
+                .find(|c| Some(&c.id) == result.tool_call_id.as_ref());
+            let said = crate::text::one_line(&result.content, 300);
+            match call {
+                Some(call) => {
+                    let arguments: serde_json::Value =
+                        serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null);
+                    let tool = Offered {
+                        owner: String::new(),
+                        name: call.name.clone(),
+                        description: String::new(),
+                        schema: serde_json::Value::Null,
+                    };
+                    format!("{} = {said}", super::wording::call_label(&tool, &arguments))
+                }
+                None => format!("The tool returned: {said}"),
+            }
+        })
+        .collect();
+    Some(lines.join("\n"))
+}
+
 fn answer_from_results(request: &mut ChatRequest) {
     let mut values: Vec<Literal> = Vec::new();
     for message in &request.messages {
@@ -198,6 +265,31 @@ mod tests {
         steer(&mut request, &Says("Say hello.")).await;
         assert_eq!(request.tool_choice, ToolChoice::None);
         assert!(request.grounding.is_none());
+    }
+
+    #[test]
+    fn an_answer_that_ignores_the_result_is_replaced_by_it() {
+        let mut request = asked("Multiply 13 by 3");
+        let mut call = Message::new(Role::Assistant, "");
+        call.tool_calls = vec![crate::llm::ToolCall {
+            id: "c1".into(),
+            name: "multiply".into(),
+            arguments: r#"{"a":13,"b":3}"#.into(),
+        }];
+        request.messages.push(call);
+        let mut result = Message::new(Role::Tool, "39");
+        result.tool_call_id = Some("c1".into());
+        request.messages.push(result);
+        assert!(after_results(&request));
+        assert_eq!(keep_to_results(&request, "13 times 3 is 39."), None);
+        assert_eq!(
+            keep_to_results(&request, "13 * 3").as_deref(),
+            Some("multiply(13, 3) = 39")
+        );
+        assert_eq!(
+            keep_to_results(&request, "Lisbon is a lovely city in spring.").as_deref(),
+            Some("multiply(13, 3) = 39")
+        );
     }
 
     #[tokio::test]

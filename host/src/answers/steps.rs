@@ -1,31 +1,51 @@
-//! The calls a request needs, one step at a time, steered by its values.
+//! The calls a request needs, part by part, steered by its values.
 //!
-//! A person who asks "add 1200 and 345, then count the words in 'the quick
-//! brown fox'" gives the values the calls take (1200, 345, the quoted
-//! text), in the order the work goes. So each step takes the earliest
-//! value not used yet (and the values written right after it, or the
-//! results of earlier steps), and the request is served when every value
-//! has been used, unless its words still name a tool no step has called
-//! ("…then give its SHA-256": the earlier result is that step's value).
+//! A request is split into its parts ([`super::parts`]): "add 1200 and
+//! 345, then count the words in 'the quick brown fox'" is two. Each part
+//! is served by calls in turn:
+//!
+//! - a part that gives values (numbers, quoted texts) takes them, the
+//!   earliest not used yet first, with the values written right after it,
+//!   and earlier results where the part cannot be done without them ("then
+//!   multiply the count by 3");
+//! - a part that gives none is served when its words name a tool ("what
+//!   currency does Kenya use?"), or when it carries on the part before it
+//!   with other values; it takes an earlier result only where it refers to
+//!   one ("then give its SHA-256");
+//! - a call the agent refused is made again, with the agent's error shown
+//!   to the model, at most [`MAX_RETRIES`] times a part.
+//!
+//! A part is done when a call for it succeeded and took every value it
+//! gave. What is not done is named with the reason ([`Steps::undone`]),
+//! and the request's [`Outcome`] says whether it was answered, in part or
+//! not at all.
 //!
 //! The model makes the choices that need language: it says in a few words
 //! how to do the step, and the tool its words (or the person's) name is
 //! called; when they name none, it chooses among the tools itself. The
 //! values are held to the step's grounding while the call is written.
 
+use super::parts::parts;
 use crate::agent::tool::ToolOutput;
 use crate::llm::grounding::{Grounding, Literal, values_in};
 use crate::store::terms::terms;
 use serde_json::Value;
 use std::ops::Range;
 
-/// Steps one request takes at most.
-pub const MAX_STEPS: usize = 6;
+/// Calls one request makes at most.
+pub const MAX_CALLS: usize = 12;
+/// Calls a part may make after one its agent refused, at most.
+pub const MAX_RETRIES: usize = 2;
 /// Values written after a step's first one that the step may also take,
 /// at most (a tool of three values takes the next two).
 const NEIGHBOURS: usize = 2;
 /// A result's values offered to later steps, at most.
 const RESULT_VALUES: usize = 8;
+/// Words by which a part refers to what an earlier one found: then it
+/// takes that result ("then give its SHA-256", "double it").
+const REFERRING: [&str; 9] = [
+    "it", "its", "that", "this", "result", "answer", "them", "those", "these",
+];
 
 /// A tool a step may call, as the steps see it.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,12 +76,22 @@ impl Offered {
     }
 }
 
-/// A value the person wrote, and whether a call has used it.
+/// A value the person wrote, in which part, and whether a call that
+/// succeeded has used it.
 #[derive(Debug, Clone)]
 struct Given {
     range: Range<usize>,
     value: Literal,
+    part: usize,
     used: bool,
+}
+
+/// A part of the request and whether it was given up.
+#[derive(Debug, Clone)]
+struct Part {
+    range: Range<usize>,
+    /// Why no more calls are made for it, when it was given up.
+    gave_up: Option<String>,
 }
 
 /// A call a step made and what it returned.
@@ -71,6 +101,8 @@ pub struct Made {
     pub tool: usize,
     pub arguments: Value,
     pub output: ToolOutput,
+    /// The part of the request it was made for.
+    pub part: usize,
     /// The values of the result later steps may take, and whether one has.
     values: Vec<Literal>,
     /// The result's fields the request names ("count the words": `words`).
@@ -85,9 +117,14 @@ impl Made {
     }
 
     /// The values of the result a person asked about: those under keys
-    /// the request names ("count the words" → `words`), else all of them.
+    /// the request names ("count the words" → `words`), else all of them
+    /// but those that only echo what the call was given.
     pub fn values(&self) -> &[Literal] {
         &self.values
+    }
+
+    pub fn succeeded(&self) -> bool {
+        !self.output.is_error
     }
 }
 
@@ -98,17 +135,41 @@ pub struct Step {
     pub grounding: Grounding,
     /// The part of the request it serves, in the person's words.
     pub part: String,
+    /// Which part that is.
+    pub index: usize,
     /// Where in `part` its first value is written (the words nearest it
     /// say most about what to do with it).
     pub at: usize,
     /// The tools that may make it (indices into the offered tools).
     pub tools: Vec<usize>,
+    /// The calls made for this part that their agents refused, in order
+    /// (indices into [`Steps::made`]): the model reads what they said.
+    pub refused: Vec<usize>,
+}
+
+/// A part of the request that was not done, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Undone {
+    pub part: String,
+    pub why: String,
+}
+
+/// How far a request was answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every part was done by calls that succeeded.
+    Answered,
+    /// Some parts were done, others not.
+    Partial,
+    /// No part was done.
+    NotAnswered,
 }
 
 /// The steps of one request.
 #[derive(Debug, Clone)]
 pub struct Steps {
     request: String,
+    parts: Vec<Part>,
     given: Vec<Given>,
     made: Vec<Made>,
     /// The request's words that name what to do (not its values).
@@ -120,12 +181,21 @@ pub struct Steps {
 
 impl Steps {
     pub fn new(request: &str) -> Steps {
+        let ranges = parts(request);
+        let part_of = |at: usize| {
+            ranges
+                .iter()
+                .position(|r| r.start <= at && at < r.end.max(r.start + 1))
+        };
         let given: Vec<Given> = values_in(request)
             .into_iter()
-            .map(|(range, value)| Given {
-                range,
-                value,
-                used: false,
+            .filter_map(|(range, value)| {
+                Some(Given {
+                    part: part_of(range.start)?,
+                    range,
+                    value,
+                    used: false,
+                })
             })
             .collect();
         let mut value_words: Vec<String> = Vec::new();
@@ -137,6 +207,13 @@ impl Steps {
             .collect();
         Steps {
             request: request.to_owned(),
+            parts: ranges
+                .into_iter()
+                .map(|range| Part {
+                    range,
+                    gave_up: None,
+                })
+                .collect(),
             given,
             made: Vec::new(),
             words,
@@ -145,8 +222,8 @@ impl Steps {
     }
 
     /// The steps of `request`, which follows requests whose calls
-    /// returned `earlier` (latest first): a step whose call needs more
-    /// values than the request gives takes them from these.
+    /// returned `earlier` (latest first): a part that refers to what was
+    /// found, or cannot be done without it, takes it.
     pub fn after(request: &str, earlier: Vec<Literal>) -> Steps {
         let mut steps = Steps::new(request);
         steps.earlier = earlier;
@@ -177,76 +254,200 @@ impl Steps {
         &self.made
     }
 
-    /// Whether the request quotes text: then a string is one of its
-    /// quotes, not any run of its words.
-    fn quotes(&self) -> bool {
-        self.given
-            .iter()
-            .any(|g| matches!(g.value, Literal::Text(_)))
+    /// The text of part `index`.
+    pub fn part_text(&self, index: usize) -> &str {
+        self.parts
+            .get(index)
+            .map_or("", |p| &self.request[p.range.clone()])
     }
 
-    /// The next step, given the tools on offer; `None` when the request is
-    /// served (or no tool can take what is left).
-    pub fn next(&self, tools: &[Offered]) -> Option<Step> {
-        if self.made.len() >= MAX_STEPS {
-            return None;
-        }
-        let unused_results: Vec<Literal> = self
+    /// Whether part `index` quotes text: then a string is one of its
+    /// quotes, not any run of its words.
+    fn quotes(&self, index: usize) -> bool {
+        self.given
+            .iter()
+            .any(|g| g.part == index && matches!(g.value, Literal::Text(_)))
+    }
+
+    /// Whether part `index` was done: a call for it succeeded and every
+    /// value it gave was used.
+    pub fn done(&self, index: usize) -> bool {
+        self.made.iter().any(|m| m.part == index && m.succeeded())
+            && !self.given.iter().any(|g| g.part == index && !g.used)
+    }
+
+    /// The calls of part `index` its agents refused since the last that
+    /// succeeded.
+    fn refused_in_a_row(&self, index: usize) -> Vec<usize> {
+        let mut refused: Vec<usize> = self
             .made
             .iter()
+            .enumerate()
             .rev()
-            .filter(|m| !m.used)
+            .filter(|(_, m)| m.part == index)
+            .take_while(|(_, m)| !m.succeeded())
+            .map(|(i, _)| i)
+            .collect();
+        refused.reverse();
+        refused
+    }
+
+    /// Whether no more calls are made for part `index`.
+    fn settled(&self, index: usize) -> bool {
+        self.parts[index].gave_up.is_some()
+            || self.done(index)
+            || self.refused_in_a_row(index).len() > MAX_RETRIES
+    }
+
+    /// Gives up part `index`: no more calls are made for it, and `why` is
+    /// said of it.
+    pub fn give_up(&mut self, index: usize, why: String) {
+        if let Some(part) = self.parts.get_mut(index)
+            && part.gave_up.is_none()
+        {
+            part.gave_up = Some(why);
+        }
+    }
+
+    /// The next step, given the tools on offer: for the first part not
+    /// settled that a tool can serve. `None` when every part is settled or
+    /// no tool on offer can serve what is left.
+    pub fn next(&self, tools: &[Offered]) -> Option<Step> {
+        if self.made.len() >= MAX_CALLS {
+            return None;
+        }
+        (0..self.parts.len())
+            .filter(|&index| !self.settled(index))
+            .find_map(|index| self.step_for(index, tools))
+    }
+
+    /// The first part not settled that no tool on offer can serve: what to
+    /// look for more agents for.
+    pub fn stalled(&self, tools: &[Offered]) -> Option<String> {
+        if self.made.len() >= MAX_CALLS {
+            return None;
+        }
+        (0..self.parts.len())
+            .find(|&index| !self.settled(index) && self.step_for(index, tools).is_none())
+            .map(|index| self.part_text(index).to_owned())
+    }
+
+    /// The results of earlier calls no call has taken yet, latest first.
+    fn unused_results(&self) -> Vec<Literal> {
+        self.made
+            .iter()
+            .rev()
+            .filter(|m| !m.used && m.succeeded())
             .flat_map(|m| m.values.iter().take(RESULT_VALUES).cloned())
             .chain(self.earlier.iter().cloned())
-            .collect();
-        let texts = if self.quotes() {
+            .collect()
+    }
+
+    /// Whether part `index` refers to what was found before ("it", "the
+    /// result").
+    fn refers_back(&self, index: usize) -> bool {
+        self.part_text(index)
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|w| REFERRING.contains(&w.to_lowercase().as_str()))
+    }
+
+    /// The step that serves part `index` next, if a tool can take it.
+    fn step_for(&self, index: usize, tools: &[Offered]) -> Option<Step> {
+        let part = self.part_text(index);
+        let start = self.parts[index].range.start;
+        let texts = if self.quotes(index) {
             Vec::new()
         } else {
-            vec![self.request.clone()]
+            vec![part.to_owned()]
         };
-        let first = self.given.iter().position(|g| !g.used);
-        let (grounding, (part, at), candidates) = match first {
-            Some(first) => {
+        let unused: Vec<&Given> = self
+            .given
+            .iter()
+            .filter(|g| g.part == index && !g.used)
+            .collect();
+        let refused = self.refused_in_a_row(index);
+        let (grounding, at, candidates) = match unused.split_first() {
+            Some((first, rest)) => {
                 // As many values as the largest call takes, from the first.
                 let slots = tools
                     .iter()
                     .map(|t| crate::llm::grounding::slot_kinds(&t.schema).len())
                     .max()
                     .unwrap_or(1);
-                let neighbours: Vec<&Given> = self.given[first + 1..]
-                    .iter()
-                    .filter(|g| !g.used)
-                    .take(slots.saturating_sub(1).min(NEIGHBOURS))
-                    .collect();
-                let mut values: Vec<Literal> = neighbours.iter().map(|g| g.value.clone()).collect();
-                // Earlier results fill what the person's values cannot.
-                if neighbours.len() + 1 < slots {
-                    values.extend(unused_results);
-                }
-                let grounding = Grounding {
-                    required: Some(self.given[first].value.clone()),
-                    values,
-                    texts,
+                let neighbours = rest.len().min(slots.saturating_sub(1)).min(NEIGHBOURS);
+                let mut grounding = Grounding {
+                    required: Some(first.value.clone()),
+                    values: rest[..neighbours].iter().map(|g| g.value.clone()).collect(),
+                    texts: texts.clone(),
                 };
-                (grounding, self.part(first), (0..tools.len()).collect())
+                // Earlier results fill what the part's own values cannot,
+                // or what it refers to.
+                let fillable = tools
+                    .iter()
+                    .any(|t| crate::llm::grounding::can_fill(&t.schema, &grounding));
+                if !fillable || self.refers_back(index) {
+                    grounding.values.extend(self.unused_results());
+                }
+                (
+                    grounding,
+                    first.range.start.saturating_sub(start),
+                    (0..tools.len()).collect::<Vec<usize>>(),
+                )
             }
             None => {
-                // Every value is used: go on only where the request's words
-                // name a tool no step has called.
-                let named = self.named_by_words(tools);
+                if self.made.iter().any(|m| m.part == index && m.succeeded()) {
+                    return None;
+                }
+                // No values: the tools its words name, or the one the part
+                // before it used, whose work it carries on when it only
+                // names another thing to do it for ("the capital of Kenya,
+                // and of Peru"), not when it asks something of its own
+                // ("and the population of Kenya").
+                let mut named = self.named_by_words(index, tools);
+                if named.is_empty()
+                    && self.only_names(index)
+                    && let Some(before) = index.checked_sub(1)
+                    && let Some(call) = self
+                        .made
+                        .iter()
+                        .rev()
+                        .find(|m| m.part == before && m.succeeded())
+                {
+                    named.push(call.tool);
+                }
                 if named.is_empty() {
                     return None;
                 }
-                let mut values = unused_results.into_iter();
+                let results = if self.refers_back(index) {
+                    self.unused_results()
+                } else {
+                    Vec::new()
+                };
+                let mut results = results.into_iter();
                 let grounding = Grounding {
-                    required: values.next(),
-                    values: values.collect(),
+                    required: results.next(),
+                    values: results.collect(),
                     texts,
                 };
-                let start = self.given.last().map_or(0, |g| g.range.end);
-                (grounding, (self.request[start..].to_owned(), 0), named)
+                (grounding, 0, named)
             }
         };
+        let mut grounding = grounding;
+        // After a refusal, the agent's words may name what it takes ("known
+        // units: …, gal, l"): a short word of them that stands for a word
+        // the refused call took ("gallons") is a value the next may take.
+        for &r in &refused {
+            let made = &self.made[r];
+            let mut taken: Vec<&Value> = Vec::new();
+            leaves(&made.arguments, &mut taken);
+            let words: Vec<&str> = taken.iter().filter_map(|v| v.as_str()).collect();
+            for symbol in standing_for(&words, &made.output.text()) {
+                let symbol = Literal::Text(symbol);
+                if !grounding.values.contains(&symbol) {
+                    grounding.values.push(symbol);
+                }
+            }
+        }
         let tools: Vec<usize> = candidates
             .into_iter()
             .filter(|&i| crate::llm::grounding::can_fill(&tools[i].schema, &grounding))
@@ -256,77 +457,46 @@ impl Steps {
         }
         Some(Step {
             grounding,
-            part,
+            part: part.to_owned(),
+            index,
             at,
             tools,
+            refused,
         })
     }
 
-    /// The part of the request whose values no call has used yet, if any:
-    /// what is left to do when no tool on offer can take them.
-    pub fn unused_part(&self) -> Option<String> {
-        let first = self.given.iter().position(|g| !g.used)?;
-        Some(self.part(first).0)
-    }
-
-    /// The part of the request a step that starts at value `first` serves
-    /// (from the end of the value used before it to the end of the values
-    /// of its kind written right after it, or to the end of the request
-    /// when no value is left after those), and where the value is in it.
-    fn part(&self, first: usize) -> (String, usize) {
-        let start = self.given[..first]
-            .iter()
-            .rev()
-            .find(|g| g.used)
-            .map_or(0, |g| g.range.end);
-        let kind = std::mem::discriminant(&self.given[first].value);
-        let mut last = first;
-        for (index, g) in self.given.iter().enumerate().skip(first + 1) {
-            if g.used {
-                continue;
-            }
-            if std::mem::discriminant(&g.value) != kind {
-                break;
-            }
-            last = index;
-        }
-        let more = self.given[last + 1..].iter().any(|g| !g.used);
-        let end = if more {
-            self.given[last].range.end
-        } else {
-            self.request.len()
-        };
-        let raw = &self.request[start..end];
-        let part = raw.trim_start_matches(|c: char| {
-            c.is_whitespace() || (c.is_ascii_punctuation() && !"'\"`".contains(c))
-        });
-        let skipped = raw.len() - part.len();
-        let at = self.given[first]
-            .range
-            .start
-            .saturating_sub(start + skipped);
-        (part.to_owned(), at)
-    }
-
-    /// The uncalled tools whose name or description shares a word with the
-    /// request's words that no called tool explains.
-    fn named_by_words(&self, tools: &[Offered]) -> Vec<usize> {
-        let called: Vec<usize> = self.made.iter().map(|m| m.tool).collect();
-        let explained: Vec<String> = called
-            .iter()
-            .filter_map(|&i| tools.get(i))
-            .flat_map(Offered::terms)
+    /// Whether part `index` asks nothing of its own: every word of it that
+    /// is not a common one is a name, capitalised as "Peru" is (its first
+    /// word only when it is the only one: a sentence starts capitalised).
+    fn only_names(&self, index: usize) -> bool {
+        let words: Vec<&str> = self
+            .part_text(index)
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
             .collect();
-        let open: Vec<&String> = self
-            .words
+        let content: Vec<(usize, &str)> = words
             .iter()
-            .filter(|w| !explained.iter().any(|e| same_word(w, e)))
+            .enumerate()
+            .filter(|(_, w)| terms(w).next().is_some())
+            .map(|(at, w)| (at, *w))
+            .collect();
+        let capitalised = |w: &str| w.chars().next().is_some_and(char::is_uppercase);
+        !content.is_empty()
+            && content
+                .iter()
+                .all(|(at, w)| capitalised(w) && (*at > 0 || content.len() == 1))
+    }
+
+    /// The tools not called for part `index` whose name or description
+    /// shares a word with the part's words.
+    fn named_by_words(&self, index: usize, tools: &[Offered]) -> Vec<usize> {
+        let words: Vec<String> = terms(self.part_text(index))
+            .filter(|w| self.words.contains(w))
             .collect();
         (0..tools.len())
-            .filter(|i| !called.contains(i))
-            .filter(|&i| {
-                let names = tools[i].terms();
-                open.iter().any(|w| names.iter().any(|n| same_word(w, n)))
+            .filter(|i| {
+                let names = tools[*i].terms();
+                words.iter().any(|w| names.iter().any(|n| same_word(w, n)))
             })
             .collect()
     }
@@ -339,7 +509,12 @@ impl Steps {
     /// over unless no other word names a tool. The tools left, which may
     /// be all.
     pub fn named_by(&self, tools: &[Offered], step: &Step, thought: &str) -> Vec<usize> {
-        let called: Vec<usize> = self.made.iter().map(|m| m.tool).collect();
+        let called: Vec<usize> = self
+            .made
+            .iter()
+            .filter(|m| m.part != step.index)
+            .map(|m| m.tool)
+            .collect();
         let mut words: Vec<(usize, String)> = Vec::new();
         let mut offset: usize = 0;
         for piece in step.part.split_inclusive(|c: char| !c.is_alphanumeric()) {
@@ -384,53 +559,64 @@ impl Steps {
         step.tools.clone()
     }
 
-    /// Records a call the step made: the values it took are used, and its
-    /// result's values are offered to later steps.
+    /// Records a call the step made. When it succeeded, the values it took
+    /// are used and its result's values are offered to later steps; a
+    /// refused call uses nothing, so that the next try may take the same.
     pub fn record(&mut self, step: &Step, tool: usize, arguments: Value, output: ToolOutput) {
-        let mut taken: Vec<&Value> = Vec::new();
-        leaves(&arguments, &mut taken);
-        let mut progressed = false;
-        for value in taken {
-            if let Some(given) = self
-                .given
-                .iter_mut()
-                .find(|g| !g.used && g.value.matches(value))
+        let succeeded = !output.is_error;
+        if succeeded {
+            let mut taken: Vec<&Value> = Vec::new();
+            leaves(&arguments, &mut taken);
+            let mut progressed = false;
+            for value in taken {
+                if let Some(given) = self
+                    .given
+                    .iter_mut()
+                    .find(|g| g.part == step.index && !g.used && g.value.matches(value))
+                {
+                    given.used = true;
+                    progressed = true;
+                } else if let Some(made) = self
+                    .made
+                    .iter_mut()
+                    .find(|m| !m.used && m.values.iter().any(|v| v.matches(value)))
+                {
+                    made.used = true;
+                } else if let Some(at) = self.earlier.iter().position(|v| v.matches(value)) {
+                    self.earlier.remove(at);
+                } else if let Some(given) = self
+                    .given
+                    .iter_mut()
+                    .find(|g| !g.used && g.value.matches(value))
+                {
+                    given.used = true;
+                }
+            }
+            // A call that took none of the values it was to start from (a
+            // model not held to the grounding) still moves the steps on.
+            if !progressed
+                && let Some(required) = &step.grounding.required
+                && let Some(given) = self
+                    .given
+                    .iter_mut()
+                    .find(|g| g.part == step.index && !g.used && &g.value == required)
             {
                 given.used = true;
-                progressed = true;
-            } else if let Some(made) = self
-                .made
-                .iter_mut()
-                .find(|m| !m.used && m.values.iter().any(|v| v.matches(value)))
-            {
-                made.used = true;
-            } else if let Some(at) = self.earlier.iter().position(|v| v.matches(value)) {
-                self.earlier.remove(at);
             }
         }
-        // A call that took none of the values it was to start from (a
-        // model not held to the grounding) still moves the steps on.
-        if !progressed
-            && let Some(Literal::Text(_) | Literal::Number(_)) = &step.grounding.required
-            && let Some(given) = self
-                .given
-                .iter_mut()
-                .find(|g| !g.used && Some(&g.value) == step.grounding.required.as_ref())
-        {
-            given.used = true;
-        }
-        let (values, named) = if output.is_error {
-            (Vec::new(), Vec::new())
-        } else {
+        let (values, named) = if succeeded {
             (
-                result_values(&output, &self.words),
+                result_values(&output, &self.words, &arguments),
                 named_fields(&output, &self.words),
             )
+        } else {
+            (Vec::new(), Vec::new())
         };
         self.made.push(Made {
             tool,
             arguments,
             output,
+            part: step.index,
             values,
             named,
             used: false,
@@ -443,6 +629,107 @@ impl Steps {
             .iter()
             .any(|m| m.tool == tool && &m.arguments == arguments)
     }
+
+    /// How far the request was answered.
+    pub fn outcome(&self) -> Outcome {
+        let done = (0..self.parts.len()).filter(|&i| self.done(i)).count();
+        match done {
+            0 => Outcome::NotAnswered,
+            n if n == self.parts.len() => Outcome::Answered,
+            _ => Outcome::Partial,
+        }
+    }
+
+    /// The parts not done, each with why: the agent's own error when its
+    /// call was refused, the reason it was given up, the values no call
+    /// took, or that no tool at hand does it.
+    pub fn undone(&self, tools: &[Offered]) -> Vec<Undone> {
+        (0..self.parts.len())
+            .filter(|&index| !self.done(index))
+            .map(|index| {
+                let refused = self.refused_in_a_row(index);
+                let why = if let Some(&last) = refused.last() {
+                    let made = &self.made[last];
+                    let tool = tools.get(made.tool);
+                    format!(
+                        "{} refused {}: {}",
+                        tool.map_or("the agent", |t| t.owner.as_str()),
+                        tool.map_or_else(
+                            || "the call".to_owned(),
+                            |t| super::wording::call_label(t, &made.arguments)
+                        ),
+                        crate::text::one_line(&made.output.text(), 300)
+                    )
+                } else if let Some(why) = &self.parts[index].gave_up {
+                    why.clone()
+                } else if self.made.iter().any(|m| m.part == index && m.succeeded()) {
+                    let left: Vec<String> = self
+                        .given
+                        .iter()
+                        .filter(|g| g.part == index && !g.used)
+                        .map(|g| g.value.plain())
+                        .collect();
+                    format!("no call of the tools at hand took {}", left.join(", "))
+                } else if self.made.len() >= MAX_CALLS {
+                    format!("the request took its {MAX_CALLS} calls before this part")
+                } else {
+                    "no tool at hand does this".to_owned()
+                };
+                Undone {
+                    part: self.part_text(index).to_owned(),
+                    why,
+                }
+            })
+            .collect()
+    }
+}
+
+/// The short words of `said` (an agent's error) that stand for one of
+/// `words` (what a refused call took) as an abbreviation does: the word
+/// starts with it ("gal" for "gallons") or with its first letter and
+/// holds its letters in order ("km" for "kilometres"); of those for one
+/// word, the ones sharing the longest start with it.
+pub fn standing_for(words: &[&str], said: &str) -> Vec<String> {
+    let symbols: Vec<String> = said
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty() && w.chars().count() <= 5)
+        .map(str::to_lowercase)
+        .collect();
+    let mut found: Vec<String> = Vec::new();
+    for word in words
+        .iter()
+        .flat_map(|w| w.split(|c: char| !c.is_alphabetic()))
+    {
+        let word = word.to_lowercase();
+        if word.chars().count() < 3 {
+            continue;
+        }
+        let scored: Vec<(usize, &String)> = symbols
+            .iter()
+            .filter(|s| *s != &word && abbreviates(s, &word))
+            .map(|s| (common_start(s, &word), s))
+            .collect();
+        let best = scored.iter().map(|(score, _)| *score).max().unwrap_or(0);
+        for (score, symbol) in scored {
+            if score == best && !found.contains(symbol) {
+                found.push(symbol.clone());
+            }
+        }
+    }
+    found
+}
+
+/// Whether `symbol` abbreviates `word`: the same first letter, and its
+/// letters in the word in order.
+fn abbreviates(symbol: &str, word: &str) -> bool {
+    let mut letters = word.chars();
+    symbol.chars().all(|c| c.is_alphabetic())
+        && symbol.chars().next() == word.chars().next()
+        && symbol.chars().all(|c| letters.any(|w| w == c))
+}
+
+fn common_start(a: &str, b: &str) -> usize {
+    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
 }
 
 fn leaves<'v>(value: &'v Value, out: &mut Vec<&'v Value>) {
@@ -455,21 +742,43 @@ fn leaves<'v>(value: &'v Value, out: &mut Vec<&'v Value>) {
 
 /// The values of a tool's result: the fields of its structured content
 /// (those whose names the request's `words` name first, or only them when
-/// some do), else its text (a number when it is one).
-pub fn result_values(output: &ToolOutput, words: &[String]) -> Vec<Literal> {
+/// some do; a field that echoes what the call was given is not a result
+/// while another field is), else its text (a number when it is one).
+pub fn result_values(output: &ToolOutput, words: &[String], arguments: &Value) -> Vec<Literal> {
+    let mut given: Vec<&Value> = Vec::new();
+    leaves(arguments, &mut given);
+    let argument_names: Vec<String> = match arguments {
+        Value::Object(map) => map.keys().map(|k| k.to_lowercase()).collect(),
+        _ => Vec::new(),
+    };
     if let Some(structured) = &output.structured_content {
         let value = structured.to_value();
         let mut named = Vec::new();
-        let mut all = Vec::new();
+        let mut found = Vec::new();
+        let mut echoes = Vec::new();
         fields(&value, None, &mut |key, literal| {
+            // An echo: a field named as an argument is, holding what it
+            // held ({"amount": 20, "from_unit": "c", "result": 68}).
+            let echo = key.is_some_and(|k| argument_names.contains(&k.to_lowercase()))
+                && given.iter().any(|g| literal.matches(g));
             let is_named =
                 key.is_some_and(|k| terms(k).any(|t| words.iter().any(|w| same_word(w, &t))));
-            if is_named {
-                named.push(literal.clone());
+            if echo {
+                echoes.push(literal);
+            } else {
+                if is_named {
+                    named.push(literal.clone());
+                }
+                found.push(literal);
             }
-            all.push(literal);
         });
-        let mut values = if named.is_empty() { all } else { named };
+        let mut values = if !named.is_empty() {
+            named
+        } else if !found.is_empty() {
+            found
+        } else {
+            echoes
+        };
         values.truncate(RESULT_VALUES);
         if !values.is_empty() {
             return values;
@@ -501,7 +810,7 @@ pub fn values_of_text(text: &str) -> Vec<Literal> {
             .filter(|s| s.to_value().is_object()),
         is_error: false,
     };
-    result_values(&output, &[])
+    result_values(&output, &[], &Value::Null)
 }
 
 /// The top-level fields of a structured result that the request's
@@ -634,7 +943,7 @@ mod tests {
             step.grounding.required,
             Some(Literal::Text("the quick brown fox".into()))
         );
-        assert_eq!(step.part, "then count the words in 'the quick brown fox'.");
+        assert_eq!(step.part, "count the words in 'the quick brown fox'.");
         assert_eq!(&step.part[step.at..step.at + 5], "'the ");
         assert_eq!(steps.named_by(&tools, &step, ""), [2]);
         let counts = ToolOutput {
@@ -687,7 +996,7 @@ mod tests {
         let step = steps.next(&tools).unwrap();
         steps.record(&step, 3, json!({"text": "hello"}), text("HELLO"));
         let step = steps.next(&tools).unwrap();
-        assert_eq!(step.part, "to upper case and hash 'abc' with sha256.");
+        assert_eq!(step.part, "hash 'abc' with sha256.");
         assert_eq!(
             steps.named_by(&tools, &step, "To convert it to upper case"),
             [4]
@@ -722,6 +1031,148 @@ mod tests {
         steps.record(&step, 0, json!({"a": 23, "b": 19}), number(42.0));
         assert!(steps.next(&tools).is_none());
         assert!(steps.repeats(0, &json!({"a": 23, "b": 19})));
+    }
+
+    fn convert() -> Vec<Offered> {
+        let schema = json!({"type": "object", "properties": {
+            "amount": {"type": "number"},
+            "from_unit": {"type": "string"},
+            "to_unit": {"type": "string"}},
+            "required": ["amount", "from_unit", "to_unit"]});
+        vec![tool(
+            "unit-convert",
+            "convert",
+            "Convert an amount from one unit to another. Units: m, km, mi, l, gal.",
+            schema,
+        )]
+    }
+
+    fn refused(error: &str) -> ToolOutput {
+        ToolOutput::failure(error.to_owned())
+    }
+
+    #[test]
+    fn a_refused_call_is_tried_again_with_what_the_agent_said_a_bounded_number_of_times() {
+        let tools = convert();
+        let mut steps = Steps::new("Convert 5 gallons to liters");
+        let step = steps.next(&tools).unwrap();
+        assert!(step.refused.is_empty());
+        steps.record(
+            &step,
+            0,
+            json!({"amount": 5, "from_unit": "gallons", "to_unit": "liters"}),
+            refused("unknown unit \"gallons\"; known units: m, km, mi, l, gal"),
+        );
+        // The value was not used: the next try takes it again, and may
+        // take the agent's words that stand for the person's.
+        let step = steps.next(&tools).unwrap();
+        assert_eq!(step.refused, [0]);
+        assert_eq!(step.grounding.required, Some(Literal::Number(5.0)));
+        assert!(step.grounding.values.contains(&Literal::Text("gal".into())));
+        assert!(step.grounding.values.contains(&Literal::Text("l".into())));
+        assert!(!step.grounding.values.contains(&Literal::Text("m".into())));
+        for _ in 0..MAX_RETRIES {
+            let step = steps.next(&tools).unwrap();
+            steps.record(&step, 0, json!({"amount": 5}), refused("unknown unit"));
+        }
+        assert!(steps.next(&tools).is_none(), "two more calls at most");
+        assert_eq!(steps.outcome(), Outcome::NotAnswered);
+        let undone = steps.undone(&tools);
+        assert_eq!(undone.len(), 1);
+        assert!(undone[0].why.contains("unknown unit"), "{undone:?}");
+        assert!(
+            undone[0].why.starts_with("unit-convert refused convert("),
+            "{undone:?}"
+        );
+    }
+
+    #[test]
+    fn a_later_part_takes_its_own_words_and_values() {
+        let tools = convert();
+        let mut steps = Steps::new("Convert 26.2 mi to km, then convert 5 kg to lb");
+        let step = steps.next(&tools).unwrap();
+        assert_eq!(step.grounding.texts, ["Convert 26.2 mi to km"]);
+        let conversion = ToolOutput {
+            content: vec![Content::Text {
+                text: "42.16".into(),
+            }],
+            structured_content: StructuredContent::from_value(&json!(
+                {"amount": 26.2, "from_unit": "mi", "to_unit": "km", "result": 42.1648}
+            ))
+            .ok(),
+            is_error: false,
+        };
+        steps.record(
+            &step,
+            0,
+            json!({"amount": 26.2, "from_unit": "mi", "to_unit": "km"}),
+            conversion,
+        );
+        // What the call echoes of its arguments is not its result.
+        assert_eq!(steps.made()[0].values(), [Literal::Number(42.1648)]);
+        let step = steps.next(&tools).unwrap();
+        assert_eq!(step.grounding.texts, ["convert 5 kg to lb"]);
+        assert_eq!(step.grounding.required, Some(Literal::Number(5.0)));
+        assert!(step.grounding.values.is_empty(), "{:?}", step.grounding);
+        assert_eq!(steps.outcome(), Outcome::Partial);
+    }
+
+    #[test]
+    fn a_part_without_values_is_served_by_the_tool_its_words_name() {
+        let string = json!({"type": "object", "properties": {"country_name": {"type": "string"}}, "required": ["country_name"]});
+        let tools = vec![
+            tool(
+                "almanac",
+                "capital",
+                "The capital city of a country.",
+                string.clone(),
+            ),
+            tool(
+                "almanac",
+                "currency",
+                "The currency a country uses.",
+                string,
+            ),
+        ];
+        let mut steps =
+            Steps::new("What is the capital of Kenya, and what currency does Kenya use?");
+        let step = steps.next(&tools).unwrap();
+        assert_eq!(step.tools, [0]);
+        assert_eq!(step.grounding.required, None);
+        steps.record(&step, 0, json!({"country_name": "Kenya"}), text("Nairobi"));
+        let step = steps.next(&tools).unwrap();
+        assert_eq!(step.tools, [1]);
+        // "Nairobi" is not what the second part asks about.
+        assert_eq!(step.grounding.required, None);
+        assert!(step.grounding.values.is_empty());
+        assert_eq!(steps.outcome(), Outcome::Partial);
+        let undone = steps.undone(&tools);
+        assert_eq!(undone[0].part, "what currency does Kenya use?");
+        steps.record(
+            &step,
+            1,
+            json!({"country_name": "Kenya"}),
+            text("Kenyan shilling"),
+        );
+        assert!(steps.next(&tools).is_none());
+        assert_eq!(steps.outcome(), Outcome::Answered);
+        // A part no tool's words name, and nothing before it to carry on,
+        // gets no step: it is named as not done.
+        let steps = Steps::new("What is the population of Kenya?");
+        assert!(steps.next(&tools).is_none());
+        assert_eq!(steps.undone(&tools)[0].why, "no tool at hand does this");
+    }
+
+    #[test]
+    fn short_words_stand_for_the_words_they_abbreviate() {
+        let said = "unknown unit \"gallons\"; known units: mm, m, km, mi, ml, l, gal, c, f, ft, k";
+        assert_eq!(standing_for(&["gallons", "liters"], said), ["gal", "l"]);
+        assert_eq!(standing_for(&["km", "miles"], said), ["mi"]);
+        assert_eq!(
+            standing_for(&["Fahrenheit", "Celsius"], said),
+            ["f", "ft", "c"]
+        );
+        assert!(standing_for(&["parsecs", "pounds"], said).is_empty());
     }
 
     #[test]

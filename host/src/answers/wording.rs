@@ -39,10 +39,17 @@ pub async fn answer<A: Ask>(
     note: Option<&str>,
     sink: DeltaSink,
 ) -> Result<Answer, A::Error> {
-    let made = steps.made();
+    let made: Vec<&Made> = steps.made().iter().filter(|m| m.succeeded()).collect();
     if made.is_empty() {
+        // Nothing was found: the node says what was tried and what the
+        // agents said; the model has nothing to word.
+        let text = statement(steps, tools, note);
         return Ok(Answer {
-            text: note.unwrap_or("No tool was called.").to_owned(),
+            text: if text.is_empty() {
+                "No tool was called.".to_owned()
+            } else {
+                text
+            },
             by_model: false,
         });
     }
@@ -97,7 +104,7 @@ pub fn grounding(steps: &Steps) -> Grounding {
         .into_iter()
         .map(|(_, v)| v)
         .collect();
-    for call in steps.made() {
+    for call in steps.made().iter().filter(|m| m.succeeded()) {
         let mut arguments = Vec::new();
         literals(&call.arguments, &mut arguments);
         values.extend(arguments);
@@ -239,16 +246,22 @@ fn debris(answer: &str, steps: &Steps) -> Result<(), String> {
     Ok(())
 }
 
-/// What a person must know when part of a request was not done: the part
-/// whose values no call took (no tool of the team could, or the model
-/// made no usable call for it).
-pub fn left_undone(steps: &Steps) -> Option<String> {
-    steps.unused_part().map(|part| {
-        format!(
-            "Not done: \"{}\" (no call of the tools at hand could be made for it).",
-            crate::text::excerpt(&part, 160)
-        )
-    })
+/// What a person must know when parts of a request were not done: each
+/// part, and why (the agent's own error, no tool at hand, the model made
+/// no usable call), one line a part.
+pub fn left_undone(steps: &Steps, tools: &[Offered]) -> Option<String> {
+    let lines: Vec<String> = steps
+        .undone(tools)
+        .into_iter()
+        .map(|undone| {
+            format!(
+                "Not done: \"{}\" ({}).",
+                crate::text::excerpt(&undone.part, 160),
+                undone.why
+            )
+        })
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 /// The node's own statement of what the calls found: one line a call.
@@ -305,8 +318,22 @@ pub fn result_text(call: &Made) -> String {
     if let Some(structured) = &output.structured_content {
         let value = structured.to_value();
         if let Value::Object(map) = &value {
-            // The fields the request asked about first ("count the
+            // What only echoes the call's arguments is left out while
+            // something else is there ({"amount": 20, …, "result": 68} is
+            // 68); the fields the request asked about first ("count the
             // words": `words 4, bytes 19, …`).
+            let echoes = |k: &String, v: &Value| {
+                call.arguments.get(k).is_some_and(|given| {
+                    given == v || (given.as_f64().is_some() && given.as_f64() == v.as_f64())
+                })
+            };
+            let answers = map.iter().filter(|(k, v)| !echoes(k, v)).count();
+            let map: serde_json::Map<String, Value> = map
+                .iter()
+                .filter(|(k, v)| answers == 0 || !echoes(k, v))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let map = &map;
             let named = call.named_fields();
             let mut ordered: Vec<(&String, &Value)> = map.iter().collect();
             ordered.sort_by_key(|(k, _)| !named.contains(k));
@@ -378,8 +405,10 @@ mod tests {
         let step = crate::answers::Step {
             grounding: Grounding::default(),
             part: String::new(),
+            index: 1,
             at: 0,
             tools: vec![1],
+            refused: Vec::new(),
         };
         steps.record(
             &step,

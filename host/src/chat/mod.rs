@@ -90,12 +90,42 @@ pub enum EntryBody {
         /// The node it ran on (a peer id, or `this node`).
         node: String,
     },
-    /// The model's answer.
-    Reply { text: String, model: String },
+    /// The model's answer (or the node's, `model` "node").
+    Reply {
+        text: String,
+        model: String,
+        /// How far it answers the message, when tools were used for it:
+        /// `answered`, `partial` (a part not done is named in the text) or
+        /// `not_answered`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        answered: Option<Answered>,
+    },
     /// The message became (or continued) this goal.
     Goal { goal: String },
     /// Why there is no answer.
     Problem { text: String },
+}
+
+/// How far a reply that used tools answers the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answered {
+    /// Every part, by calls that succeeded.
+    Answered,
+    /// Some parts; the others are named with why.
+    Partial,
+    /// None: the reply says what the agents said.
+    NotAnswered,
+}
+
+impl From<answers::Outcome> for Answered {
+    fn from(outcome: answers::Outcome) -> Answered {
+        match outcome {
+            answers::Outcome::Answered => Answered::Answered,
+            answers::Outcome::Partial => Answered::Partial,
+            answers::Outcome::NotAnswered => Answered::NotAnswered,
+        }
+    }
 }
 
 /// What a follower of a conversation is told.
@@ -464,7 +494,9 @@ impl Chats {
     }
 
     /// The agents an answer may use: the conversation's and those the
-    /// message mentions.
+    /// message mentions. A mention is the agent of exactly that name (or
+    /// id): one that names none is not replaced by a near one, and the
+    /// person is asked whether they meant it.
     async fn participants(
         &self,
         conversation: &Conversation,
@@ -483,10 +515,27 @@ impl Chats {
         }
         let mut agents = Vec::new();
         for name in named {
-            let found = self.directory.resolve(&name).await.map_err(|_| {
-                format!("no agent named @{name} is installed here or found on the network")
-            })?;
-            agents.push(found);
+            let found = self.directory.resolve(&name).await;
+            match found {
+                Ok(found) if found.name == name || found.agent.to_string() == name => {
+                    agents.push(found)
+                }
+                Ok(found) => {
+                    return Err(format!(
+                        "no agent is named @{name}; did you mean @{}? Say it again with that name.",
+                        found.name
+                    ));
+                }
+                Err(_) => {
+                    let known = self.directory.installed(64).await;
+                    let hint = crate::text::closest(&name, known.iter().map(|c| c.name.as_str()))
+                        .map(|c| format!("; did you mean @{c}?"))
+                        .unwrap_or_default();
+                    return Err(format!(
+                        "no agent named @{name} is installed here or found on the network{hint}"
+                    ));
+                }
+            }
         }
         Ok(agents)
     }
@@ -531,7 +580,9 @@ impl Chats {
         let asked = without_mentions(text);
         let served = answers::serve(&ask, &asked, &tools, &runner, Some(sink)).await;
         let _ = forward.await;
-        if let Some(answer) = served?.answer {
+        let served = served?;
+        let answered = Answered::from(served.outcome());
+        if let Some(answer) = served.answer {
             let model = match answer.by_model {
                 true => self.node.models().default_name().to_owned(),
                 false => "node".to_owned(),
@@ -541,6 +592,23 @@ impl Chats {
                 EntryBody::Reply {
                     text: answer.text,
                     model,
+                    answered: Some(answered),
+                },
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+            return Ok(());
+        }
+        // The message asks something of the agents it names, and no tool
+        // of theirs can take it: said plainly, not guessed by the model.
+        if !agents.is_empty() && !mentions(text).is_empty() {
+            let text = no_tool_for(&agents, &asked);
+            self.append(
+                &conversation.id,
+                EntryBody::Reply {
+                    text,
+                    model: "node".to_owned(),
+                    answered: Some(Answered::NotAnswered),
                 },
             )
             .await
@@ -582,6 +650,7 @@ impl Chats {
             EntryBody::Reply {
                 text: completion.content,
                 model: completion.model,
+                answered: None,
             },
         )
         .await
@@ -740,6 +809,23 @@ fn system_prompt(agents: &[Candidate]) -> String {
         }
     }
     prompt
+}
+
+/// The reply to `asked` when no tool of `agents` can take it: which tools
+/// they have, so the person can ask for what they do.
+fn no_tool_for(agents: &[Candidate], asked: &str) -> String {
+    let tools: Vec<String> = agents
+        .iter()
+        .map(|agent| {
+            let names: Vec<&str> = agent.tools.iter().map(|t| t.name.as_str()).collect();
+            format!("{} ({})", agent.name, names.join(", "))
+        })
+        .collect();
+    format!(
+        "Not answered: no tool of {} can do \"{}\".",
+        tools.join(", "),
+        crate::text::excerpt(asked, 160)
+    )
 }
 
 /// An earlier entry as the model reads it.

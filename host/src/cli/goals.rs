@@ -7,7 +7,7 @@
 use super::network::NodeClient;
 use crate::config::DataDir;
 use crate::goals::api::GoalAnswer;
-use crate::goals::message::{Body, GoalRecord, GoalState, Message, Mode, Speaker};
+use crate::goals::message::{Body, GoalRecord, GoalState, Message, Speaker};
 use crate::text::terminal_safe;
 use anyhow::Context as _;
 use futures::StreamExt as _;
@@ -337,18 +337,12 @@ impl View {
                 }
                 lines
             }
-            Body::Discussion { text } => vec![format!("{who}: {}", safe(text))],
-            Body::Assign { mode, text, tasks } => {
+            Body::Assign { text, tasks } => {
                 // The node hands a step's call to a member: the call says
                 // it all. A member's own assignment shows its words.
                 let mut lines = Vec::new();
                 if message.speaker != Speaker::Node {
-                    let how = if *mode == Mode::Sync {
-                        "assigns, and waits"
-                    } else {
-                        "assigns, and goes on"
-                    };
-                    lines.push(format!("{who} {how}: {}", safe(text)));
+                    lines.push(format!("{who} assigns: {}", safe(text)));
                 }
                 for task in tasks {
                     self.task_team.insert(task.task, message.team);
@@ -364,14 +358,6 @@ impl View {
                     );
                 }
                 lines
-            }
-            Body::Pause { text, tasks } => {
-                let ids: Vec<String> = tasks.iter().map(|t| format!("#{t}")).collect();
-                vec![format!(
-                    "{who} waits for {}: {}",
-                    ids.join(", "),
-                    safe(text)
-                )]
             }
             Body::Progress { task, text, call } => match call {
                 // A call's place and time go with its result, shown next.

@@ -1,43 +1,55 @@
-//! The work of one team on a goal, step by step.
+//! The work of one team on a goal, phase by phase.
 //!
 //! ```text
-//!   request ──▶ step ──call──▶ result ──▶ step … ──▶ conclusion
-//!      ▲          │ no tool can take what is left: more agents (depth)
-//!      └── a person's message is the next request
-//!   a limit, at any point ──▶ stopped: <limit>, with what was found
+//!             ┌──────────────────────────────────────────────┐
+//!             ▼                                              │
+//!   Take the next request ──▶ Choose a call ──▶ Run it ──────┘
+//!     (the goal, then a         │  no step left for a part no tool
+//!      person's messages)       │  of the team can serve:
+//!             │                 ▼
+//!             │           Look for help ──(agents found)──▶ Choose a call
+//!             ▼
+//!   Conclude: answered ▶ concluded · in part ▶ partial · not at all ▶ failed
+//!   a limit, at any phase ▶ stopped, with what was found · a cancel ▶ cancelled
 //! ```
 //!
-//! The controller decides what the state decides: which values the next
-//! call takes, which tools can take them, when the request is served and
-//! when a limit stops the work ([`crate::answers::steps`]). The model is
-//! asked only what needs language: which tool the step calls and with which
-//! of its values, and the wording of the conclusion, which is shown only if
-//! it states every call and result ([`crate::answers::wording`]). Each call
-//! is a task of the member whose tool it is, made where that agent lives; a
-//! member joins the team when one of its tools serves a part of the goal,
-//! and its reason names the tool and the part.
+//! The controller decides what the state decides: which part of the
+//! request the next call serves and which values it takes, which tools
+//! can take them, when a refused call is tried again, when a part is done
+//! or given up, and how the goal ends ([`crate::answers::steps`]). The
+//! model is asked only what needs language: which tool a step calls and
+//! with which of its values, and the wording of the conclusion, which is
+//! shown only if it states every call and result
+//! ([`crate::answers::wording`]). Each call is a task of the member whose
+//! tool it is, made where that agent lives; a member joins the team when
+//! one of its tools serves a part of the goal, and its reason names the
+//! tool and the part.
 
 use super::ask::{AskFailure, Asker};
 use super::budget::Limit;
 use super::member::{self, Called};
-use super::message::{Assigned, Body, Member, Mode, Speaker};
+use super::message::{Assigned, Body, Member, Speaker};
 use super::run::GoalRun;
 use super::team;
-use crate::answers::{self, Ask, Offered, Steps, wording};
+use crate::answers::{self, Ask, Chosen, Offered, Outcome, Step, Steps, wording};
 use crate::llm::{ChatRequest, Completion, DeltaSink};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
-/// Model failures in a row after which the team stops trying.
-const MAX_FAILED_STEPS: u32 = 3;
 /// Requests one round answers at most: the goal and the person's messages.
 const MAX_REQUESTS: usize = 8;
 
 /// How a team's work ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum End {
-    /// The team did what the goal asked and wrote its conclusion.
+    /// Every part of every request was answered by calls that succeeded;
+    /// `text` is the conclusion.
     Concluded {
+        text: String,
+    },
+    /// Some parts were answered and others not: `text` states what was
+    /// found and names each part not done, with why.
+    Partial {
         text: String,
     },
     /// A limit stopped the work; `text` says what was found before.
@@ -45,8 +57,26 @@ pub enum End {
         limit: Limit,
         text: String,
     },
+    /// Nothing was answered: why (the agents' own errors, no tool).
     Failed(String),
     Cancelled,
+}
+
+/// Where the team's work is.
+enum Phase {
+    /// Take the next request: the goal, then each message of the person's.
+    NextRequest,
+    /// Choose the call that serves the next step of the current request.
+    Choose(Step),
+    /// Run the chosen call on the member whose tool it is.
+    Run(Step, Chosen),
+    /// No tool of the team can serve `part`: look for agents that can.
+    LookForHelp(String),
+    /// Every request is served as far as it can be: say how it went.
+    Conclude,
+    /// A limit stopped the work.
+    Stop(Limit),
+    Cancel,
 }
 
 /// One team's work on a goal.
@@ -58,25 +88,22 @@ pub struct Team {
     candidates: Vec<Member>,
     /// The searches that found the candidates.
     queries: Vec<String>,
-    /// What the team must achieve.
-    text: String,
     /// A person's messages.
     inbox: Option<mpsc::Receiver<String>>,
-    /// Why the model's last failed step failed, if one did.
-    model_failure: Option<String>,
-}
-
-/// Why the steps of a round ended.
-enum Halt {
-    /// The requests are served (or nothing more can be done).
-    Done,
-    Limit(Limit),
-    Cancelled,
+    /// The requests of this round: the goal (or the person's message that
+    /// started the round), then the person's messages as they come.
+    requests: Vec<String>,
+    /// The request being served, with the tools it may use.
+    current: Option<(Steps, Vec<Offered>)>,
+    /// The requests served, with the tools they used.
+    done: Vec<(Steps, Vec<Offered>)>,
+    /// Searches for more agents made so far (the depth bounds them).
+    looked_for_help: u32,
 }
 
 impl Team {
     /// A team of `members` (named by the person, or already formed), with
-    /// `candidates` that may join when their tools are needed.
+    /// `candidates` that may join when their tools are needed, for `text`.
     pub fn new(
         goal: Arc<GoalRun>,
         members: Vec<Member>,
@@ -89,9 +116,11 @@ impl Team {
             members,
             candidates,
             queries,
-            text,
             inbox: None,
-            model_failure: None,
+            requests: vec![text],
+            current: None,
+            done: Vec::new(),
+            looked_for_help: 0,
         }
     }
 
@@ -105,168 +134,177 @@ impl Team {
         self.goal.log.append(None, speaker, body, None);
     }
 
-    /// Runs the work to its end.
+    /// Runs the work to its end, phase by phase.
     pub async fn run(mut self) -> End {
-        let mut requests = vec![self.text.clone()];
-        let mut done: Vec<(Steps, Vec<Offered>)> = Vec::new();
-        let mut halt = Halt::Done;
-        let mut failed_steps = 0;
-        let mut looked_for_help = 0;
-        let mut next = 0;
-        let mut earlier = self.goal.log.results();
-        while next < requests.len() {
-            let mut steps = Steps::after(&requests[next], std::mem::take(&mut earlier));
-            next += 1;
-            let mut offered = self.offered();
-            loop {
-                self.read_inbox(&mut requests);
-                if self.goal.cancel.is_cancelled() {
-                    halt = Halt::Cancelled;
-                    break;
-                }
-                let step = match steps.next(&offered) {
-                    Some(step) => step,
-                    None => {
-                        // Values left that no tool of the team can take:
-                        // look for agents that can, as the depth allows.
-                        let stalled = steps.unused_part();
-                        if let Some(part) = stalled
-                            && looked_for_help < self.goal.budget.limits.depth
-                        {
-                            looked_for_help += 1;
-                            if self.look_for_help(&part).await {
-                                offered = self.offered();
-                                continue;
-                            }
-                        }
-                        break;
-                    }
-                };
-                if let Err(limit) = self.goal.budget.take_turn() {
-                    halt = Halt::Limit(limit);
-                    break;
-                }
-                self.goal.audit_turn();
-                let ask = GoalAsk(self.goal.asker());
-                let chosen = self
-                    .goal
-                    .until_cancelled(answers::choose(&ask, &steps, &offered, &step))
-                    .await;
-                let chosen = match chosen {
-                    None => {
-                        halt = Halt::Cancelled;
-                        break;
-                    }
-                    Some(Err(AskFailure::Limit(limit))) => {
-                        halt = Halt::Limit(limit);
-                        break;
-                    }
-                    Some(Err(AskFailure::Failed(why))) => {
-                        failed_steps += 1;
-                        let text = format!("the model could not choose a call: {why}");
-                        self.say(Speaker::Node, Body::Failure { text: text.clone() });
-                        self.model_failure = Some(text);
-                        if failed_steps >= MAX_FAILED_STEPS {
-                            break;
-                        }
-                        continue;
-                    }
-                    Some(Ok(chosen)) => chosen,
-                };
-                failed_steps = 0;
-                if steps.repeats(chosen.tool, &chosen.arguments) {
-                    // The same call again would only repeat its answer.
-                    break;
-                }
-                let tool = &offered[chosen.tool];
-                let member = self.join(&tool.owner, &tool.name, &step.part);
-                let task = self.goal.new_task();
-                let label = wording::call_label(tool, &chosen.arguments);
-                self.say(
-                    Speaker::Node,
-                    Body::Assign {
-                        mode: Mode::Sync,
-                        text: step.part.clone(),
-                        tasks: vec![Assigned {
-                            task,
-                            assignee: member.name.clone(),
-                            text: label,
-                        }],
-                    },
+        let mut phase = Phase::NextRequest;
+        loop {
+            if self.goal.cancel.is_cancelled() {
+                phase = Phase::Cancel;
+            }
+            phase = match phase {
+                Phase::NextRequest => self.next_request(),
+                Phase::Choose(step) => self.choose(step).await,
+                Phase::Run(step, chosen) => self.run_call(step, chosen).await,
+                Phase::LookForHelp(part) => self.look_for_help(&part).await,
+                Phase::Conclude => return self.conclude().await,
+                Phase::Stop(limit) => return self.stopped(limit),
+                Phase::Cancel => return End::Cancelled,
+            };
+        }
+    }
+
+    /// Files the request served so far and starts the next one, if the
+    /// person sent one; else concludes.
+    fn next_request(&mut self) -> Phase {
+        let earlier = match self.current.take() {
+            Some((steps, offered)) => {
+                let earlier = steps.results_for_later();
+                self.done.push((steps, offered));
+                earlier
+            }
+            None => self.goal.log.results(),
+        };
+        self.read_inbox();
+        let Some(request) = self.requests.get(self.done.len()).cloned() else {
+            return Phase::Conclude;
+        };
+        self.current = Some((Steps::after(&request, earlier), self.offered()));
+        self.next_step()
+    }
+
+    /// The phase after the current request's last call: its next step, a
+    /// search for help with a part no tool can serve, or the next request.
+    fn next_step(&mut self) -> Phase {
+        self.read_inbox();
+        let Some((steps, offered)) = &self.current else {
+            return Phase::NextRequest;
+        };
+        if let Some(step) = steps.next(offered) {
+            return Phase::Choose(step);
+        }
+        match steps.stalled(offered) {
+            Some(part) if self.looked_for_help < self.goal.budget.limits.depth => {
+                Phase::LookForHelp(part)
+            }
+            _ => Phase::NextRequest,
+        }
+    }
+
+    /// Asks the model for the call of `step`; a part it can make no usable
+    /// call for is given up, with why.
+    async fn choose(&mut self, step: Step) -> Phase {
+        if let Err(limit) = self.goal.budget.take_turn() {
+            return Phase::Stop(limit);
+        }
+        self.goal.audit_turn();
+        let Some((steps, offered)) = &mut self.current else {
+            return Phase::NextRequest;
+        };
+        let ask = GoalAsk(self.goal.asker());
+        let chosen = self
+            .goal
+            .until_cancelled(answers::choose(&ask, steps, offered, &step))
+            .await;
+        match chosen {
+            None => Phase::Cancel,
+            Some(Err(AskFailure::Limit(limit))) => Phase::Stop(limit),
+            Some(Err(AskFailure::Failed(why))) => {
+                let text = format!("the model could not choose a call: {why}");
+                steps.give_up(step.index, text.clone());
+                self.say(Speaker::Node, Body::Failure { text });
+                self.next_step()
+            }
+            Some(Ok(chosen)) if steps.repeats(chosen.tool, &chosen.arguments) => {
+                // The same call again would only repeat what it said.
+                steps.give_up(
+                    step.index,
+                    "the only call the model chose for it was one made already".into(),
                 );
-                let called = self
-                    .goal
-                    .until_cancelled(member::call(
-                        &self.goal,
-                        &member,
-                        &tool.name,
-                        &chosen.arguments,
-                    ))
-                    .await;
-                let called = match called {
-                    None => {
-                        halt = Halt::Cancelled;
-                        break;
-                    }
-                    Some(called) => called,
-                };
-                let output = match called {
-                    Called::Answered(record, output) => {
-                        self.goal.log.append(
-                            None,
-                            Speaker::of(&member),
-                            Body::Progress {
-                                task,
-                                text: format!(
-                                    "{} called {}: {}",
-                                    member.name,
-                                    record.tool,
-                                    crate::text::excerpt(&record.result, 200)
-                                ),
-                                call: Some(record.clone()),
-                            },
-                            None,
-                        );
-                        output
-                    }
-                    Called::Limit(limit) => {
-                        self.result(
-                            &member,
-                            task,
-                            false,
-                            format!("not run: the goal's {} limit was hit", limit.as_str()),
-                        );
-                        halt = Halt::Limit(limit);
-                        break;
-                    }
-                    Called::Unreachable(output) => output,
-                };
-                let ok = !output.is_error;
-                steps.record(&step, chosen.tool, chosen.arguments, output);
-                let made = steps.made().last().expect("just recorded");
-                let text = if ok {
-                    wording::result_text(made)
-                } else {
-                    crate::text::one_line(&made.output.text(), 600)
-                };
-                self.result(&member, task, ok, text);
+                self.next_step()
             }
-            earlier = steps.results_for_later();
-            done.push((steps, offered));
-            if !matches!(halt, Halt::Done) || requests.len() >= MAX_REQUESTS {
-                break;
+            Some(Ok(chosen)) => Phase::Run(step, chosen),
+        }
+    }
+
+    /// Runs the chosen call as a task of the member whose tool it is, and
+    /// records what it returned.
+    async fn run_call(&mut self, step: Step, chosen: Chosen) -> Phase {
+        let Some((_, offered)) = &self.current else {
+            return Phase::NextRequest;
+        };
+        let tool = offered[chosen.tool].clone();
+        let member = self.join(&tool.owner, &tool.name, &step.part);
+        let task = self.goal.new_task();
+        let label = wording::call_label(&tool, &chosen.arguments);
+        self.say(
+            Speaker::Node,
+            Body::Assign {
+                text: step.part.clone(),
+                tasks: vec![Assigned {
+                    task,
+                    assignee: member.name.clone(),
+                    text: label,
+                }],
+            },
+        );
+        let called = self
+            .goal
+            .until_cancelled(member::call(
+                &self.goal,
+                &member,
+                &tool.name,
+                &chosen.arguments,
+            ))
+            .await;
+        let output = match called {
+            None => return Phase::Cancel,
+            Some(Called::Answered(record, output)) => {
+                self.goal.log.append(
+                    None,
+                    Speaker::of(&member),
+                    Body::Progress {
+                        task,
+                        text: format!(
+                            "{} called {}: {}",
+                            member.name,
+                            record.tool,
+                            crate::text::excerpt(&record.result, 200)
+                        ),
+                        call: Some(record.clone()),
+                    },
+                    None,
+                );
+                output
             }
-        }
-        match halt {
-            Halt::Cancelled => End::Cancelled,
-            Halt::Limit(limit) => self.stopped(&done, limit),
-            Halt::Done => self.conclude(&done).await,
-        }
+            Some(Called::Limit(limit)) => {
+                self.result(
+                    &member,
+                    task,
+                    false,
+                    format!("not run: the goal's {} limit was hit", limit.as_str()),
+                );
+                return Phase::Stop(limit);
+            }
+            Some(Called::Unreachable(output)) => output,
+        };
+        let ok = !output.is_error;
+        let Some((steps, _)) = &mut self.current else {
+            return Phase::NextRequest;
+        };
+        steps.record(&step, chosen.tool, chosen.arguments, output);
+        let made = steps.made().last().expect("just recorded");
+        let text = if ok {
+            wording::result_text(made)
+        } else {
+            crate::text::one_line(&made.output.text(), 600)
+        };
+        self.result(&member, task, ok, text);
+        self.next_step()
     }
 
     /// Takes the person's messages that came in: each is said, and
     /// answered after what the team works on now.
-    fn read_inbox(&mut self, requests: &mut Vec<String>) {
+    fn read_inbox(&mut self) {
         let Some(inbox) = &mut self.inbox else {
             return;
         };
@@ -276,8 +314,8 @@ impl Team {
         }
         for text in said {
             self.say(Speaker::Person, Body::Say { text: text.clone() });
-            if requests.len() < MAX_REQUESTS {
-                requests.push(text);
+            if self.requests.len() < MAX_REQUESTS {
+                self.requests.push(text);
             }
         }
     }
@@ -329,8 +367,9 @@ impl Team {
     }
 
     /// Looks on this node and the network for agents that can do `part`;
-    /// whether any was found.
-    async fn look_for_help(&mut self, part: &str) -> bool {
+    /// then the current request's next step with them.
+    async fn look_for_help(&mut self, part: &str) -> Phase {
+        self.looked_for_help += 1;
         self.say(
             Speaker::Node,
             Body::Notice {
@@ -351,8 +390,10 @@ impl Team {
             .goal
             .until_cancelled(team::candidates(&asker, &*self.goal.directory, part))
             .await;
-        let Some(Ok(found)) = found else {
-            return false;
+        let found = match found {
+            None => return Phase::Cancel,
+            Some(Ok(found)) => found,
+            Some(Err(_)) => return self.next_step(),
         };
         let mut added = false;
         for candidate in found.members {
@@ -363,16 +404,27 @@ impl Team {
             }
         }
         self.queries.extend(found.queries);
-        added
+        if !added {
+            // Nothing new: what is left of this request stays not done.
+            return Phase::NextRequest;
+        }
+        let offered = self.offered();
+        if let Some((_, tools)) = &mut self.current {
+            *tools = offered;
+        }
+        self.next_step()
     }
 
     /// The end at a limit: what was found, said by the node.
-    fn stopped(&self, done: &[(Steps, Vec<Offered>)], limit: Limit) -> End {
+    fn stopped(&mut self, limit: Limit) -> End {
+        if let Some(current) = self.current.take() {
+            self.done.push(current);
+        }
         let note = format!(
             "Stopped: the goal's {} limit was hit before the work was done.",
             limit.as_str()
         );
-        let text = statements(done, Some(&note));
+        let text = statements(&self.done, Some(&note));
         self.say(
             Speaker::Node,
             Body::Conclusion {
@@ -383,36 +435,27 @@ impl Team {
         End::Stopped { limit, text }
     }
 
-    /// The conclusion: the model's wording of each request's results where
-    /// it states them all, else the node's statement.
-    async fn conclude(&self, done: &[(Steps, Vec<Offered>)]) -> End {
-        if done.iter().all(|(steps, _)| steps.made().is_empty()) {
-            if let Some(why) = &self.model_failure {
-                return End::Failed(why.clone());
-            }
-            return End::Failed(if self.members.is_empty() && self.candidates.is_empty() {
-                "no agent was found for the goal".to_owned()
-            } else {
-                format!(
-                    "no tool of {} can do what the goal asks",
-                    self.members
-                        .iter()
-                        .chain(&self.candidates)
-                        .map(|m| m.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            });
+    /// The end when every request is served as far as it can be: the
+    /// model's wording of what was found where it states it all, else the
+    /// node's statement, each part not done named with why; concluded only
+    /// when every part of every request was answered.
+    async fn conclude(&mut self) -> End {
+        if let Some(current) = self.current.take() {
+            self.done.push(current);
+        }
+        let outcomes: Vec<Outcome> = self.done.iter().map(|(s, _)| s.outcome()).collect();
+        if outcomes.iter().all(|o| *o == Outcome::NotAnswered) {
+            return End::Failed(self.why_nothing());
         }
         if let Err(limit) = self.goal.budget.take_turn() {
-            return self.stopped(done, limit);
+            return self.stopped(limit);
         }
         self.goal.audit_turn();
         let ask = GoalAsk(self.goal.asker());
         let mut texts = Vec::new();
         let mut by_model = true;
-        for (steps, offered) in done.iter().filter(|(s, _)| !s.made().is_empty()) {
-            let note = wording::left_undone(steps);
+        for (steps, offered) in self.done.iter().filter(|(s, _)| !s.made().is_empty()) {
+            let note = wording::left_undone(steps, offered);
             let worded = self
                 .goal
                 .until_cancelled(wording::answer(&ask, steps, offered, note.as_deref(), None))
@@ -423,11 +466,17 @@ impl Team {
                     by_model &= answer.by_model;
                     texts.push(answer.text);
                 }
-                Some(Err(AskFailure::Limit(limit))) => return self.stopped(done, limit),
+                Some(Err(AskFailure::Limit(limit))) => return self.stopped(limit),
                 Some(Err(AskFailure::Failed(_))) => {
                     by_model = false;
                     texts.push(wording::statement(steps, offered, note.as_deref()));
                 }
+            }
+        }
+        // A request no call was made for is named too.
+        for (steps, offered) in self.done.iter().filter(|(s, _)| s.made().is_empty()) {
+            if let Some(note) = wording::left_undone(steps, offered) {
+                texts.push(note);
             }
         }
         let text = texts.join("\n\n");
@@ -442,7 +491,43 @@ impl Team {
                 limit: None,
             },
         );
-        End::Concluded { text }
+        if outcomes.iter().all(|o| *o == Outcome::Answered) {
+            End::Concluded { text }
+        } else {
+            End::Partial { text }
+        }
+    }
+
+    /// Why no part of any request was answered: what each part met (the
+    /// agents' own errors, the model's failure), or that no agent has a
+    /// tool for it.
+    fn why_nothing(&self) -> String {
+        let undone: Vec<String> = self
+            .done
+            .iter()
+            .flat_map(|(steps, offered)| steps.undone(offered))
+            .map(|u| format!("\"{}\": {}", crate::text::excerpt(&u.part, 160), u.why))
+            .collect();
+        let tried = self.done.iter().any(|(steps, _)| !steps.made().is_empty());
+        let gave_up = undone
+            .iter()
+            .any(|u| !u.ends_with("no tool at hand does this"));
+        if tried || gave_up {
+            return format!("not done: {}", undone.join("; "));
+        }
+        if self.members.is_empty() && self.candidates.is_empty() {
+            "no agent was found for the goal".to_owned()
+        } else {
+            format!(
+                "no tool of {} can do what the goal asks",
+                self.members
+                    .iter()
+                    .chain(&self.candidates)
+                    .map(|m| m.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
     }
 }
 

@@ -45,6 +45,9 @@ pub enum GoalState {
     Running,
     /// The team did what the goal asked and wrote its conclusion.
     Concluded,
+    /// The team did part of what the goal asked: the conclusion states
+    /// what was found and names each part not done, with why.
+    Partial,
     /// A limit (`reason` names it) stopped the work before it was done;
     /// the conclusion says what was found.
     Stopped,
@@ -63,6 +66,7 @@ impl GoalState {
             GoalState::Forming => "forming",
             GoalState::Running => "running",
             GoalState::Concluded => "concluded",
+            GoalState::Partial => "partial",
             GoalState::Stopped => "stopped",
             GoalState::Failed => "failed",
             GoalState::Cancelled => "cancelled",
@@ -163,16 +167,6 @@ impl Speaker {
     }
 }
 
-/// Whether the conversation waits for assigned tasks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    /// The conversation waits for the results.
-    Sync,
-    /// The conversation goes on; results come later.
-    Async,
-}
-
 /// A task as it was assigned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Assigned {
@@ -196,7 +190,7 @@ pub struct ToolCallRecord {
 
 /// What a message says.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case", from = "StoredBody")]
 pub enum Body {
     /// The goal, from the person.
     Goal { text: String },
@@ -208,16 +202,8 @@ pub enum Body {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         queries: Vec<String>,
     },
-    /// A member's contribution to the discussion.
-    Discussion { text: String },
-    /// Tasks handed to members.
-    Assign {
-        mode: Mode,
-        text: String,
-        tasks: Vec<Assigned>,
-    },
-    /// The conversation waits for these tasks.
-    Pause { text: String, tasks: Vec<u32> },
+    /// Tasks handed to members: the part of the goal they serve.
+    Assign { text: String, tasks: Vec<Assigned> },
     /// A step of a task: a tool call, or a sub-team formed for it.
     Progress {
         task: u32,
@@ -240,6 +226,82 @@ pub enum Body {
     },
 }
 
+/// A message's body as goal stores hold it: today's kinds, and those the
+/// conversation of turns wrote before the steps replaced it (a member's
+/// discussion, a pause for tasks), which read back as notices. An
+/// assignment's `mode` of then is ignored.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum StoredBody {
+    Goal {
+        text: String,
+    },
+    Say {
+        text: String,
+    },
+    Team {
+        members: Vec<Member>,
+        #[serde(default)]
+        queries: Vec<String>,
+    },
+    Discussion {
+        text: String,
+    },
+    Assign {
+        text: String,
+        tasks: Vec<Assigned>,
+    },
+    Pause {
+        text: String,
+        tasks: Vec<u32>,
+    },
+    Progress {
+        task: u32,
+        text: String,
+        #[serde(default)]
+        call: Option<ToolCallRecord>,
+    },
+    Result {
+        task: u32,
+        ok: bool,
+        text: String,
+    },
+    Failure {
+        text: String,
+    },
+    Notice {
+        text: String,
+    },
+    Conclusion {
+        text: String,
+        #[serde(default)]
+        limit: Option<String>,
+    },
+}
+
+impl From<StoredBody> for Body {
+    fn from(stored: StoredBody) -> Body {
+        match stored {
+            StoredBody::Goal { text } => Body::Goal { text },
+            StoredBody::Say { text } => Body::Say { text },
+            StoredBody::Team { members, queries } => Body::Team { members, queries },
+            StoredBody::Discussion { text } => Body::Notice { text },
+            StoredBody::Assign { text, tasks } => Body::Assign { text, tasks },
+            StoredBody::Pause { text, tasks } => {
+                let tasks: Vec<String> = tasks.iter().map(|t| format!("#{t}")).collect();
+                Body::Notice {
+                    text: format!("waited for {}: {text}", tasks.join(", ")),
+                }
+            }
+            StoredBody::Progress { task, text, call } => Body::Progress { task, text, call },
+            StoredBody::Result { task, ok, text } => Body::Result { task, ok, text },
+            StoredBody::Failure { text } => Body::Failure { text },
+            StoredBody::Notice { text } => Body::Notice { text },
+            StoredBody::Conclusion { text, limit } => Body::Conclusion { text, limit },
+        }
+    }
+}
+
 impl Body {
     /// The message type as the API names it.
     pub fn kind(&self) -> &'static str {
@@ -247,14 +309,7 @@ impl Body {
             Body::Goal { .. } => "goal",
             Body::Say { .. } => "say",
             Body::Team { .. } => "team",
-            Body::Discussion { .. } => "discussion",
-            Body::Assign {
-                mode: Mode::Sync, ..
-            } => "assign_sync",
-            Body::Assign {
-                mode: Mode::Async, ..
-            } => "assign_async",
-            Body::Pause { .. } => "pause",
+            Body::Assign { .. } => "assign",
             Body::Progress { .. } => "progress",
             Body::Result { .. } => "result",
             Body::Failure { .. } => "failure",
@@ -289,7 +344,6 @@ impl Message {
         let text = match &self.body {
             Body::Goal { text }
             | Body::Say { text }
-            | Body::Discussion { text }
             | Body::Failure { text }
             | Body::Notice { text }
             | Body::Conclusion { text, .. } => text.clone(),
@@ -303,10 +357,6 @@ impl Message {
                     .map(|t| format!("#{} {}: {}", t.task, t.assignee, t.text))
                     .collect();
                 tasks.join("; ")
-            }
-            Body::Pause { text, tasks } => {
-                let tasks: Vec<String> = tasks.iter().map(|t| format!("#{t}")).collect();
-                format!("waits for {}: {text}", tasks.join(", "))
             }
             Body::Progress { task, text, .. } => format!("#{task} {text}"),
             Body::Result { task, ok, text } => {
@@ -340,7 +390,6 @@ mod tests {
             team: Some(2),
             speaker: Speaker::Node,
             body: Body::Assign {
-                mode: Mode::Async,
                 text: "split".into(),
                 tasks: vec![Assigned {
                     task: 1,
@@ -352,9 +401,34 @@ mod tests {
         };
         let json = serde_json::to_value(&message).unwrap();
         assert_eq!(json["type"], "assign");
-        assert_eq!(json["mode"], "async");
         assert_eq!(json["speaker"]["kind"], "node");
         let back: Message = serde_json::from_value(json).unwrap();
         assert_eq!(back, message);
+    }
+
+    #[test]
+    fn messages_of_the_conversation_of_turns_still_load() {
+        let stored = [
+            r#"{"seq":4,"at":1,"speaker":{"kind":"node"},"type":"assign","mode":"async","text":"split","tasks":[{"task":1,"assignee":"text","text":"count"}]}"#,
+            r#"{"seq":5,"at":1,"speaker":{"kind":"node"},"type":"pause","text":"the counts","tasks":[1,2]}"#,
+            r#"{"seq":6,"at":1,"speaker":{"kind":"node"},"type":"discussion","text":"I will count."}"#,
+        ];
+        let read: Vec<Body> = stored
+            .iter()
+            .map(|s| serde_json::from_str::<Message>(s).unwrap().body)
+            .collect();
+        assert!(matches!(&read[0], Body::Assign { text, .. } if text == "split"));
+        assert_eq!(
+            read[1],
+            Body::Notice {
+                text: "waited for #1, #2: the counts".into()
+            }
+        );
+        assert_eq!(
+            read[2],
+            Body::Notice {
+                text: "I will count.".into()
+            }
+        );
     }
 }

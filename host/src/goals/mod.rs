@@ -641,6 +641,11 @@ impl Goals {
                 record.conclusion = Some(text);
                 record.reason = None;
             }
+            End::Partial { text } => {
+                record.state = GoalState::Partial;
+                record.reason = Some(not_done_reason(&text));
+                record.conclusion = Some(text);
+            }
             End::Stopped { limit, text } => {
                 record.state = GoalState::Stopped;
                 record.conclusion = Some(text);
@@ -693,6 +698,20 @@ impl Goals {
             goal: record.id.clone(),
             record: Box::new(record.clone()),
         });
+    }
+}
+
+/// Why a partial goal is not concluded: its parts not done, as the
+/// conclusion names them.
+fn not_done_reason(conclusion: &str) -> String {
+    let undone: Vec<&str> = conclusion
+        .lines()
+        .filter(|l| l.starts_with("Not done: "))
+        .collect();
+    match undone.len() {
+        0 => "partial: a part of the goal was not done".to_owned(),
+        1 => format!("partial: {}", undone[0].trim_start_matches("Not done: ")),
+        n => format!("partial: {n} parts were not done"),
     }
 }
 

@@ -164,9 +164,18 @@ impl Grounding {
                     }
                 }
                 Value::String(s) if !s.is_empty() => {
-                    let known = self.all_values().any(|v| v.matches(value))
-                        || self.texts.iter().any(|t| t.contains(s.as_str()));
-                    if !known {
+                    let given = self.all_values().any(|v| v.matches(value));
+                    let run = self.texts.iter().any(|t| is_word_run(t, s));
+                    if given {
+                        return;
+                    }
+                    if run && s.parse::<f64>().is_ok() {
+                        // A number is a number's value: a string takes
+                        // words ("convert(\"10\", …)" took the amount).
+                        problem = Some(format!(
+                            "{s:?} is a number, and the argument takes words of the message"
+                        ));
+                    } else if !run {
                         problem = Some(format!(
                             "{:?} is not text the message gives",
                             crate::text::excerpt(s, 60)
@@ -339,6 +348,19 @@ pub fn plain_type(schema: &Value) -> Option<&str> {
         }
         _ => None,
     }
+}
+
+/// Whether `run` is a run of whole words of `text`: it starts and ends
+/// where words do ("km" is one of "10 km to mi", "m" is not).
+pub fn is_word_run(text: &str, run: &str) -> bool {
+    let run = run.trim();
+    if run.is_empty() {
+        return false;
+    }
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    text.match_indices(run).any(|(at, _)| {
+        !word(text[..at].chars().next_back()) && !word(text[at + run.len()..].chars().next())
+    })
 }
 
 fn visit(value: &Value, f: &mut impl FnMut(&Value)) {

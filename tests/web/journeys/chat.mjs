@@ -1,6 +1,7 @@
 // A person chats with the calculator: the node's model (scripted, reached
 // over the OpenAI API) calls a tool, shown folded, and its reply streams in
-// word by word. Then the person teams agents up on a goal, watches it live
+// word by word. A mistyped @name is asked about, not replaced; a part no
+// tool can do is named in an amber reply. Then the person teams agents up on a goal, watches it live
 // to its conclusion and continues it with a follow-up. The node restarts
 // under the page: the page says so, reconnects and catches up, and the
 // conversation is still there. Renamed, then deleted.
@@ -76,12 +77,27 @@ await run(async (browser) => {
   await page.locator(".working").waitFor({ state: "detached" });
 
   // The tool call: folded, with where it ran; its arguments and result inside.
-  const call = page.locator("details.tool-use");
-  assert.equal(await call.count(), 1);
+  const call = page.locator("details.tool-use").first();
+  assert.equal(await page.locator("details.tool-use").count(), 1);
   assert.equal(await call.getAttribute("open"), null, "folded by default");
   assert.match(await call.locator(":scope > summary").textContent(), /^✓ calculator\.add · [\d.]+ ms · on this node$/);
   await call.locator(":scope > summary").click();
   assert.match(await call.textContent(), /a\W+2[\s\S]*b\W+3[\s\S]*5/);
+
+  // A mistyped @name is not quietly taken for another agent: the page
+  // says which was meant, and nothing is called.
+  await send(page, "@calculater what is 6 times 7?");
+  await page.locator(".note.problem").getByText("no agent named @calculater is installed here or found on the network; did you mean @calculator?").waitFor();
+  assert.equal(await page.locator("details.tool-use").count(), 1, "no call was made for it");
+
+  // A part no tool can do is named, and the reply is marked partly
+  // answered (amber), not shown as a plain answer.
+  await send(page, "What is 2 plus 2, and what is the weather in Lyon?");
+  const partial = page.locator(".bubble.reply.partial").last();
+  await partial.getByText(/Not done: "what is the weather in Lyon\?" \(no tool at hand does this\)/).waitFor();
+  assert.equal(await partial.locator(".pill.pill-warn").textContent(), "partly answered");
+  assert.match(await partial.textContent(), /2 plus 2 is 4/);
+  await screenshot(page, "chat-partial");
 
   // Team up: a goal, live, to its conclusion.
   await send(page, "Work out 2 plus 3 as a team.", { teamUp: true });
@@ -129,9 +145,10 @@ await run(async (browser) => {
   assert.match(await page.evaluate(() => window.streamLost), /connection to the node was lost; reconnecting/);
   const people = await page.locator(".bubble.person").allTextContents();
   assert.deepEqual(people.map((t) => t.replace(/^you( · team up)?/, "")), [
-    "What is 2 plus 3?", "Work out 2 plus 3 as a team.", "Now double it.", "@calculator and 4 plus 4?",
+    "What is 2 plus 3?", "@calculater what is 6 times 7?", "What is 2 plus 2, and what is the weather in Lyon?",
+    "Work out 2 plus 3 as a team.", "Now double it.", "@calculator and 4 plus 4?",
   ], "each message once, in order");
-  assert.equal(await page.locator("details.tool-use").count(), 2);
+  assert.equal(await page.locator("details.tool-use").count(), 3);
 
   // Still there after the restart, as a fresh page sees it.
   await page.reload();

@@ -26,6 +26,8 @@ pub fn goal_state(state: GoalState) -> TaskState {
         GoalState::Forming => TaskState::Submitted,
         GoalState::Running => TaskState::Working,
         GoalState::Concluded => TaskState::Completed,
+        // Part of it was done, part not: the person may say more.
+        GoalState::Partial => TaskState::InputRequired,
         // A limit stopped the goal before it was done: not completed.
         GoalState::Stopped | GoalState::Failed => TaskState::Failed,
         GoalState::Cancelled => TaskState::Canceled,
@@ -106,6 +108,7 @@ async fn answer(
         entry,
     };
     let served = answers::serve(&ask, text, &tools, &runner, None).await?;
+    let outcome = served.outcome();
     let Some(answer) = served.answer else {
         return Err(format!(
             "nothing in the message is for a tool of {} to take ({}); give the values a tool needs, or name the call in a data part {{\"tool\": NAME, \"arguments\": {{...}}}}",
@@ -118,12 +121,12 @@ async fn answer(
                 .join(", ")
         ));
     };
-    // Done when every call succeeded and nothing of the request is left.
-    let done = served.steps.made().iter().all(|m| !m.output.is_error)
-        && served.steps.unused_part().is_none();
-    Ok(match done {
-        true => (TaskState::Completed, answer.text),
-        false => (TaskState::Failed, answer.text),
+    // Completed only when every part of the request was answered; a part
+    // not done leaves the task for the person to say more.
+    Ok(match outcome {
+        answers::Outcome::Answered => (TaskState::Completed, answer.text),
+        answers::Outcome::Partial => (TaskState::InputRequired, answer.text),
+        answers::Outcome::NotAnswered => (TaskState::Failed, answer.text),
     })
 }
 
@@ -304,7 +307,7 @@ pub fn apply(entry: &TaskEntry, record: &GoalRecord) {
                 entry.set_status(state, None);
             }
         }
-        GoalState::Concluded => {
+        GoalState::Concluded | GoalState::Partial => {
             let conclusion = record.conclusion.clone().unwrap_or_default();
             entry.add_artifact(text_artifact(
                 "conclusion",

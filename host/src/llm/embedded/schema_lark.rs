@@ -301,10 +301,11 @@ impl<'a> Lark<'a> {
                     format!("%regex {}", json!({ "substring_words": inner }))
                 })
                 .collect();
-            // A run of at least one character.
+            // A run with a letter in it: a string argument takes words, and
+            // a bare number of the message is a number's value.
             let _ = writeln!(
                 self.rules,
-                "GRUN: \"\\\"\" (({}) & /(?s:.+)/) \"\\\"\"",
+                "GRUN: \"\\\"\" (({}) & /(?s:.*\\p{{L}}.*)/) \"\\\"\"",
                 runs.join(" | ")
             );
             self.runs_written = true;

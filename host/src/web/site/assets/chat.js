@@ -57,9 +57,15 @@ function follow(id, operator) {
       case "person":
         return h("div", { class: "bubble person", "data-seq": entry.seq },
           h("span", { class: "who" }, entry.team_up ? "you · team up" : "you"), entry.text);
-      case "reply":
-        return h("div", { class: "bubble reply", "data-seq": entry.seq },
-          h("span", { class: "who" }, `model ${entry.model}`), markdown(entry.text));
+      case "reply": {
+        // How far the tools answered: amber when a part was not done, red
+        // when none was; the text names what and why.
+        const how = { partial: ["pill-warn", "partly answered"], not_answered: ["pill-bad", "not answered"] }[entry.answered];
+        return h("div", { class: `bubble reply${how ? ` ${entry.answered}` : ""}`, "data-seq": entry.seq },
+          h("span", { class: "who" }, `model ${entry.model}`),
+          ...(how ? [h("span", { class: `pill ${how[0]}`, "data-answered": entry.answered }, how[1])] : []),
+          markdown(entry.text));
+      }
       case "tool_use": {
         const failed = entry.output.isError;
         return h("details", { class: `tool-use${failed ? " failed" : ""}`, "data-seq": entry.seq },

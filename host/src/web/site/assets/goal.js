@@ -8,8 +8,8 @@ import { h, postJson, toast } from "./common.js";
 import { markdown } from "./result.js";
 
 const KINDS = {
-  goal: "goal", say: "person", team: "team", discussion: "discussion", assign: "assigns",
-  pause: "pause", progress: "progress", result: "result", failure: "failure", notice: "notice", conclusion: "conclusion",
+  goal: "goal", say: "person", team: "team", assign: "assigns",
+  progress: "progress", result: "result", failure: "failure", notice: "notice", conclusion: "conclusion",
 };
 
 function shortPeer(peer) {
@@ -125,8 +125,9 @@ export function goalView(id) {
     next.textContent = message.next ? `next: ${message.next}` : "";
   }
 
-  // Green only when the team concluded; a limit's stop says which limit.
-  const PILLS = { concluded: "pill-ok", stopped: "pill-warn", failed: "pill-bad", cancelled: "pill-warn", interrupted: "pill-warn" };
+  // Green only when the team concluded; amber when a part was not done
+  // (the conclusion names it); a limit's stop says which limit.
+  const PILLS = { concluded: "pill-ok", partial: "pill-warn", stopped: "pill-warn", failed: "pill-bad", cancelled: "pill-warn", interrupted: "pill-warn" };
 
   function setState(record) {
     state.textContent = record.state === "stopped" && record.reason ? record.reason : record.state;
