@@ -352,41 +352,50 @@ fn converting(request: &Request) -> Answer {
 }
 
 #[tokio::test]
-async fn a_refused_call_is_made_again_from_the_agents_error_and_both_are_on_record() {
+async fn a_refused_call_is_made_again_from_the_agents_error_and_each_is_on_record() {
     let model = Scripted::new(|request| match request.asked {
         Asked::Call => converting(request),
         _ => capable(request),
     });
     let h = users_agents(model.clone()).await;
+    // The agent's error offers one word for each it refused ("gal" for
+    // "gallons", then "l" for "liters"): the node makes the call again.
     let (record, messages) = h
         .run(goal("Convert 5 gallons to liters", &["unit-convert"]))
         .await;
     assert_eq!(record.state, GoalState::Concluded, "{messages:#?}");
     let results = results(&messages);
-    assert_eq!(results.len(), 2, "{results:?}");
+    assert_eq!(results.len(), 3, "{results:?}");
     assert!(!results[0].0 && results[0].1.contains("unknown unit \"gallons\""));
+    assert!(!results[1].0 && results[1].1.contains("unknown unit \"liters\""));
     assert!(
-        results[1].0 && results[1].1.contains("18.9271"),
+        results[2].0 && results[2].1.contains("18.9271"),
         "{results:?}"
     );
-    // The model read what the agent said before it tried again, and the
-    // words it offered for the person's were the values it could take.
-    let calls = model.asked(Asked::Call);
-    assert!(
-        calls[1]
-            .user
-            .contains("Refused: convert(5, \"gallons\", \"liters\")")
-    );
-    assert!(calls[1].user.contains("known units:"));
-    let offered = &calls[1].grounding.as_ref().unwrap().values;
-    assert!(
-        offered.contains(&Literal::Text("gal".into())),
-        "{offered:?}"
-    );
-    assert!(offered.contains(&Literal::Text("l".into())), "{offered:?}");
-    assert!(!offered.contains(&Literal::Text("m".into())), "{offered:?}");
     let text = record.conclusion.unwrap();
     assert!(text.contains("18.9271"), "{text}");
+
+    // It offers two ("f" and "ft" both abbreviate "fahrenheit"): the model
+    // reads what the agent said, and may take either, and tries again.
+    let (record, messages) = h
+        .run(goal("Convert 100 fahrenheit to c", &["unit-convert"]))
+        .await;
+    assert_eq!(record.state, GoalState::Concluded, "{messages:#?}");
+    let calls = model.asked(Asked::Call);
+    let retry = calls.last().unwrap();
+    assert!(
+        retry
+            .user
+            .contains("Refused: convert(100, \"fahrenheit\", \"c\")"),
+        "{}",
+        retry.user
+    );
+    assert!(retry.user.contains("known units:"));
+    let offered = &retry.grounding.as_ref().unwrap().values;
+    assert!(offered.contains(&Literal::Text("f".into())), "{offered:?}");
+    assert!(offered.contains(&Literal::Text("ft".into())), "{offered:?}");
+    let text = record.conclusion.unwrap();
+    assert!(text.contains("37.7778"), "{text}\n{messages:#?}");
 }
 
 #[tokio::test]

@@ -148,6 +148,97 @@ pub fn align(tool: &Offered, part: &str, arguments: &mut Value) {
     }
 }
 
+/// Whether `text[at..at + len]` is whole words: no letter or digit
+/// touches it on either side.
+pub(super) fn whole_word_at(text: &str, at: usize, len: usize) -> bool {
+    let touches = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    !touches(text[..at].chars().next_back()) && !touches(text[at + len..].chars().next())
+}
+
+/// `arguments` of `tool` with its texts moved to the parameters whose
+/// descriptions bind them to another parameter's value: "The unit symbol
+/// of the amount" is the unit written right after the amount, so "how
+/// many km is 40 mi" is `convert(40, from_unit: "mi", to_unit: "km")`
+/// whichever order the model wrote the units in. Only texts the part
+/// writes are moved, and only between text parameters.
+pub fn bind(tool: &Offered, part: &str, arguments: &mut Value) {
+    let Some(properties) = tool.schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    let Some(object) = arguments.as_object_mut() else {
+        return;
+    };
+    let lower = part.to_lowercase();
+    // Where each text argument is first written, as whole words, or the
+    // word it abbreviates ("f" for "fahrenheit").
+    let written_at = |text: &str| -> Option<usize> {
+        let text = text.to_lowercase();
+        lower
+            .match_indices(&text)
+            .map(|(at, _)| at)
+            .find(|&at| whole_word_at(&lower, at, text.len()))
+            .or_else(|| {
+                words(&lower)
+                    .into_iter()
+                    .find(|(_, _, word)| super::fit::abbreviates(&text, word))
+                    .map(|(at, _, _)| at)
+            })
+    };
+    // Every text argument must be placed, or none is moved.
+    let texts: Vec<&str> = object
+        .iter()
+        .filter(|(k, _)| {
+            properties.get(*k).and_then(|p| p.get("type")) == Some(&Value::from("string"))
+        })
+        .filter_map(|(_, v)| v.as_str())
+        .collect();
+    if texts.iter().any(|t| written_at(t).is_none()) {
+        return;
+    }
+    for (name, property) in properties {
+        if property.get("type").and_then(Value::as_str) != Some("string") {
+            continue;
+        }
+        let Some(description) = property.get("description").and_then(Value::as_str) else {
+            continue;
+        };
+        let said: Vec<String> = words(description).into_iter().map(|(_, _, w)| w).collect();
+        // The other parameter its description names, and where its value is.
+        let Some(anchor) = properties
+            .keys()
+            .filter(|other| *other != name)
+            .find(|other| said.contains(&other.to_lowercase()))
+        else {
+            continue;
+        };
+        let Some(anchor_end) = object.get(anchor).and_then(|value| {
+            values_in(part)
+                .into_iter()
+                .find(|(_, literal)| literal.matches(value))
+                .map(|(range, _)| range.end)
+        }) else {
+            continue;
+        };
+        // The text argument written nearest after it.
+        let nearest = object
+            .iter()
+            .filter(|(k, _)| {
+                properties.get(*k).and_then(|p| p.get("type")) == Some(&Value::from("string"))
+            })
+            .filter_map(|(k, v)| Some((k.clone(), written_at(v.as_str()?)?)))
+            .filter(|(_, at)| *at >= anchor_end)
+            .min_by_key(|(_, at)| *at);
+        if let Some((holder, _)) = nearest
+            && holder != *name
+            && let (Some(mine), Some(theirs)) =
+                (object.get(name).cloned(), object.get(&holder).cloned())
+        {
+            object.insert(name.clone(), theirs);
+            object.insert(holder, mine);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +292,60 @@ mod tests {
                 json!({"a": 2, "b": 50})
             ),
             json!({"a": 50, "b": 2})
+        );
+    }
+
+    #[test]
+    fn a_text_bound_to_a_value_is_the_one_written_after_it() {
+        let convert = Offered {
+            owner: "unit-convert".into(),
+            name: "convert".into(),
+            description: "Convert an amount.".into(),
+            schema: json!({"type": "object", "properties": {
+                "amount": {"type": "number"},
+                "from_unit": {"type": "string", "description": "The unit symbol of the amount, such as km."},
+                "to_unit": {"type": "string", "description": "The unit symbol to convert to."}}}),
+        };
+        let bound = |part: &str, arguments: Value| {
+            let mut arguments = arguments;
+            bind(&convert, part, &mut arguments);
+            arguments
+        };
+        assert_eq!(
+            bound(
+                "How many km is 40 mi?",
+                json!({"amount": 40, "from_unit": "km", "to_unit": "mi"})
+            ),
+            json!({"amount": 40, "from_unit": "mi", "to_unit": "km"})
+        );
+        assert_eq!(
+            bound(
+                "Convert 26.2 mi to km",
+                json!({"amount": 26.2, "from_unit": "mi", "to_unit": "km"})
+            ),
+            json!({"amount": 26.2, "from_unit": "mi", "to_unit": "km"})
+        );
+        assert_eq!(
+            bound(
+                "100 f in c?",
+                json!({"amount": 100, "from_unit": "c", "to_unit": "f"})
+            ),
+            json!({"amount": 100, "from_unit": "f", "to_unit": "c"})
+        );
+        assert_eq!(
+            bound(
+                "Convert 100 fahrenheit to c",
+                json!({"amount": 100, "from_unit": "f", "to_unit": "c"})
+            ),
+            json!({"amount": 100, "from_unit": "f", "to_unit": "c"})
+        );
+        // A text it cannot place: nothing moves.
+        assert_eq!(
+            bound(
+                "Convert 100 to c",
+                json!({"amount": 100, "from_unit": "f", "to_unit": "c"})
+            ),
+            json!({"amount": 100, "from_unit": "f", "to_unit": "c"})
         );
     }
 

@@ -12,6 +12,7 @@
 //!   result, and otherwise stated by the node itself.
 
 pub(crate) mod align;
+pub(crate) mod fit;
 pub(crate) mod parts;
 pub(crate) mod serve;
 pub(crate) mod steer;
@@ -110,6 +111,9 @@ pub async fn choose<A: Ask>(
     tools: &[Offered],
     step: &Step,
 ) -> Result<Chosen, A::Error> {
+    if let Some(chosen) = corrected(steps, tools, step) {
+        return Ok(chosen);
+    }
     let mut candidates = steps.named_by(tools, step, "");
     if candidates.len() > 1 {
         let thought = ask
@@ -206,6 +210,32 @@ pub async fn choose<A: Ask>(
                 let tool = candidates[position];
                 let mut arguments = arguments;
                 align::align(&tools[tool], &step.part, &mut arguments);
+                align::bind(&tools[tool], &step.part, &mut arguments);
+                // Where the model put the person's words in the wrong places
+                // (or one word in two), the part's own words, in the order
+                // written, fill the text parameters when they are as many.
+                if fit::check(&tools[tool], step, &arguments).is_err()
+                    && let Some(mut filled) = fit::fill(&tools[tool], step, &arguments)
+                {
+                    align::bind(&tools[tool], &step.part, &mut filled);
+                    if fit::check(&tools[tool], step, &filled).is_ok()
+                        && !steps.repeats(tool, &filled)
+                    {
+                        arguments = filled;
+                    }
+                }
+                if let Err(why) = fit::check(&tools[tool], step, &arguments) {
+                    // A call that does not answer the part is not made,
+                    // however it would turn out: the model is told why.
+                    let mut assistant = Message::new(Role::Assistant, completion.content.clone());
+                    assistant.tool_calls = vec![call.clone()];
+                    messages.push(assistant);
+                    let mut told = Message::new(Role::Tool, format!("Not run: {why}."));
+                    told.tool_call_id = Some(call.id.clone());
+                    messages.push(told);
+                    last_error = why;
+                    continue;
+                }
                 return Ok(Chosen { tool, arguments });
             }
         }
@@ -213,6 +243,35 @@ pub async fn choose<A: Ask>(
     Err(ask.unusable(format!(
         "the model did not make a usable call: {last_error}"
     )))
+}
+
+/// The call an agent's refusal corrects by itself: the last refused call
+/// of the step with each word the agent named as unknown replaced by the
+/// one word of its own it offered for it ("unknown unit \"gallons\";
+/// known units: …, gal, …" → "gal"); `None` when it offers none, or more
+/// than one, for a word (the model chooses then), or the call was made.
+fn corrected(steps: &Steps, tools: &[Offered], step: &Step) -> Option<Chosen> {
+    let &last = step.refused.last()?;
+    let made = &steps.made()[last];
+    let said = made.output.text();
+    let mut arguments = made.arguments.clone();
+    let mut changed = false;
+    for value in arguments.as_object_mut()?.values_mut() {
+        let Some(word) = value.as_str() else { continue };
+        // Only a word the agent quoted as the one it refused.
+        if !steps::quoted_in(&said, word) {
+            continue;
+        }
+        if let [symbol] = steps::standing_for(&[word], &said).as_slice() {
+            *value = Value::String(symbol.clone());
+            changed = true;
+        }
+    }
+    let fits = fit::check(&tools[made.tool], step, &arguments).is_ok();
+    (changed && fits && !steps.repeats(made.tool, &arguments)).then_some(Chosen {
+        tool: made.tool,
+        arguments,
+    })
 }
 
 /// What the model reads when it writes a step's call.

@@ -351,14 +351,52 @@ impl Steps {
             .any(|w| REFERRING.contains(&w.to_lowercase().as_str()))
     }
 
+    /// Where in part `index` what its successful calls took was last
+    /// written: a later call of the part reads what follows ("convert 10
+    /// km to mi and 20 c to f": the second call reads "and 20 c to f").
+    fn read_up_to(&self, index: usize) -> usize {
+        let part = self.part_text(index).to_lowercase();
+        let start = self.parts[index].range.start;
+        let mut end = 0;
+        for given in self.given.iter().filter(|g| g.part == index && g.used) {
+            end = end.max(given.range.end - start);
+        }
+        for made in self
+            .made
+            .iter()
+            .filter(|m| m.part == index && m.succeeded())
+        {
+            let mut taken: Vec<&Value> = Vec::new();
+            leaves(&made.arguments, &mut taken);
+            for text in taken.iter().filter_map(|v| v.as_str()) {
+                let text = text.to_lowercase();
+                if let Some((at, _)) = part
+                    .match_indices(&text)
+                    .find(|(at, _)| super::align::whole_word_at(&part, *at, text.len()))
+                {
+                    end = end.max(at + text.len());
+                }
+            }
+        }
+        end.min(part.len())
+    }
+
     /// The step that serves part `index` next, if a tool can take it.
     fn step_for(&self, index: usize, tools: &[Offered]) -> Option<Step> {
-        let part = self.part_text(index);
+        let whole = self.part_text(index);
         let start = self.parts[index].range.start;
+        // What is left of the part to read: all of it, or after what an
+        // earlier call of it took.
+        let mut read_from = self.read_up_to(index);
+        while !whole.is_char_boundary(read_from) {
+            read_from -= 1;
+        }
+        let part = &whole[read_from..];
+        let start = start + read_from;
         let texts = if self.quotes(index) {
             Vec::new()
         } else {
-            vec![part.to_owned()]
+            vec![part.trim().to_owned()]
         };
         let unused: Vec<&Given> = self
             .given
@@ -440,7 +478,12 @@ impl Steps {
             let made = &self.made[r];
             let mut taken: Vec<&Value> = Vec::new();
             leaves(&made.arguments, &mut taken);
-            let words: Vec<&str> = taken.iter().filter_map(|v| v.as_str()).collect();
+            let said = made.output.text();
+            let words: Vec<&str> = taken
+                .iter()
+                .filter_map(|v| v.as_str())
+                .filter(|w| quoted_in(&said, w))
+                .collect();
             for symbol in standing_for(&words, &made.output.text()) {
                 let symbol = Literal::Text(symbol);
                 if !grounding.values.contains(&symbol) {
@@ -717,6 +760,14 @@ pub fn standing_for(words: &[&str], said: &str) -> Vec<String> {
         }
     }
     found
+}
+
+/// Whether `said` (an agent's error) quotes `word`: the word it refused
+/// (`unknown unit "gallons"`), not one it lists as known.
+pub fn quoted_in(said: &str, word: &str) -> bool {
+    ['"', '\'', '`']
+        .iter()
+        .any(|q| said.contains(&format!("{q}{word}{q}")))
 }
 
 /// Whether `symbol` abbreviates `word`: the same first letter, and its
@@ -1068,9 +1119,11 @@ mod tests {
         let step = steps.next(&tools).unwrap();
         assert_eq!(step.refused, [0]);
         assert_eq!(step.grounding.required, Some(Literal::Number(5.0)));
+        // Only for the word it quoted as refused, not for "liters" (which
+        // it has not said it refuses), nor "g" for its own "gal".
         assert!(step.grounding.values.contains(&Literal::Text("gal".into())));
-        assert!(step.grounding.values.contains(&Literal::Text("l".into())));
-        assert!(!step.grounding.values.contains(&Literal::Text("m".into())));
+        assert!(!step.grounding.values.contains(&Literal::Text("l".into())));
+        assert!(!step.grounding.values.contains(&Literal::Text("g".into())));
         for _ in 0..MAX_RETRIES {
             let step = steps.next(&tools).unwrap();
             steps.record(&step, 0, json!({"amount": 5}), refused("unknown unit"));

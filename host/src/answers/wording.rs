@@ -218,6 +218,11 @@ pub fn check(answer: &str, steps: &Steps) -> Result<(), String> {
 /// the request or a result has them too.
 const DEBRIS: [&str; 8] = ["{", "}", "<|", "|>", "<insert", "[INST", "</s>", "<s>"];
 
+/// Marks of a formula, which a small model writes around the values it
+/// was given ("30 * (°C * 30) / exchange(C, F) = 86") and which a sentence
+/// stating a result needs only where the person wrote one.
+const FORMULA: [&str; 4] = ["*", "/", "^", "->"];
+
 /// Whether `answer` is template debris or repeats itself: the first thing
 /// wrong.
 fn debris(answer: &str, steps: &Steps) -> Result<(), String> {
@@ -230,6 +235,9 @@ fn debris(answer: &str, steps: &Steps) -> Result<(), String> {
     };
     if let Some(mark) = DEBRIS.iter().find(|m| answer.contains(**m) && !given(m)) {
         return Err(format!("it has template debris ({mark:?})"));
+    }
+    if let Some(mark) = FORMULA.iter().find(|m| answer.contains(**m) && !given(m)) {
+        return Err(format!("it writes a formula ({mark:?}) nobody gave"));
     }
     let mut sentences: Vec<String> = Vec::new();
     for sentence in answer.split(['.', '!', '?', '\n']) {
@@ -428,8 +436,10 @@ mod tests {
     fn an_answer_must_state_every_result_and_invent_no_number() {
         let (steps, _) = worked();
         assert!(check("23 plus 19 is 42, and 'a b c' has 3 words.", &steps).is_ok());
-        let contradicts = check("23 + 19 = 32, and there are 3 words.", &steps).unwrap_err();
+        let contradicts = check("23 plus 19 is 32, and there are 3 words.", &steps).unwrap_err();
         assert!(contradicts.contains("32"), "{contradicts}");
+        let formula = check("23 * (19 * 23) is 42, and 'a b c' has 3 words.", &steps).unwrap_err();
+        assert!(formula.contains("formula"), "{formula}");
         let leaves_out = check("The sum of 23 and 19 is 42.", &steps).unwrap_err();
         assert!(leaves_out.contains("leaves out"), "{leaves_out}");
         // A result without what it was computed from hides the call: "42"

@@ -1,0 +1,328 @@
+//! Whether a call the model wrote fits the part of the request it is for,
+//! before it runs: a wrong call that succeeds is a confident wrong answer.
+//!
+//! - Words the person wrote once go to one argument: `convert(5, "km",
+//!   "km")` for "convert 5 parsecs to km" took "km" twice.
+//! - Every word of the part that says what to do it with is accounted for:
+//!   by the tool (its name, description and parameters) or by an argument
+//!   that holds it (or abbreviates it). "parsecs" in "convert 5 parsecs to
+//!   km" is neither, so the call does not answer the part, whatever it
+//!   returns. This holds for calls that take words of the request as
+//!   they stand; a quoted text says itself what the call takes.
+//! - A number of the request is a number's value, not part of a text.
+
+use super::steps::{Offered, Step, same_word};
+use crate::llm::grounding::{Literal, numbers_in};
+use crate::store::terms::terms;
+use serde_json::Value;
+
+/// Why `arguments` of `tool` do not fit `step`, if they do not.
+pub fn check(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), String> {
+    let Some(object) = arguments.as_object() else {
+        return Ok(());
+    };
+    let texts = &step.grounding.texts;
+    let given = |s: &str| {
+        step.grounding
+            .all_values()
+            .any(|v| matches!(v, Literal::Text(t) if t == s))
+    };
+    // The free texts: runs of the request's words, not values it was given.
+    let free: Vec<(&String, &str)> = object
+        .iter()
+        .filter_map(|(k, v)| Some((k, v.as_str()?)))
+        .filter(|(_, s)| !s.trim().is_empty() && !given(s))
+        .collect();
+    for (i, (name, text)) in free.iter().enumerate() {
+        if numbers_in(text).iter().any(|n| {
+            step.grounding
+                .all_values()
+                .any(|v| matches!(v, Literal::Number(m) if m == n))
+        }) {
+            return Err(format!(
+                "{name} takes {text:?}, and its number is a value of its own"
+            ));
+        }
+        for (other, again) in &free[i + 1..] {
+            let written = texts
+                .iter()
+                .map(|t| occurrences(t, text))
+                .max()
+                .unwrap_or(0);
+            if again.eq_ignore_ascii_case(text) && written < 2 {
+                return Err(format!(
+                    "it gives {text:?} to both {name} and {other}, and the request writes it once"
+                ));
+            }
+        }
+    }
+    if free.is_empty() {
+        return Ok(());
+    }
+    // Every word of the part that is not a common one, a value or the
+    // tool's own: an argument holds it.
+    let told = terms(&format!(
+        "{} {} {}",
+        tool.name,
+        tool.description,
+        described(&tool.schema)
+    ))
+    .collect::<Vec<String>>();
+    let held: Vec<String> = object
+        .values()
+        .filter_map(Value::as_str)
+        .flat_map(|s| terms(s).collect::<Vec<_>>())
+        .collect();
+    let quoted: Vec<String> = step
+        .grounding
+        .all_values()
+        .filter_map(|v| match v {
+            Literal::Text(t) => Some(t.to_lowercase()),
+            Literal::Number(_) => None,
+        })
+        .collect();
+    for text in texts {
+        let words: Vec<&str> = text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect();
+        for (at, word) in words.iter().enumerate() {
+            let Some(term) = terms(word).next() else {
+                continue;
+            };
+            // The first word of an order says to do it ("Convert",
+            // "Tell me"); quantifiers ask how much.
+            if at == 0
+                || QUANTIFIERS.contains(&word.to_lowercase().as_str())
+                || terms(&term).next().is_none()
+                || term.bytes().all(|b| b.is_ascii_digit())
+                || !numbers_in(word).is_empty()
+                || quoted.iter().any(|q| q == &word.to_lowercase())
+            {
+                continue;
+            }
+            let accounted = told.iter().any(|t| same_word(&term, t))
+                || held.iter().any(|h| same_word(&term, h))
+                || object
+                    .values()
+                    .filter_map(Value::as_str)
+                    .any(|s| abbreviates(s, word));
+            if !accounted {
+                return Err(format!(
+                    "it leaves out {word:?}, which the request names and no argument holds"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `arguments` with its text parameters filled by the part's own words,
+/// in the order written: the words that are not common ones (but a word
+/// written right after a number, which is its unit: "12 in"), not values,
+/// not the tool's own and not the part's first (the order's verb). `None`
+/// unless there are exactly as many as the call has text parameters that
+/// take free words.
+pub fn fill(tool: &Offered, step: &Step, arguments: &Value) -> Option<Value> {
+    let object = arguments.as_object()?;
+    let given = |s: &str| {
+        step.grounding
+            .all_values()
+            .any(|v| matches!(v, Literal::Text(t) if t == s))
+    };
+    let slots: Vec<&String> = object
+        .iter()
+        .filter(|(_, v)| v.as_str().is_some_and(|s| !given(s)))
+        .map(|(k, _)| k)
+        .collect();
+    let text = step.grounding.texts.first()?;
+    if slots.is_empty() {
+        return None;
+    }
+    let told: Vec<String> = terms(&format!(
+        "{} {} {}",
+        tool.name,
+        tool.description,
+        described(&tool.schema)
+    ))
+    .collect();
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || ",;:?!()\"'".contains(c))
+        .map(|w| w.trim_end_matches('.'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut found: Vec<&str> = Vec::new();
+    for (at, word) in words.iter().enumerate() {
+        let after_number = at > 0 && !numbers_in(words[at - 1]).is_empty();
+        let common = terms(word)
+            .next()
+            .is_none_or(|t| terms(&t).next().is_none());
+        let is_word = word.chars().all(char::is_alphabetic);
+        let tools_own = terms(word).any(|t| told.iter().any(|o| same_word(&t, o)));
+        if at == 0
+            || !is_word
+            || (common && !after_number)
+            || (tools_own && !after_number)
+            || QUANTIFIERS.contains(&word.to_lowercase().as_str())
+            || found.iter().any(|f| f.eq_ignore_ascii_case(word))
+        {
+            continue;
+        }
+        found.push(word);
+    }
+    if found.len() != slots.len() {
+        return None;
+    }
+    let mut filled = object.clone();
+    for (slot, word) in slots.iter().zip(found) {
+        filled.insert((*slot).clone(), Value::String(word.to_owned()));
+    }
+    Some(Value::Object(filled))
+}
+
+/// Words that ask how much or how many of something, not what of.
+const QUANTIFIERS: [&str; 4] = ["many", "much", "few", "several"];
+
+/// How often `run` is written as whole words in `text`.
+fn occurrences(text: &str, run: &str) -> usize {
+    let lower = text.to_lowercase();
+    let run = run.to_lowercase();
+    lower
+        .match_indices(&run)
+        .filter(|(at, _)| super::align::whole_word_at(&lower, *at, run.len()))
+        .count()
+}
+
+/// Whether `symbol` abbreviates `word` ("mi" for "miles"), case aside.
+pub(super) fn abbreviates(symbol: &str, word: &str) -> bool {
+    let (symbol, word) = (symbol.to_lowercase(), word.to_lowercase());
+    let mut letters = word.chars();
+    !symbol.is_empty()
+        && symbol.len() < word.len()
+        && symbol.chars().all(char::is_alphabetic)
+        && symbol.chars().next() == word.chars().next()
+        && symbol.chars().all(|c| letters.any(|w| w == c))
+}
+
+/// The names and descriptions of a schema's properties, as words.
+fn described(schema: &Value) -> String {
+    let mut words = String::new();
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        for (name, property) in properties {
+            words.push_str(&name.replace('_', " "));
+            words.push(' ');
+            if let Some(description) = property.get("description").and_then(Value::as_str) {
+                words.push_str(description);
+                words.push(' ');
+            }
+        }
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::grounding::Grounding;
+    use serde_json::json;
+
+    fn convert() -> Offered {
+        Offered {
+            owner: "unit-convert".into(),
+            name: "convert".into(),
+            description: "Convert an amount from one unit to another.".into(),
+            schema: json!({"type": "object", "properties": {
+                "amount": {"type": "number", "description": "The amount to convert."},
+                "from_unit": {"type": "string", "description": "The unit symbol of the amount, such as km."},
+                "to_unit": {"type": "string", "description": "The unit symbol to convert to, such as mi."}}}),
+        }
+    }
+
+    fn step(part: &str) -> Step {
+        Step {
+            grounding: Grounding {
+                required: crate::llm::grounding::values_in(part)
+                    .first()
+                    .map(|(_, v)| v.clone()),
+                values: Vec::new(),
+                texts: vec![part.to_owned()],
+            },
+            part: part.to_owned(),
+            index: 0,
+            at: 0,
+            tools: vec![0],
+            refused: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_parts_own_words_fill_the_text_parameters_in_order() {
+        let filled = |part: &str, arguments: Value| fill(&convert(), &step(part), &arguments);
+        assert_eq!(
+            filled(
+                "3 kg -> lb",
+                json!({"amount": 3, "from_unit": "lb", "to_unit": "lb"})
+            ),
+            Some(json!({"amount": 3, "from_unit": "kg", "to_unit": "lb"}))
+        );
+        assert_eq!(
+            filled(
+                "12 in to cm",
+                json!({"amount": 12, "from_unit": "cm", "to_unit": "cm"})
+            ),
+            Some(json!({"amount": 12, "from_unit": "in", "to_unit": "cm"}))
+        );
+        assert_eq!(
+            filled(
+                "Convert 0 c to kelvin.",
+                json!({"amount": 0, "from_unit": "c", "to_unit": "c"})
+            ),
+            Some(json!({"amount": 0, "from_unit": "c", "to_unit": "kelvin"}))
+        );
+        // Three words for two parameters: the node does not guess.
+        assert_eq!(
+            filled(
+                "What is 100 degrees Fahrenheit in Celsius?",
+                json!({"amount": 100, "from_unit": "c", "to_unit": "c"})
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_call_fits_when_each_word_is_the_tools_or_an_arguments() {
+        let fits = |part: &str, arguments: Value| check(&convert(), &step(part), &arguments);
+        assert!(
+            fits(
+                "Convert 10 km to miles.",
+                json!({"amount": 10, "from_unit": "km", "to_unit": "miles"})
+            )
+            .is_ok()
+        );
+        assert!(
+            fits(
+                "How many miles is 10 km?",
+                json!({"amount": 10, "from_unit": "km", "to_unit": "mi"})
+            )
+            .is_ok()
+        );
+        let twice = fits(
+            "Convert 5 parsecs to km.",
+            json!({"amount": 5, "from_unit": "km", "to_unit": "km"}),
+        )
+        .unwrap_err();
+        assert!(twice.contains("both"), "{twice}");
+        let left_out = fits(
+            "Convert 5 parsecs to km.",
+            json!({"amount": 5, "from_unit": "m", "to_unit": "km"}),
+        )
+        .unwrap_err();
+        assert!(left_out.contains("\"parsecs\""), "{left_out}");
+        let number = fits(
+            "How many pounds are 16 ounces?",
+            json!({"amount": 16, "from_unit": "16 ounces", "to_unit": "pounds"}),
+        )
+        .unwrap_err();
+        assert!(number.contains("its number"), "{number}");
+    }
+}
