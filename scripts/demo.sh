@@ -127,8 +127,8 @@ page_post() {
 }
 chat=$(page_post /chat '{"agent": "calculator"}' | grep -o '"id":"[^"]*"' | cut -d'"' -f4)
 # An @mention asks the model to use that agent's tools.
-page_post "/chat/$chat/messages" '{"text": "@calculator what is 6 times 7?"}' >/dev/null
-echo "you: @calculator what is 6 times 7?"
+page_post "/chat/$chat/messages" '{"text": "@calculator multiply 6 by 7"}' >/dev/null
+echo "you: @calculator multiply 6 by 7"
 # The conversation's events until the model's reply (the keep-alive after
 # it ends the stream); the embedded model takes some seconds on a CPU.
 reply=$(curl -sN --max-time 300 "$site/chat/$chat/events" | grep -m1 '"kind":"reply"' || true)

@@ -232,7 +232,7 @@ async fn an_answer_with_debris_a_contradiction_or_a_gap_is_replaced_by_the_nodes
             _ => capable(request),
         });
         let h = harness(model, GoalsConfig::default()).await;
-        let (record, messages) = h.run(goal("What is 23 plus 19?", &["calculator"])).await;
+        let (record, messages) = h.run(goal("Add 23 and 19.", &["calculator"])).await;
         assert_eq!(record.state, GoalState::Concluded, "{bad}: {messages:#?}");
         let (text, _, speaker) = conclusion(&messages);
         assert_eq!(text, "add(23, 19) = 42", "{bad}");
@@ -244,19 +244,19 @@ async fn an_answer_with_debris_a_contradiction_or_a_gap_is_replaced_by_the_nodes
         _ => capable(request),
     });
     let h = harness(model, GoalsConfig::default()).await;
-    let (record, _) = h.run(goal("What is 23 plus 19?", &["calculator"])).await;
+    let (record, _) = h.run(goal("Add 23 and 19.", &["calculator"])).await;
     assert_eq!(record.conclusion.as_deref(), Some("add(23, 19) = 42"));
 }
 
 #[tokio::test]
 async fn a_call_with_values_the_goal_never_gave_is_refused_and_asked_again() {
-    // The model first multiplies 1 by 7 for "6 times 7"; told, it corrects.
+    // The model first multiplies 1 by 7 for "6 by 7"; told, it corrects.
     let model = Scripted::new(|request| match request.asked {
         Asked::Call if request.told.is_none() => Answer::Call("multiply", json!({"a": 1, "b": 7})),
         _ => capable(request),
     });
     let h = harness(model.clone(), GoalsConfig::default()).await;
-    let (record, messages) = h.run(goal("What is 6 times 7?", &["calculator"])).await;
+    let (record, messages) = h.run(goal("Multiply 6 by 7.", &["calculator"])).await;
     assert_eq!(record.state, GoalState::Concluded, "{messages:#?}");
     assert_eq!(results(&messages), [(true, "42".to_owned())]);
     let told = model.asked(Asked::Call).pop().unwrap().told.unwrap();
@@ -270,12 +270,33 @@ async fn a_call_with_values_the_goal_never_gave_is_refused_and_asked_again() {
         _ => capable(request),
     });
     let h = harness(model.clone(), GoalsConfig::default()).await;
-    let (record, messages) = h.run(goal("What is 6 times 7?", &["calculator"])).await;
+    let (record, messages) = h.run(goal("Multiply 6 by 7.", &["calculator"])).await;
     assert_eq!(record.state, GoalState::Failed, "{messages:#?}");
     let reason = record.reason.unwrap();
     assert!(reason.contains("the model could not"), "{reason}");
     assert_eq!(record.usage.tool_calls, 0);
     assert!(model.asked(Asked::Call).len() <= 6);
+}
+
+#[tokio::test]
+async fn a_tool_only_the_model_chose_is_on_record_and_answers_nothing() {
+    // "times" names no tool of the calculator: the model's choice of
+    // `add` for it is a guess, and its 13 is nobody's answer.
+    let model = Scripted::new(|request| match request.asked {
+        Asked::Call => Answer::Call("add", json!({"a": 6, "b": 7})),
+        Asked::Answer => Answer::Text("6 times 7 is 13.".into()),
+        _ => capable(request),
+    });
+    let h = harness(model.clone(), GoalsConfig::default()).await;
+    let (record, messages) = h.run(goal("What is 6 times 7?", &["calculator"])).await;
+    assert_eq!(record.state, GoalState::Failed, "{messages:#?}");
+    assert_eq!(results(&messages), [(true, "13".to_owned())]);
+    let reason = record.reason.unwrap();
+    assert!(
+        reason.contains("no word of it names add, which the model chose: add(6, 7) returned 13"),
+        "{reason}"
+    );
+    assert!(model.asked(Asked::Answer).is_empty());
 }
 
 #[tokio::test]
@@ -630,14 +651,14 @@ async fn a_person_continues_a_finished_goal() {
 #[tokio::test]
 async fn without_a_team_each_member_joins_for_the_tool_that_served_a_part() {
     let model = Scripted::new(|request| match request.asked {
-        // The goal's words name no tool; the model's account of it does.
-        Asked::How if request.user.contains("23 plus 19") => {
+        // The search reads the model's account of the goal too.
+        Asked::How if request.user.contains("Add 23 and 19") => {
             Answer::Text("Add 23 and 19 with a calculator.".into())
         }
         _ => capable(request),
     });
     let h = harness(model, GoalsConfig::default()).await;
-    let (record, messages) = h.run(goal("What is 23 plus 19?", &[])).await;
+    let (record, messages) = h.run(goal("Add 23 and 19.", &[])).await;
     assert_eq!(record.state, GoalState::Concluded, "{messages:#?}");
     assert_eq!(record.team, ["calculator"]);
     let teams: Vec<_> = messages
@@ -649,13 +670,10 @@ async fn without_a_team_each_member_joins_for_the_tool_that_served_a_part() {
         .collect();
     assert_eq!(teams.len(), 1, "{messages:#?}");
     let (members, queries) = &teams[0];
-    assert_eq!(queries[0], "What is 23 plus 19?");
+    assert_eq!(queries[0], "Add 23 and 19.");
     assert_eq!(members.len(), 1);
     assert_eq!(members[0].name, "calculator");
-    assert_eq!(
-        members[0].reason,
-        "its tool add serves: What is 23 plus 19?"
-    );
+    assert_eq!(members[0].reason, "its tool add serves: Add 23 and 19.");
     assert!(members[0].local);
 }
 

@@ -297,7 +297,7 @@ fn chat_model(request: &ChatRequest) -> Answer {
     let [first, second] = [0, 1].map(|i| given.get(i).copied().unwrap_or_default());
     Answer::Text(if read.user.contains("as a team") {
         format!("{first} + {second} = **{result}**.")
-    } else if read.user.contains("double it") {
+    } else if read.user.contains("multiply it by 2") {
         format!("Doubled, {first} times {second} is **{result}**.")
     } else {
         format!("The calculator says {first} plus {second} is {result}.")

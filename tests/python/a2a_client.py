@@ -69,7 +69,7 @@ async def main(base: str) -> None:
 
         # A message the node's model turns into a call.
         task = await one_task(
-            answered, new_text_message("What is 2 plus 3?", role=Role.ROLE_USER)
+            answered, new_text_message("Add 2 and 3.", role=Role.ROLE_USER)
         )
         seen["chosen"] = {
             "state": state(task),
@@ -117,7 +117,7 @@ async def main(base: str) -> None:
 
         # A message the model is slow to act on, cancelled while it waits.
         slow = await one_task(
-            polling, new_text_message("Take your time: what is 1 plus 1?", role=Role.ROLE_USER)
+            polling, new_text_message("Take your time: add 1 and 1.", role=Role.ROLE_USER)
         )
         seen["slow_started"] = state(slow)
         cancelled = await polling.cancel_task(CancelTaskRequest(id=slow.id))
@@ -130,7 +130,7 @@ async def main(base: str) -> None:
 
         # A goal, given to the node.
         node = ClientFactory(ClientConfig(streaming=True)).create(node_card)
-        goal = new_text_message("What is 6 times 7?", role=Role.ROLE_USER)
+        goal = new_text_message("Multiply 6 by 7.", role=Role.ROLE_USER)
         goal.metadata.update({"team": ["calculator"]})
         last = None
         updates = 0

@@ -33,7 +33,7 @@ async def main(base: str) -> None:
     started = time.monotonic()
     states = []
     task = None
-    async for event in client.send_message(goal("Slowly: what is 6 times 7?")):
+    async for event in client.send_message(goal("Slowly: multiply 6 by 7.")):
         kind = event.WhichOneof("payload")
         if kind == "task":
             task = event.task
@@ -50,7 +50,7 @@ async def main(base: str) -> None:
 
     # A goal abandoned once it runs: the client goes away.
     client = ClientFactory(ClientConfig(streaming=True)).create(card)
-    async for event in client.send_message(goal("Forever: what is 2 plus 2?")):
+    async for event in client.send_message(goal("Forever: add 2 and 2.")):
         kind = event.WhichOneof("payload")
         if kind == "task":
             seen["abandoned"] = event.task.id

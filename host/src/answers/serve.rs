@@ -74,7 +74,7 @@ pub async fn serve<A: Ask, R: Runner>(
         let tool = &tools[chosen.tool];
         let label = wording::call_label(tool, &chosen.arguments);
         let output = runner.run(tool, &chosen.arguments, &label).await;
-        steps.record(&step, chosen.tool, chosen.arguments, output);
+        steps.record(tools, &step, chosen.tool, chosen.arguments, output);
     }
     if steps.made().is_empty() {
         if let Some(failure) = first_failure {

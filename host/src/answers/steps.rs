@@ -108,6 +108,11 @@ pub struct Made {
     /// The result's fields the request names ("count the words": `words`).
     named: Vec<String>,
     used: bool,
+    /// Whether the person's words chose its tool: a word of the part names
+    /// it, or it was the only tool that could take the part's values. A
+    /// tool the model alone chose ("six times seven": `add`) answers
+    /// nothing for certain, whatever it returns.
+    pub chosen_by_request: bool,
 }
 
 impl Made {
@@ -272,8 +277,23 @@ impl Steps {
     /// Whether part `index` was done: a call for it succeeded and every
     /// value it gave was used.
     pub fn done(&self, index: usize) -> bool {
-        self.made.iter().any(|m| m.part == index && m.succeeded())
+        self.made
+            .iter()
+            .any(|m| m.part == index && m.succeeded() && m.chosen_by_request)
             && !self.given.iter().any(|g| g.part == index && !g.used)
+    }
+
+    /// Whether the person's words of `step` choose `tool`: a word of its
+    /// part names the tool, or it is the only one that can take the
+    /// part's values.
+    pub fn chosen_by_request(&self, tools: &[Offered], step: &Step, tool: usize) -> bool {
+        if step.tools == [tool] {
+            return true;
+        }
+        let names = tools[tool].terms();
+        terms(self.part_text(step.index))
+            .filter(|w| !is_number(w))
+            .any(|w| names.iter().any(|n| same_word(&w, n)))
     }
 
     /// The calls of part `index` its agents refused since the last that
@@ -605,7 +625,14 @@ impl Steps {
     /// Records a call the step made. When it succeeded, the values it took
     /// are used and its result's values are offered to later steps; a
     /// refused call uses nothing, so that the next try may take the same.
-    pub fn record(&mut self, step: &Step, tool: usize, arguments: Value, output: ToolOutput) {
+    pub fn record(
+        &mut self,
+        tools: &[Offered],
+        step: &Step,
+        tool: usize,
+        arguments: Value,
+        output: ToolOutput,
+    ) {
         let succeeded = !output.is_error;
         if succeeded {
             let mut taken: Vec<&Value> = Vec::new();
@@ -655,6 +682,21 @@ impl Steps {
         } else {
             (Vec::new(), Vec::new())
         };
+        let chosen_by_request =
+            succeeded && tool < tools.len() && self.chosen_by_request(tools, step, tool);
+        if succeeded && !chosen_by_request {
+            // Its result is on record, and no answer rests on it.
+            let why = match tools.get(tool) {
+                Some(offered) => format!(
+                    "no word of it names {}, which the model chose: {} returned {}",
+                    offered.name,
+                    super::wording::call_label(offered, &arguments),
+                    crate::text::one_line(&output.text(), 120)
+                ),
+                None => "the model chose the tool, and no word of it names one".to_owned(),
+            };
+            self.give_up(step.index, why);
+        }
         self.made.push(Made {
             tool,
             arguments,
@@ -663,6 +705,7 @@ impl Steps {
             values,
             named,
             used: false,
+            chosen_by_request,
         });
     }
 
@@ -987,7 +1030,13 @@ mod tests {
         // Only the number tools can start from a number.
         assert_eq!(step.tools, [0, 1]);
         assert_eq!(steps.named_by(&tools, &step, ""), [0]);
-        steps.record(&step, 0, json!({"a": 1200, "b": 345}), number(1545.0));
+        steps.record(
+            &tools,
+            &step,
+            0,
+            json!({"a": 1200, "b": 345}),
+            number(1545.0),
+        );
 
         let step = steps.next(&tools).unwrap();
         assert_eq!(
@@ -1004,7 +1053,13 @@ mod tests {
             .ok(),
             ..text("")
         };
-        steps.record(&step, 2, json!({"text": "the quick brown fox"}), counts);
+        steps.record(
+            &tools,
+            &step,
+            2,
+            json!({"text": "the quick brown fox"}),
+            counts,
+        );
         // The result the person asked about is the word count.
         assert_eq!(steps.made()[1].values(), [Literal::Number(4.0)]);
         assert!(steps.next(&tools).is_none());
@@ -1015,7 +1070,7 @@ mod tests {
         let tools = tools();
         let mut steps = Steps::new("Add 2 and 3, then multiply the result by 4.");
         let step = steps.next(&tools).unwrap();
-        steps.record(&step, 0, json!({"a": 2, "b": 3}), number(5.0));
+        steps.record(&tools, &step, 0, json!({"a": 2, "b": 3}), number(5.0));
         let step = steps.next(&tools).unwrap();
         assert_eq!(step.grounding.required, Some(Literal::Number(4.0)));
         assert_eq!(step.grounding.values, [Literal::Number(5.0)]);
@@ -1032,11 +1087,11 @@ mod tests {
         let mut steps = Steps::new("Convert 'abc' to upper case, then give its SHA-256.");
         let step = steps.next(&tools).unwrap();
         assert_eq!(steps.named_by(&tools, &step, ""), [3]);
-        steps.record(&step, 3, json!({"text": "abc"}), text("ABC"));
+        steps.record(&tools, &step, 3, json!({"text": "abc"}), text("ABC"));
         let step = steps.next(&tools).unwrap();
         assert_eq!(step.tools, [4]);
         assert_eq!(step.grounding.required, Some(Literal::Text("ABC".into())));
-        steps.record(&step, 4, json!({"text": "ABC"}), text("b5d4"));
+        steps.record(&tools, &step, 4, json!({"text": "ABC"}), text("b5d4"));
         assert!(steps.next(&tools).is_none());
     }
 
@@ -1045,7 +1100,7 @@ mod tests {
         let tools = tools();
         let mut steps = Steps::new("Convert 'hello' to upper case and hash 'abc' with sha256.");
         let step = steps.next(&tools).unwrap();
-        steps.record(&step, 3, json!({"text": "hello"}), text("HELLO"));
+        steps.record(&tools, &step, 3, json!({"text": "hello"}), text("HELLO"));
         let step = steps.next(&tools).unwrap();
         assert_eq!(step.part, "hash 'abc' with sha256.");
         assert_eq!(
@@ -1057,7 +1112,7 @@ mod tests {
         let step = steps.next(&tools).unwrap();
         assert_eq!(step.grounding.values, [Literal::Number(11.0)]);
         let mut steps = steps;
-        steps.record(&step, 1, json!({"a": 12, "b": 11}), number(132.0));
+        steps.record(&tools, &step, 1, json!({"a": 12, "b": 11}), number(132.0));
         // The person's own values fill the next call: no earlier result.
         let step = steps.next(&tools).unwrap();
         assert_eq!(step.grounding.required, Some(Literal::Number(8.0)));
@@ -1079,7 +1134,7 @@ mod tests {
         let mut steps = Steps::new("What is 23 plus 19?");
         let step = steps.next(&tools).unwrap();
         assert_eq!(step.part, "What is 23 plus 19?");
-        steps.record(&step, 0, json!({"a": 23, "b": 19}), number(42.0));
+        steps.record(&tools, &step, 0, json!({"a": 23, "b": 19}), number(42.0));
         assert!(steps.next(&tools).is_none());
         assert!(steps.repeats(0, &json!({"a": 23, "b": 19})));
     }
@@ -1109,6 +1164,7 @@ mod tests {
         let step = steps.next(&tools).unwrap();
         assert!(step.refused.is_empty());
         steps.record(
+            &tools,
             &step,
             0,
             json!({"amount": 5, "from_unit": "gallons", "to_unit": "liters"}),
@@ -1126,7 +1182,13 @@ mod tests {
         assert!(!step.grounding.values.contains(&Literal::Text("g".into())));
         for _ in 0..MAX_RETRIES {
             let step = steps.next(&tools).unwrap();
-            steps.record(&step, 0, json!({"amount": 5}), refused("unknown unit"));
+            steps.record(
+                &tools,
+                &step,
+                0,
+                json!({"amount": 5}),
+                refused("unknown unit"),
+            );
         }
         assert!(steps.next(&tools).is_none(), "two more calls at most");
         assert_eq!(steps.outcome(), Outcome::NotAnswered);
@@ -1156,6 +1218,7 @@ mod tests {
             is_error: false,
         };
         steps.record(
+            &tools,
             &step,
             0,
             json!({"amount": 26.2, "from_unit": "mi", "to_unit": "km"}),
@@ -1192,7 +1255,13 @@ mod tests {
         let step = steps.next(&tools).unwrap();
         assert_eq!(step.tools, [0]);
         assert_eq!(step.grounding.required, None);
-        steps.record(&step, 0, json!({"country_name": "Kenya"}), text("Nairobi"));
+        steps.record(
+            &tools,
+            &step,
+            0,
+            json!({"country_name": "Kenya"}),
+            text("Nairobi"),
+        );
         let step = steps.next(&tools).unwrap();
         assert_eq!(step.tools, [1]);
         // "Nairobi" is not what the second part asks about.
@@ -1202,6 +1271,7 @@ mod tests {
         let undone = steps.undone(&tools);
         assert_eq!(undone[0].part, "what currency does Kenya use?");
         steps.record(
+            &tools,
             &step,
             1,
             json!({"country_name": "Kenya"}),

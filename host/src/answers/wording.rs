@@ -399,6 +399,7 @@ mod tests {
         let mut steps = Steps::new("Add 23 and 19, then count the words in 'a b c'.");
         let step = steps.next(&tools).unwrap();
         steps.record(
+            &tools,
             &step,
             0,
             json!({"a": 23, "b": 19}),
@@ -419,6 +420,7 @@ mod tests {
             refused: Vec::new(),
         };
         steps.record(
+            &tools,
             &step,
             1,
             json!({"text": "a b c"}),

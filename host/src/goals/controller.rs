@@ -288,10 +288,10 @@ impl Team {
             Some(Called::Unreachable(output)) => output,
         };
         let ok = !output.is_error;
-        let Some((steps, _)) = &mut self.current else {
+        let Some((steps, offered)) = &mut self.current else {
             return Phase::NextRequest;
         };
-        steps.record(&step, chosen.tool, chosen.arguments, output);
+        steps.record(offered, &step, chosen.tool, chosen.arguments, output);
         let made = steps.made().last().expect("just recorded");
         let text = if ok {
             wording::result_text(made)

@@ -63,7 +63,7 @@ await run(async (browser) => {
       }
     }).observe(document.getElementById("log"), { childList: true, subtree: true });
   });
-  await send(page, "What is 2 plus 3?");
+  await send(page, "Add 2 and 3.");
   const reply = page.locator(".bubble.reply:not(.pending)").last();
   await reply.getByText("The calculator says 2 plus 3 is 5.").waitFor();
   const pieces = await page.evaluate(() => window.replyPieces);
@@ -92,7 +92,7 @@ await run(async (browser) => {
 
   // A part no tool can do is named, and the reply is marked partly
   // answered (amber), not shown as a plain answer.
-  await send(page, "What is 2 plus 2, and what is the weather in Lyon?");
+  await send(page, "Add 2 and 2, and what is the weather in Lyon?");
   const partial = page.locator(".bubble.reply.partial").last();
   await partial.getByText(/Not done: "what is the weather in Lyon\?" \(no tool at hand does this\)/).waitFor();
   assert.equal(await partial.locator(".pill.pill-warn").textContent(), "partly answered");
@@ -100,7 +100,7 @@ await run(async (browser) => {
   await screenshot(page, "chat-partial");
 
   // Team up: a goal, live, to its conclusion.
-  await send(page, "Work out 2 plus 3 as a team.", { teamUp: true });
+  await send(page, "Add 2 and 3 as a team.", { teamUp: true });
   const goal = page.locator("section.goal");
   await goal.getByText("concluded").waitFor();
   assert.match(await goal.getByRole("list", { name: "team" }).textContent(), /calculator on this node/);
@@ -114,7 +114,7 @@ await run(async (browser) => {
   await screenshot(page, "chat");
 
   // A follow-up continues the same goal, shown in the same place.
-  await send(page, "Now double it.", { teamUp: true });
+  await send(page, "Now multiply it by 2.", { teamUp: true });
   await page.getByText("(the team's goal goes on above)").waitFor();
   await goal.locator(".conclusion-text").getByText("Doubled, 2 times 5 is 10.").waitFor();
   await goal.getByText("concluded").waitFor();
@@ -138,15 +138,15 @@ await run(async (browser) => {
   await restartNode();
   const other = await newPage(browser);
   await other.goto(url);
-  await send(other, "@calculator and 4 plus 4?");
+  await send(other, "@calculator and add 4 and 4?");
   await other.getByText("The calculator says 4 plus 4 is 8.").waitFor();
   await page.getByText("The calculator says 4 plus 4 is 8.").waitFor({ timeout: 60000 });
   await page.locator("#stream-state").waitFor({ state: "hidden" });
   assert.match(await page.evaluate(() => window.streamLost), /connection to the node was lost; reconnecting/);
   const people = await page.locator(".bubble.person").allTextContents();
   assert.deepEqual(people.map((t) => t.replace(/^you( · team up)?/, "")), [
-    "What is 2 plus 3?", "@calculater what is 6 times 7?", "What is 2 plus 2, and what is the weather in Lyon?",
-    "Work out 2 plus 3 as a team.", "Now double it.", "@calculator and 4 plus 4?",
+    "Add 2 and 3.", "@calculater what is 6 times 7?", "Add 2 and 2, and what is the weather in Lyon?",
+    "Add 2 and 3 as a team.", "Now multiply it by 2.", "@calculator and add 4 and 4?",
   ], "each message once, in order");
   assert.equal(await page.locator("details.tool-use").count(), 3);
 
@@ -158,7 +158,7 @@ await run(async (browser) => {
   assert.equal(await page.locator("#conversation-list a").getByText("Sums with the calculator").count(), 1);
 
   // The goal has a page of its own, listed beside the conversations.
-  await page.locator("#goal-list").getByRole("link", { name: "Work out 2 plus 3 as a team." }).click();
+  await page.locator("#goal-list").getByRole("link", { name: "Add 2 and 3 as a team." }).click();
   await page.waitForURL(/\/chat\/goals\/[^/]+$/);
   await page.locator("section.goal").getByText("concluded").waitFor();
   await page.locator("section.goal .conclusion-text").getByText("Doubled, 2 times 5 is 10.").waitFor();
