@@ -283,17 +283,40 @@ impl Steps {
             && !self.given.iter().any(|g| g.part == index && !g.used)
     }
 
-    /// Whether the person's words of `step` choose `tool`: a word of its
-    /// part names the tool, or it is the only one that can take the
-    /// part's values.
+    /// Whether the person's words of `step` choose `tool`: it is the only
+    /// tool that can take the part's values, or a word of the part names
+    /// it and no other that could, and no word names another alone
+    /// ("lowercase the words" names `lower` by one word and `word_count`
+    /// by another: the words do not choose).
     pub fn chosen_by_request(&self, tools: &[Offered], step: &Step, tool: usize) -> bool {
         if step.tools == [tool] {
             return true;
         }
-        let names = tools[tool].terms();
-        terms(self.part_text(step.index))
+        let candidates: Vec<usize> = if step.tools.contains(&tool) {
+            step.tools.clone()
+        } else {
+            let mut all = step.tools.clone();
+            all.push(tool);
+            all
+        };
+        let named: Vec<Vec<String>> = candidates.iter().map(|&i| tools[i].terms()).collect();
+        // For each word of the part, the candidates it names.
+        let naming: Vec<Vec<usize>> = terms(self.part_text(step.index))
             .filter(|w| !is_number(w))
-            .any(|w| names.iter().any(|n| same_word(&w, n)))
+            .map(|w| {
+                candidates
+                    .iter()
+                    .zip(&named)
+                    .filter(|(_, terms)| terms.iter().any(|t| same_word(&w, t)))
+                    .map(|(&i, _)| i)
+                    .collect::<Vec<usize>>()
+            })
+            .collect();
+        let alone = |i: usize| naming.iter().any(|n| n.as_slice() == [i]);
+        alone(tool)
+            && !candidates
+                .iter()
+                .any(|&other| other != tool && alone(other))
     }
 
     /// The calls of part `index` its agents refused since the last that
@@ -1284,6 +1307,35 @@ mod tests {
         let steps = Steps::new("What is the population of Kenya?");
         assert!(steps.next(&tools).is_none());
         assert_eq!(steps.undone(&tools)[0].why, "no tool at hand does this");
+    }
+
+    #[test]
+    fn a_tool_is_chosen_by_the_request_when_a_word_names_it_alone() {
+        let tools = tools();
+        let steps = Steps::new("Lowercase the words 'LOUD TEXT HERE'.");
+        let step = steps.next(&tools).unwrap();
+        // "lowercase" names nothing here ("lower" is no tool of these), and
+        // "words" names word_count alone.
+        assert!(steps.chosen_by_request(&tools, &step, 2));
+        assert!(!steps.chosen_by_request(&tools, &step, 3));
+        let mut with_lower = tools.clone();
+        with_lower.push(tool(
+            "text",
+            "lower",
+            "Convert a text to lower case.",
+            json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+        ));
+        let step = steps.next(&with_lower).unwrap();
+        // Two words name two tools alone: the words do not choose.
+        assert!(!steps.chosen_by_request(&with_lower, &step, 2));
+        assert!(!steps.chosen_by_request(&with_lower, &step, 5));
+        let steps = Steps::new("Convert 'hello' to upper case.");
+        let step = steps.next(&with_lower).unwrap();
+        assert!(steps.chosen_by_request(&with_lower, &step, 3));
+        assert!(!steps.chosen_by_request(&with_lower, &step, 5));
+        let steps = Steps::new("What is 6 times 7?");
+        let step = steps.next(&with_lower).unwrap();
+        assert!(!steps.chosen_by_request(&with_lower, &step, 1));
     }
 
     #[test]
