@@ -315,7 +315,7 @@ async fn a_goal_whose_only_call_was_refused_fails_with_the_agents_own_error() {
     );
     let reason = record.reason.unwrap();
     assert!(
-        reason.contains("calculator refused divide(1, 0): division by zero"),
+        reason.contains("calculator's divide(1, 0) failed: division by zero"),
         "{reason}"
     );
     assert!(record.conclusion.is_none());
@@ -332,16 +332,18 @@ async fn users_agents(model: Arc<Scripted>) -> Harness {
 
 /// A conversion as a model that reads the request's words makes it: the
 /// amount, then the units as written ("5 gallons to liters"), or, once
-/// the agent refused them, the words its error offered for them.
+/// an agent refused them, the words offered for them.
 fn converting(request: &Request) -> Answer {
     let grounding = request.grounding.clone().unwrap();
     let amount = match grounding.required.clone() {
         Some(Literal::Number(n)) => n,
         other => panic!("a conversion starts from its amount, not {other:?}"),
     };
+    // It copies the person's words until an agent's refusal is before it.
     let offered: Vec<String> = grounding
         .values
         .iter()
+        .filter(|_| request.user.contains("Refused:"))
         .filter_map(|v| match v {
             Literal::Text(t) => Some(t.clone()),
             Literal::Number(_) => None,

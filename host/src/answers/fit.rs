@@ -91,9 +91,11 @@ pub fn check(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), Strin
                 continue;
             };
             // The first word of an order says to do it ("Convert",
-            // "Tell me"); quantifiers ask how much.
+            // "Tell me"); quantifiers ask how much, and so does the word
+            // after "how" ("how far", "how many").
             if at == 0
                 || QUANTIFIERS.contains(&word.to_lowercase().as_str())
+                || words[at - 1].eq_ignore_ascii_case("how")
                 || terms(&term).next().is_none()
                 || term.bytes().all(|b| b.is_ascii_digit())
                 || !numbers_in(word).is_empty()
@@ -135,10 +137,28 @@ pub fn fill(tool: &Offered, step: &Step, arguments: &Value) -> Option<Value> {
         .filter(|(_, v)| v.as_str().is_some_and(|s| !given(s)))
         .map(|(k, _)| k)
         .collect();
-    let text = step.grounding.texts.first()?;
     if slots.is_empty() {
         return None;
     }
+    let found = own_words(tool, step);
+    if found.len() != slots.len() {
+        return None;
+    }
+    let mut filled = object.clone();
+    for (slot, word) in slots.iter().zip(found) {
+        filled.insert((*slot).clone(), Value::String(word));
+    }
+    Some(Value::Object(filled))
+}
+
+/// The part's own words a text parameter of `tool` may take, in the
+/// order written: not common ones (but a word right after a number, which
+/// is its unit: "12 in"), not values, not the tool's own words, not the
+/// part's first (the order's verb), nor one that asks how much.
+pub fn own_words(tool: &Offered, step: &Step) -> Vec<String> {
+    let Some(text) = step.grounding.texts.first() else {
+        return Vec::new();
+    };
     let told: Vec<String> = terms(&format!(
         "{} {} {}",
         tool.name,
@@ -151,7 +171,7 @@ pub fn fill(tool: &Offered, step: &Step, arguments: &Value) -> Option<Value> {
         .map(|w| w.trim_end_matches('.'))
         .filter(|w| !w.is_empty())
         .collect();
-    let mut found: Vec<&str> = Vec::new();
+    let mut found: Vec<String> = Vec::new();
     for (at, word) in words.iter().enumerate() {
         let after_number = at > 0 && !numbers_in(words[at - 1]).is_empty();
         let common = terms(word)
@@ -164,20 +184,14 @@ pub fn fill(tool: &Offered, step: &Step, arguments: &Value) -> Option<Value> {
             || (common && !after_number)
             || (tools_own && !after_number)
             || QUANTIFIERS.contains(&word.to_lowercase().as_str())
+            || words[at - 1].eq_ignore_ascii_case("how")
             || found.iter().any(|f| f.eq_ignore_ascii_case(word))
         {
             continue;
         }
-        found.push(word);
+        found.push((*word).to_owned());
     }
-    if found.len() != slots.len() {
-        return None;
-    }
-    let mut filled = object.clone();
-    for (slot, word) in slots.iter().zip(found) {
-        filled.insert((*slot).clone(), Value::String(word.to_owned()));
-    }
-    Some(Value::Object(filled))
+    found
 }
 
 /// Words that ask how much or how many of something, not what of.

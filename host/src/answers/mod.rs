@@ -140,10 +140,23 @@ pub async fn choose<A: Ask>(
         candidates = steps.named_by(tools, step, &thought.content);
     }
     let names = function_names(tools, &candidates);
-    // A string takes the person's words (or what a refusal offered for
-    // them, see `Steps`): never a word of the tool's own description
-    // chosen for them ("m" for "miles" converts to metres, and succeeds).
-    let grounding = step.grounding.clone();
+    // A string takes the person's words, or a short word of the tool's
+    // description that abbreviates one of them best ("mi" for "miles",
+    // not "m"), or what a refusal offered for them (see `Steps`).
+    let mut grounding = step.grounding.clone();
+    if !grounding.texts.is_empty() {
+        for &i in &candidates {
+            let words = fit::own_words(&tools[i], step);
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            let described = format!("{} {}", tools[i].description, tools[i].schema);
+            for symbol in steps::standing_for(&words, &described) {
+                let symbol = Literal::Text(symbol);
+                if !grounding.values.contains(&symbol) {
+                    grounding.values.push(symbol);
+                }
+            }
+        }
+    }
     let specs: Vec<ToolSpec> = candidates
         .iter()
         .zip(&names)

@@ -761,10 +761,10 @@ impl Steps {
                     let made = &self.made[last];
                     let tool = tools.get(made.tool);
                     format!(
-                        "{} refused {}: {}",
+                        "{}'s {} failed: {}",
                         tool.map_or("the agent", |t| t.owner.as_str()),
                         tool.map_or_else(
-                            || "the call".to_owned(),
+                            || "call".to_owned(),
                             |t| super::wording::call_label(t, &made.arguments)
                         ),
                         crate::text::one_line(&made.output.text(), 300)
@@ -1219,7 +1219,7 @@ mod tests {
         assert_eq!(undone.len(), 1);
         assert!(undone[0].why.contains("unknown unit"), "{undone:?}");
         assert!(
-            undone[0].why.starts_with("unit-convert refused convert("),
+            undone[0].why.starts_with("unit-convert's convert("),
             "{undone:?}"
         );
     }

@@ -221,7 +221,7 @@ const DEBRIS: [&str; 8] = ["{", "}", "<|", "|>", "<insert", "[INST", "</s>", "<s
 /// Marks of a formula, which a small model writes around the values it
 /// was given ("30 * (°C * 30) / exchange(C, F) = 86") and which a sentence
 /// stating a result needs only where the person wrote one.
-const FORMULA: [&str; 4] = ["*", "/", "^", "->"];
+const FORMULA: [&str; 4] = [" * ", " / ", "^", "->"];
 
 /// Whether `answer` is template debris or repeats itself: the first thing
 /// wrong.

@@ -285,7 +285,17 @@ impl Team {
                 );
                 return Phase::Stop(limit);
             }
-            Some(Called::Unreachable(output)) => output,
+            Some(Called::Unreachable(output)) => {
+                // Not a refusal of the arguments: trying again would only
+                // meet the same absence.
+                let why = crate::text::one_line(&output.text(), 300);
+                if let Some((steps, offered)) = &mut self.current {
+                    steps.record(offered, &step, chosen.tool, chosen.arguments, output);
+                    steps.give_up(step.index, why.clone());
+                }
+                self.result(&member, task, false, why);
+                return self.next_step();
+            }
         };
         let ok = !output.is_error;
         let Some((steps, offered)) = &mut self.current else {
