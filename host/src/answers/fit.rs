@@ -22,11 +22,7 @@ pub fn check(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), Strin
         return Ok(());
     };
     let texts = &step.grounding.texts;
-    let given = |s: &str| {
-        step.grounding
-            .all_values()
-            .any(|v| matches!(v, Literal::Text(t) if t == s))
-    };
+    let given = |s: &str| given_text(step, s);
     // The free texts: runs of the request's words, not values it was given.
     let free: Vec<(&String, &str)> = object
         .iter()
@@ -127,11 +123,7 @@ pub fn check(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), Strin
 /// take free words.
 pub fn fill(tool: &Offered, step: &Step, arguments: &Value) -> Option<Value> {
     let object = arguments.as_object()?;
-    let given = |s: &str| {
-        step.grounding
-            .all_values()
-            .any(|v| matches!(v, Literal::Text(t) if t == s))
-    };
+    let given = |s: &str| given_text(step, s);
     let slots: Vec<&String> = object
         .iter()
         .filter(|(_, v)| v.as_str().is_some_and(|s| !given(s)))
@@ -192,6 +184,15 @@ pub fn own_words(tool: &Offered, step: &Step) -> Vec<String> {
         found.push((*word).to_owned());
     }
     found
+}
+
+/// Whether `text` is a text value `step` was given (quoted by the person,
+/// an earlier result, a word an agent offered), not words taken as they
+/// stand.
+fn given_text(step: &Step, text: &str) -> bool {
+    step.grounding
+        .all_values()
+        .any(|v| matches!(v, Literal::Text(t) if t == text))
 }
 
 /// Words that ask how much or how many of something, not what of.

@@ -208,15 +208,12 @@ pub async fn choose<A: Ask>(
         // what was wrong, once, and a call that is wrong again is not made.
         match grounding.check(&arguments) {
             Err(why) => {
-                let mut assistant = Message::new(Role::Assistant, completion.content.clone());
-                assistant.tool_calls = vec![call.clone()];
-                messages.push(assistant);
-                let mut told = Message::new(
-                    Role::Tool,
+                tell(
+                    &mut messages,
+                    &completion.content,
+                    call,
                     format!("Not run: {why}. Use the values of the request."),
                 );
-                told.tool_call_id = Some(call.id.clone());
-                messages.push(told);
                 last_error = why;
             }
             Ok(()) => {
@@ -240,12 +237,12 @@ pub async fn choose<A: Ask>(
                 if let Err(why) = fit::check(&tools[tool], step, &arguments) {
                     // A call that does not answer the part is not made,
                     // however it would turn out: the model is told why.
-                    let mut assistant = Message::new(Role::Assistant, completion.content.clone());
-                    assistant.tool_calls = vec![call.clone()];
-                    messages.push(assistant);
-                    let mut told = Message::new(Role::Tool, format!("Not run: {why}."));
-                    told.tool_call_id = Some(call.id.clone());
-                    messages.push(told);
+                    tell(
+                        &mut messages,
+                        &completion.content,
+                        call,
+                        format!("Not run: {why}."),
+                    );
                     last_error = why;
                     continue;
                 }
@@ -256,6 +253,18 @@ pub async fn choose<A: Ask>(
     Err(ask.unusable(format!(
         "the model did not make a usable call: {last_error}"
     )))
+}
+
+/// Adds the model's `call` (with what it wrote beside it, `content`) and
+/// the node's answer to it, `told`, to `messages`: the model reads why a
+/// call of its was not made before it tries again.
+fn tell(messages: &mut Vec<Message>, content: &str, call: &crate::llm::ToolCall, told: String) {
+    let mut assistant = Message::new(Role::Assistant, content.to_owned());
+    assistant.tool_calls = vec![call.clone()];
+    messages.push(assistant);
+    let mut told = Message::new(Role::Tool, told);
+    told.tool_call_id = Some(call.id.clone());
+    messages.push(told);
 }
 
 /// The call an agent's refusal corrects by itself: the last refused call

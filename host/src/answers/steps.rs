@@ -815,7 +815,7 @@ pub fn standing_for(words: &[&str], said: &str) -> Vec<String> {
         }
         let scored: Vec<(usize, &String)> = symbols
             .iter()
-            .filter(|s| *s != &word && abbreviates(s, &word))
+            .filter(|s| *s != &word && super::fit::abbreviates(s, &word))
             .map(|s| (common_start(s, &word), s))
             .collect();
         let best = scored.iter().map(|(score, _)| *score).max().unwrap_or(0);
@@ -834,15 +834,6 @@ pub fn quoted_in(said: &str, word: &str) -> bool {
     ['"', '\'', '`']
         .iter()
         .any(|q| said.contains(&format!("{q}{word}{q}")))
-}
-
-/// Whether `symbol` abbreviates `word`: the same first letter, and its
-/// letters in the word in order.
-fn abbreviates(symbol: &str, word: &str) -> bool {
-    let mut letters = word.chars();
-    symbol.chars().all(|c| c.is_alphabetic())
-        && symbol.chars().next() == word.chars().next()
-        && symbol.chars().all(|c| letters.any(|w| w == c))
 }
 
 fn common_start(a: &str, b: &str) -> usize {
