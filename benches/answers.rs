@@ -16,18 +16,31 @@
 //! - **Chat**: a new conversation; the message @mentions its agents.
 //! - **A2A**: a text message to the agent's card, over HTTP, of a node
 //!   run as a process (requests of one agent).
+//! - **`/v1` tools**: an OpenAI client's tool loop against that node: the
+//!   tools of the request's agents offered as functions, each call the
+//!   model makes run over the agent's MCP endpoint and its result sent
+//!   back, until the model answers in words (an answer that is empty or
+//!   says a call failed reads as not answered).
+//!
+//! The agents: the calculator, the text agent, a unit converter with
+//! symbol units, a country almanac and the notes agent (Rust); statistics
+//! (Python) and a JSON picker (JavaScript), built from source; an MCP
+//! server in Python (unit conversion) and an A2A agent in Python (the
+//! wordsmith), attached.
 //!
 //! Targets (issue 60): confidently wrong ≤ 2%, none of the unanswerable
 //! answered; right ≥ 85%; median ≤ 5 s.
 //!
 //! `cargo bench -p agentsite --bench answers` prints the tables for
-//! BENCHMARKS.md; `-- goals`, `-- chat` or `-- a2a` runs one surface,
-//! `-- --agent NAME` the requests of one agent, `-- -v` prints each
-//! answer (`BAD`: confidently wrong, `no `: honestly not answered).
+//! BENCHMARKS.md; `-- goals`, `-- chat`, `-- a2a` or `-- v1` runs one surface,
+//! `-- --agent NAME` the requests of one agent, `-- --only TEXT` those
+//! whose phrasing holds TEXT, `-- -v` prints each answer (`BAD`:
+//! confidently wrong, `no `: honestly not answered) and a goal's calls.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use agentsite::bridge::Attachment;
 use agentsite::chat::{Answered, ChatEvent, Chats, EntryBody};
 use agentsite::goals::config::GoalsConfig;
 use agentsite::goals::{GoalState, NewGoal};
@@ -38,8 +51,81 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use support::scripted::goals_for;
 
-/// The agents of the benchmark, as their wasm files are named.
+/// The agents of the benchmark written in Rust, as their wasm files are
+/// named.
 const AGENTS: [&str; 5] = ["calculator", "text", "unit_convert", "almanac", "notes"];
+
+/// The agents written in Python and JavaScript with the SDKs, as their
+/// folders in examples/ are named (built from source).
+const LANGUAGE_AGENTS: [(&str, Language); 2] = [
+    ("python-stats", Language::Python),
+    ("js-json", Language::Js),
+];
+
+#[derive(Clone, Copy)]
+enum Language {
+    Python,
+    Js,
+}
+
+/// The component of a language agent, built from its source.
+fn language_agent(name: &str, language: Language) -> std::path::PathBuf {
+    match language {
+        Language::Python => support::python_agent(name),
+        Language::Js => support::js_agent(name),
+    }
+}
+
+/// The attached MCP server's command line: unit conversion in Python,
+/// over stdio.
+fn units_command() -> Vec<String> {
+    vec![
+        support::installed_tool("venv/bin/python")
+            .display()
+            .to_string(),
+        support::repo()
+            .join("examples/python-mcp-units/server.py")
+            .display()
+            .to_string(),
+    ]
+}
+
+/// The attached A2A agent (Python, the a2a-sdk): a process on a loopback
+/// port, stopped when dropped.
+struct Wordsmith {
+    child: std::process::Child,
+    base: String,
+}
+
+impl Wordsmith {
+    fn start() -> Wordsmith {
+        use std::io::BufRead as _;
+        let mut child = std::process::Command::new(support::installed_tool("venv/bin/python"))
+            .arg(support::repo().join("examples/python-a2a-wordsmith/agent.py"))
+            .arg("0")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the wordsmith starts");
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .expect("the wordsmith says where it listens");
+        let base = first
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+            .to_owned();
+        Wordsmith { child, base }
+    }
+}
+
+impl Drop for Wordsmith {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
 
 /// Notes the notes agent holds before the requests read them.
 const NOTES: [(&str, &str); 3] = [
@@ -99,7 +185,9 @@ fn cases() -> Vec<Case> {
             said: cannot.said,
         });
     }
+    let only = std::env::args().skip_while(|a| a != "--only").nth(1);
     cases.retain(|c| agent.as_ref().is_none_or(|a| c.agents.contains(a)));
+    cases.retain(|c| only.as_ref().is_none_or(|o| c.said.contains(o.as_str())));
     cases
 }
 
@@ -122,12 +210,19 @@ fn verdict(case: &Case, answered: bool, answer: &str) -> Verdict {
     }
 }
 
-/// Whether `answer` states every fact: numbers among its numbers, texts
-/// within it.
+/// Whether `answer` states every fact: numbers among its numbers (a fact
+/// written with decimals is stated by a number that rounds to it: 42.16
+/// by 42.1648128), texts within it.
 fn states(answer: &str, facts: &[String]) -> bool {
     let numbers = numbers_in(answer);
     facts.iter().all(|fact| match fact.parse::<f64>() {
-        Ok(n) if fact.len() < 20 => numbers.contains(&n),
+        Ok(n) if fact.len() < 20 => {
+            let decimals = fact.split_once('.').map_or(0, |(_, d)| d.len()) as i32;
+            let scale = 10f64.powi(decimals);
+            numbers
+                .iter()
+                .any(|m| *m == n || (decimals > 0 && (m * scale).round() == (n * scale).round()))
+        }
         _ => answer.contains(fact.as_str()),
     })
 }
@@ -248,10 +343,29 @@ fn show(verdict: Verdict, took: Duration, case: &Case, answer: &str) {
 }
 
 /// A node with the benchmark's agents, the notes agent granted its store
-/// and holding [`NOTES`].
-async fn node() -> (std::sync::Arc<agentsite::Node>, tempfile::TempDir) {
+/// and holding [`NOTES`], the MCP server and the A2A agent attached.
+async fn node() -> (
+    std::sync::Arc<agentsite::Node>,
+    tempfile::TempDir,
+    Wordsmith,
+) {
     let (node, dir) =
         support::hostile::node_with(&AGENTS, agentsite::config::Limits::default()).await;
+    for (name, language) in LANGUAGE_AGENTS {
+        let bytes = std::fs::read(language_agent(name, language)).unwrap();
+        node.add(&bytes).await.unwrap();
+    }
+    let units = Attachment::from_command_line(&units_command(), support::repo()).unwrap();
+    node.attach("units", units).await.unwrap();
+    let wordsmith = Wordsmith::start();
+    node.attach(
+        "wordsmith",
+        Attachment::Http {
+            url: wordsmith.base.clone(),
+        },
+    )
+    .await
+    .unwrap();
     support::hostile::grant(&node, "notes", &["kv=1MiB"]);
     let notes = node.resolve("notes").unwrap();
     for (title, text) in NOTES {
@@ -262,11 +376,11 @@ async fn node() -> (std::sync::Arc<agentsite::Node>, tempfile::TempDir) {
             .unwrap();
     }
     node.models().get(None).unwrap().prepare().await.unwrap();
-    (node, dir)
+    (node, dir, wordsmith)
 }
 
 async fn goals(cases: &[Case], tally: &mut Tally) {
-    let (node, dir) = node().await;
+    let (node, dir, _wordsmith) = node().await;
     let goals = goals_for(
         dir.path(),
         &node,
@@ -295,17 +409,33 @@ async fn goals(cases: &[Case], tally: &mut Tally) {
             .unwrap_or_default();
         let verdict = verdict(case, record.state == GoalState::Concluded, &said);
         tally.add(case, verdict, took);
+        let mut calls = String::new();
+        if verbose() {
+            for message in goals.messages(&record.id, 0, 200).await.unwrap() {
+                if let agentsite::goals::message::Body::Progress {
+                    call: Some(call), ..
+                } = message.body
+                {
+                    calls.push_str(&format!(
+                        " · {}({}) -> {}",
+                        call.tool,
+                        call.arguments,
+                        agentsite::text::one_line(&call.result, 80)
+                    ));
+                }
+            }
+        }
         show(
             verdict,
             took,
             case,
-            &format!("{} · {said}", record.state.as_str()),
+            &format!("{} · {said}{calls}", record.state.as_str()),
         );
     }
 }
 
 async fn chat(cases: &[Case], tally: &mut Tally) {
-    let (node, _dir) = node().await;
+    let (node, _dir, _wordsmith) = node().await;
     let chats = Chats::open(node.clone(), None, None).unwrap();
     for case in cases {
         // A new conversation; the message brings its agents in by @name.
@@ -356,9 +486,21 @@ async fn chat(cases: &[Case], tally: &mut Tally) {
     }
 }
 
-fn a2a(cases: &[Case], tally: &mut Tally) {
+/// A node run as a process, as a person serves one, with the benchmark's
+/// agents; the A2A agent it attached runs while the returned guard lives.
+fn served() -> (support::Cli, support::Server, Wordsmith) {
     let cli = support::Cli::new();
     cli.add(&AGENTS);
+    for (name, language) in LANGUAGE_AGENTS {
+        cli.run(&["add", language_agent(name, language).to_str().unwrap()])
+            .success();
+    }
+    let mut units = vec!["attach".to_owned(), "units".to_owned(), "--".to_owned()];
+    units.extend(units_command());
+    cli.run(&units.iter().map(String::as_str).collect::<Vec<_>>())
+        .success();
+    let wordsmith = Wordsmith::start();
+    cli.run(&["attach", "wordsmith", &wordsmith.base]).success();
     cli.grant("notes", &["kv=1MiB"]);
     for (title, text) in NOTES {
         cli.call(
@@ -369,6 +511,11 @@ fn a2a(cases: &[Case], tally: &mut Tally) {
         .success();
     }
     let node = support::Server::start(cli.data(), &[]);
+    (cli, node, wordsmith)
+}
+
+fn a2a(cases: &[Case], tally: &mut Tally) {
+    let (_cli, node, _wordsmith) = served();
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let client = reqwest::Client::new();
     for case in cases.iter().filter(|c| c.agents.len() == 1) {
@@ -407,10 +554,143 @@ fn a2a(cases: &[Case], tally: &mut Tally) {
     }
 }
 
+/// Most rounds of tool calls an OpenAI client's loop makes for one request.
+const V1_ROUNDS: usize = 4;
+
+/// Whether an answer of `/v1` tells the person the work was not done:
+/// empty, or saying a call failed. This is how a person reads it: `/v1`
+/// has no state of its own to say so.
+fn v1_declines(content: &str) -> bool {
+    let lower = content.to_lowercase();
+    lower.trim().is_empty()
+        || ["error", "failed", "could not", "cannot", "unknown"]
+            .iter()
+            .any(|w| lower.contains(w))
+}
+
+/// A tool as an OpenAI client offers it: under a function name of its
+/// own (the agent's prefixed where two share a name), run over the
+/// agent's MCP endpoint.
+struct V1Tool {
+    function: String,
+    agent: String,
+    tool: String,
+    spec: Value,
+}
+
+/// `case` put to `/v1` the way an OpenAI client with tools does it: the
+/// tools of the case's agents offered, each call the model makes run over
+/// MCP and its result sent back, until the model answers in words.
+/// Whether the answer says it answered, and the answer.
+async fn v1_answer(http: &reqwest::Client, node: &support::Server, case: &Case) -> (bool, String) {
+    use rmcp::ServiceExt as _;
+    let mut clients = BTreeMap::new();
+    let mut tools: Vec<V1Tool> = Vec::new();
+    for agent in &case.agents {
+        let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(
+            node.url(&format!("/agents/{agent}/mcp")),
+        );
+        let client = ().serve(transport).await.expect("the agent's MCP answers");
+        for tool in client.list_all_tools().await.unwrap() {
+            tools.push(V1Tool {
+                function: tool.name.to_string(),
+                agent: agent.clone(),
+                tool: tool.name.to_string(),
+                spec: json!({
+                    "description": tool.description.as_deref().unwrap_or_default(),
+                    "parameters": Value::Object((*tool.input_schema).clone()),
+                }),
+            });
+        }
+        clients.insert(agent.clone(), client);
+    }
+    let names: Vec<String> = tools.iter().map(|t| t.tool.clone()).collect();
+    for tool in &mut tools {
+        if names.iter().filter(|n| **n == tool.tool).count() > 1 {
+            tool.function = format!("{}_{}", tool.agent.replace('-', "_"), tool.tool);
+        }
+    }
+    let specs: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            let mut function = t.spec.clone();
+            function["name"] = json!(t.function);
+            json!({"type": "function", "function": function})
+        })
+        .collect();
+    let mut messages = vec![json!({"role": "user", "content": case.said})];
+    for _ in 0..V1_ROUNDS {
+        let response: Value = http
+            .post(node.url("/v1/chat/completions"))
+            .json(&json!({
+                "model": "local", "messages": messages, "tools": specs,
+                "temperature": 0, "max_tokens": 200,
+            }))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let message = response["choices"][0]["message"].clone();
+        if message.is_null() {
+            return (false, format!("error: {}", response["error"]["message"]));
+        }
+        let calls = message["tool_calls"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if calls.is_empty() {
+            let content = message["content"].as_str().unwrap_or_default().to_owned();
+            return (!v1_declines(&content), content);
+        }
+        messages.push(message);
+        for call in calls {
+            let name = call["function"]["name"].as_str().unwrap_or_default();
+            let arguments: Value =
+                serde_json::from_str(call["function"]["arguments"].as_str().unwrap_or("{}"))
+                    .unwrap_or_else(|_| json!({}));
+            let content = match tools.iter().find(|t| t.function == name) {
+                Some(tool) => {
+                    let asked = rmcp::model::CallToolRequestParams::new(tool.tool.clone())
+                        .with_arguments(arguments.as_object().cloned().unwrap_or_default());
+                    match clients[&tool.agent].call_tool(asked).await {
+                        Ok(result) if result.is_error == Some(true) => {
+                            format!("error: {}", support::tool_text(&result))
+                        }
+                        Ok(result) => support::tool_text(&result),
+                        Err(e) => format!("error: {e}"),
+                    }
+                }
+                None => format!("error: there is no tool {name:?}"),
+            };
+            messages.push(json!({"role": "tool", "tool_call_id": call["id"], "content": content}));
+        }
+    }
+    (
+        false,
+        format!("no answer after {V1_ROUNDS} rounds of calls"),
+    )
+}
+
+fn v1(cases: &[Case], tally: &mut Tally) {
+    let (_cli, node, _wordsmith) = served();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let http = reqwest::Client::new();
+    for case in cases {
+        let started = Instant::now();
+        let (answered, said) = runtime.block_on(v1_answer(&http, &node, case));
+        let took = started.elapsed();
+        let verdict = verdict(case, answered, &said);
+        tally.add(case, verdict, took);
+        show(verdict, took, case, &said);
+    }
+}
+
 fn main() {
     let only = std::env::args()
         .skip(1)
-        .find(|a| ["goals", "chat", "a2a"].contains(&a.as_str()));
+        .find(|a| ["goals", "chat", "a2a", "v1"].contains(&a.as_str()));
     let wants = |part: &str| only.as_deref().is_none_or(|o| o == part);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -433,6 +713,11 @@ fn main() {
         let mut tally = Tally::default();
         a2a(&cases, &mut tally);
         lines.extend(tally.lines("A2A"));
+    }
+    if wants("v1") {
+        let mut tally = Tally::default();
+        v1(&cases, &mut tally);
+        lines.extend(tally.lines("/v1 tools"));
     }
     println!("\n## Answers on the default model (SmolLM2-135M, embedded)\n");
     println!(

@@ -280,9 +280,11 @@ async fn a_call_with_values_the_goal_never_gave_is_refused_and_asked_again() {
 
 #[tokio::test]
 async fn a_tool_only_the_model_chose_is_on_record_and_answers_nothing() {
-    // "times" names no tool of the calculator: the model's choice of
-    // `add` for it is a guess, and its 13 is nobody's answer.
+    // "times" names no tool of the calculator, and the model's account of
+    // how to do it names whichever tool is listed first: its `add` is the
+    // list's choice, and its 13 is nobody's answer.
     let model = Scripted::new(|request| match request.asked {
+        Asked::How => Answer::Text(format!("Use {} for it.", request.listed[0])),
         Asked::Call => Answer::Call("add", json!({"a": 6, "b": 7})),
         Asked::Answer => Answer::Text("6 times 7 is 13.".into()),
         _ => capable(request),
@@ -293,10 +295,37 @@ async fn a_tool_only_the_model_chose_is_on_record_and_answers_nothing() {
     assert_eq!(results(&messages), [(true, "13".to_owned())]);
     let reason = record.reason.unwrap();
     assert!(
-        reason.contains("no word of it names add, which the model chose: add(6, 7) returned 13"),
+        reason.contains(
+            "no word of it names add, and the model's choice of it did not hold \
+             with the tools listed in reverse: add(6, 7) returned 13"
+        ),
         "{reason}"
     );
+    // Asked with the tools in both orders, it named two tools.
+    let listed: Vec<Vec<String>> = model
+        .asked(Asked::How)
+        .into_iter()
+        .map(|r| r.listed)
+        .collect();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert_eq!(listed[0].first(), listed[1].last());
     assert!(model.asked(Asked::Answer).is_empty());
+}
+
+#[tokio::test]
+async fn a_tool_the_model_names_in_either_order_answers() {
+    // "times" names no tool, but the model says to multiply however the
+    // tools are listed: the choice is its own, and the product answers.
+    let model = Scripted::new(|request| match request.asked {
+        Asked::How => Answer::Text("Multiply 6 by 7.".into()),
+        _ => capable(request),
+    });
+    let h = harness(model.clone(), GoalsConfig::default()).await;
+    let (record, messages) = h.run(goal("What is 6 times 7?", &["calculator"])).await;
+    assert_eq!(record.state, GoalState::Concluded, "{messages:#?}");
+    assert_eq!(results(&messages), [(true, "42".to_owned())]);
+    assert!(record.conclusion.unwrap().contains("42"));
+    assert_eq!(model.asked(Asked::How).len(), 2);
 }
 
 #[tokio::test]

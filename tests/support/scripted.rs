@@ -136,6 +136,8 @@ pub struct Request {
     pub grounding: Option<Grounding>,
     /// What the node said of an earlier call of the model's, if anything.
     pub told: Option<String>,
+    /// The tools a How request lists, in the order it lists them.
+    pub listed: Vec<String>,
 }
 
 pub fn read(request: &ChatRequest) -> Request {
@@ -153,8 +155,19 @@ pub fn read(request: &ChatRequest) -> Request {
     } else {
         Asked::Reply
     };
+    let listed = system
+        .strip_prefix("Explain briefly how to do this, with one of: ")
+        .map(|names| {
+            names
+                .trim_end_matches('.')
+                .split(", ")
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
     Request {
         asked,
+        listed,
         user: request
             .messages
             .get(1)

@@ -199,16 +199,34 @@ pub fn bind(tool: &Offered, part: &str, arguments: &mut Value) {
         if property.get("type").and_then(Value::as_str) != Some("string") {
             continue;
         }
-        let Some(description) = property.get("description").and_then(Value::as_str) else {
-            continue;
-        };
+        let description = property
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let said: Vec<String> = words(description).into_iter().map(|(_, _, w)| w).collect();
-        // The other parameter its description names, and where its value is.
-        let Some(anchor) = properties
+        // The other parameter its description names, and where its value
+        // is; a parameter named for where a value comes from (`from_unit`)
+        // is the qualifier of the one number the tool takes.
+        let named = properties
             .keys()
             .filter(|other| *other != name)
-            .find(|other| said.contains(&other.to_lowercase()))
-        else {
+            .find(|other| said.contains(&other.to_lowercase()));
+        let is_number = |p: &Value| {
+            matches!(
+                p.get("type").and_then(Value::as_str),
+                Some("number" | "integer")
+            )
+        };
+        let numbers: Vec<&String> = properties
+            .iter()
+            .filter(|(_, p)| is_number(p))
+            .map(|(k, _)| k)
+            .collect();
+        let from = name.to_lowercase().split('_').any(|w| w == "from");
+        let Some(anchor) = named.or(match numbers.as_slice() {
+            [number] if from => Some(*number),
+            _ => None,
+        }) else {
             continue;
         };
         let Some(anchor_end) = object.get(anchor).and_then(|value| {
@@ -346,6 +364,32 @@ mod tests {
                 json!({"amount": 100, "from_unit": "f", "to_unit": "c"})
             ),
             json!({"amount": 100, "from_unit": "f", "to_unit": "c"})
+        );
+    }
+
+    #[test]
+    fn a_parameter_named_from_takes_the_text_written_after_the_number() {
+        // The MCP server's schema, from a Python signature: no descriptions.
+        let convert = Offered {
+            owner: "units".into(),
+            name: "convert".into(),
+            description: "Converts a value between two units of the same kind.".into(),
+            schema: json!({"type": "object", "properties": {
+                "value": {"type": "number"},
+                "from_unit": {"type": "string"},
+                "to_unit": {"type": "string"}}}),
+        };
+        let mut arguments = json!({"value": 10, "from_unit": "meters", "to_unit": "yd"});
+        bind(&convert, "How many meters are 10 yd?", &mut arguments);
+        assert_eq!(
+            arguments,
+            json!({"value": 10, "from_unit": "yd", "to_unit": "meters"})
+        );
+        let mut arguments = json!({"value": 3, "from_unit": "yd", "to_unit": "ft"});
+        bind(&convert, "Convert 3 yd to ft.", &mut arguments);
+        assert_eq!(
+            arguments,
+            json!({"value": 3, "from_unit": "yd", "to_unit": "ft"})
         );
     }
 

@@ -30,6 +30,11 @@ pub fn check(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), Strin
         .filter(|(_, s)| !s.trim().is_empty() && !given(s))
         .collect();
     for (i, (name, text)) in free.iter().enumerate() {
+        if is_whole_request(&step.part, text) {
+            return Err(format!(
+                "{name} takes the whole request, not a text it names"
+            ));
+        }
         if numbers_in(text).iter().any(|n| {
             step.grounding
                 .all_values()
@@ -99,12 +104,19 @@ pub fn check(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), Strin
             {
                 continue;
             }
+            let by_argument = |word: &str| {
+                terms(word).any(|term| held.iter().any(|h| same_word(&term, h)))
+                    || object
+                        .values()
+                        .filter_map(Value::as_str)
+                        .any(|s| abbreviates(s, word))
+            };
+            // A word right before one an argument holds is part of its
+            // name: "degrees" of "degrees Celsius", "nautical" of
+            // "nautical miles".
             let accounted = told.iter().any(|t| same_word(&term, t))
-                || held.iter().any(|h| same_word(&term, h))
-                || object
-                    .values()
-                    .filter_map(Value::as_str)
-                    .any(|s| abbreviates(s, word));
+                || by_argument(word)
+                || words.get(at + 1).is_some_and(|next| by_argument(next));
             if !accounted {
                 return Err(format!(
                     "it leaves out {word:?}, which the request names and no argument holds"
@@ -151,13 +163,13 @@ pub fn own_words(tool: &Offered, step: &Step) -> Vec<String> {
     let Some(text) = step.grounding.texts.first() else {
         return Vec::new();
     };
-    let told: Vec<String> = terms(&format!(
+    let description = format!(
         "{} {} {}",
         tool.name,
         tool.description,
         described(&tool.schema)
-    ))
-    .collect();
+    );
+    let told: Vec<String> = terms(&description).collect();
     let words: Vec<&str> = text
         .split(|c: char| c.is_whitespace() || ",;:?!()\"'".contains(c))
         .map(|w| w.trim_end_matches('.'))
@@ -166,11 +178,19 @@ pub fn own_words(tool: &Offered, step: &Step) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     for (at, word) in words.iter().enumerate() {
         let after_number = at > 0 && !numbers_in(words[at - 1]).is_empty();
-        let common = terms(word)
-            .next()
-            .is_none_or(|t| terms(&t).next().is_none());
+        // A letter on its own is a symbol ("0 c in k"), but for the words
+        // "a" and "I".
+        let common = match word.chars().count() {
+            1 => ["a", "i"].contains(&word.to_lowercase().as_str()),
+            _ => terms(word)
+                .next()
+                .is_none_or(|t| terms(&t).next().is_none()),
+        };
         let is_word = word.chars().all(char::is_alphabetic);
-        let tools_own = terms(word).any(|t| told.iter().any(|o| same_word(&t, o)));
+        // The tool's own words say what it does, but for those its
+        // description lists as values it takes ("km, mi, ft").
+        let tools_own = terms(word).any(|t| told.iter().any(|o| same_word(&t, o)))
+            && !listed_in(&description, word);
         if at == 0
             || !is_word
             || (common && !after_number)
@@ -186,6 +206,22 @@ pub fn own_words(tool: &Offered, step: &Step) -> Vec<String> {
     found
 }
 
+/// Whether `description` lists `word` among others, as the values a
+/// parameter takes are listed: "(mm, cm, m, km)", "C, F or K".
+fn listed_in(description: &str, word: &str) -> bool {
+    let lower = description.to_lowercase();
+    let word = word.to_lowercase();
+    lower.match_indices(&word).any(|(at, _)| {
+        let end = at + word.len();
+        let before = lower[..at].trim_end_matches(' ');
+        let after = lower[end..].trim_start_matches(' ');
+        super::align::whole_word_at(&lower, at, word.len())
+            && (before.ends_with([',', '(', '/'])
+                || after.starts_with([',', ')', '/'])
+                || (after.starts_with("or ") && before.ends_with(',')))
+    })
+}
+
 /// Whether `text` is a text value `step` was given (quoted by the person,
 /// an earlier result, a word an agent offered), not words taken as they
 /// stand.
@@ -197,6 +233,20 @@ fn given_text(step: &Step, text: &str) -> bool {
 
 /// Words that ask how much or how many of something, not what of.
 const QUANTIFIERS: [&str; 4] = ["many", "much", "few", "several"];
+
+/// Whether `text` holds every word of `part` (of two words or more): the
+/// request itself, not a text it gives ("how many days are there until
+/// Christmas" is not the message whose words `count` counts).
+fn is_whole_request(part: &str, text: &str) -> bool {
+    let words = |s: &str| -> Vec<String> {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let (asked, held) = (words(part), words(text));
+    asked.len() >= 2 && asked.iter().all(|w| held.contains(w))
+}
 
 /// How often `run` is written as whole words in `text`.
 fn occurrences(text: &str, run: &str) -> usize {
@@ -294,6 +344,26 @@ mod tests {
             ),
             Some(json!({"amount": 0, "from_unit": "c", "to_unit": "kelvin"}))
         );
+        // Single letters are symbols, and so are the words the tool's
+        // description lists as the values it takes.
+        assert_eq!(
+            filled(
+                "0 c in k",
+                json!({"amount": 0, "from_unit": "c", "to_unit": "c"})
+            ),
+            Some(json!({"amount": 0, "from_unit": "c", "to_unit": "k"}))
+        );
+        let mut listing = convert();
+        listing.description =
+            "Converts a value between units of one kind: length (mm, cm, m, in, ft).".into();
+        assert_eq!(
+            fill(
+                &listing,
+                &step("12 in to cm"),
+                &json!({"amount": 12, "from_unit": "cm", "to_unit": "cm"})
+            ),
+            Some(json!({"amount": 12, "from_unit": "in", "to_unit": "cm"}))
+        );
         // Three words for two parameters: the node does not guess.
         assert_eq!(
             filled(
@@ -321,6 +391,13 @@ mod tests {
             )
             .is_ok()
         );
+        assert!(
+            fits(
+                "What is 100 degrees Fahrenheit in Celsius?",
+                json!({"amount": 100, "from_unit": "f", "to_unit": "c"})
+            )
+            .is_ok()
+        );
         let twice = fits(
             "Convert 5 parsecs to km.",
             json!({"amount": 5, "from_unit": "km", "to_unit": "km"}),
@@ -333,6 +410,12 @@ mod tests {
         )
         .unwrap_err();
         assert!(left_out.contains("\"parsecs\""), "{left_out}");
+        let whole = fits(
+            "How many days are there until Christmas?",
+            json!({"amount": 1, "from_unit": "How many days are there until Christmas?", "to_unit": "d"}),
+        )
+        .unwrap_err();
+        assert!(whole.contains("whole request"), "{whole}");
         let number = fits(
             "How many pounds are 16 ounces?",
             json!({"amount": 16, "from_unit": "16 ounces", "to_unit": "pounds"}),

@@ -104,10 +104,14 @@ pub struct Chosen {
 
 /// Chooses the call of `step`: the tool the words of its part or the
 /// model's account of it name (the model chooses among what is left), and
-/// its arguments, held to the step's values.
+/// its arguments, held to the step's values. Where the words do not
+/// choose, the model is asked how to do the part twice, the tools listed
+/// in one order and then in the reverse: when both accounts name the same
+/// tool, the choice is the model's and not the list's (see
+/// [`Steps::agree`]).
 pub async fn choose<A: Ask>(
     ask: &A,
-    steps: &Steps,
+    steps: &mut Steps,
     tools: &[Offered],
     step: &Step,
 ) -> Result<Chosen, A::Error> {
@@ -115,29 +119,20 @@ pub async fn choose<A: Ask>(
         return Ok(chosen);
     }
     let mut candidates = steps.named_by(tools, step, "");
-    if candidates.len() > 1 {
-        let thought = ask
-            .ask(
-                ChatRequest {
-                    messages: vec![
-                        Message::system(format!(
-                            "Explain briefly how to do this, with one of: {}.",
-                            candidates
-                                .iter()
-                                .map(|&i| tools[i].name.replace('_', " "))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )),
-                        Message::user(step.part.clone()),
-                    ],
-                    temperature: Some(0.0),
-                    ..Default::default()
-                },
-                THOUGHT_TOKENS,
-                None,
-            )
-            .await?;
-        candidates = steps.named_by(tools, step, &thought.content);
+    let words_choose = candidates
+        .iter()
+        .any(|&i| steps.chosen_by_request(tools, step, i));
+    if candidates.len() > 1 && !words_choose {
+        let listed = candidates.clone();
+        let first = account(ask, tools, &listed, &step.part).await?;
+        candidates = steps.named_by(tools, step, &first);
+        if one_choice(tools, &candidates) {
+            let reversed: Vec<usize> = listed.iter().rev().copied().collect();
+            let second = account(ask, tools, &reversed, &step.part).await?;
+            if steps.named_by(tools, step, &second) == candidates {
+                steps.agree(step, candidates.clone());
+            }
+        }
     }
     let names = function_names(tools, &candidates);
     // A string takes the person's words, or a short word of the tool's
@@ -267,6 +262,48 @@ fn tell(messages: &mut Vec<Message>, content: &str, call: &crate::llm::ToolCall,
     messages.push(told);
 }
 
+/// The model's brief account of how to do `part` with one of `listed`
+/// (in that order).
+async fn account<A: Ask>(
+    ask: &A,
+    tools: &[Offered],
+    listed: &[usize],
+    part: &str,
+) -> Result<String, A::Error> {
+    let names: Vec<String> = listed
+        .iter()
+        .map(|&i| tools[i].name.replace('_', " "))
+        .collect();
+    let thought = ask
+        .ask(
+            ChatRequest {
+                messages: vec![
+                    Message::system(format!(
+                        "Explain briefly how to do this, with one of: {}.",
+                        names.join(", ")
+                    )),
+                    Message::user(part.to_owned()),
+                ],
+                temperature: Some(0.0),
+                ..Default::default()
+            },
+            THOUGHT_TOKENS,
+            None,
+        )
+        .await?;
+    Ok(thought.content)
+}
+
+/// Whether `candidates` are one choice: one tool, or tools of one name on
+/// several agents.
+fn one_choice(tools: &[Offered], candidates: &[usize]) -> bool {
+    candidates.first().is_some_and(|&first| {
+        candidates
+            .iter()
+            .all(|&i| tools[i].name == tools[first].name)
+    })
+}
+
 /// The call an agent's refusal corrects by itself: the last refused call
 /// of the step with each word the agent named as unknown replaced by the
 /// one word of its own it offered for it ("unknown unit \"gallons\";
@@ -280,12 +317,13 @@ fn corrected(steps: &Steps, tools: &[Offered], step: &Step) -> Option<Chosen> {
     let mut changed = false;
     for value in arguments.as_object_mut()?.values_mut() {
         let Some(word) = value.as_str() else { continue };
-        // Only a word the agent quoted as the one it refused.
-        if !steps::quoted_in(&said, word) {
+        // Only a word the agent quoted as the one it refused, and one word:
+        // "nautical miles" is no "mi", though "miles" is.
+        if !steps::quoted_in(&said, word) || word.split_whitespace().nth(1).is_some() {
             continue;
         }
-        if let [symbol] = steps::standing_for(&[word], &said).as_slice() {
-            *value = Value::String(symbol.clone());
+        if let Some(symbol) = steps::sure_symbol(word, &said) {
+            *value = Value::String(symbol);
             changed = true;
         }
     }

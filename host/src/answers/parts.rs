@@ -8,10 +8,13 @@
 //! A part ends where a clause does: at the end of a sentence, at `;`, at
 //! "then" (", then", "and then"), at "also", and at "and" (or ", and")
 //! when a word follows it, not a value: "add 2 and 3" is one part, "upper-case
-//! 'abc' and lower-case 'XYZ'" two. Quoted text is never split.
+//! 'abc' and lower-case 'XYZ'" two; and at a comma before a quoted text
+//! when what comes before and after it each say what to do ("'abc' to
+//! caps, 'XYZ' to lower"). Quoted text is never split.
 
 use super::align::words;
 use crate::llm::grounding::values_in;
+use crate::store::terms::terms;
 use std::ops::Range;
 
 /// Parts one request has at most: beyond them, the rest is one part.
@@ -45,6 +48,36 @@ pub fn parts(request: &str) -> Vec<Range<usize>> {
             let keeps = c != ';';
             let end = at + c.len_utf8();
             cuts.push((if keeps { end } else { at }, end));
+        }
+    }
+    // A comma before a quoted text, between two clauses that each say
+    // what to do: "'abc' to caps, 'XYZ' to lower" (not "join 'a', 'b'
+    // and 'c'", whose texts after the comma are only more of its own).
+    let says_what = |range: Range<usize>| {
+        words.iter().any(|(start, _, word)| {
+            range.contains(start)
+                && !values
+                    .iter()
+                    .any(|(r, _)| r.start <= *start && *start < r.end)
+                && terms(word).next().is_some()
+        })
+    };
+    for (at, _) in request.match_indices(',') {
+        if inside_value(at) {
+            continue;
+        }
+        let Some((quoted, _)) = values.iter().find(|(r, _)| {
+            r.start > at
+                && request[at + 1..r.start].trim().is_empty()
+                && request[r.start..].starts_with(['\'', '"'])
+        }) else {
+            continue;
+        };
+        let clause_end = request[quoted.end..]
+            .find([',', ';', '.', '?', '!'])
+            .map_or(request.len(), |i| quoted.end + i);
+        if says_what(0..at) && says_what(quoted.end..clause_end) {
+            cuts.push((at, at + 1));
         }
     }
     for (index, (start, end, word)) in words.iter().enumerate() {
@@ -181,6 +214,11 @@ mod tests {
             ]
         );
         assert_eq!(split("Add 1, 2, and 3"), ["Add 1, 2, and 3"]);
+        assert_eq!(
+            split("'abc' to caps, 'XYZ' to lower"),
+            ["'abc' to caps", "'XYZ' to lower"]
+        );
+        assert_eq!(split("Join 'a', 'b' and 'c'."), ["Join 'a', 'b' and 'c'."]);
         assert_eq!(split("3.5 plus 4.25"), ["3.5 plus 4.25"]);
         assert!(split("  ?! ").is_empty());
     }

@@ -55,7 +55,7 @@ pub async fn serve<A: Ask, R: Runner>(
     let mut first_failure = None;
     while let Some(step) = steps.next(tools) {
         runner.choosing(&step.part);
-        let chosen = match choose(ask, &steps, tools, &step).await {
+        let chosen = match choose(ask, &mut steps, tools, &step).await {
             Ok(chosen) => chosen,
             Err(failure) => {
                 steps.give_up(step.index, "the model made no usable call for it".into());

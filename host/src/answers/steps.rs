@@ -92,6 +92,9 @@ struct Part {
     range: Range<usize>,
     /// Why no more calls are made for it, when it was given up.
     gave_up: Option<String>,
+    /// The tools the model's accounts of how to do it agreed on, asked
+    /// with the tools listed in two orders (see [`Steps::agree`]).
+    agreed: Vec<usize>,
 }
 
 /// A call a step made and what it returned.
@@ -108,11 +111,14 @@ pub struct Made {
     /// The result's fields the request names ("count the words": `words`).
     named: Vec<String>,
     used: bool,
-    /// Whether the person's words chose its tool: a word of the part names
-    /// it, or it was the only tool that could take the part's values. A
-    /// tool the model alone chose ("six times seven": `add`) answers
-    /// nothing for certain, whatever it returns.
-    pub chosen_by_request: bool,
+    /// Whether its tool was chosen for certain: by the person's words (a
+    /// word of the part names it, or it was the only tool that could take
+    /// the part's values), or by the model's accounts of the part agreeing
+    /// whichever order the tools were listed in. A tool the model chose
+    /// once, where the order of the list may have chosen it ("what is 81
+    /// minus 9": `add`, the first listed), answers nothing for certain,
+    /// whatever it returns.
+    pub chosen: bool,
 }
 
 impl Made {
@@ -215,6 +221,7 @@ impl Steps {
             parts: ranges
                 .into_iter()
                 .map(|range| Part {
+                    agreed: Vec::new(),
                     range,
                     gave_up: None,
                 })
@@ -279,7 +286,7 @@ impl Steps {
     pub fn done(&self, index: usize) -> bool {
         self.made
             .iter()
-            .any(|m| m.part == index && m.succeeded() && m.chosen_by_request)
+            .any(|m| m.part == index && m.succeeded() && m.chosen)
             && !self.given.iter().any(|g| g.part == index && !g.used)
     }
 
@@ -287,7 +294,9 @@ impl Steps {
     /// tool that can take the part's values, or a word of the part names
     /// it and no other that could, and no word names another alone
     /// ("lowercase the words" names `lower` by one word and `word_count`
-    /// by another: the words do not choose).
+    /// by another: the words do not choose). Tools of one name on two
+    /// agents (two converters' `convert`) are one choice: a word naming
+    /// both names either.
     pub fn chosen_by_request(&self, tools: &[Offered], step: &Step, tool: usize) -> bool {
         if step.tools == [tool] {
             return true;
@@ -312,11 +321,16 @@ impl Steps {
                     .collect::<Vec<usize>>()
             })
             .collect();
-        let alone = |i: usize| naming.iter().any(|n| n.as_slice() == [i]);
+        let name = |i: usize| tools[i].name.to_lowercase();
+        let alone = |i: usize| {
+            naming
+                .iter()
+                .any(|n| n.contains(&i) && n.iter().all(|&j| name(j) == name(i)))
+        };
         alone(tool)
             && !candidates
                 .iter()
-                .any(|&other| other != tool && alone(other))
+                .any(|&other| name(other) != name(tool) && alone(other))
     }
 
     /// The calls of part `index` its agents refused since the last that
@@ -705,13 +719,16 @@ impl Steps {
         } else {
             (Vec::new(), Vec::new())
         };
-        let chosen_by_request =
-            succeeded && tool < tools.len() && self.chosen_by_request(tools, step, tool);
-        if succeeded && !chosen_by_request {
+        let chosen = succeeded
+            && tool < tools.len()
+            && (self.chosen_by_request(tools, step, tool)
+                || self.parts[step.index].agreed.contains(&tool));
+        if succeeded && !chosen {
             // Its result is on record, and no answer rests on it.
             let why = match tools.get(tool) {
                 Some(offered) => format!(
-                    "no word of it names {}, which the model chose: {} returned {}",
+                    "no word of it names {}, and the model's choice of it did not hold \
+                     with the tools listed in reverse: {} returned {}",
                     offered.name,
                     super::wording::call_label(offered, &arguments),
                     crate::text::one_line(&output.text(), 120)
@@ -728,8 +745,19 @@ impl Steps {
             values,
             named,
             used: false,
-            chosen_by_request,
+            chosen,
         });
+    }
+
+    /// Notes that the model's accounts of how to do `step`'s part, asked
+    /// with the tools listed in one order and in the reverse, both named
+    /// `tools` (one tool, or tools of one name on several agents): a
+    /// choice the list's order did not make, which a call of them may
+    /// answer the part by.
+    pub fn agree(&mut self, step: &Step, tools: Vec<usize>) {
+        if let Some(part) = self.parts.get_mut(step.index) {
+            part.agreed = tools;
+        }
     }
 
     /// Whether a call of `tool` with `arguments` was made already.
@@ -793,39 +821,79 @@ impl Steps {
     }
 }
 
-/// The short words of `said` (an agent's error) that stand for one of
-/// `words` (what a refused call took) as an abbreviation does: the word
-/// starts with it ("gal" for "gallons") or with its first letter and
-/// holds its letters in order ("km" for "kilometres"); of those for one
-/// word, the ones sharing the longest start with it.
+/// The short words of `said` (an agent's error, or a tool's description)
+/// that may stand for `words` (what a refused call took, the request's
+/// own): for each word, the one that surely does (see [`sure_symbol`]),
+/// else every one that abbreviates it, for the model to choose from.
 pub fn standing_for(words: &[&str], said: &str) -> Vec<String> {
-    let symbols: Vec<String> = said
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty() && w.chars().count() <= 5)
-        .map(str::to_lowercase)
-        .collect();
     let mut found: Vec<String> = Vec::new();
-    for word in words
-        .iter()
-        .flat_map(|w| w.split(|c: char| !c.is_alphabetic()))
-    {
-        let word = word.to_lowercase();
-        if word.chars().count() < 3 {
-            continue;
-        }
-        let scored: Vec<(usize, &String)> = symbols
-            .iter()
-            .filter(|s| *s != &word && super::fit::abbreviates(s, &word))
-            .map(|s| (common_start(s, &word), s))
-            .collect();
-        let best = scored.iter().map(|(score, _)| *score).max().unwrap_or(0);
-        for (score, symbol) in scored {
-            if score == best && !found.contains(symbol) {
-                found.push(symbol.clone());
+    for word in split_words(words) {
+        let candidates = abbreviations(&word, said);
+        let offered = match pick(&word, &candidates) {
+            Some(sure) => vec![sure],
+            None => candidates,
+        };
+        for symbol in offered {
+            if !found.contains(&symbol) {
+                found.push(symbol);
             }
         }
     }
     found
+}
+
+/// The short word of `said` that surely stands for `word` as an
+/// abbreviation does: the only one that abbreviates it ("l" for
+/// "liters"; see [`super::fit::abbreviates`]), or, of several, the only
+/// one that starts the word and is at least a third of it ("gal" of "g"
+/// and "gal" for "gallons", "mi" for "miles"). Where that does not tell
+/// ("f" or "ft" for "feet"; "mi", "mm" or "ml" for "millimetres"), none:
+/// a guess between them can be a wrong unit that converts.
+pub fn sure_symbol(word: &str, said: &str) -> Option<String> {
+    let word = word.to_lowercase();
+    if word.chars().count() < 3 || !word.chars().all(char::is_alphabetic) {
+        return None;
+    }
+    pick(&word, &abbreviations(&word, said))
+}
+
+fn split_words(words: &[&str]) -> Vec<String> {
+    words
+        .iter()
+        .flat_map(|w| w.split(|c: char| !c.is_alphabetic()))
+        .map(str::to_lowercase)
+        .filter(|w| w.chars().count() >= 3)
+        .collect()
+}
+
+/// The short words of `said` that abbreviate `word` (lower case), sorted.
+fn abbreviations(word: &str, said: &str) -> Vec<String> {
+    let mut found: Vec<String> = said
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty() && w.chars().count() <= 5)
+        .map(str::to_lowercase)
+        .filter(|s| s != word && super::fit::abbreviates(s, word))
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// Of `candidates` for `word`, the one that surely stands for it.
+fn pick(word: &str, candidates: &[String]) -> Option<String> {
+    let length = word.chars().count();
+    let prefixes: Vec<&String> = candidates
+        .iter()
+        .filter(|s| {
+            let n = s.chars().count();
+            n >= 2 && 3 * n >= length && word.starts_with(s.as_str())
+        })
+        .collect();
+    match (candidates, prefixes.as_slice()) {
+        ([only], _) => Some(only.clone()),
+        (_, [prefix]) => Some((*prefix).clone()),
+        _ => None,
+    }
 }
 
 /// Whether `said` (an agent's error) quotes `word`: the word it refused
@@ -834,10 +902,6 @@ pub fn quoted_in(said: &str, word: &str) -> bool {
     ['"', '\'', '`']
         .iter()
         .any(|q| said.contains(&format!("{q}{word}{q}")))
-}
-
-fn common_start(a: &str, b: &str) -> usize {
-    a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count()
 }
 
 fn leaves<'v>(value: &'v Value, out: &mut Vec<&'v Value>) {
@@ -1330,15 +1394,52 @@ mod tests {
     }
 
     #[test]
+    fn two_agents_tools_of_one_name_are_one_choice() {
+        let converter = |owner: &str, description: &str| {
+            tool(
+                owner,
+                "convert",
+                description,
+                json!({"type": "object", "properties": {
+                    "value": {"type": "number"}, "from_unit": {"type": "string"},
+                    "to_unit": {"type": "string"}}, "required": ["value", "from_unit", "to_unit"]}),
+            )
+        };
+        let mut tools = tools();
+        tools.push(converter(
+            "unit-convert",
+            "Convert an amount between units: km, mi, kg, lb.",
+        ));
+        tools.push(converter(
+            "units",
+            "Converts lengths (km, mi, ft) and masses (kg, lb).",
+        ));
+        let steps = Steps::new("How many km is 40 mi?");
+        let step = steps.next(&tools).unwrap();
+        let (first, second) = (tools.len() - 2, tools.len() - 1);
+        // "km" names both converters, and nothing else.
+        assert!(steps.chosen_by_request(&tools, &step, first));
+        assert!(steps.chosen_by_request(&tools, &step, second));
+        assert!(!steps.chosen_by_request(&tools, &step, 0));
+    }
+
+    #[test]
     fn short_words_stand_for_the_words_they_abbreviate() {
         let said = "unknown unit \"gallons\"; known units: mm, m, km, mi, ml, l, gal, c, f, ft, k";
         assert_eq!(standing_for(&["gallons", "liters"], said), ["gal", "l"]);
         assert_eq!(standing_for(&["km", "miles"], said), ["mi"]);
+        // "f" or "ft" for Fahrenheit: both are offered, and neither is sure.
         assert_eq!(
             standing_for(&["Fahrenheit", "Celsius"], said),
             ["f", "ft", "c"]
         );
+        assert_eq!(sure_symbol("fahrenheit", said), None);
+        assert_eq!(sure_symbol("Celsius", said).as_deref(), Some("c"));
+        assert_eq!(sure_symbol("gallons", said).as_deref(), Some("gal"));
         assert!(standing_for(&["parsecs", "pounds"], said).is_empty());
+        // "mi" starts "millimetres" as it starts "miles": too little of it
+        // to tell it from "mm" and "ml".
+        assert_eq!(sure_symbol("millimetres", said), None);
     }
 
     #[test]
