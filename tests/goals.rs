@@ -329,6 +329,50 @@ async fn a_tool_the_model_names_in_either_order_answers() {
 }
 
 #[tokio::test]
+async fn a_tool_that_changes_things_runs_only_when_the_words_choose_it() {
+    // The model is sure, in either order, that reading a note means
+    // deleting it: no word of the request names what `delete` does ("say"
+    // is only in what it returns: "says whether it existed"), so it is not
+    // run, and the note is still there.
+    let model = Scripted::new(|request| match request.asked {
+        Asked::How => Answer::Text("Delete the note.".into()),
+        Asked::Call => Answer::Call("delete", json!({"title": "groceries"})),
+        _ => capable(request),
+    });
+    let (node, dir) = node_with(&["notes"], Limits::default()).await;
+    support::hostile::grant(&node, "notes", &["kv=1MiB"]);
+    let notes = node.resolve("notes").unwrap();
+    let put = json!({"title": "groceries", "text": "milk, eggs"}).to_string();
+    node.call_record(&notes, "put", &put, node.grants(&notes).unwrap(), None)
+        .await
+        .unwrap();
+    let goals = goals_for(
+        dir.path(),
+        &node,
+        None,
+        model.clone(),
+        GoalsConfig::default(),
+    );
+    let h = Harness { goals, _dir: dir };
+    let (record, messages) = h
+        .run(goal("What does the note 'groceries' say?", &["notes"]))
+        .await;
+    assert_ne!(record.state, GoalState::Concluded, "{messages:#?}");
+    assert!(results(&messages).is_empty(), "{messages:#?}");
+    let reason = record.reason.unwrap();
+    assert!(
+        reason.contains("the model chose delete, which may change things"),
+        "{reason}"
+    );
+    let get = json!({"title": "groceries"}).to_string();
+    let kept = node
+        .call_record(&notes, "get", &get, node.grants(&notes).unwrap(), None)
+        .await
+        .unwrap();
+    assert!(kept.text().contains("milk, eggs"), "{}", kept.text());
+}
+
+#[tokio::test]
 async fn a_goal_whose_only_call_was_refused_fails_with_the_agents_own_error() {
     // The model would word a confident answer; it is never asked.
     let model = Scripted::new(|request| match request.asked {

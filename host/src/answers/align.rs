@@ -148,6 +148,83 @@ pub fn align(tool: &Offered, part: &str, arguments: &mut Value) {
     }
 }
 
+/// `arguments` with each value the part writes right after a parameter's
+/// name (the word before it, common words aside) moved to that parameter:
+/// "a note titled 'call mom' with the text 'Sunday at 5'" is
+/// `put(title: "call mom", text: "Sunday at 5")` whichever way round the
+/// model wrote them. A value no name stands before goes to the one
+/// parameter left; nothing moves unless every value finds its place.
+pub fn named_before(tool: &Offered, part: &str, arguments: &mut Value) {
+    let Some(object) = arguments.as_object_mut() else {
+        return;
+    };
+    let properties = tool.schema.get("properties").and_then(Value::as_object);
+    let parameters: Vec<String> = object.keys().cloned().collect();
+    let named = |word: &str| -> Option<usize> {
+        let term = crate::store::terms::terms(word).next()?;
+        let matching: Vec<usize> = (0..parameters.len())
+            .filter(|&p| {
+                crate::store::terms::terms(&parameters[p].replace('_', " "))
+                    .any(|t| super::steps::same_word(&term, &t))
+            })
+            .collect();
+        match matching.as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        }
+    };
+    let written = values_in(part);
+    let all_words = words(part);
+    let mut assigned: Vec<Option<Value>> = vec![None; parameters.len()];
+    let mut left: Vec<Value> = Vec::new();
+    for name in &parameters {
+        let value = &object[name];
+        let Some((range, _)) = written.iter().find(|(_, l)| l.matches(value)) else {
+            return;
+        };
+        // The nearest word before the value that is not a common one, nor
+        // a word of another value.
+        let before = all_words
+            .iter()
+            .rev()
+            .filter(|(_, end, _)| *end <= range.start)
+            .filter(|(start, _, _)| !written.iter().any(|(r, _)| r.contains(start)))
+            .find(|(_, _, w)| crate::store::terms::terms(w).next().is_some());
+        match before.and_then(|(_, _, w)| named(w)) {
+            Some(p) if assigned[p].is_none() => assigned[p] = Some(value.clone()),
+            Some(_) => return,
+            None => left.push(value.clone()),
+        }
+    }
+    let open: Vec<usize> = (0..parameters.len())
+        .filter(|&p| assigned[p].is_none())
+        .collect();
+    if open.len() != left.len() || open.len() > 1 || open.len() == parameters.len() {
+        return;
+    }
+    for (p, value) in open.into_iter().zip(left) {
+        assigned[p] = Some(value);
+    }
+    // Only texts with texts, numbers with numbers, as the schema types them.
+    let fits = parameters.iter().zip(&assigned).all(|(name, value)| {
+        let value = value.as_ref().expect("every parameter placed");
+        let typed = properties
+            .and_then(|p| p.get(name))
+            .and_then(|p| p.get("type"))
+            .and_then(Value::as_str);
+        match typed {
+            Some("string") => value.is_string(),
+            Some("number" | "integer") => value.is_number(),
+            _ => value.is_string() == object[name].is_string(),
+        }
+    });
+    if fits {
+        for (name, value) in parameters.iter().zip(assigned) {
+            object.insert(name.clone(), value.expect("every parameter placed"));
+        }
+    }
+}
+
 /// Whether `text[at..at + len]` is whole words: no letter or digit
 /// touches it on either side.
 pub(super) fn whole_word_at(text: &str, at: usize, len: usize) -> bool {
@@ -264,6 +341,7 @@ mod tests {
 
     fn tool(description: &str) -> Offered {
         Offered {
+            read_only: true,
             owner: "calculator".into(),
             name: "t".into(),
             description: description.into(),
@@ -316,6 +394,7 @@ mod tests {
     #[test]
     fn a_text_bound_to_a_value_is_the_one_written_after_it() {
         let convert = Offered {
+            read_only: true,
             owner: "unit-convert".into(),
             name: "convert".into(),
             description: "Convert an amount.".into(),
@@ -368,9 +447,49 @@ mod tests {
     }
 
     #[test]
+    fn a_value_written_after_a_parameters_name_is_that_parameters() {
+        let put = Offered {
+            read_only: false,
+            owner: "notes".into(),
+            name: "put".into(),
+            description: "Saves a note.".into(),
+            schema: json!({"type": "object", "properties": {
+                "title": {"type": "string"}, "text": {"type": "string"}}}),
+        };
+        let placed = |part: &str, arguments: Value| {
+            let mut arguments = arguments;
+            named_before(&put, part, &mut arguments);
+            arguments
+        };
+        assert_eq!(
+            placed(
+                "Save a note titled 'call mom' with the text 'Sunday at 5'.",
+                json!({"title": "Sunday at 5", "text": "call mom"})
+            ),
+            json!({"title": "call mom", "text": "Sunday at 5"})
+        );
+        assert_eq!(
+            placed(
+                "Could you note down 'keys' under the title 'plumber'?",
+                json!({"title": "keys", "text": "plumber"})
+            ),
+            json!({"title": "plumber", "text": "keys"})
+        );
+        // No name before either value: nothing moves.
+        assert_eq!(
+            placed(
+                "Write 'plumber' as 'keys'.",
+                json!({"title": "keys", "text": "plumber"})
+            ),
+            json!({"title": "keys", "text": "plumber"})
+        );
+    }
+
+    #[test]
     fn a_parameter_named_from_takes_the_text_written_after_the_number() {
         // The MCP server's schema, from a Python signature: no descriptions.
         let convert = Offered {
+            read_only: true,
             owner: "units".into(),
             name: "convert".into(),
             description: "Converts a value between two units of the same kind.".into(),

@@ -62,12 +62,12 @@ pub fn check(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), Strin
     }
     // Every word of the part that is not a common one, a value or the
     // tool's own: an argument holds it.
-    let told = terms(&format!(
+    let told = terms(&without_examples(&format!(
         "{} {} {}",
         tool.name,
         tool.description,
         described(&tool.schema)
-    ))
+    )))
     .collect::<Vec<String>>();
     let held: Vec<String> = object
         .values()
@@ -83,10 +83,28 @@ pub fn check(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), Strin
         })
         .collect();
     for text in texts {
-        let words: Vec<&str> = text
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .collect();
+        let mut spans: Vec<(usize, &str)> = Vec::new();
+        let mut start = None;
+        for (at, c) in text.char_indices().chain([(text.len(), ' ')]) {
+            match (start, c.is_alphanumeric()) {
+                (None, true) => start = Some(at),
+                (Some(from), false) => {
+                    spans.push((from, &text[from..at]));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        // Whether word `at` is followed by the next with only spaces
+        // between: "degrees Celsius", not "kenya, peru".
+        let joined_to_next = |at: usize| {
+            spans.get(at + 1).is_some_and(|(next, _)| {
+                let (start, word) = spans[at];
+                text.get(start + word.len()..*next)
+                    .is_some_and(|gap| gap.chars().all(char::is_whitespace))
+            })
+        };
+        let words: Vec<&str> = spans.iter().map(|(_, w)| *w).collect();
         for (at, word) in words.iter().enumerate() {
             let Some(term) = terms(word).next() else {
                 continue;
@@ -116,7 +134,7 @@ pub fn check(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), Strin
             // "nautical miles".
             let accounted = told.iter().any(|t| same_word(&term, t))
                 || by_argument(word)
-                || words.get(at + 1).is_some_and(|next| by_argument(next));
+                || (joined_to_next(at) && by_argument(words[at + 1]));
             if !accounted {
                 return Err(format!(
                     "it leaves out {word:?}, which the request names and no argument holds"
@@ -169,7 +187,7 @@ pub fn own_words(tool: &Offered, step: &Step) -> Vec<String> {
         tool.description,
         described(&tool.schema)
     );
-    let told: Vec<String> = terms(&description).collect();
+    let told: Vec<String> = terms(&without_examples(&description)).collect();
     let words: Vec<&str> = text
         .split(|c: char| c.is_whitespace() || ",;:?!()\"'".contains(c))
         .map(|w| w.trim_end_matches('.'))
@@ -269,6 +287,38 @@ pub(super) fn abbreviates(symbol: &str, word: &str) -> bool {
         && symbol.chars().all(|c| letters.any(|w| w == c))
 }
 
+/// `description` without the examples it gives ("The country's name,
+/// such as Kenya"): an example says what a parameter may take, not what
+/// the tool does, so it accounts for no word of a request ("capitals:
+/// kenya, peru" is not answered by `capital("peru")` because "Kenya" is
+/// the description's example).
+pub(super) fn without_examples(description: &str) -> String {
+    const MARKS: [&str; 4] = ["such as ", "e.g. ", "for example", "for instance"];
+    let mut kept = String::new();
+    let mut rest = description;
+    loop {
+        let lower = rest.to_lowercase();
+        let Some(at) = MARKS.iter().filter_map(|m| lower.find(m)).min() else {
+            kept.push_str(rest);
+            return kept;
+        };
+        kept.push_str(&rest[..at]);
+        // The example runs to the end of its sentence or bracket.
+        let end = rest[at..]
+            .find(['.', ';', ')', '\n'])
+            .map_or(rest.len(), |i| at + i);
+        // "e.g." ends with a stop of its own.
+        let end = if rest[at..].to_lowercase().starts_with("e.g.") {
+            rest[at + 4..]
+                .find(['.', ';', ')', '\n'])
+                .map_or(rest.len(), |i| at + 4 + i)
+        } else {
+            end
+        };
+        rest = &rest[end..];
+    }
+}
+
 /// The names and descriptions of a schema's properties, as words.
 fn described(schema: &Value) -> String {
     let mut words = String::new();
@@ -293,6 +343,7 @@ mod tests {
 
     fn convert() -> Offered {
         Offered {
+            read_only: true,
             owner: "unit-convert".into(),
             name: "convert".into(),
             description: "Convert an amount from one unit to another.".into(),
@@ -416,6 +467,22 @@ mod tests {
         )
         .unwrap_err();
         assert!(whole.contains("whole request"), "{whole}");
+        let mut capital = convert();
+        capital.name = "capital".into();
+        capital.description = "The capital city of a country.".into();
+        capital.schema = json!({"type": "object", "properties": {"country_name":
+            {"type": "string", "description": "The country's English name, such as Kenya."}}});
+        let example = check(
+            &capital,
+            &step("capitals: kenya, peru"),
+            &json!({"country_name": "peru"}),
+        )
+        .unwrap_err();
+        assert!(example.contains("\"kenya\""), "{example}");
+        assert_eq!(
+            without_examples("A unit, such as km. Or e.g. mi; the rest"),
+            "A unit, . Or ; the rest"
+        );
         let number = fits(
             "How many pounds are 16 ounces?",
             json!({"amount": 16, "from_unit": "16 ounces", "to_unit": "pounds"}),

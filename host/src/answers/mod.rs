@@ -215,6 +215,7 @@ pub async fn choose<A: Ask>(
                 let tool = candidates[position];
                 let mut arguments = arguments;
                 align::align(&tools[tool], &step.part, &mut arguments);
+                align::named_before(&tools[tool], &step.part, &mut arguments);
                 align::bind(&tools[tool], &step.part, &mut arguments);
                 // Where the model put the person's words in the wrong places
                 // (or one word in two), the part's own words, in the order
@@ -407,6 +408,7 @@ mod tests {
     #[test]
     fn tools_that_share_a_name_are_told_apart_by_their_owner() {
         let tool = |owner: &str, name: &str| Offered {
+            read_only: true,
             owner: owner.into(),
             name: name.into(),
             description: String::new(),

@@ -71,6 +71,10 @@ pub async fn serve<A: Ask, R: Runner>(
             );
             continue;
         }
+        if let Err(why) = steps.may_run(tools, &step, chosen.tool) {
+            steps.give_up(step.index, why);
+            continue;
+        }
         let tool = &tools[chosen.tool];
         let label = wording::call_label(tool, &chosen.arguments);
         let output = runner.run(tool, &chosen.arguments, &label).await;
@@ -176,6 +180,7 @@ mod tests {
 
     fn add() -> Vec<Offered> {
         vec![Offered {
+            read_only: true,
             owner: "calculator".into(),
             name: "add".into(),
             description: "Add two numbers.".into(),

@@ -55,6 +55,10 @@ pub struct Offered {
     pub name: String,
     pub description: String,
     pub schema: Value,
+    /// Whether its agent says it changes nothing (MCP's `readOnlyHint`):
+    /// a tool that may change things runs only when the person's words
+    /// chose it (see [`Steps::may_run`]).
+    pub read_only: bool,
 }
 
 impl Offered {
@@ -65,14 +69,31 @@ impl Offered {
             name: tool.name.clone(),
             description: tool.description.clone(),
             schema: tool.input_schema.clone(),
+            read_only: tool.annotations.read_only_hint == Some(true),
         }
+    }
+
+    /// The terms of its name and of the first clause of its description:
+    /// what it does ("Delete the note with a title", not "says whether it
+    /// existed").
+    fn doing(&self) -> Vec<String> {
+        let description = self.description.trim_start();
+        let first = description
+            .find(['.', ';', ':', '\n'])
+            .map_or(description, |end| &description[..end]);
+        terms(&format!("{} {first}", self.name))
+            .filter(|t| !is_number(t))
+            .collect()
     }
 
     /// The terms of its name and description.
     fn terms(&self) -> Vec<String> {
-        terms(&format!("{} {}", self.name, self.description))
-            .filter(|t| !is_number(t))
-            .collect()
+        terms(&super::fit::without_examples(&format!(
+            "{} {}",
+            self.name, self.description
+        )))
+        .filter(|t| !is_number(t))
+        .collect()
     }
 }
 
@@ -298,9 +319,18 @@ impl Steps {
     /// agents (two converters' `convert`) are one choice: a word naming
     /// both names either.
     pub fn chosen_by_request(&self, tools: &[Offered], step: &Step, tool: usize) -> bool {
-        if step.tools == [tool] {
-            return true;
-        }
+        step.tools == [tool] || self.named_alone(tools, step, tool, Offered::terms)
+    }
+
+    /// Whether a word of `step`'s part names `tool` (or tools of its name)
+    /// and no other that could serve it, by the words `terms_of` gives.
+    fn named_alone(
+        &self,
+        tools: &[Offered],
+        step: &Step,
+        tool: usize,
+        terms_of: fn(&Offered) -> Vec<String>,
+    ) -> bool {
         let candidates: Vec<usize> = if step.tools.contains(&tool) {
             step.tools.clone()
         } else {
@@ -308,7 +338,7 @@ impl Steps {
             all.push(tool);
             all
         };
-        let named: Vec<Vec<String>> = candidates.iter().map(|&i| tools[i].terms()).collect();
+        let named: Vec<Vec<String>> = candidates.iter().map(|&i| terms_of(&tools[i])).collect();
         // For each word of the part, the candidates it names.
         let naming: Vec<Vec<usize>> = terms(self.part_text(step.index))
             .filter(|w| !is_number(w))
@@ -719,10 +749,7 @@ impl Steps {
         } else {
             (Vec::new(), Vec::new())
         };
-        let chosen = succeeded
-            && tool < tools.len()
-            && (self.chosen_by_request(tools, step, tool)
-                || self.parts[step.index].agreed.contains(&tool));
+        let chosen = succeeded && tool < tools.len() && self.chosen(tools, step, tool);
         if succeeded && !chosen {
             // Its result is on record, and no answer rests on it.
             let why = match tools.get(tool) {
@@ -757,6 +784,38 @@ impl Steps {
     pub fn agree(&mut self, step: &Step, tools: Vec<usize>) {
         if let Some(part) = self.parts.get_mut(step.index) {
             part.agreed = tools;
+        }
+    }
+
+    /// Whether `tool` was chosen for `step` for certain: by the person's
+    /// words, or by the model's accounts in both orders.
+    fn chosen(&self, tools: &[Offered], step: &Step, tool: usize) -> bool {
+        self.chosen_by_request(tools, step, tool)
+            || self
+                .parts
+                .get(step.index)
+                .is_some_and(|part| part.agreed.contains(&tool))
+    }
+
+    /// Whether a call of `tool` may run for `step`, or why not: a tool
+    /// that may change things (not marked read-only by its agent) runs
+    /// only when a word of the person's names what it does (its name, or
+    /// the first clause of its description) and no other tool's. A guess that reads is on
+    /// record and answers nothing; a guess that deletes a note has done
+    /// its harm by the time its result is set aside, however sure the
+    /// model was of it.
+    pub fn may_run(&self, tools: &[Offered], step: &Step, tool: usize) -> Result<(), String> {
+        match tools.get(tool) {
+            Some(offered)
+                if !offered.read_only && !self.named_alone(tools, step, tool, Offered::doing) =>
+            {
+                Err(format!(
+                    "the model chose {}, which may change things, and no word of it \
+                     names what that tool does: it was not run",
+                    offered.name
+                ))
+            }
+            _ => Ok(()),
         }
     }
 
@@ -1045,6 +1104,7 @@ mod tests {
 
     fn tool(owner: &str, name: &str, description: &str, schema: Value) -> Offered {
         Offered {
+            read_only: true,
             owner: owner.into(),
             name: name.into(),
             description: description.into(),

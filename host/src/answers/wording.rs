@@ -387,6 +387,7 @@ mod tests {
 
     fn offered(name: &str) -> Offered {
         Offered {
+            read_only: true,
             owner: "agent".into(),
             name: name.into(),
             description: String::new(),

@@ -222,7 +222,14 @@ impl Team {
                 );
                 self.next_step()
             }
-            Some(Ok(chosen)) => Phase::Run(step, chosen),
+            Some(Ok(chosen)) => match steps.may_run(offered, &step, chosen.tool) {
+                Ok(()) => Phase::Run(step, chosen),
+                Err(why) => {
+                    steps.give_up(step.index, why.clone());
+                    self.say(Speaker::Node, Body::Notice { text: why });
+                    self.next_step()
+                }
+            },
         }
     }
 
