@@ -342,6 +342,34 @@ fn show(verdict: Verdict, took: Duration, case: &Case, answer: &str) {
     }
 }
 
+/// Puts back the notes of [`NOTES`] as they were: each request starts from
+/// them, whatever an earlier one saved or deleted.
+async fn restore_notes(node: &agentsite::Node) {
+    let notes = node.resolve("notes").unwrap();
+    for (title, text) in NOTES {
+        let arguments = json!({"title": title, "text": text}).to_string();
+        let grants = node.grants(&notes).unwrap();
+        node.call_record(&notes, "put", &arguments, grants, None)
+            .await
+            .unwrap();
+    }
+}
+
+/// [`restore_notes`] on a node run as a process, over its MCP endpoint.
+async fn restore_notes_over_mcp(node: &support::Server) {
+    use rmcp::ServiceExt as _;
+    let transport =
+        rmcp::transport::StreamableHttpClientTransport::from_uri(node.url("/agents/notes/mcp"));
+    let client = ().serve(transport).await.expect("the notes agent answers");
+    for (title, text) in NOTES {
+        let arguments = json!({"title": title, "text": text});
+        let put = rmcp::model::CallToolRequestParams::new("put")
+            .with_arguments(arguments.as_object().unwrap().clone());
+        client.call_tool(put).await.unwrap();
+    }
+    let _ = client.cancel().await;
+}
+
 /// A node with the benchmark's agents, the notes agent granted its store
 /// and holding [`NOTES`], the MCP server and the A2A agent attached.
 async fn node() -> (
@@ -367,14 +395,7 @@ async fn node() -> (
     .await
     .unwrap();
     support::hostile::grant(&node, "notes", &["kv=1MiB"]);
-    let notes = node.resolve("notes").unwrap();
-    for (title, text) in NOTES {
-        let arguments = json!({"title": title, "text": text}).to_string();
-        let grants = node.grants(&notes).unwrap();
-        node.call_record(&notes, "put", &arguments, grants, None)
-            .await
-            .unwrap();
-    }
+    restore_notes(&node).await;
     node.models().get(None).unwrap().prepare().await.unwrap();
     (node, dir, wordsmith)
 }
@@ -389,6 +410,7 @@ async fn goals(cases: &[Case], tally: &mut Tally) {
         GoalsConfig::default(),
     );
     for case in cases {
+        restore_notes(&node).await;
         let started = Instant::now();
         let record = goals
             .start(
@@ -438,6 +460,7 @@ async fn chat(cases: &[Case], tally: &mut Tally) {
     let (node, _dir, _wordsmith) = node().await;
     let chats = Chats::open(node.clone(), None, None).unwrap();
     for case in cases {
+        restore_notes(&node).await;
         // A new conversation; the message brings its agents in by @name.
         let conversation = chats.create(None, None).await.unwrap();
         let mentions: Vec<String> = case.agents.iter().map(|a| format!("@{a}")).collect();
@@ -502,14 +525,6 @@ fn served() -> (support::Cli, support::Server, Wordsmith) {
     let wordsmith = Wordsmith::start();
     cli.run(&["attach", "wordsmith", &wordsmith.base]).success();
     cli.grant("notes", &["kv=1MiB"]);
-    for (title, text) in NOTES {
-        cli.call(
-            "notes",
-            "put",
-            &json!({"title": title, "text": text}).to_string(),
-        )
-        .success();
-    }
     let node = support::Server::start(cli.data(), &[]);
     (cli, node, wordsmith)
 }
@@ -519,6 +534,7 @@ fn a2a(cases: &[Case], tally: &mut Tally) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let client = reqwest::Client::new();
     for case in cases.iter().filter(|c| c.agents.len() == 1) {
+        runtime.block_on(restore_notes_over_mcp(&node));
         let body = json!({
             "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
             "params": {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": case.said}]}}
@@ -678,6 +694,7 @@ fn v1(cases: &[Case], tally: &mut Tally) {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let http = reqwest::Client::new();
     for case in cases {
+        runtime.block_on(restore_notes_over_mcp(&node));
         let started = Instant::now();
         let (answered, said) = runtime.block_on(v1_answer(&http, &node, case));
         let took = started.elapsed();

@@ -39,6 +39,9 @@ pub const MAX_RETRIES: usize = 2;
 /// Values written after a step's first one that the step may also take,
 /// at most (a tool of three values takes the next two).
 const NEIGHBOURS: usize = 2;
+/// Values after the first that a list of numbers may also take, at most
+/// (the grammar writes lists of up to eight items).
+const LIST_NEIGHBOURS: usize = 7;
 /// A result's values offered to later steps, at most.
 const RESULT_VALUES: usize = 8;
 /// Words by which a part refers to what an earlier one found: then it
@@ -493,13 +496,22 @@ impl Steps {
         let refused = self.refused_in_a_row(index);
         let (grounding, at, candidates) = match unused.split_first() {
             Some((first, rest)) => {
-                // As many values as the largest call takes, from the first.
+                // As many values as the largest call takes, from the first;
+                // a list of numbers takes all the part's (as many as a list
+                // is written with).
                 let slots = tools
                     .iter()
                     .map(|t| crate::llm::grounding::slot_kinds(&t.schema).len())
                     .max()
                     .unwrap_or(1);
-                let neighbours = rest.len().min(slots.saturating_sub(1)).min(NEIGHBOURS);
+                let lists = tools
+                    .iter()
+                    .any(|t| crate::llm::grounding::number_lists(&t.schema) > 0);
+                let neighbours = if lists {
+                    rest.len().min(LIST_NEIGHBOURS)
+                } else {
+                    rest.len().min(slots.saturating_sub(1)).min(NEIGHBOURS)
+                };
                 let mut grounding = Grounding {
                     required: Some(first.value.clone()),
                     values: rest[..neighbours].iter().map(|g| g.value.clone()).collect(),
@@ -1451,6 +1463,25 @@ mod tests {
         let steps = Steps::new("What is 6 times 7?");
         let step = steps.next(&with_lower).unwrap();
         assert!(!steps.chosen_by_request(&with_lower, &step, 1));
+    }
+
+    #[test]
+    fn a_list_of_numbers_takes_every_number_of_the_part() {
+        let mut tools = tools();
+        tools.push(tool(
+            "stats",
+            "summarize",
+            "Count, mean, median, standard deviation, extremes and quartiles of some numbers.",
+            json!({"type": "object", "properties": {"values": {"type": "array",
+                "items": {"type": "number"}, "description": "the numbers"}}, "required": ["values"]}),
+        ));
+        let summarize = tools.len() - 1;
+        let steps = Steps::new("Compute the mean of 10, 20, 30 and 40.");
+        let step = steps.next(&tools).unwrap();
+        assert!(step.tools.contains(&summarize), "{:?}", step.tools);
+        let offered: Vec<&Literal> = step.grounding.all_values().collect();
+        assert_eq!(offered.len(), 4, "{offered:?}");
+        assert!(steps.chosen_by_request(&tools, &step, summarize));
     }
 
     #[test]

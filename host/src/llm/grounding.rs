@@ -276,14 +276,36 @@ pub fn can_fill(schema: &Value, grounding: &Grounding) -> bool {
     let mut values: Vec<&Literal> = grounding.values.iter().collect();
     match &grounding.required {
         None => fill(&kinds, &mut values, runs),
-        Some(required) => (0..kinds.len()).any(|slot| {
-            kinds[slot].takes(required) && {
-                let mut rest = kinds.clone();
-                rest.remove(slot);
-                fill(&rest, &mut values, runs)
-            }
-        }),
+        Some(required) => {
+            (0..kinds.len()).any(|slot| {
+                kinds[slot].takes(required) && {
+                    let mut rest = kinds.clone();
+                    rest.remove(slot);
+                    fill(&rest, &mut values, runs)
+                }
+            }) || (matches!(required, Literal::Number(_))
+                && number_lists(schema) > 0
+                && fill(&kinds, &mut values, runs))
+        }
     }
+}
+
+/// How many required lists of numbers a call of `schema` takes (`values:
+/// list[float]` of a statistics tool): each takes the numbers of the
+/// request, as many as it writes.
+pub fn number_lists(schema: &Value) -> usize {
+    required_properties(schema)
+        .iter()
+        .filter(|(_, property)| {
+            let property = resolve(property, schema);
+            plain_type(property) == Some("array")
+                && property
+                    .get("items")
+                    .map(|items| resolve(items, schema))
+                    .and_then(plain_type)
+                    .is_some_and(|t| t == "number" || t == "integer")
+        })
+        .count()
 }
 
 /// The required properties of an object schema, in order.
