@@ -23,6 +23,24 @@ pub fn check(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), Strin
     };
     let texts = &step.grounding.texts;
     let given = |s: &str| given_text(step, s);
+    // Each number goes where it was written, as often as it was: not
+    // `regress([0.1, 0.2], [0.1, 0.2])` for "0.1 + 0.2".
+    let mut numbers: Vec<f64> = Vec::new();
+    leaf_numbers(arguments, &mut numbers);
+    for n in &numbers {
+        let used = numbers.iter().filter(|m| *m == n).count();
+        let offered = step
+            .grounding
+            .all_values()
+            .filter(|v| matches!(v, Literal::Number(m) if m == n))
+            .count();
+        if offered > 0 && used > offered {
+            return Err(format!(
+                "it gives {} {used} times, and the request writes it {offered}",
+                crate::llm::grounding::number_literal(*n)
+            ));
+        }
+    }
     // The free texts: runs of the request's words, not values it was given.
     let free: Vec<(&String, &str)> = object
         .iter()
@@ -266,6 +284,16 @@ fn is_whole_request(part: &str, text: &str) -> bool {
     asked.len() >= 2 && asked.iter().all(|w| held.contains(w))
 }
 
+/// The numbers of `value`, in lists and objects too.
+fn leaf_numbers(value: &Value, out: &mut Vec<f64>) {
+    match value {
+        Value::Number(n) => out.extend(n.as_f64()),
+        Value::Array(items) => items.iter().for_each(|v| leaf_numbers(v, out)),
+        Value::Object(map) => map.values().for_each(|v| leaf_numbers(v, out)),
+        _ => {}
+    }
+}
+
 /// How often `run` is written as whole words in `text`.
 fn occurrences(text: &str, run: &str) -> usize {
     let lower = text.to_lowercase();
@@ -483,6 +511,14 @@ mod tests {
             without_examples("A unit, such as km. Or e.g. mi; the rest"),
             "A unit, . Or ; the rest"
         );
+        let mut regress = convert();
+        regress.schema = json!({"type": "object", "properties": {
+            "x": {"type": "array", "items": {"type": "number"}},
+            "y": {"type": "array", "items": {"type": "number"}}}});
+        let mut part = step("0.1 + 0.2 in floating point");
+        part.grounding.values = vec![Literal::Number(0.2)];
+        let twice = check(&regress, &part, &json!({"x": [0.1, 0.2], "y": [0.1, 0.2]})).unwrap_err();
+        assert!(twice.contains("0.1 2 times"), "{twice}");
         let number = fits(
             "How many pounds are 16 ounces?",
             json!({"amount": 16, "from_unit": "16 ounces", "to_unit": "pounds"}),

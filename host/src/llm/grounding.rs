@@ -283,9 +283,19 @@ pub fn can_fill(schema: &Value, grounding: &Grounding) -> bool {
                     rest.remove(slot);
                     fill(&rest, &mut values, runs)
                 }
-            }) || (matches!(required, Literal::Number(_))
-                && number_lists(schema) > 0
-                && fill(&kinds, &mut values, runs))
+            }) || {
+                // A list is of two numbers at least: the mean of one number
+                // is no question.
+                let lists = number_lists(schema);
+                let numbers = 1 + values
+                    .iter()
+                    .filter(|v| matches!(v, Literal::Number(_)))
+                    .count();
+                matches!(required, Literal::Number(_))
+                    && lists > 0
+                    && numbers >= 2 * lists
+                    && fill(&kinds, &mut values, runs)
+            }
         }
     }
 }
