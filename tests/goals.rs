@@ -361,7 +361,7 @@ async fn a_tool_that_changes_things_runs_only_when_the_words_choose_it() {
     assert!(results(&messages).is_empty(), "{messages:#?}");
     let reason = record.reason.unwrap();
     assert!(
-        reason.contains("the model chose delete, which may change things"),
+        reason.contains("the model chose delete, which changes things"),
         "{reason}"
     );
     let get = json!({"title": "groceries"}).to_string();

@@ -341,7 +341,7 @@ mod tests {
 
     fn tool(description: &str) -> Offered {
         Offered {
-            read_only: true,
+            effects: crate::answers::steps::Effects::ReadOnly,
             owner: "calculator".into(),
             name: "t".into(),
             description: description.into(),
@@ -394,7 +394,7 @@ mod tests {
     #[test]
     fn a_text_bound_to_a_value_is_the_one_written_after_it() {
         let convert = Offered {
-            read_only: true,
+            effects: crate::answers::steps::Effects::ReadOnly,
             owner: "unit-convert".into(),
             name: "convert".into(),
             description: "Convert an amount.".into(),
@@ -449,7 +449,7 @@ mod tests {
     #[test]
     fn a_value_written_after_a_parameters_name_is_that_parameters() {
         let put = Offered {
-            read_only: false,
+            effects: crate::answers::steps::Effects::Changes,
             owner: "notes".into(),
             name: "put".into(),
             description: "Saves a note.".into(),
@@ -489,7 +489,7 @@ mod tests {
     fn a_parameter_named_from_takes_the_text_written_after_the_number() {
         // The MCP server's schema, from a Python signature: no descriptions.
         let convert = Offered {
-            read_only: true,
+            effects: crate::answers::steps::Effects::ReadOnly,
             owner: "units".into(),
             name: "convert".into(),
             description: "Converts a value between two units of the same kind.".into(),

@@ -371,7 +371,7 @@ mod tests {
 
     fn convert() -> Offered {
         Offered {
-            read_only: true,
+            effects: crate::answers::steps::Effects::ReadOnly,
             owner: "unit-convert".into(),
             name: "convert".into(),
             description: "Convert an amount from one unit to another.".into(),

@@ -408,7 +408,7 @@ mod tests {
     #[test]
     fn tools_that_share_a_name_are_told_apart_by_their_owner() {
         let tool = |owner: &str, name: &str| Offered {
-            read_only: true,
+            effects: crate::answers::steps::Effects::ReadOnly,
             owner: owner.into(),
             name: name.into(),
             description: String::new(),

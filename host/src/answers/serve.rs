@@ -180,7 +180,7 @@ mod tests {
 
     fn add() -> Vec<Offered> {
         vec![Offered {
-            read_only: true,
+            effects: crate::answers::steps::Effects::ReadOnly,
             owner: "calculator".into(),
             name: "add".into(),
             description: "Add two numbers.".into(),

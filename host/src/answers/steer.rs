@@ -51,7 +51,7 @@ async fn call_when_needed<A: Ask>(request: &mut ChatRequest, ask: &A) {
         .tools
         .iter()
         .map(|tool| Offered {
-            read_only: false,
+            effects: crate::answers::steps::Effects::Unknown,
             owner: String::new(),
             name: tool.name.clone(),
             description: tool.description.clone(),
@@ -154,7 +154,7 @@ pub fn keep_to_results(request: &ChatRequest, content: &str) -> Option<String> {
                     let arguments: serde_json::Value =
                         serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null);
                     let tool = Offered {
-                        read_only: false,
+                        effects: crate::answers::steps::Effects::Unknown,
                         owner: String::new(),
                         name: call.name.clone(),
                         description: String::new(),

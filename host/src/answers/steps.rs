@@ -58,10 +58,31 @@ pub struct Offered {
     pub name: String,
     pub description: String,
     pub schema: Value,
-    /// Whether its agent says it changes nothing (MCP's `readOnlyHint`):
-    /// a tool that may change things runs only when the person's words
-    /// chose it (see [`Steps::may_run`]).
-    pub read_only: bool,
+    /// What its agent says calling it does (see [`Steps::may_run`]).
+    pub effects: Effects,
+}
+
+/// What calling a tool does, as its agent's MCP annotations say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effects {
+    /// It changes nothing (`readOnlyHint: true`).
+    ReadOnly,
+    /// Its agent does not say (no hints: a plain MCP server, an A2A
+    /// agent's skill).
+    Unknown,
+    /// It changes things (`readOnlyHint: false`, or `destructiveHint:
+    /// true`): a note's `put` and `delete`.
+    Changes,
+}
+
+impl Effects {
+    pub fn of(annotations: &crate::agent::tool::ToolAnnotations) -> Effects {
+        match (annotations.read_only_hint, annotations.destructive_hint) {
+            (Some(true), _) => Effects::ReadOnly,
+            (None, None) => Effects::Unknown,
+            _ => Effects::Changes,
+        }
+    }
 }
 
 impl Offered {
@@ -72,7 +93,7 @@ impl Offered {
             name: tool.name.clone(),
             description: tool.description.clone(),
             schema: tool.input_schema.clone(),
-            read_only: tool.annotations.read_only_hint == Some(true),
+            effects: Effects::of(&tool.annotations),
         }
     }
 
@@ -809,26 +830,40 @@ impl Steps {
                 .is_some_and(|part| part.agreed.contains(&tool))
     }
 
-    /// Whether a call of `tool` may run for `step`, or why not: a tool
-    /// that may change things (not marked read-only by its agent) runs
-    /// only when a word of the person's names what it does (its name, or
-    /// the first clause of its description) and no other tool's. A guess that reads is on
-    /// record and answers nothing; a guess that deletes a note has done
-    /// its harm by the time its result is set aside, however sure the
-    /// model was of it.
+    /// Whether a call of `tool` may run for `step`, or why not. A tool
+    /// that changes things (by its agent's annotations) runs only when a
+    /// word of the person's names what it does (its name, or the first
+    /// clause of its description) and no other tool's: a guess that
+    /// deletes a note has done its harm by the time its result is set
+    /// aside, however sure the model was of it. A tool whose agent does
+    /// not say runs when it was chosen for certain (by the words, or by
+    /// the model's accounts in both orders); a read-only one always (a
+    /// guess is on record and answers nothing).
     pub fn may_run(&self, tools: &[Offered], step: &Step, tool: usize) -> Result<(), String> {
-        match tools.get(tool) {
-            Some(offered)
-                if !offered.read_only && !self.named_alone(tools, step, tool, Offered::doing) =>
-            {
-                Err(format!(
-                    "the model chose {}, which may change things, and no word of it \
-                     names what that tool does: it was not run",
-                    offered.name
-                ))
-            }
-            _ => Ok(()),
+        let Some(offered) = tools.get(tool) else {
+            return Ok(());
+        };
+        let allowed = match offered.effects {
+            Effects::ReadOnly => true,
+            Effects::Unknown => self.chosen(tools, step, tool),
+            Effects::Changes => self.named_alone(tools, step, tool, Offered::doing),
+        };
+        if allowed {
+            return Ok(());
         }
+        Err(match offered.effects {
+            Effects::Changes => format!(
+                "the model chose {}, which changes things, and no word of it names what \
+                 that tool does: it was not run",
+                offered.name
+            ),
+            _ => format!(
+                "the model chose {}, whose agent does not say it changes nothing, and \
+                 neither the request's words nor the model's accounts in both orders chose \
+                 it: it was not run",
+                offered.name
+            ),
+        })
     }
 
     /// Whether a call of `tool` with `arguments` was made already.
@@ -1116,7 +1151,7 @@ mod tests {
 
     fn tool(owner: &str, name: &str, description: &str, schema: Value) -> Offered {
         Offered {
-            read_only: true,
+            effects: Effects::ReadOnly,
             owner: owner.into(),
             name: name.into(),
             description: description.into(),
@@ -1482,6 +1517,30 @@ mod tests {
         let offered: Vec<&Literal> = step.grounding.all_values().collect();
         assert_eq!(offered.len(), 4, "{offered:?}");
         assert!(steps.chosen_by_request(&tools, &step, summarize));
+    }
+
+    #[test]
+    fn what_a_tool_does_decides_whose_choice_runs_it() {
+        let mut tools = tools();
+        let mut count = tool(
+            "wordsmith",
+            "count",
+            "Counts the words of the message.",
+            json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}),
+        );
+        count.effects = Effects::Unknown;
+        tools.push(count);
+        let count = tools.len() - 1;
+        let mut steps = Steps::new("How many words are in 'a b c'?");
+        let step = steps.next(&tools).unwrap();
+        // "words" names word_count and count: the words do not choose.
+        assert!(steps.may_run(&tools, &step, count).is_err());
+        // The model's accounts in both orders do.
+        steps.agree(&step, vec![count]);
+        assert!(steps.may_run(&tools, &step, count).is_ok());
+        // A tool that changes things runs only on the words.
+        tools[count].effects = Effects::Changes;
+        assert!(steps.may_run(&tools, &step, count).is_err());
     }
 
     #[test]

@@ -387,7 +387,7 @@ mod tests {
 
     fn offered(name: &str) -> Offered {
         Offered {
-            read_only: true,
+            effects: crate::answers::steps::Effects::ReadOnly,
             owner: "agent".into(),
             name: name.into(),
             description: String::new(),
