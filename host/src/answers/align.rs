@@ -255,10 +255,18 @@ pub fn bind(tool: &Offered, part: &str, arguments: &mut Value) {
             .map(|(at, _)| at)
             .find(|&at| whole_word_at(&lower, at, text.len()))
             .or_else(|| {
-                words(&lower)
-                    .into_iter()
-                    .find(|(_, _, word)| super::fit::abbreviates(&text, word))
-                    .map(|(at, _, _)| at)
+                // Not a word that asks how much ("m" is no "many").
+                let all = words(&lower);
+                all.iter()
+                    .enumerate()
+                    .filter(|(i, (_, _, word))| {
+                        !super::fit::asks_how_much(
+                            word,
+                            i.checked_sub(1).map(|b| all[b].2.as_str()),
+                        )
+                    })
+                    .find(|(_, (_, _, word))| super::fit::abbreviates(&text, word))
+                    .map(|(_, (at, _, _))| *at)
             })
     };
     // Every text argument must be placed, or none is moved.
@@ -414,6 +422,13 @@ mod tests {
                 json!({"amount": 40, "from_unit": "km", "to_unit": "mi"})
             ),
             json!({"amount": 40, "from_unit": "mi", "to_unit": "km"})
+        );
+        assert_eq!(
+            bound(
+                "How many kilometers are 1000 meters?",
+                json!({"amount": 1000, "from_unit": "km", "to_unit": "m"})
+            ),
+            json!({"amount": 1000, "from_unit": "m", "to_unit": "km"})
         );
         assert_eq!(
             bound(

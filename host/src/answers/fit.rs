@@ -131,8 +131,7 @@ pub fn check(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), Strin
             // "Tell me"); quantifiers ask how much, and so does the word
             // after "how" ("how far", "how many").
             if at == 0
-                || QUANTIFIERS.contains(&word.to_lowercase().as_str())
-                || words[at - 1].eq_ignore_ascii_case("how")
+                || asks_how_much(word, Some(words[at - 1]))
                 || terms(&term).next().is_none()
                 || term.bytes().all(|b| b.is_ascii_digit())
                 || !numbers_in(word).is_empty()
@@ -231,8 +230,7 @@ pub fn own_words(tool: &Offered, step: &Step) -> Vec<String> {
             || !is_word
             || (common && !after_number)
             || (tools_own && !after_number)
-            || QUANTIFIERS.contains(&word.to_lowercase().as_str())
-            || words[at - 1].eq_ignore_ascii_case("how")
+            || asks_how_much(word, Some(words[at - 1]))
             || found.iter().any(|f| f.eq_ignore_ascii_case(word))
         {
             continue;
@@ -265,6 +263,13 @@ fn given_text(step: &Step, text: &str) -> bool {
     step.grounding
         .all_values()
         .any(|v| matches!(v, Literal::Text(t) if t == text))
+}
+
+/// Whether `word` (after `before`) asks how much of something: a
+/// quantifier, or the word after "how" ("how far").
+pub(super) fn asks_how_much(word: &str, before: Option<&str>) -> bool {
+    QUANTIFIERS.contains(&word.to_lowercase().as_str())
+        || before.is_some_and(|b| b.eq_ignore_ascii_case("how"))
 }
 
 /// Words that ask how much or how many of something, not what of.
