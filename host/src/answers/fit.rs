@@ -18,6 +18,23 @@ use serde_json::Value;
 
 /// Why `arguments` of `tool` do not fit `step`, if they do not.
 pub fn check(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), String> {
+    check_with(tool, step, arguments, true)
+}
+
+/// [`check`] for a call the node corrected itself: a word before one an
+/// argument holds is not taken as part of its name ("2 nautical miles"
+/// corrected to `mi` leaves out "nautical"), since no model wrote the
+/// call with the whole name before it.
+pub fn check_corrected(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), String> {
+    check_with(tool, step, arguments, false)
+}
+
+fn check_with(
+    tool: &Offered,
+    step: &Step,
+    arguments: &Value,
+    names_of_two_words: bool,
+) -> Result<(), String> {
     let Some(object) = arguments.as_object() else {
         return Ok(());
     };
@@ -151,7 +168,7 @@ pub fn check(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), Strin
             // "nautical miles".
             let accounted = told.iter().any(|t| same_word(&term, t))
                 || by_argument(word)
-                || (joined_to_next(at) && by_argument(words[at + 1]));
+                || (names_of_two_words && joined_to_next(at) && by_argument(words[at + 1]));
             if !accounted {
                 return Err(format!(
                     "it leaves out {word:?}, which the request names and no argument holds"
@@ -482,6 +499,11 @@ mod tests {
             )
             .is_ok()
         );
+        let nautical = step("How many kilometres are 2 nautical miles?");
+        let corrected = json!({"amount": 2, "from_unit": "mi", "to_unit": "km"});
+        assert!(check(&convert(), &nautical, &corrected).is_ok());
+        let strict = check_corrected(&convert(), &nautical, &corrected).unwrap_err();
+        assert!(strict.contains("\"nautical\""), "{strict}");
         let twice = fits(
             "Convert 5 parsecs to km.",
             json!({"amount": 5, "from_unit": "km", "to_unit": "km"}),

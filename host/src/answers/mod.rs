@@ -328,7 +328,7 @@ fn corrected(steps: &Steps, tools: &[Offered], step: &Step) -> Option<Chosen> {
             changed = true;
         }
     }
-    let fits = fit::check(&tools[made.tool], step, &arguments).is_ok();
+    let fits = fit::check_corrected(&tools[made.tool], step, &arguments).is_ok();
     (changed && fits && !steps.repeats(made.tool, &arguments)).then_some(Chosen {
         tool: made.tool,
         arguments,

@@ -364,7 +364,7 @@ impl Steps {
         };
         let named: Vec<Vec<String>> = candidates.iter().map(|&i| terms_of(&tools[i])).collect();
         // For each word of the part, the candidates it names.
-        let naming: Vec<Vec<usize>> = terms(self.part_text(step.index))
+        let mut naming: Vec<Vec<usize>> = terms(self.part_text(step.index))
             .filter(|w| !is_number(w))
             .map(|w| {
                 candidates
@@ -375,6 +375,22 @@ impl Steps {
                     .collect::<Vec<usize>>()
             })
             .collect();
+        // A common word that is a tool's very name names it ("Get the
+        // note 'monday'": `get`).
+        for word in self
+            .part_text(step.index)
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty() && terms(w).next().is_none())
+        {
+            let exact: Vec<usize> = candidates
+                .iter()
+                .copied()
+                .filter(|&i| tools[i].name.eq_ignore_ascii_case(word))
+                .collect();
+            if !exact.is_empty() {
+                naming.push(exact);
+            }
+        }
         let name = |i: usize| tools[i].name.to_lowercase();
         let alone = |i: usize| {
             naming
@@ -1541,6 +1557,30 @@ mod tests {
         // A tool that changes things runs only on the words.
         tools[count].effects = Effects::Changes;
         assert!(steps.may_run(&tools, &step, count).is_err());
+    }
+
+    #[test]
+    fn a_common_word_that_is_a_tools_name_names_it() {
+        let mut tools = tools();
+        for (name, description) in [
+            ("get", "Read the note with a title."),
+            (
+                "delete",
+                "Delete the note with a title; says whether it existed.",
+            ),
+        ] {
+            tools.push(tool(
+                "notes",
+                name,
+                description,
+                json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}),
+            ));
+        }
+        let get = tools.len() - 2;
+        let steps = Steps::new("Get the note 'monday'.");
+        let step = steps.next(&tools).unwrap();
+        assert!(steps.chosen_by_request(&tools, &step, get));
+        assert!(!steps.chosen_by_request(&tools, &step, get + 1));
     }
 
     #[test]
