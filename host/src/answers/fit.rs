@@ -42,8 +42,9 @@ fn check_with(
     let given = |s: &str| given_text(step, s);
     // Each number goes where it was written, as often as it was: not
     // `regress([0.1, 0.2], [0.1, 0.2])` for "0.1 + 0.2".
-    let mut numbers: Vec<f64> = Vec::new();
-    leaf_numbers(arguments, &mut numbers);
+    let mut leaves: Vec<&Value> = Vec::new();
+    super::steps::leaves(arguments, &mut leaves);
+    let numbers: Vec<f64> = leaves.iter().filter_map(|v| v.as_f64()).collect();
     for n in &numbers {
         let used = numbers.iter().filter(|m| *m == n).count();
         let offered = step
@@ -304,16 +305,6 @@ fn is_whole_request(part: &str, text: &str) -> bool {
     };
     let (asked, held) = (words(part), words(text));
     asked.len() >= 2 && asked.iter().all(|w| held.contains(w))
-}
-
-/// The numbers of `value`, in lists and objects too.
-fn leaf_numbers(value: &Value, out: &mut Vec<f64>) {
-    match value {
-        Value::Number(n) => out.extend(n.as_f64()),
-        Value::Array(items) => items.iter().for_each(|v| leaf_numbers(v, out)),
-        Value::Object(map) => map.values().for_each(|v| leaf_numbers(v, out)),
-        _ => {}
-    }
 }
 
 /// How often `run` is written as whole words in `text`.

@@ -1026,7 +1026,7 @@ pub fn quoted_in(said: &str, word: &str) -> bool {
         .any(|q| said.contains(&format!("{q}{word}{q}")))
 }
 
-fn leaves<'v>(value: &'v Value, out: &mut Vec<&'v Value>) {
+pub(super) fn leaves<'v>(value: &'v Value, out: &mut Vec<&'v Value>) {
     match value {
         Value::Array(items) => items.iter().for_each(|v| leaves(v, out)),
         Value::Object(map) => map.values().for_each(|v| leaves(v, out)),
