@@ -419,7 +419,7 @@ fn converting(request: &Request) -> Answer {
         .filter(|_| request.user.contains("Refused:"))
         .filter_map(|v| match v {
             Literal::Text(t) => Some(t.clone()),
-            Literal::Number(_) => None,
+            _ => None,
         })
         .collect();
     let words: Vec<String> = request

@@ -241,6 +241,7 @@ pub fn good_call(request: &Request) -> Answer {
         let value = match values.remove(position) {
             Literal::Number(n) => json!(n),
             Literal::Text(t) => json!(t),
+            Literal::Document(d) => d,
         };
         arguments.insert(name.to_owned(), value);
     }

@@ -134,13 +134,14 @@ pub fn align(tool: &Offered, part: &str, arguments: &mut Value) {
     }
     // Only a different order of the same values, of the same kinds.
     let values: Vec<Value> = parameters.iter().map(|k| object[k].clone()).collect();
-    let kind = Value::is_number;
+    let kind = |v: &Value| (v.is_number(), v.is_string());
     let moved: Vec<Value> = assigned
         .iter()
         .map(|v| values[v.expect("every parameter assigned")].clone())
         .collect();
     if moved.iter().zip(&values).any(|(a, b)| kind(a) != kind(b)) {
-        // Only numbers with numbers, texts with texts.
+        // Only numbers with numbers, texts with texts, documents with
+        // documents.
         return;
     }
     for (name, value) in parameters.iter().zip(moved) {

@@ -21,6 +21,13 @@ pub fn check(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), Strin
     check_with(tool, step, arguments, true)
 }
 
+/// Whether `document` is `arguments` or one of its values, at any depth.
+fn holds(arguments: &Value, document: &Value) -> bool {
+    let mut found = false;
+    crate::llm::grounding::visit(arguments, &[document], &mut |v| found |= v == document);
+    found
+}
+
 /// [`check`] for a call the node corrected itself: a word before one an
 /// argument holds is not taken as part of its name ("2 nautical miles"
 /// corrected to `mi` leaves out "nautical"), since no model wrote the
@@ -58,6 +65,19 @@ fn check_with(
                 crate::llm::grounding::number_literal(*n)
             ));
         }
+    }
+    // A document the part writes is what it asks about: a call that leaves
+    // it out (a note titled "user.name" for "get user.name from {…}")
+    // answers something else.
+    let left_out = step.grounding.all_values().find_map(|v| match v {
+        Literal::Document(d) if !holds(arguments, d) => Some(d),
+        _ => None,
+    });
+    if let Some(document) = left_out {
+        return Err(format!(
+            "it leaves out the document {}",
+            crate::text::excerpt(&document.to_string(), 60)
+        ));
     }
     // The free texts: runs of the request's words, not values it was given.
     let free: Vec<(&String, &str)> = object
@@ -115,7 +135,7 @@ fn check_with(
         .all_values()
         .filter_map(|v| match v {
             Literal::Text(t) => Some(t.to_lowercase()),
-            Literal::Number(_) => None,
+            _ => None,
         })
         .collect();
     for text in texts {

@@ -364,6 +364,7 @@ fn call_prompt(steps: &Steps, tools: &[Offered], step: &Step) -> String {
         .map(|value| match value {
             Literal::Number(n) => number_literal(*n),
             Literal::Text(t) => format!("{:?}", excerpt(t, 200)),
+            Literal::Document(d) => excerpt(&d.to_string(), 400).into_owned(),
         })
         .collect();
     if !values.is_empty() {

@@ -129,6 +129,7 @@ pub fn keep_to_results(request: &ChatRequest, content: &str) -> Option<String> {
             || values.iter().any(|value| match value {
                 Literal::Number(n) => stated.contains(n),
                 Literal::Text(t) => content.contains(t.trim()),
+                Literal::Document(d) => content.contains(&d.to_string()),
             })
     };
     if !content.trim().is_empty() && results.iter().all(|m| states(&m.content)) {

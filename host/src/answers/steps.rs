@@ -318,6 +318,28 @@ impl Steps {
             .map_or("", |p| &self.request[p.range.clone()])
     }
 
+    /// The terms of part `index` outside the values it writes: what it
+    /// says to do, not what it says it of ("text" of 'LOUD TEXT HERE').
+    fn said_terms(&self, index: usize) -> Vec<String> {
+        let Some(part) = self.parts.get(index) else {
+            return Vec::new();
+        };
+        let mut said = self.request[part.range.clone()].to_owned();
+        for given in self.given.iter().filter(|g| g.part == index) {
+            let (start, end) = (
+                given.range.start - part.range.start,
+                given.range.end - part.range.start,
+            );
+            if end <= said.len() {
+                said.replace_range(start..end, &" ".repeat(end - start));
+            }
+        }
+        let mut words: Vec<String> = terms(&said).filter(|w| !is_number(w)).collect();
+        words.sort();
+        words.dedup();
+        words
+    }
+
     /// Whether part `index` quotes text: then a string is one of its
     /// quotes, not any run of its words.
     fn quotes(&self, index: usize) -> bool {
@@ -343,7 +365,27 @@ impl Steps {
     /// agents (two converters' `convert`) are one choice: a word naming
     /// both names either.
     pub fn chosen_by_request(&self, tools: &[Offered], step: &Step, tool: usize) -> bool {
-        step.tools == [tool] || self.named_alone(tools, step, tool, Offered::terms)
+        step.tools == [tool]
+            || self.named_alone(tools, step, tool, Offered::terms)
+            || self.named_most(tools, step, tool)
+    }
+
+    /// Whether more of the part's words name `tool` than any other
+    /// candidate, two at least: "count the words" names word_count and a
+    /// word counter by both words, a word reverser by one. Tools named as
+    /// often are all chosen: by two words, they do the same thing.
+    fn named_most(&self, tools: &[Offered], step: &Step, tool: usize) -> bool {
+        let words = self.said_terms(step.index);
+        let score = |i: usize| {
+            let named = tools[i].terms();
+            words
+                .iter()
+                .filter(|w| named.iter().any(|t| same_word(w, t)))
+                .count()
+        };
+        let mine = score(tool);
+        let candidates = step.tools.iter().copied().chain([tool]);
+        mine >= 2 && candidates.map(score).all(|other| other <= mine)
     }
 
     /// Whether a word of `step`'s part names `tool` (or tools of its name)
@@ -520,10 +562,12 @@ impl Steps {
         }
         let part = &whole[read_from..];
         let start = start + read_from;
+        // A string takes a run of the part's own words, not of a
+        // document it writes.
         let texts = if self.quotes(index) {
             Vec::new()
         } else {
-            vec![part.trim().to_owned()]
+            vec![crate::llm::grounding::without_documents(part.trim())]
         };
         let unused: Vec<&Given> = self
             .given
@@ -630,6 +674,15 @@ impl Steps {
         let tools: Vec<usize> = candidates
             .into_iter()
             .filter(|&i| crate::llm::grounding::can_fill(&tools[i].schema, &grounding))
+            // A part that writes a document asks about it: only a tool that
+            // takes a document can answer it (not a note titled by its path).
+            .filter(|&i| {
+                !grounding
+                    .all_values()
+                    .any(|v| matches!(v, Literal::Document(_)))
+                    || crate::llm::grounding::slot_kinds(&tools[i].schema)
+                        .contains(&crate::llm::grounding::ValueKind::Document)
+            })
             .collect();
         if tools.is_empty() {
             return None;
@@ -751,8 +804,17 @@ impl Steps {
     ) {
         let succeeded = !output.is_error;
         if succeeded {
+            // The values the call took: a document given is taken whole.
+            let documents: Vec<&Value> = self
+                .given
+                .iter()
+                .filter_map(|g| match &g.value {
+                    Literal::Document(d) => Some(d),
+                    _ => None,
+                })
+                .collect();
             let mut taken: Vec<&Value> = Vec::new();
-            leaves(&arguments, &mut taken);
+            crate::llm::grounding::visit(&arguments, &documents, &mut |v| taken.push(v));
             let mut progressed = false;
             for value in taken {
                 if let Some(given) = self
@@ -1547,9 +1609,25 @@ mod tests {
         count.effects = Effects::Unknown;
         tools.push(count);
         let count = tools.len() - 1;
+        let mut reverse = tool(
+            "wordsmith",
+            "reverse",
+            "Says the words of the message in reverse order.",
+            json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}),
+        );
+        reverse.effects = Effects::Unknown;
+        tools.push(reverse);
+        let reverse = tools.len() - 1;
+        let steps = Steps::new("Count the words in 'a b c'.");
+        let step = steps.next(&tools).unwrap();
+        // Both words name word_count and count, one the reverser: either
+        // counter is the words' choice, the reverser is not.
+        assert!(steps.may_run(&tools, &step, count).is_ok());
+        assert!(steps.chosen_by_request(&tools, &step, 2));
+        assert!(steps.may_run(&tools, &step, reverse).is_err());
         let mut steps = Steps::new("How many words are in 'a b c'?");
         let step = steps.next(&tools).unwrap();
-        // "words" names word_count and count: the words do not choose.
+        // "words" alone names word_count and count: the words do not choose.
         assert!(steps.may_run(&tools, &step, count).is_err());
         // The model's accounts in both orders do.
         steps.agree(&step, vec![count]);
@@ -1557,6 +1635,43 @@ mod tests {
         // A tool that changes things runs only on the words.
         tools[count].effects = Effects::Changes;
         assert!(steps.may_run(&tools, &step, count).is_err());
+    }
+
+    #[test]
+    fn a_part_that_writes_a_document_is_served_by_tools_that_take_one() {
+        let mut tools = tools();
+        tools.push(tool(
+            "notes",
+            "get",
+            "Read the note with a title.",
+            json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}),
+        ));
+        tools.push(tool(
+            "jsontools",
+            "pick",
+            "The values at a path in a JSON document.",
+            json!({"type": "object", "properties": {"document": {"description": "the document"},
+                "path": {"type": "string"}}, "required": ["document", "path"]}),
+        ));
+        let pick = tools.len() - 1;
+        let mut steps =
+            Steps::new("Get user.name from {\"user\": {\"name\": \"Ada\"}}, then add 2 and 3.");
+        let step = steps.next(&tools).unwrap();
+        // "Get" names the notes' get, but a note titled "user.name" is no
+        // answer about the document.
+        assert_eq!(step.tools, [pick]);
+        assert_eq!(
+            step.part,
+            "Get user.name from {\"user\": {\"name\": \"Ada\"}}"
+        );
+        let call = json!({"document": {"user": {"name": "Ada"}}, "path": "user.name"});
+        assert!(crate::answers::fit::check(&tools[pick], &step, &call).is_ok());
+        let without = json!({"document": {"user": {}}, "path": "user.name"});
+        assert!(crate::answers::fit::check(&tools[pick], &step, &without).is_err());
+        steps.record(&tools, &step, pick, call, text("Ada"));
+        // The document was taken whole: the next step is the next part's.
+        let step = steps.next(&tools).unwrap();
+        assert_eq!(step.grounding.required, Some(Literal::Number(2.0)));
     }
 
     #[test]

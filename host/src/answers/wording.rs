@@ -100,10 +100,14 @@ pub async fn answer<A: Ask>(
 /// The values an answer may state: those of the request, of the calls'
 /// arguments and of their results.
 pub fn grounding(steps: &Steps) -> Grounding {
-    let mut values: Vec<Literal> = values_in(steps.request())
-        .into_iter()
-        .map(|(_, v)| v)
-        .collect();
+    let mut values: Vec<Literal> = Vec::new();
+    for (_, value) in values_in(steps.request()) {
+        // A document's own numbers and texts are the person's too.
+        if let Literal::Document(document) = &value {
+            literals(document, &mut values);
+        }
+        values.push(value);
+    }
     for call in steps.made().iter().filter(|m| m.succeeded()) {
         let mut arguments = Vec::new();
         literals(&call.arguments, &mut arguments);
@@ -154,6 +158,7 @@ pub fn check(answer: &str, steps: &Steps) -> Result<(), String> {
         .filter_map(|v| match v {
             Literal::Number(n) => Some(*n),
             Literal::Text(t) => t.parse().ok(),
+            Literal::Document(_) => None,
         })
         .collect();
     if let Some(stray) = numbers_in(answer).into_iter().find(|n| !known.contains(n)) {
@@ -162,13 +167,15 @@ pub fn check(answer: &str, steps: &Steps) -> Result<(), String> {
             number_literal(stray)
         ));
     }
-    let stated: Vec<f64> = numbers_in(answer);
+    // A document the answer copies states none of its numbers: "the
+    // paths of {"a": 1} are a list" states no result.
+    let stated: Vec<f64> = numbers_in(&crate::llm::grounding::without_documents(answer));
     // The texts the person quoted: values they gave, as a number is.
     let quoted: Vec<String> = values_in(steps.request())
         .into_iter()
         .filter_map(|(_, value)| match value {
             Literal::Text(t) => Some(t),
-            Literal::Number(_) => None,
+            _ => None,
         })
         .collect();
     for (number, call) in steps.made().iter().enumerate() {
@@ -180,6 +187,7 @@ pub fn check(answer: &str, steps: &Steps) -> Result<(), String> {
             || values.iter().any(|value| match value {
                 Literal::Number(n) => stated.contains(n),
                 Literal::Text(t) => answer.contains(t.trim()),
+                Literal::Document(d) => answer.contains(&d.to_string()),
             });
         if !found {
             return Err(format!(
@@ -197,6 +205,7 @@ pub fn check(answer: &str, steps: &Steps) -> Result<(), String> {
                     && t.chars().count() <= STATED_TEXT_CHARS
                     && !answer.contains(t)
             }
+            Literal::Document(_) => false,
         });
         if let Some(value) = unsaid {
             return Err(format!(
@@ -205,6 +214,7 @@ pub fn check(answer: &str, steps: &Steps) -> Result<(), String> {
                 match value {
                     Literal::Number(n) => number_literal(*n),
                     Literal::Text(t) => format!("{:?}", excerpt(t, 60)),
+                    Literal::Document(d) => excerpt(&d.to_string(), 60).into_owned(),
                 }
             ));
         }
@@ -462,6 +472,30 @@ mod tests {
             &steps,
         );
         assert!(repeats.unwrap_err().contains("repeats"));
+    }
+
+    #[test]
+    fn a_document_copied_into_an_answer_states_none_of_its_numbers() {
+        let mut flatten = offered("flatten");
+        flatten.schema =
+            json!({"type": "object", "properties": {"document": {}}, "required": ["document"]});
+        let tools = vec![flatten];
+        let mut steps = Steps::new("What are the paths of every value in {\"a\": {\"b\": 1}}?");
+        let step = steps.next(&tools).unwrap();
+        steps.record(
+            &tools,
+            &step,
+            0,
+            json!({"document": {"a": {"b": 1}}}),
+            ToolOutput {
+                content: Vec::new(),
+                structured_content: StructuredContent::from_value(&json!({"a.b": 1})).ok(),
+                is_error: false,
+            },
+        );
+        let copied = "The path of every value in {\"a\":{\"b\":1}} is a nested list.";
+        assert!(check(copied, &steps).unwrap_err().contains("leaves out"));
+        assert!(check("The path a.b holds 1.", &steps).is_ok());
     }
 
     #[test]

@@ -27,12 +27,18 @@ pub const MAX_SOURCE_BYTES: usize = 8 * 1024;
 pub const MAX_VALUES: usize = 48;
 /// The longest text value, in bytes.
 pub const MAX_TEXT_VALUE: usize = 1024;
+/// The longest JSON document a request may write inline, in bytes, and
+/// its deepest nesting: a longer or deeper one is left as text.
+pub const MAX_DOCUMENT_BYTES: usize = 4 * 1024;
+pub const MAX_DOCUMENT_DEPTH: usize = 16;
 
-/// A value a model may copy: a number, or a text.
+/// A value a model may copy: a number, a text, or a JSON document the
+/// person wrote inline (`{"user": {"name": "Ada"}}`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Literal {
     Number(f64),
     Text(String),
+    Document(Value),
 }
 
 impl Literal {
@@ -41,14 +47,17 @@ impl Literal {
         match self {
             Literal::Number(n) => number_literal(*n),
             Literal::Text(text) => serde_json::to_string(text).expect("a string serializes"),
+            Literal::Document(document) => document.to_string(),
         }
     }
 
-    /// As a person reads it: numbers as JSON writes them, texts bare.
+    /// As a person reads it: numbers as JSON writes them, texts bare,
+    /// documents as compact JSON.
     pub fn plain(&self) -> String {
         match self {
             Literal::Number(n) => number_literal(*n),
             Literal::Text(text) => text.clone(),
+            Literal::Document(document) => document.to_string(),
         }
     }
 
@@ -61,6 +70,7 @@ impl Literal {
         match (self, value) {
             (Literal::Number(n), Value::Number(v)) => v.as_f64() == Some(*n),
             (Literal::Text(t), Value::String(v)) => t == v,
+            (Literal::Document(d), v) => d == v,
             _ => false,
         }
     }
@@ -145,16 +155,25 @@ impl Grounding {
             .all_values()
             .filter_map(|v| match v {
                 Literal::Number(n) => Some(*n),
-                Literal::Text(_) => None,
+                _ => None,
+            })
+            .collect();
+        let documents: Vec<&Value> = self
+            .all_values()
+            .filter_map(|v| match v {
+                Literal::Document(d) => Some(d),
+                _ => None,
             })
             .collect();
         let mut problem = None;
-        visit(arguments, &mut |value| {
+        visit(arguments, &documents, &mut |value| {
             if problem.is_some() {
                 return;
             }
             match value {
-                Value::Number(n) if !numbers.is_empty() => {
+                // Where the grounding offers numbers or documents, numbers
+                // come from them (those inside a document copied whole).
+                Value::Number(n) if !numbers.is_empty() || !documents.is_empty() => {
                     let n = n.as_f64().unwrap_or(f64::NAN);
                     if !numbers.contains(&n) {
                         problem = Some(format!(
@@ -196,6 +215,8 @@ pub enum ValueKind {
     Number,
     Integer,
     Text,
+    /// Any JSON, or any object: a document.
+    Document,
 }
 
 impl ValueKind {
@@ -204,18 +225,24 @@ impl ValueKind {
             (ValueKind::Number, Literal::Number(_)) => true,
             (ValueKind::Integer, value @ Literal::Number(_)) => value.is_whole(),
             (ValueKind::Text, Literal::Text(_)) => true,
+            (ValueKind::Document, Literal::Document(_)) => true,
             _ => false,
         }
     }
 
     /// The kind `schema` (a property, `$ref`s resolved in `root`) takes,
-    /// when it is a plain number, integer or string.
+    /// when it is a plain number, integer or string, or any JSON value or
+    /// object (a document: `{}`, `{"description": "the document"}`, an
+    /// object of no named properties).
     pub fn of(schema: &Value, root: &Value) -> Option<ValueKind> {
-        match plain_type(resolve(schema, root))? {
-            "number" => Some(ValueKind::Number),
-            "integer" => Some(ValueKind::Integer),
-            "string" => Some(ValueKind::Text),
-            _ => None,
+        let schema = resolve(schema, root);
+        match plain_type(schema) {
+            Some("number") => Some(ValueKind::Number),
+            Some("integer") => Some(ValueKind::Integer),
+            Some("string") => Some(ValueKind::Text),
+            Some("object") if schema.get("properties").is_none() => Some(ValueKind::Document),
+            Some(_) => None,
+            None => is_any(schema).then_some(ValueKind::Document),
         }
     }
 }
@@ -382,6 +409,16 @@ pub fn plain_type(schema: &Value) -> Option<&str> {
     }
 }
 
+/// Whether `schema` allows any JSON value: it says nothing of types,
+/// properties, items or values (it may describe, title or default it).
+fn is_any(schema: &Value) -> bool {
+    const ANNOTATIONS: [&str; 5] = ["description", "title", "default", "examples", "$comment"];
+    schema
+        .as_object()
+        .is_some_and(|o| o.keys().all(|k| ANNOTATIONS.contains(&k.as_str())))
+        || schema == &Value::Bool(true)
+}
+
 /// Whether `run` is a run of whole words of `text`: it starts and ends
 /// where words do ("km" is one of "10 km to mi", "m" is not).
 pub fn is_word_run(text: &str, run: &str) -> bool {
@@ -395,10 +432,16 @@ pub fn is_word_run(text: &str, run: &str) -> bool {
     })
 }
 
-fn visit(value: &Value, f: &mut impl FnMut(&Value)) {
+/// Calls `f` with each value `value` holds: its leaves, but a part of it
+/// that is one of `documents` whole is one value (a document given is
+/// copied whole, not made up of its leaves).
+pub fn visit<'v>(value: &'v Value, documents: &[&Value], f: &mut impl FnMut(&'v Value)) {
+    if documents.contains(&value) {
+        return f(value);
+    }
     match value {
-        Value::Array(items) => items.iter().for_each(|v| visit(v, f)),
-        Value::Object(map) => map.values().for_each(|v| visit(v, f)),
+        Value::Array(items) => items.iter().for_each(|v| visit(v, documents, f)),
+        Value::Object(map) => map.values().for_each(|v| visit(v, documents, f)),
         other => f(other),
     }
 }
@@ -454,29 +497,196 @@ const NUMBER_WORDS: [(&str, f64); 33] = [
 ];
 
 /// The values written in `text`, in order, with the byte range each takes:
-/// quoted texts (`'…'`, `"…"`, `` `…` ``, `“…”`, `‘…’`), and outside them
-/// numbers (digits with an optional sign, thousands separators and
-/// decimals, and the English words for numbers). Digits inside a word
-/// (`sha256`, `b2`) are not numbers, nor is an apostrophe a quote.
+/// JSON documents written inline (an object, or an array of more than
+/// numbers: `{"user": {"name": "Ada"}}`), quoted texts (`'…'`, `"…"`,
+/// `` `…` ``, `“…”`, `‘…’`), paths and dotted names written as one word
+/// (`user.name`, `items[1].price`), and outside them numbers (digits with
+/// an optional sign, thousands separators and decimals, and the English
+/// words for numbers). Digits inside a word (`sha256`, `b2`) are not
+/// numbers, nor is an apostrophe a quote.
 pub fn values_in(text: &str) -> Vec<(std::ops::Range<usize>, Literal)> {
-    let quoted = quoted_in(text);
-    let mut values: Vec<(std::ops::Range<usize>, Literal)> = Vec::new();
-    let mut start = 0;
-    for (range, inner) in quoted {
-        values.extend(
-            numbers_at(&text[start..range.start])
-                .into_iter()
-                .map(|(r, n)| (r.start + start..r.end + start, Literal::Number(n))),
-        );
-        values.push((range.clone(), Literal::Text(inner)));
-        start = range.end;
+    let mut values = documents_in(text);
+    for find in [quoted_values, paths_in, number_values] {
+        let mut found = Vec::new();
+        for gap in gaps(text.len(), &values) {
+            found.extend(
+                find(&text[gap.clone()])
+                    .into_iter()
+                    .map(|(r, value)| (r.start + gap.start..r.end + gap.start, value)),
+            );
+        }
+        values.extend(found);
+        values.sort_by_key(|(r, _)| r.start);
     }
-    values.extend(
-        numbers_at(&text[start..])
-            .into_iter()
-            .map(|(r, n)| (r.start + start..r.end + start, Literal::Number(n))),
-    );
     values
+}
+
+/// The ranges of `0..length` that none of `taken` (in order) covers.
+fn gaps(length: usize, taken: &[(std::ops::Range<usize>, Literal)]) -> Vec<std::ops::Range<usize>> {
+    let mut gaps = Vec::new();
+    let mut from = 0;
+    for (range, _) in taken {
+        if range.start > from {
+            gaps.push(from..range.start);
+        }
+        from = from.max(range.end);
+    }
+    if from < length {
+        gaps.push(from..length);
+    }
+    gaps
+}
+
+fn quoted_values(text: &str) -> Vec<(std::ops::Range<usize>, Literal)> {
+    quoted_in(text)
+        .into_iter()
+        .map(|(range, inner)| (range, Literal::Text(inner)))
+        .collect()
+}
+
+fn number_values(text: &str) -> Vec<(std::ops::Range<usize>, Literal)> {
+    numbers_at(text)
+        .into_iter()
+        .map(|(range, n)| (range, Literal::Number(n)))
+        .collect()
+}
+
+/// JSON documents written inline in `text`: an object, or an array that
+/// holds more than numbers (a list of numbers is its numbers), at most
+/// [`MAX_DOCUMENT_BYTES`] long and [`MAX_DOCUMENT_DEPTH`] deep, not
+/// glued to a word before it (`items[1]` is a path's step).
+fn documents_in(text: &str) -> Vec<(std::ops::Range<usize>, Literal)> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let opens = matches!(bytes[at], b'{' | b'[') && (at == 0 || !is_word_byte(bytes[at - 1]));
+        if !opens {
+            at += 1;
+            continue;
+        }
+        let Some(end) = document_end(bytes, at) else {
+            // Not one within bounds: nor is any that opens inside this run
+            // of openers (the inner levels of one nested too deep).
+            at += bytes[at..]
+                .iter()
+                .take_while(|b| matches!(b, b'{' | b'[') || b.is_ascii_whitespace())
+                .count();
+            continue;
+        };
+        let document = serde_json::from_str::<Value>(&text[at..end])
+            .ok()
+            .filter(|d| match d {
+                Value::Object(map) => !map.is_empty(),
+                Value::Array(items) => items.iter().any(|i| !i.is_number()),
+                _ => false,
+            });
+        match document {
+            Some(document) => {
+                found.push((at..end, Literal::Document(document)));
+                at = end;
+            }
+            None => at += 1,
+        }
+    }
+    found
+}
+
+/// Where the bracket at `start` is closed, past its closing byte, minding
+/// JSON strings; `None` when it is not within the bounds of a document.
+fn document_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (offset, &b) in bytes[start..].iter().enumerate().take(MAX_DOCUMENT_BYTES) {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_DOCUMENT_DEPTH {
+                    return None;
+                }
+            }
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(start + offset + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Paths and dotted names written as one word: `user.name`,
+/// `items[1].price`, `users[*].email`, `config.json`. A word of letters,
+/// digits and `_ $ - * @`, joined by dots or `[…]` steps, starting with
+/// a letter and its first piece two long at least ("e.g." is no path),
+/// the sentence's own punctuation after it left out.
+fn paths_in(text: &str) -> Vec<(std::ops::Range<usize>, Literal)> {
+    let mut found = Vec::new();
+    let mut offset = 0;
+    for piece in text.split_inclusive(char::is_whitespace) {
+        let start = offset;
+        offset += piece.len();
+        let word = piece.trim_end();
+        let word = word.trim_end_matches(['.', ',', ';', ':', '?', '!', ')']);
+        let lead = word.len() - word.trim_start_matches('(').len();
+        let word = &word[lead..];
+        if is_path(word) {
+            let at = start + lead;
+            found.push((at..at + word.len(), Literal::Text(word.to_owned())));
+        }
+    }
+    found
+}
+
+fn is_path(word: &str) -> bool {
+    let piece = |c: char| c.is_ascii_alphanumeric() || "_$-*@".contains(c);
+    let Some(first) = word.chars().next() else {
+        return false;
+    };
+    if !(first.is_ascii_alphabetic() || first == '_' || first == '$')
+        || !word.contains(['.', '['])
+        || !word.chars().all(|c| piece(c) || ".[]".contains(c))
+    {
+        return false;
+    }
+    // Brackets in pairs, nothing empty between dots.
+    let mut open = false;
+    for c in word.chars() {
+        match c {
+            '[' if open => return false,
+            '[' => open = true,
+            ']' if !open => return false,
+            ']' => open = false,
+            _ => {}
+        }
+    }
+    let head = word.split(['.', '[']).next().unwrap_or("");
+    !open && head.len() >= 2 && !word.contains("..") && !word.ends_with('.')
+}
+
+/// `text` with the JSON documents written in it blanked out: its own
+/// words and numbers, not those of a document it holds.
+pub fn without_documents(text: &str) -> String {
+    let mut plain = text.to_owned();
+    for (range, value) in values_in(text) {
+        if matches!(value, Literal::Document(_)) {
+            plain.replace_range(range.clone(), &" ".repeat(range.len()));
+        }
+    }
+    plain
 }
 
 /// The numbers written in `text`, in order (see [`values_in`]; quotes are
@@ -648,6 +858,83 @@ mod tests {
             .map(|(r, _)| r)
             .collect();
         assert_eq!(ranges, [4..5, 10..15]);
+    }
+
+    #[test]
+    fn documents_and_paths_written_inline_are_one_value_each() {
+        let values: Vec<Literal> = values_in(
+            "Pick items[1].price from {\"items\": [{\"price\": 3}, {\"price\": 8}]}, then add 2.",
+        )
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect();
+        assert_eq!(
+            values,
+            [
+                Literal::Text("items[1].price".into()),
+                Literal::Document(json!({"items": [{"price": 3}, {"price": 8}]})),
+                Literal::Number(2.0),
+            ]
+        );
+        // A list of numbers is its numbers; "e.g." is no path; a brace
+        // that does not close, nor one nested past the bound, a document.
+        assert_eq!(plain("corr of [1,2,3], e.g. 4"), ["1", "2", "3", "4"]);
+        assert_eq!(
+            plain("users[*].email of ['a'], 5"),
+            ["users[*].email", "a", "5"]
+        );
+        assert_eq!(plain("{\"a\": 1 and 2"), ["a", "1", "2"]);
+        let deep = format!(
+            "{}1{}",
+            "[".repeat(MAX_DOCUMENT_DEPTH + 1),
+            "]".repeat(MAX_DOCUMENT_DEPTH + 1)
+        );
+        assert!(
+            values_in(&deep)
+                .iter()
+                .all(|(_, v)| !matches!(v, Literal::Document(_)))
+        );
+        // A document given is copied whole: its values are not made up.
+        let grounding = Grounding::of_texts(["flatten {\"a\": {\"b\": 1}}"]);
+        assert!(
+            grounding
+                .check(&json!({"document": {"a": {"b": 1}}}))
+                .is_ok()
+        );
+        assert!(
+            grounding
+                .check(&json!({"document": {"a": {"b": 2}}}))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_property_of_any_value_takes_a_document() {
+        let root = json!({});
+        assert_eq!(
+            ValueKind::of(&json!({"description": "the document"}), &root),
+            Some(ValueKind::Document)
+        );
+        assert_eq!(
+            ValueKind::of(&json!({"type": "object"}), &root),
+            Some(ValueKind::Document)
+        );
+        assert_eq!(
+            ValueKind::of(&json!({"type": "object", "properties": {}}), &root),
+            None
+        );
+        assert_eq!(ValueKind::of(&json!({"enum": ["a"]}), &root), None);
+        let pick = json!({"type": "object", "properties": {
+            "document": {"description": "the document"}, "path": {"type": "string"}},
+            "required": ["document", "path"]});
+        assert!(can_fill(
+            &pick,
+            &Grounding::of_texts(["user.name of {\"user\": {\"name\": \"Ada\"}}"])
+        ));
+        assert!(!can_fill(
+            &pick,
+            &Grounding::of_texts(["the name of user 'Ada'"])
+        ));
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub struct Lark<'a> {
     number: Option<Option<&'static str>>,
     integer: Option<Option<&'static str>>,
     string: Option<Option<&'static str>>,
+    document: Option<Option<&'static str>>,
     runs_written: bool,
     next_rule: usize,
 }
@@ -46,6 +47,7 @@ impl<'a> Lark<'a> {
             number: None,
             integer: None,
             string: None,
+            document: None,
             runs_written: false,
             next_rule: 0,
         }
@@ -75,7 +77,10 @@ impl<'a> Lark<'a> {
                 Some("number") => self.any_of(Kind::Number),
                 Some("integer") => self.any_of(Kind::Integer),
                 Some("string") => self.any_of(Kind::Text),
-                _ => None,
+                _ => match Kind::of(resolved, root) {
+                    Some(Kind::Document) => self.any_of(Kind::Document),
+                    _ => None,
+                },
             }
         } else {
             None
@@ -110,12 +115,7 @@ impl<'a> Lark<'a> {
         for (index, (key, property)) in required.iter().enumerate() {
             let comma = if index == 0 { "" } else { "\",\" " };
             let key = key_literal(key);
-            let kind = match plain_type(resolve(property, root)) {
-                Some("number") => Some(Kind::Number),
-                Some("integer") => Some(Kind::Integer),
-                Some("string") => Some(Kind::Text),
-                _ => None,
-            };
+            let kind = Kind::of(property, root);
             match kind {
                 Some(kind) => {
                     slots.push(Slot::Text(format!("{comma}{key}")));
@@ -132,6 +132,13 @@ impl<'a> Lark<'a> {
             .iter()
             .filter(|(k, _)| !required.iter().any(|(r, _)| r == k))
         {
+            // An optional value the grounding offers none of is left to
+            // its default, not made up ("limit": 1 of a diff).
+            if let Some(kind) = Kind::of(property, root)
+                && self.any_of(kind).is_none()
+            {
+                continue;
+            }
             let value = self.value(property, root, depth + 1);
             parts.push(format!("(\",\" {} {value})?", key_literal(key)));
         }
@@ -243,12 +250,9 @@ impl<'a> Lark<'a> {
             Kind::Number => "GNUM",
             Kind::Integer => "GINT",
             Kind::Text => "GSTR",
+            Kind::Document => "GDOC",
         };
-        let slot = match kind {
-            Kind::Number => &mut self.number,
-            Kind::Integer => &mut self.integer,
-            Kind::Text => &mut self.string,
-        };
+        let slot = self.terminal(kind);
         if slot.is_some() {
             return slot.flatten().map(str::to_owned);
         }
@@ -274,13 +278,19 @@ impl<'a> Lark<'a> {
             return None;
         }
         let _ = writeln!(self.rules, "{name}: {}", alternatives.join(" | "));
-        let slot = match kind {
+        *self.terminal(kind) = Some(Some(name));
+        Some(name.to_owned())
+    }
+
+    /// The terminal of `kind`'s values, once written (`Some(None)`: it
+    /// offers none).
+    fn terminal(&mut self, kind: Kind) -> &mut Option<Option<&'static str>> {
+        match kind {
             Kind::Number => &mut self.number,
             Kind::Integer => &mut self.integer,
             Kind::Text => &mut self.string,
-        };
-        *slot = Some(Some(name));
-        Some(name.to_owned())
+            Kind::Document => &mut self.document,
+        }
     }
 
     /// The terminal of a JSON string holding a run of words of one of the
@@ -483,6 +493,29 @@ mod tests {
 
     fn literals(values: &[&str]) -> Vec<String> {
         values.iter().map(|v| lark_string(v)).collect()
+    }
+
+    #[test]
+    fn a_property_of_any_value_copies_a_document_given() {
+        let grounding =
+            Grounding::of_texts(["pick user.name out of {\"user\": {\"name\": \"Ada\"}}"]);
+        let schema = json!({"type": "object", "properties": {
+            "document": {"description": "the document"}, "path": {"type": "string"},
+            "limit": {"type": "integer", "default": 200}},
+            "required": ["document", "path"]});
+        let mut lark = Lark::new(Some(&grounding));
+        lark.rule("start", &schema, &schema);
+        let document = lark_string(r#"{"user":{"name":"Ada"}}"#);
+        let path = lark_string("\"user.name\"");
+        assert!(
+            lark.rules
+                .contains(&format!("{document} \",\" {} {path}", key_literal("path"))),
+            "{}",
+            lark.rules
+        );
+        assert!(!lark.rules.contains("%json"), "{}", lark.rules);
+        // No number is written: the optional limit is left to its default.
+        assert!(!lark.rules.contains("limit"), "{}", lark.rules);
     }
 
     #[test]
