@@ -12,13 +12,24 @@
 //! - A number of the request is a number's value, not part of a text.
 
 use super::steps::{Offered, Step, same_word};
-use crate::llm::grounding::{Literal, numbers_in};
+use crate::llm::grounding::{Literal, numbers_in, values_in};
 use crate::store::terms::terms;
 use serde_json::Value;
 
 /// Why `arguments` of `tool` do not fit `step`, if they do not.
 pub fn check(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), String> {
     check_with(tool, step, arguments, true)
+}
+
+/// The clause `part` adds after a comma past its last value, when it
+/// writes no value of its own and says something ("in capitals"; not
+/// "please").
+fn added_clause(part: &str) -> Option<&str> {
+    let last = values_in(part).last()?.0.end;
+    let rest = &part[last..];
+    let clause = rest[rest.find(',')? + 1..]
+        .trim_matches(|c: char| c.is_whitespace() || ".?!;:".contains(c));
+    (values_in(clause).is_empty() && terms(clause).next().is_some()).then_some(clause)
 }
 
 /// Whether `document` is `arguments` or one of its values, at any depth.
@@ -113,11 +124,6 @@ fn check_with(
             }
         }
     }
-    if free.is_empty() {
-        return Ok(());
-    }
-    // Every word of the part that is not a common one, a value or the
-    // tool's own: an argument holds it.
     let told = terms(&without_examples(&format!(
         "{} {} {}",
         tool.name,
@@ -130,6 +136,22 @@ fn check_with(
         .filter_map(Value::as_str)
         .flat_map(|s| terms(s).collect::<Vec<_>>())
         .collect();
+    // A clause the part adds after its values ("'a b c' reversed, in
+    // capitals") asks for more than the call of them: its words are the
+    // tool's or an argument's, else the call leaves it undone.
+    if let Some(clause) = added_clause(&step.part) {
+        let accounted = |term: &String| told.iter().chain(&held).any(|t| same_word(term, t));
+        if !terms(clause).all(|t| accounted(&t)) {
+            return Err(format!(
+                "it leaves out {clause:?}, which the request asks for"
+            ));
+        }
+    }
+    if free.is_empty() {
+        return Ok(());
+    }
+    // Every word of the part that is not a common one, a value or the
+    // tool's own: an argument holds it.
     let quoted: Vec<String> = step
         .grounding
         .all_values()
@@ -430,6 +452,25 @@ mod tests {
             tools: vec![0],
             refused: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_clause_added_after_the_values_is_the_tools_or_left_undone() {
+        let reverse = Offered {
+            effects: crate::answers::steps::Effects::Unknown,
+            owner: "wordsmith".into(),
+            name: "reverse".into(),
+            description: "Says the words of the message in reverse order.".into(),
+            schema: json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}),
+        };
+        let call = json!({"message": "a b c"});
+        let checked = |part: &str| check(&reverse, &step(part), &call);
+        let undone = checked("What is 'a b c' reversed word by word, in capitals?").unwrap_err();
+        assert!(undone.contains("in capitals"), "{undone}");
+        assert!(checked("'a b c' words reversed, in caps").is_err());
+        // Its own words, or nothing said: the call answers the part.
+        assert!(checked("'a b c', words in reverse order").is_ok());
+        assert!(checked("Reverse the words of 'a b c', please.").is_ok());
     }
 
     #[test]

@@ -370,22 +370,27 @@ impl Steps {
             || self.named_most(tools, step, tool)
     }
 
-    /// Whether more of the part's words name `tool` than any other
-    /// candidate, two at least: "count the words" names word_count and a
-    /// word counter by both words, a word reverser by one. Tools named as
-    /// often are all chosen: by two words, they do the same thing.
+    /// Whether two of the part's words at least name `tool`, and every
+    /// word that names another candidate names it too: "count the words"
+    /// names word_count and a word counter by both words, a word reverser
+    /// by one of them. Tools named by the same words are all chosen: by
+    /// two words, they do the same thing. "The SHA-256 of 'abc' in upper
+    /// case" chooses nothing: "upper case" names `upper`, "SHA" `sha256`.
     fn named_most(&self, tools: &[Offered], step: &Step, tool: usize) -> bool {
         let words = self.said_terms(step.index);
-        let score = |i: usize| {
+        let naming = |i: usize| -> Vec<&String> {
             let named = tools[i].terms();
             words
                 .iter()
                 .filter(|w| named.iter().any(|t| same_word(w, t)))
-                .count()
+                .collect()
         };
-        let mine = score(tool);
-        let candidates = step.tools.iter().copied().chain([tool]);
-        mine >= 2 && candidates.map(score).all(|other| other <= mine)
+        let mine = naming(tool);
+        mine.len() >= 2
+            && step
+                .tools
+                .iter()
+                .all(|&other| naming(other).iter().all(|w| mine.contains(w)))
     }
 
     /// Whether a word of `step`'s part names `tool` (or tools of its name)
@@ -1576,6 +1581,11 @@ mod tests {
         let steps = Steps::new("What is 6 times 7?");
         let step = steps.next(&with_lower).unwrap();
         assert!(!steps.chosen_by_request(&with_lower, &step, 1));
+        // Two words name `upper`, another `sha256`: the part asks for both.
+        let steps = Steps::new("What is the SHA-256 of 'abc' in upper case?");
+        let step = steps.next(&with_lower).unwrap();
+        assert!(!steps.chosen_by_request(&with_lower, &step, 3));
+        assert!(!steps.chosen_by_request(&with_lower, &step, 4));
     }
 
     #[test]
