@@ -62,21 +62,23 @@ pub fn parts(request: &str) -> Vec<Range<usize>> {
                 && terms(word).next().is_some()
         })
     };
-    for (at, _) in request.match_indices(',') {
-        if inside_value(at) {
-            continue;
-        }
+    // Whether a quoted text right after `joint_end` starts a clause that
+    // says what to do, as the words before `joint_start` do.
+    let quoted_clause_after = |joint_start: usize, joint_end: usize| {
         let Some((quoted, _)) = values.iter().find(|(r, _)| {
-            r.start > at
-                && request[at + 1..r.start].trim().is_empty()
+            r.start >= joint_end
+                && request[joint_end..r.start].trim().is_empty()
                 && request[r.start..].starts_with(['\'', '"'])
         }) else {
-            continue;
+            return false;
         };
         let clause_end = request[quoted.end..]
             .find([',', ';', '.', '?', '!'])
             .map_or(request.len(), |i| quoted.end + i);
-        if says_what(0..at) && says_what(quoted.end..clause_end) {
+        says_what(0..joint_start) && says_what(quoted.end..clause_end)
+    };
+    for (at, _) in request.match_indices(',') {
+        if !inside_value(at) && quoted_clause_after(at, at + 1) {
             cuts.push((at, at + 1));
         }
     }
@@ -98,7 +100,16 @@ pub fn parts(request: &str) -> Vec<Range<usize>> {
                 .iter()
                 .any(|(r, _)| r.start >= *end && request[*end..r.start].trim().is_empty());
             let next_word = words.get(index + 1).map(|(_, _, w)| w.as_str());
-            if next_is_value
+            // "'abc' in upper case and 'XYZ' in lower case": a quoted
+            // text after "and" starts a clause of its own when words say
+            // what to do with it, as words after the value before do (not
+            // "join 'foo' and 'bar' with a dash").
+            let said_after_value = values
+                .iter()
+                .rev()
+                .find(|(r, _)| r.end <= joint_start)
+                .is_some_and(|(r, _)| says_what(r.end..joint_start));
+            if (next_is_value && !(said_after_value && quoted_clause_after(joint_start, *end)))
                 || after.is_empty()
                 || next_word.is_some_and(|w| CLAUSE_WORDS.contains(&w))
             {
@@ -173,6 +184,22 @@ mod tests {
 
     fn split(request: &str) -> Vec<&str> {
         parts(request).into_iter().map(|r| &request[r]).collect()
+    }
+
+    #[test]
+    fn a_quoted_text_after_and_starts_a_clause_when_both_say_what_to_do() {
+        assert_eq!(
+            split("What is 'abc' in upper case and 'XYZ' in lower case?"),
+            ["What is 'abc' in upper case", "'XYZ' in lower case?"]
+        );
+        assert_eq!(
+            split("Join 'foo' and 'bar' with a dash."),
+            ["Join 'foo' and 'bar' with a dash."]
+        );
+        assert_eq!(
+            split("Count the words in 'a b' and 'c d'."),
+            ["Count the words in 'a b' and 'c d'."]
+        );
     }
 
     #[test]
