@@ -487,8 +487,20 @@ async fn chat(cases: &[Case], tally: &mut Tally) {
         let took = started.elapsed();
         let mut reply = String::new();
         let mut answered = false;
+        // The calls behind the reply, shown after it as the goal surface
+        // shows its own.
+        let mut calls: Vec<String> = Vec::new();
         for entry in chats.entries(&conversation.id, 0).await.unwrap() {
             match entry.body {
+                EntryBody::ToolUse {
+                    tool,
+                    arguments,
+                    output,
+                    ..
+                } => calls.push(format!(
+                    "{tool}({arguments}) -> {}",
+                    agentsite::text::excerpt(&output.text(), 80)
+                )),
                 EntryBody::Reply {
                     text, answered: a, ..
                 } => {
@@ -505,7 +517,8 @@ async fn chat(cases: &[Case], tally: &mut Tally) {
         }
         let verdict = verdict(case, answered, &reply);
         tally.add(case, verdict, took);
-        show(verdict, took, case, &reply);
+        calls.insert(0, reply);
+        show(verdict, took, case, &calls.join("\n"));
     }
 }
 

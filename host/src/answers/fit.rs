@@ -90,6 +90,23 @@ fn check_with(
             crate::text::excerpt(&document.to_string(), 60)
         ));
     }
+    // One text to two parameters only where the request writes it twice:
+    // not `convert(6, "m", "m")` for "how many meters is 6 ft", "m"
+    // standing for "meters" after a refusal.
+    let strings: Vec<(&String, &str)> = object
+        .iter()
+        .filter_map(|(k, v)| Some((k, v.as_str()?.trim())))
+        .filter(|(_, s)| !s.is_empty())
+        .collect();
+    for (i, (name, text)) in strings.iter().enumerate() {
+        for (other, again) in &strings[i + 1..] {
+            if again.eq_ignore_ascii_case(text) && occurrences(&step.part, text) < 2 {
+                return Err(format!(
+                    "it gives {text:?} to both {name} and {other}, and the request does not write it twice"
+                ));
+            }
+        }
+    }
     // The free texts: runs of the request's words, not values it was given.
     let free: Vec<(&String, &str)> = object
         .iter()
@@ -452,6 +469,25 @@ mod tests {
             tools: vec![0],
             refused: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_text_goes_to_two_parameters_only_when_written_twice() {
+        let mut corrected = step("How many meters is 6 ft?");
+        // "m" offered for "meters" by the agent's refusal.
+        corrected.grounding.values.push(Literal::Text("m".into()));
+        let same = json!({"amount": 6, "from_unit": "m", "to_unit": "m"});
+        let why = check_corrected(&convert(), &corrected, &same).unwrap_err();
+        assert!(why.contains("twice"), "{why}");
+        let twice = step("Convert 5 km to km, then 'a' and 'a'");
+        assert!(
+            check(
+                &convert(),
+                &twice,
+                &json!({"amount": 5, "from_unit": "km", "to_unit": "km"})
+            )
+            .is_ok()
+        );
     }
 
     #[test]
