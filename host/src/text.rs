@@ -175,9 +175,50 @@ pub fn json_size<T: serde::Serialize + ?Sized>(value: &T) -> usize {
     count.0
 }
 
+/// The brackets of JSON `bytes` outside its strings, each with its offset
+/// and the depth of nesting after it: an opening one a level in, a closing
+/// one a level out (never below the top). One pass, nothing parsed.
+pub fn json_brackets(bytes: &[u8]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    bytes.iter().enumerate().filter_map(move |(offset, &byte)| {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            return None;
+        }
+        match byte {
+            b'"' => {
+                in_string = true;
+                None
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                Some((offset, depth))
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                Some((offset, depth))
+            }
+            _ => None,
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_brackets_are_counted_outside_strings() {
+        let found: Vec<(usize, usize)> = json_brackets(br#"{"a": ["}", {}]}"#).collect();
+        assert_eq!(found, [(0, 1), (6, 2), (12, 3), (13, 2), (14, 1), (15, 0)]);
+        // A stray closing bracket stays at the top.
+        assert_eq!(json_brackets(b"]{").collect::<Vec<_>>(), [(0, 0), (1, 1)]);
+    }
 
     #[test]
     fn plain_text_is_untouched() {

@@ -135,29 +135,11 @@ fn too_deep() -> String {
 /// pass over its bytes (brackets inside strings do not count); stops
 /// counting past [`MAX_STRUCTURED_DEPTH`].
 fn nesting_of_text(text: &str) -> usize {
-    let (mut depth, mut deepest) = (0usize, 0usize);
-    let (mut in_string, mut escaped) = (false, false);
-    for &byte in text.as_bytes() {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-                if deepest > MAX_STRUCTURED_DEPTH {
-                    break;
-                }
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
+    let mut deepest = 0;
+    for (_, depth) in crate::text::json_brackets(text.as_bytes()) {
+        deepest = deepest.max(depth);
+        if deepest > MAX_STRUCTURED_DEPTH {
+            break;
         }
     }
     deepest

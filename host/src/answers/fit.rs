@@ -90,9 +90,11 @@ fn check_with(
             crate::text::excerpt(&document.to_string(), 60)
         ));
     }
-    // One text to two parameters only where the request writes it twice:
-    // not `convert(6, "m", "m")` for "how many meters is 6 ft", "m"
-    // standing for "meters" after a refusal.
+    // One text to two parameters only where the request writes it twice
+    // (outside a document it holds): not `convert(5, "km", "km")` for "5
+    // parsecs to km", nor `convert(6, "m", "m")` for "how many meters is
+    // 6 ft", "m" standing for "meters" after a refusal.
+    let written = crate::llm::grounding::without_documents(&step.part);
     let strings: Vec<(&String, &str)> = object
         .iter()
         .filter_map(|(k, v)| Some((k, v.as_str()?.trim())))
@@ -100,7 +102,7 @@ fn check_with(
         .collect();
     for (i, (name, text)) in strings.iter().enumerate() {
         for (other, again) in &strings[i + 1..] {
-            if again.eq_ignore_ascii_case(text) && occurrences(&step.part, text) < 2 {
+            if again.eq_ignore_ascii_case(text) && occurrences(&written, text) < 2 {
                 return Err(format!(
                     "it gives {text:?} to both {name} and {other}, and the request does not write it twice"
                 ));
@@ -113,7 +115,7 @@ fn check_with(
         .filter_map(|(k, v)| Some((k, v.as_str()?)))
         .filter(|(_, s)| !s.trim().is_empty() && !given(s))
         .collect();
-    for (i, (name, text)) in free.iter().enumerate() {
+    for (name, text) in &free {
         if is_whole_request(&step.part, text) {
             return Err(format!(
                 "{name} takes the whole request, not a text it names"
@@ -127,18 +129,6 @@ fn check_with(
             return Err(format!(
                 "{name} takes {text:?}, and its number is a value of its own"
             ));
-        }
-        for (other, again) in &free[i + 1..] {
-            let written = texts
-                .iter()
-                .map(|t| occurrences(t, text))
-                .max()
-                .unwrap_or(0);
-            if again.eq_ignore_ascii_case(text) && written < 2 {
-                return Err(format!(
-                    "it gives {text:?} to both {name} and {other}, and the request writes it once"
-                ));
-            }
         }
     }
     let told = terms(&without_examples(&format!(

@@ -1093,12 +1093,9 @@ pub fn quoted_in(said: &str, word: &str) -> bool {
         .any(|q| said.contains(&format!("{q}{word}{q}")))
 }
 
+/// The leaves of `value`, in lists and objects too.
 pub(super) fn leaves<'v>(value: &'v Value, out: &mut Vec<&'v Value>) {
-    match value {
-        Value::Array(items) => items.iter().for_each(|v| leaves(v, out)),
-        Value::Object(map) => map.values().for_each(|v| leaves(v, out)),
-        other => out.push(other),
-    }
+    crate::llm::grounding::visit(value, &[], &mut |leaf| out.push(leaf));
 }
 
 /// The values of a tool's result: the fields of its structured content
@@ -1610,23 +1607,22 @@ mod tests {
     #[test]
     fn what_a_tool_does_decides_whose_choice_runs_it() {
         let mut tools = tools();
-        let mut count = tool(
-            "wordsmith",
-            "count",
-            "Counts the words of the message.",
-            json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}),
-        );
-        count.effects = Effects::Unknown;
-        tools.push(count);
+        // The A2A agent's skills: its card says nothing of their effects.
+        let skill = |name: &str, description: &str| Offered {
+            effects: Effects::Unknown,
+            ..tool(
+                "wordsmith",
+                name,
+                description,
+                json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}),
+            )
+        };
+        tools.push(skill("count", "Counts the words of the message."));
         let count = tools.len() - 1;
-        let mut reverse = tool(
-            "wordsmith",
+        tools.push(skill(
             "reverse",
             "Says the words of the message in reverse order.",
-            json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}),
-        );
-        reverse.effects = Effects::Unknown;
-        tools.push(reverse);
+        ));
         let reverse = tools.len() - 1;
         let steps = Steps::new("Count the words in 'a b c'.");
         let step = steps.next(&tools).unwrap();

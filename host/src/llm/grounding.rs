@@ -595,34 +595,15 @@ fn documents_in(text: &str) -> Vec<(std::ops::Range<usize>, Literal)> {
 /// Where the bracket at `start` is closed, past its closing byte, minding
 /// JSON strings; `None` when it is not within the bounds of a document.
 fn document_end(bytes: &[u8], start: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for (offset, &b) in bytes[start..].iter().enumerate().take(MAX_DOCUMENT_BYTES) {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
+    let within = &bytes[start..bytes.len().min(start + MAX_DOCUMENT_BYTES)];
+    // The first bracket opens it: the depth is back at the top only when
+    // it closes.
+    for (offset, depth) in crate::text::json_brackets(within) {
+        if depth > MAX_DOCUMENT_DEPTH {
+            return None;
         }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > MAX_DOCUMENT_DEPTH {
-                    return None;
-                }
-            }
-            b'}' | b']' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(start + offset + 1);
-                }
-            }
-            _ => {}
+        if depth == 0 {
+            return Some(start + offset + 1);
         }
     }
     None
