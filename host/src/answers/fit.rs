@@ -116,6 +116,11 @@ fn check_with(
         .filter(|(_, s)| !s.trim().is_empty() && !given(s))
         .collect();
     for (name, text) in &free {
+        if asks_in(&step.part, text) {
+            return Err(format!(
+                "{name} takes {text:?}, a word that asks how much, not a value"
+            ));
+        }
         if is_whole_request(&step.part, text) {
             return Err(format!(
                 "{name} takes the whole request, not a text it names"
@@ -131,13 +136,14 @@ fn check_with(
             ));
         }
     }
-    let told = terms(&without_examples(&format!(
+    let description = format!(
         "{} {} {}",
         tool.name,
         tool.description,
         described(&tool.schema)
-    )))
-    .collect::<Vec<String>>();
+    );
+    let told = terms(&without_examples(&description)).collect::<Vec<String>>();
+    let named: Vec<String> = terms(&tool.name.replace('_', " ")).collect();
     let held: Vec<String> = object
         .values()
         .filter_map(Value::as_str)
@@ -191,7 +197,20 @@ fn check_with(
         };
         let words: Vec<&str> = spans.iter().map(|(_, w)| *w).collect();
         for (at, word) in words.iter().enumerate() {
-            let Some(term) = terms(word).next() else {
+            // A value the tool's description lists, written right after
+            // a number the call takes, is that number's unit however
+            // common a word it is ("how many feet is 72 in"): an argument
+            // holds it. (The unit of a number another call takes, "20 c"
+            // of "10 km to mi and 20 c to f", is that call's.)
+            let unit = at > 0
+                && numbers_in(words[at - 1])
+                    .first()
+                    .is_some_and(|n| numbers.contains(n))
+                && listed_in(&description, word);
+            let Some(term) = terms(word)
+                .next()
+                .or_else(|| unit.then(|| word.to_lowercase()))
+            else {
                 continue;
             };
             // The first word of an order says to do it ("Convert",
@@ -199,7 +218,7 @@ fn check_with(
             // after "how" ("how far", "how many").
             if at == 0
                 || asks_how_much(word, Some(words[at - 1]))
-                || terms(&term).next().is_none()
+                || (terms(&term).next().is_none() && !unit)
                 || term.bytes().all(|b| b.is_ascii_digit())
                 || !numbers_in(word).is_empty()
                 || quoted.iter().any(|q| q == &word.to_lowercase())
@@ -211,12 +230,17 @@ fn check_with(
                     || object
                         .values()
                         .filter_map(Value::as_str)
-                        .any(|s| abbreviates(s, word))
+                        .any(|s| s.trim().eq_ignore_ascii_case(word) || abbreviates(s, word))
             };
+            // The values a description lists ("mm, cm, m, km, in, ft") are
+            // what the tool takes, not what it does: a number's unit is an
+            // argument's to hold, unless it names the tool.
+            let the_tools = told.iter().any(|t| same_word(&term, t))
+                && (!unit || named.iter().any(|t| same_word(&term, t)));
             // A word right before one an argument holds is part of its
             // name: "degrees" of "degrees Celsius", "nautical" of
             // "nautical miles".
-            let accounted = told.iter().any(|t| same_word(&term, t))
+            let accounted = the_tools
                 || by_argument(word)
                 || (names_of_two_words && joined_to_next(at) && by_argument(words[at + 1]));
             if !accounted {
@@ -337,6 +361,18 @@ fn given_text(step: &Step, text: &str) -> bool {
 pub(super) fn asks_how_much(word: &str, before: Option<&str>) -> bool {
     QUANTIFIERS.contains(&word.to_lowercase().as_str())
         || before.is_some_and(|b| b.eq_ignore_ascii_case("how"))
+}
+
+/// Whether `text` is one word that asks how much in `part`: "many" of
+/// "how many cm is 12 in" is no unit.
+fn asks_in(part: &str, text: &str) -> bool {
+    let text = text.trim();
+    let words = super::align::words(part);
+    !text.contains(char::is_whitespace)
+        && words.iter().enumerate().any(|(i, (_, _, word))| {
+            word.eq_ignore_ascii_case(text)
+                && asks_how_much(word, i.checked_sub(1).map(|b| words[b].2.as_str()))
+        })
 }
 
 /// Words that ask how much or how many of something, not what of.
@@ -478,6 +514,81 @@ mod tests {
             )
             .is_ok()
         );
+    }
+
+    /// The converter as its author wrote it: the units it takes listed in
+    /// its description.
+    fn listing_convert() -> Offered {
+        let mut tool = convert();
+        tool.description = "Convert an amount from one unit to another of the same kind. \
+            Units are symbols: mm, cm, m, km, in, ft, yd, mi (length); g, kg, oz, lb (mass)."
+            .into();
+        tool
+    }
+
+    #[test]
+    fn a_unit_the_tool_lists_is_held_by_an_argument_and_no_question_word_is_a_unit() {
+        let fits =
+            |part: &str, arguments: Value| check(&listing_convert(), &step(part), &arguments);
+        // The unit written after the number is left out: the listing of
+        // units in the description does not account for it.
+        let ft = fits(
+            "How many meters is 6 ft?",
+            json!({"amount": 6, "from_unit": "m", "to_unit": "meters"}),
+        )
+        .unwrap_err();
+        assert!(ft.contains("\"ft\""), "{ft}");
+        // "in" after a number is a unit, though a common word.
+        let inch = fits(
+            "How many feet is 72 in?",
+            json!({"amount": 72, "from_unit": "feet", "to_unit": "ft"}),
+        )
+        .unwrap_err();
+        assert!(inch.contains("\"in\""), "{inch}");
+        assert!(
+            fits(
+                "How many feet is 72 in?",
+                json!({"amount": 72, "from_unit": "in", "to_unit": "feet"})
+            )
+            .is_ok()
+        );
+        let many = fits(
+            "How many cm is 12 in?",
+            json!({"amount": 12, "from_unit": "cm", "to_unit": "many"}),
+        )
+        .unwrap_err();
+        assert!(many.contains("asks how much"), "{many}");
+        assert!(
+            fits(
+                "Convert 10 km to mi",
+                json!({"amount": 10, "from_unit": "km", "to_unit": "mi"})
+            )
+            .is_ok()
+        );
+        // The unit of a number another call takes is that call's.
+        assert!(
+            fits(
+                "Convert 10 km to mi and 20 c to f.",
+                json!({"amount": 10, "from_unit": "km", "to_unit": "mi"})
+            )
+            .is_ok()
+        );
+        // Refused, the part's own words fill the call, each unit bound to
+        // what its description says it qualifies.
+        let part = step("How many cm is 12 in?");
+        let tool = listing_convert();
+        let mut filled = fill(
+            &tool,
+            &part,
+            &json!({"amount": 12, "from_unit": "cm", "to_unit": "many"}),
+        )
+        .unwrap();
+        crate::answers::align::bind(&tool, &part.part, &mut filled);
+        assert_eq!(
+            filled,
+            json!({"amount": 12, "from_unit": "in", "to_unit": "cm"})
+        );
+        assert!(check(&tool, &part, &filled).is_ok());
     }
 
     #[test]

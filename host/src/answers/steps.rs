@@ -27,7 +27,7 @@
 
 use super::parts::parts;
 use crate::agent::tool::ToolOutput;
-use crate::llm::grounding::{Grounding, Literal, values_in};
+use crate::llm::grounding::{Grounding, Literal, numbers_in, values_in};
 use crate::store::terms::terms;
 use serde_json::Value;
 use std::ops::Range;
@@ -865,7 +865,7 @@ impl Steps {
         } else {
             (Vec::new(), Vec::new())
         };
-        let chosen = succeeded && tool < tools.len() && self.chosen(tools, step, tool);
+        let mut chosen = succeeded && tool < tools.len() && self.chosen(tools, step, tool);
         if succeeded && !chosen {
             // Its result is on record, and no answer rests on it.
             let why = match tools.get(tool) {
@@ -879,6 +879,20 @@ impl Steps {
                 None => "the model chose the tool, and no word of it names one".to_owned(),
             };
             self.give_up(step.index, why);
+        } else if chosen && let Some(text) = returned_as_given(&output, &arguments) {
+            // A text handed back as it came shows nothing done to it: a
+            // word reverser's "stressed" for "reverse the letters of
+            // 'stressed'" is no answer, however sure the choice was.
+            let offered = &tools[tool];
+            chosen = false;
+            self.give_up(
+                step.index,
+                format!(
+                    "{} returned {:?} unchanged, as it was given",
+                    super::wording::call_label(offered, &arguments),
+                    crate::text::excerpt(&text, 60)
+                ),
+            );
         }
         self.made.push(Made {
             tool,
@@ -1083,6 +1097,26 @@ fn pick(word: &str, candidates: &[String]) -> Option<String> {
         (_, [prefix]) => Some((*prefix).clone()),
         _ => None,
     }
+}
+
+/// The text `output` holds when it is one of the texts of `arguments` as
+/// it was given: a result of words (not a number, which a sum with zero
+/// may rightly return) that the call only handed back.
+fn returned_as_given(output: &ToolOutput, arguments: &Value) -> Option<String> {
+    if output.structured_content.is_some() {
+        return None;
+    }
+    let text = output.text();
+    let text = text.trim();
+    if !text.chars().any(char::is_alphabetic) || !numbers_in(text).is_empty() {
+        return None;
+    }
+    let mut given: Vec<&Value> = Vec::new();
+    leaves(arguments, &mut given);
+    given
+        .iter()
+        .any(|v| v.as_str().is_some_and(|s| s.trim() == text))
+        .then(|| text.to_owned())
 }
 
 /// Whether `said` (an agent's error) quotes `word`: the word it refused
@@ -1402,6 +1436,29 @@ mod tests {
         steps.record(&tools, &step, 0, json!({"a": 23, "b": 19}), number(42.0));
         assert!(steps.next(&tools).is_none());
         assert!(steps.repeats(0, &json!({"a": 23, "b": 19})));
+    }
+
+    #[test]
+    fn a_text_handed_back_as_it_was_given_answers_nothing() {
+        let tools = vec![tool(
+            "wordsmith",
+            "reverse",
+            "Says the words of the message in reverse order.",
+            json!({"type": "object", "properties": {"message": {"type": "string"}}}),
+        )];
+        let mut steps = Steps::new("Reverse the letters of 'stressed'");
+        let step = steps.next(&tools).unwrap();
+        let echo = text("stressed");
+        steps.record(&tools, &step, 0, json!({"message": "stressed"}), echo);
+        assert_eq!(steps.outcome(), Outcome::NotAnswered);
+        let undone = steps.undone(&tools);
+        assert!(undone[0].why.contains("unchanged"), "{undone:?}");
+        // A changed text answers.
+        let mut steps = Steps::new("Reverse 'a b'");
+        let step = steps.next(&tools).unwrap();
+        let reversed = text("b a");
+        steps.record(&tools, &step, 0, json!({"message": "a b"}), reversed);
+        assert_eq!(steps.outcome(), Outcome::Answered);
     }
 
     fn convert() -> Vec<Offered> {
