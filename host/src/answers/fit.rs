@@ -331,6 +331,19 @@ pub fn own_words(tool: &Offered, step: &Step) -> Vec<String> {
     found
 }
 
+/// The words `description` lists as values ("mm, cm, m", "C, F or K"),
+/// in order, joined by commas: what a tool says it takes, without the
+/// rest of its prose ("a", "of").
+pub(super) fn listed_words(description: &str) -> String {
+    let mut listed: Vec<&str> = Vec::new();
+    for word in description.split(|c: char| !c.is_alphanumeric()) {
+        if !word.is_empty() && !listed.contains(&word) && listed_in(description, word) {
+            listed.push(word);
+        }
+    }
+    listed.join(", ")
+}
+
 /// Whether `description` lists `word` among others, as the values a
 /// parameter takes are listed: "(mm, cm, m, km)", "C, F or K".
 fn listed_in(description: &str, word: &str) -> bool {
@@ -589,6 +602,15 @@ mod tests {
             json!({"amount": 12, "from_unit": "in", "to_unit": "cm"})
         );
         assert!(check(&tool, &part, &filled).is_ok());
+    }
+
+    #[test]
+    fn the_values_a_description_lists_are_its_listed_words() {
+        assert_eq!(
+            listed_words("A unit of a kind: length (mm, cm, m) or temperature (C, F, K)."),
+            "mm, cm, m, C, F, K"
+        );
+        assert_eq!(listed_words("The capital city of a country."), "");
     }
 
     #[test]

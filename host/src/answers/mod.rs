@@ -143,7 +143,8 @@ pub async fn choose<A: Ask>(
         for &i in &candidates {
             let words = fit::own_words(&tools[i], step);
             let words: Vec<&str> = words.iter().map(String::as_str).collect();
-            let described = format!("{} {}", tools[i].description, tools[i].schema);
+            let described =
+                fit::listed_words(&format!("{} {}", tools[i].description, tools[i].schema));
             for symbol in steps::standing_for(&words, &described) {
                 let symbol = Literal::Text(symbol);
                 if !grounding.values.contains(&symbol) {
@@ -314,6 +315,11 @@ fn corrected(steps: &Steps, tools: &[Offered], step: &Step) -> Option<Chosen> {
     let &last = step.refused.last()?;
     let made = &steps.made()[last];
     let said = made.output.text();
+    // What the tool's description lists, for an agent whose error names
+    // the word it refused and not what it takes ("cannot convert 'grams'
+    // to 'kg' (see the units tool)").
+    let offered = &tools[made.tool];
+    let listed = fit::listed_words(&format!("{} {}", offered.description, offered.schema));
     let mut arguments = made.arguments.clone();
     let mut changed = false;
     for value in arguments.as_object_mut()?.values_mut() {
@@ -323,7 +329,9 @@ fn corrected(steps: &Steps, tools: &[Offered], step: &Step) -> Option<Chosen> {
         if !steps::quoted_in(&said, word) || word.split_whitespace().nth(1).is_some() {
             continue;
         }
-        if let Some(symbol) = steps::sure_symbol(word, &said) {
+        if let Some(symbol) =
+            steps::sure_symbol(word, &said).or_else(|| steps::sure_symbol(word, &listed))
+        {
             *value = Value::String(symbol);
             changed = true;
         }
@@ -405,6 +413,48 @@ fn function_names(tools: &[Offered], chosen: &[usize]) -> Vec<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_refusal_that_names_the_word_is_corrected_from_what_the_tool_lists() {
+        // The MCP units server's way: the error quotes what it refused and
+        // points elsewhere; the description lists what it takes.
+        let tools = [Offered {
+            effects: crate::answers::steps::Effects::ReadOnly,
+            owner: "units".into(),
+            name: "convert".into(),
+            description: "Converts a value between two units of the same kind: length (mm, \
+                cm, m, km, in, ft, yd, mi, nmi), mass (mg, g, kg, t, oz, lb, st) or \
+                temperature (C, F, K)."
+                .into(),
+            schema: json!({"type": "object", "properties": {
+                "value": {"type": "number"},
+                "from_unit": {"type": "string"},
+                "to_unit": {"type": "string"}}}),
+        }];
+        let mut steps = Steps::new("How many kg are 2500 grams?");
+        let step = steps.next(&tools).unwrap();
+        steps.record(
+            &tools,
+            &step,
+            0,
+            json!({"value": 2500, "from_unit": "grams", "to_unit": "kg"}),
+            crate::agent::tool::ToolOutput::failure(
+                "Error executing tool convert: cannot convert 'grams' to 'kg': they are not \
+                 known units of one kind (see the units tool)",
+            ),
+        );
+        let step = steps.next(&tools).unwrap();
+        let chosen = corrected(&steps, &tools, &step).unwrap();
+        assert_eq!(
+            chosen.arguments,
+            json!({"value": 2500, "from_unit": "g", "to_unit": "kg"})
+        );
+        // A symbol keeps the case the tool writes it in.
+        assert_eq!(
+            steps::sure_symbol("celsius", &fit::listed_words(&tools[0].description)).as_deref(),
+            Some("C")
+        );
+    }
 
     #[test]
     fn tools_that_share_a_name_are_told_apart_by_their_owner() {

@@ -237,6 +237,8 @@ pub struct Steps {
 
 impl Steps {
     pub fn new(request: &str) -> Steps {
+        // "254mm" is a number and its unit.
+        let request = &*crate::llm::grounding::spaced_units(request);
         let ranges = parts(request);
         let part_of = |at: usize| {
             ranges
@@ -335,6 +337,7 @@ impl Steps {
             }
         }
         let mut words: Vec<String> = terms(&said).filter(|w| !is_number(w)).collect();
+        words.extend(operations(self.part_text(index)));
         words.sort();
         words.dedup();
         words
@@ -411,8 +414,10 @@ impl Steps {
         };
         let named: Vec<Vec<String>> = candidates.iter().map(|&i| terms_of(&tools[i])).collect();
         // For each word of the part, the candidates it names.
-        let mut naming: Vec<Vec<usize>> = terms(self.part_text(step.index))
+        let part = self.part_text(step.index);
+        let mut naming: Vec<Vec<usize>> = terms(part)
             .filter(|w| !is_number(w))
+            .chain(operations(part))
             .map(|w| {
                 candidates
                     .iter()
@@ -760,6 +765,9 @@ impl Steps {
             }
             offset += piece.len();
         }
+        for (at, term) in operations_at(&step.part) {
+            words.push((at.abs_diff(step.at), term));
+        }
         words.sort_by_key(|(distance, _)| *distance);
         let words: Vec<String> = words
             .into_iter()
@@ -1069,16 +1077,17 @@ fn split_words(words: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// The short words of `said` that abbreviate `word` (lower case), sorted.
+/// The short words of `said` that abbreviate `word` (lower case), as
+/// `said` writes them ("C" where a tool takes "C"), sorted.
 fn abbreviations(word: &str, said: &str) -> Vec<String> {
     let mut found: Vec<String> = said
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty() && w.chars().count() <= 5)
-        .map(str::to_lowercase)
-        .filter(|s| s != word && super::fit::abbreviates(s, word))
+        .filter(|s| !s.eq_ignore_ascii_case(word) && super::fit::abbreviates(s, word))
+        .map(str::to_owned)
         .collect();
-    found.sort();
-    found.dedup();
+    found.sort_by_key(|s| s.to_lowercase());
+    found.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
     found
 }
 
@@ -1089,7 +1098,7 @@ fn pick(word: &str, candidates: &[String]) -> Option<String> {
         .iter()
         .filter(|s| {
             let n = s.chars().count();
-            n >= 2 && 3 * n >= length && word.starts_with(s.as_str())
+            n >= 2 && 3 * n >= length && word.starts_with(&s.to_lowercase())
         })
         .collect();
     match (candidates, prefixes.as_slice()) {
@@ -1243,6 +1252,57 @@ fn fields(value: &Value, key: Option<&str>, f: &mut impl FnMut(Option<&str>, Lit
         }
         _ => {}
     }
+}
+
+/// Arithmetic written between two numbers, and the operation it names:
+/// the notation of sums, read as "2" and "two" are read as numbers.
+const OPERATORS: [(&str, &str); 15] = [
+    ("+", "add"),
+    ("plus", "add"),
+    ("-", "subtract"),
+    ("−", "subtract"),
+    ("minus", "subtract"),
+    ("less", "subtract"),
+    ("*", "multiply"),
+    ("×", "multiply"),
+    ("x", "multiply"),
+    ("times", "multiply"),
+    ("multiplied by", "multiply"),
+    ("/", "divide"),
+    ("÷", "divide"),
+    ("over", "divide"),
+    ("divided by", "divide"),
+];
+
+/// The terms of the operations `part` writes as arithmetic: "23 + 19",
+/// "six times seven", "1000 over 8" name adding, multiplying, dividing
+/// (the operator stands alone between the two numbers).
+fn operations(part: &str) -> Vec<String> {
+    operations_at(part)
+        .into_iter()
+        .map(|(_, term)| term)
+        .collect()
+}
+
+/// [`operations`], each with where its operator is written.
+fn operations_at(part: &str) -> Vec<(usize, String)> {
+    let numbers: Vec<Range<usize>> = values_in(part)
+        .into_iter()
+        .filter(|(_, v)| matches!(v, Literal::Number(_)))
+        .map(|(range, _)| range)
+        .collect();
+    numbers
+        .windows(2)
+        .filter_map(|pair| {
+            let between = part.get(pair[0].end..pair[1].start)?.trim().to_lowercase();
+            let between = between.split_whitespace().collect::<Vec<_>>().join(" ");
+            OPERATORS
+                .iter()
+                .find(|(written, _)| *written == between)
+                .map(|(_, operation)| (pair[0].end, *operation))
+        })
+        .flat_map(|(at, operation)| terms(operation).map(move |term| (at, term)))
+        .collect()
 }
 
 fn is_number(term: &str) -> bool {
@@ -1632,9 +1692,27 @@ mod tests {
         let step = steps.next(&with_lower).unwrap();
         assert!(steps.chosen_by_request(&with_lower, &step, 3));
         assert!(!steps.chosen_by_request(&with_lower, &step, 5));
-        let steps = Steps::new("What is 6 times 7?");
+        // Arithmetic written between two numbers names its operation.
+        for written in ["What is 6 times 7?", "6 x 7", "six × seven", "6*7"] {
+            let steps = Steps::new(written);
+            let step = steps.next(&with_lower).unwrap();
+            assert!(steps.chosen_by_request(&with_lower, &step, 1), "{written}");
+            assert!(!steps.chosen_by_request(&with_lower, &step, 0), "{written}");
+        }
+        // And narrows the tools the model chooses among to it.
+        let steps = Steps::new("What is six times seven?");
         let step = steps.next(&with_lower).unwrap();
-        assert!(!steps.chosen_by_request(&with_lower, &step, 1));
+        assert_eq!(steps.named_by(&with_lower, &step, ""), [1]);
+        for unread in ["6 and 7", "times: 6, 7", "4x4, 6 and 7"] {
+            let steps = Steps::new(unread);
+            let step = steps.next(&with_lower).unwrap();
+            assert!(!steps.chosen_by_request(&with_lower, &step, 1), "{unread}");
+        }
+        assert_eq!(operations("23 + 19, then 81 minus 9"), ["add", "subtract"]);
+        assert_eq!(
+            operations("1000 over 8 and 5 divided  by 2"),
+            ["divid", "divid"]
+        );
         // Two words name `upper`, another `sha256`: the part asks for both.
         let steps = Steps::new("What is the SHA-256 of 'abc' in upper case?");
         let step = steps.next(&with_lower).unwrap();

@@ -460,7 +460,7 @@ pub fn number_literal(number: f64) -> String {
 /// English words that stand for a number, and the number. "Half of 64"
 /// divides by two, "a dozen" is twelve: a word that names a number gives
 /// it as surely as digits do.
-const NUMBER_WORDS: [(&str, f64); 33] = [
+const NUMBER_WORDS: [(&str, f64); 40] = [
     ("zero", 0.0),
     ("one", 1.0),
     ("two", 2.0),
@@ -482,6 +482,13 @@ const NUMBER_WORDS: [(&str, f64); 33] = [
     ("eighteen", 18.0),
     ("nineteen", 19.0),
     ("twenty", 20.0),
+    ("thirty", 30.0),
+    ("forty", 40.0),
+    ("fifty", 50.0),
+    ("sixty", 60.0),
+    ("seventy", 70.0),
+    ("eighty", 80.0),
+    ("ninety", 90.0),
     ("hundred", 100.0),
     ("thousand", 1000.0),
     ("million", 1_000_000.0),
@@ -495,6 +502,57 @@ const NUMBER_WORDS: [(&str, f64); 33] = [
     ("third", 3.0),
     ("quarter", 4.0),
 ];
+
+/// `text` with a space between a number and the unit written against it
+/// ("254mm in inches", "-40C in F", "2.5km"), outside quoted texts, paths
+/// and documents: the number is a value, and its unit a word. Ordinals
+/// ("3rd"), digits after the letters ("4x4", "0x1f") and words that start
+/// with letters ("sha256") are left as they are.
+pub fn spaced_units(text: &str) -> std::borrow::Cow<'_, str> {
+    let kept: Vec<std::ops::Range<usize>> = values_in(text)
+        .into_iter()
+        .filter(|(_, v)| !matches!(v, Literal::Number(_)))
+        .map(|(range, _)| range)
+        .collect();
+    let bytes = text.as_bytes();
+    let mut cuts: Vec<usize> = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        if !is_word_byte(bytes[at]) {
+            at += 1;
+            continue;
+        }
+        let end = at + bytes[at..].iter().take_while(|b| is_word_byte(**b)).count();
+        let word = &bytes[at..end];
+        let digits = word.iter().take_while(|b| b.is_ascii_digit()).count();
+        let letters = &word[digits..];
+        let unit = digits > 0
+            && !letters.is_empty()
+            && letters.len() <= 5
+            && letters.iter().all(u8::is_ascii_alphabetic)
+            && !["st", "nd", "rd", "th"]
+                .iter()
+                .any(|o| letters.eq_ignore_ascii_case(o.as_bytes()))
+            && !(word[0] == b'0' && letters[0].eq_ignore_ascii_case(&b'x'))
+            && !kept.iter().any(|r| r.start <= at && at < r.end);
+        if unit {
+            cuts.push(at + digits);
+        }
+        at = end;
+    }
+    if cuts.is_empty() {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut spaced = String::with_capacity(text.len() + cuts.len());
+    let mut from = 0;
+    for cut in cuts {
+        spaced.push_str(&text[from..cut]);
+        spaced.push(' ');
+        from = cut;
+    }
+    spaced.push_str(&text[from..]);
+    std::borrow::Cow::Owned(spaced)
+}
 
 /// The values written in `text`, in order, with the byte range each takes:
 /// JSON documents written inline (an object, or an array of more than
@@ -727,7 +785,16 @@ fn numbers_at(text: &str) -> Vec<(std::ops::Range<usize>, f64)> {
             let end = i + bytes[i..].iter().take_while(|b| is_word_byte(**b)).count();
             let word = text[i..end].to_ascii_lowercase();
             if let Some((_, n)) = NUMBER_WORDS.iter().find(|(w, _)| *w == word) {
-                numbers.push((i..end, *n));
+                // "ninety-nine" is one number, not 90 and 9.
+                let (n, end) = match with_units(text, end) {
+                    Some((unit, past)) if *n >= 20.0 && *n < 100.0 && n % 10.0 == 0.0 => {
+                        (n + unit, past)
+                    }
+                    _ => (*n, end),
+                };
+                numbers.push((i..end, n));
+                i = end;
+                continue;
             }
             i = end;
             continue;
@@ -793,6 +860,18 @@ fn numbers_at(text: &str) -> Vec<(std::ops::Range<usize>, f64)> {
     numbers
 }
 
+/// The unit word ("one" to "nine") joined by a hyphen at `at` of
+/// `text`, and where it ends.
+fn with_units(text: &str, at: usize) -> Option<(f64, usize)> {
+    let rest = text.get(at..)?.strip_prefix('-')?;
+    let length = rest.bytes().take_while(|b| is_word_byte(*b)).count();
+    let word = rest[..length].to_ascii_lowercase();
+    NUMBER_WORDS[1..10]
+        .iter()
+        .find(|(w, _)| *w == word)
+        .map(|(_, n)| (*n, at + 1 + length))
+}
+
 fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80
 }
@@ -801,6 +880,32 @@ fn is_word_byte(b: u8) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_number_of_two_words_joined_by_a_hyphen_is_one() {
+        assert_eq!(plain("ninety-nine plus one"), ["99", "1"]);
+        assert_eq!(
+            plain("Forty-two, thirty and twenty-one"),
+            ["42", "30", "21"]
+        );
+        assert_eq!(plain("twenty-first"), ["20"]);
+    }
+
+    #[test]
+    fn a_unit_written_against_its_number_is_parted_from_it() {
+        assert_eq!(spaced_units("254mm in inches"), "254 mm in inches");
+        assert_eq!(spaced_units("-40C in F"), "-40 C in F");
+        assert_eq!(spaced_units("Convert 2.5km, 300K"), "Convert 2.5 km, 300 K");
+        assert_eq!(plain(&spaced_units("-40C in F")), ["-40"]);
+        for kept in [
+            "the 3rd of 4x4 at 0x1f",
+            "sha256 of 'Thursday 8am'",
+            "get user.name2x",
+            "12ab34",
+        ] {
+            assert_eq!(spaced_units(kept), kept);
+        }
+    }
 
     fn plain(text: &str) -> Vec<String> {
         values_in(text)
