@@ -280,17 +280,20 @@ async fn a_call_with_values_the_goal_never_gave_is_refused_and_asked_again() {
 
 #[tokio::test]
 async fn a_tool_only_the_model_chose_is_on_record_and_answers_nothing() {
-    // "times" names no tool of the calculator, and the model's account of
-    // how to do it names whichever tool is listed first: its `add` is the
-    // list's choice, and its 13 is nobody's answer.
+    // "What do you get from 6 and 7" names no tool of the calculator, and
+    // the model's account of how to do it names whichever tool is listed
+    // first: its `add` is the list's choice, and its 13 is nobody's
+    // answer.
     let model = Scripted::new(|request| match request.asked {
         Asked::How => Answer::Text(format!("Use {} for it.", request.listed[0])),
         Asked::Call => Answer::Call("add", json!({"a": 6, "b": 7})),
-        Asked::Answer => Answer::Text("6 times 7 is 13.".into()),
+        Asked::Answer => Answer::Text("6 and 7 make 13.".into()),
         _ => capable(request),
     });
     let h = harness(model.clone(), GoalsConfig::default()).await;
-    let (record, messages) = h.run(goal("What is 6 times 7?", &["calculator"])).await;
+    let (record, messages) = h
+        .run(goal("What do you get from 6 and 7?", &["calculator"]))
+        .await;
     assert_eq!(record.state, GoalState::Failed, "{messages:#?}");
     assert_eq!(results(&messages), [(true, "13".to_owned())]);
     let reason = record.reason.unwrap();
@@ -314,14 +317,17 @@ async fn a_tool_only_the_model_chose_is_on_record_and_answers_nothing() {
 
 #[tokio::test]
 async fn a_tool_the_model_names_in_either_order_answers() {
-    // "times" names no tool, but the model says to multiply however the
-    // tools are listed: the choice is its own, and the product answers.
+    // No word of the request names a tool, but the model says to multiply
+    // however the tools are listed: the choice is its own, and the
+    // product answers. ("6 times 7" would name `multiply` by itself.)
     let model = Scripted::new(|request| match request.asked {
         Asked::How => Answer::Text("Multiply 6 by 7.".into()),
         _ => capable(request),
     });
     let h = harness(model.clone(), GoalsConfig::default()).await;
-    let (record, messages) = h.run(goal("What is 6 times 7?", &["calculator"])).await;
+    let (record, messages) = h
+        .run(goal("What do you get from 6 and 7?", &["calculator"]))
+        .await;
     assert_eq!(record.state, GoalState::Concluded, "{messages:#?}");
     assert_eq!(results(&messages), [(true, "42".to_owned())]);
     assert!(record.conclusion.unwrap().contains("42"));
