@@ -258,16 +258,10 @@ pub fn bind(tool: &Offered, part: &str, arguments: &mut Value) {
             .or_else(|| {
                 // Not a word that asks how much ("m" is no "many").
                 let all = words(&lower);
-                all.iter()
-                    .enumerate()
-                    .filter(|(i, (_, _, word))| {
-                        !super::fit::asks_how_much(
-                            word,
-                            i.checked_sub(1).map(|b| all[b].2.as_str()),
-                        )
-                    })
-                    .find(|(_, (_, _, word))| super::fit::abbreviates(&text, word))
-                    .map(|(_, (at, _, _))| *at)
+                (0..all.len())
+                    .filter(|&i| !super::fit::asks_at(&all, i))
+                    .find(|&i| super::fit::abbreviates(&text, &all[i].2))
+                    .map(|i| all[i].0)
             })
     };
     // Every text argument must be placed, or none is moved.

@@ -136,12 +136,7 @@ fn check_with(
             ));
         }
     }
-    let description = format!(
-        "{} {} {}",
-        tool.name,
-        tool.description,
-        described(&tool.schema)
-    );
+    let description = said_by(tool);
     let told = terms(&without_examples(&description)).collect::<Vec<String>>();
     let named: Vec<String> = terms(&tool.name.replace('_', " ")).collect();
     let held: Vec<String> = object
@@ -289,12 +284,7 @@ pub fn own_words(tool: &Offered, step: &Step) -> Vec<String> {
     let Some(text) = step.grounding.texts.first() else {
         return Vec::new();
     };
-    let description = format!(
-        "{} {} {}",
-        tool.name,
-        tool.description,
-        described(&tool.schema)
-    );
+    let description = said_by(tool);
     let told: Vec<String> = terms(&without_examples(&description)).collect();
     let words: Vec<&str> = text
         .split(|c: char| c.is_whitespace() || ",;:?!()\"'".contains(c))
@@ -329,6 +319,22 @@ pub fn own_words(tool: &Offered, step: &Step) -> Vec<String> {
         found.push((*word).to_owned());
     }
     found
+}
+
+/// What `tool` says of itself: its name, description and parameters.
+fn said_by(tool: &Offered) -> String {
+    format!(
+        "{} {} {}",
+        tool.name,
+        tool.description,
+        described(&tool.schema)
+    )
+}
+
+/// The values `tool`'s description and schema list (see [`listed_words`]):
+/// the symbols it takes, for words of a request or of a refusal.
+pub(super) fn listed_by(tool: &Offered) -> String {
+    listed_words(&format!("{} {}", tool.description, tool.schema))
 }
 
 /// The words `description` lists as values ("mm, cm, m", "C, F or K"),
@@ -382,10 +388,13 @@ fn asks_in(part: &str, text: &str) -> bool {
     let text = text.trim();
     let words = super::align::words(part);
     !text.contains(char::is_whitespace)
-        && words.iter().enumerate().any(|(i, (_, _, word))| {
-            word.eq_ignore_ascii_case(text)
-                && asks_how_much(word, i.checked_sub(1).map(|b| words[b].2.as_str()))
-        })
+        && (0..words.len()).any(|i| words[i].2.eq_ignore_ascii_case(text) && asks_at(&words, i))
+}
+
+/// Whether word `i` of `words` ([`super::align::words`]) asks how much,
+/// after the word before it.
+pub(super) fn asks_at(words: &[(usize, usize, String)], i: usize) -> bool {
+    asks_how_much(&words[i].2, i.checked_sub(1).map(|b| words[b].2.as_str()))
 }
 
 /// Words that ask how much or how many of something, not what of.

@@ -13,6 +13,7 @@
 
 pub(crate) mod align;
 pub(crate) mod fit;
+pub(crate) mod notation;
 pub(crate) mod parts;
 pub(crate) mod serve;
 pub(crate) mod steer;
@@ -143,9 +144,7 @@ pub async fn choose<A: Ask>(
         for &i in &candidates {
             let words = fit::own_words(&tools[i], step);
             let words: Vec<&str> = words.iter().map(String::as_str).collect();
-            let described =
-                fit::listed_words(&format!("{} {}", tools[i].description, tools[i].schema));
-            for symbol in steps::standing_for(&words, &described) {
+            for symbol in steps::standing_for(&words, &fit::listed_by(&tools[i])) {
                 let symbol = Literal::Text(symbol);
                 if !grounding.values.contains(&symbol) {
                     grounding.values.push(symbol);
@@ -318,8 +317,7 @@ fn corrected(steps: &Steps, tools: &[Offered], step: &Step) -> Option<Chosen> {
     // What the tool's description lists, for an agent whose error names
     // the word it refused and not what it takes ("cannot convert 'grams'
     // to 'kg' (see the units tool)").
-    let offered = &tools[made.tool];
-    let listed = fit::listed_words(&format!("{} {}", offered.description, offered.schema));
+    let listed = fit::listed_by(&tools[made.tool]);
     let mut arguments = made.arguments.clone();
     let mut changed = false;
     for value in arguments.as_object_mut()?.values_mut() {

@@ -25,6 +25,7 @@
 //! called; when they name none, it chooses among the tools itself. The
 //! values are held to the step's grounding while the call is written.
 
+use super::notation::{operations, operations_at};
 use super::parts::parts;
 use crate::agent::tool::ToolOutput;
 use crate::llm::grounding::{Grounding, Literal, numbers_in, values_in};
@@ -1254,57 +1255,6 @@ fn fields(value: &Value, key: Option<&str>, f: &mut impl FnMut(Option<&str>, Lit
     }
 }
 
-/// Arithmetic written between two numbers, and the operation it names:
-/// the notation of sums, read as "2" and "two" are read as numbers.
-const OPERATORS: [(&str, &str); 15] = [
-    ("+", "add"),
-    ("plus", "add"),
-    ("-", "subtract"),
-    ("−", "subtract"),
-    ("minus", "subtract"),
-    ("less", "subtract"),
-    ("*", "multiply"),
-    ("×", "multiply"),
-    ("x", "multiply"),
-    ("times", "multiply"),
-    ("multiplied by", "multiply"),
-    ("/", "divide"),
-    ("÷", "divide"),
-    ("over", "divide"),
-    ("divided by", "divide"),
-];
-
-/// The terms of the operations `part` writes as arithmetic: "23 + 19",
-/// "six times seven", "1000 over 8" name adding, multiplying, dividing
-/// (the operator stands alone between the two numbers).
-fn operations(part: &str) -> Vec<String> {
-    operations_at(part)
-        .into_iter()
-        .map(|(_, term)| term)
-        .collect()
-}
-
-/// [`operations`], each with where its operator is written.
-fn operations_at(part: &str) -> Vec<(usize, String)> {
-    let numbers: Vec<Range<usize>> = values_in(part)
-        .into_iter()
-        .filter(|(_, v)| matches!(v, Literal::Number(_)))
-        .map(|(range, _)| range)
-        .collect();
-    numbers
-        .windows(2)
-        .filter_map(|pair| {
-            let between = part.get(pair[0].end..pair[1].start)?.trim().to_lowercase();
-            let between = between.split_whitespace().collect::<Vec<_>>().join(" ");
-            OPERATORS
-                .iter()
-                .find(|(written, _)| *written == between)
-                .map(|(_, operation)| (pair[0].end, *operation))
-        })
-        .flat_map(|(at, operation)| terms(operation).map(move |term| (at, term)))
-        .collect()
-}
-
 fn is_number(term: &str) -> bool {
     term.bytes().all(|b| b.is_ascii_digit())
 }
@@ -1708,11 +1658,6 @@ mod tests {
             let step = steps.next(&with_lower).unwrap();
             assert!(!steps.chosen_by_request(&with_lower, &step, 1), "{unread}");
         }
-        assert_eq!(operations("23 + 19, then 81 minus 9"), ["add", "subtract"]);
-        assert_eq!(
-            operations("1000 over 8 and 5 divided  by 2"),
-            ["divid", "divid"]
-        );
         // Two words name `upper`, another `sha256`: the part asks for both.
         let steps = Steps::new("What is the SHA-256 of 'abc' in upper case?");
         let step = steps.next(&with_lower).unwrap();

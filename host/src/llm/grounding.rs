@@ -782,19 +782,18 @@ fn numbers_at(text: &str) -> Vec<(std::ops::Range<usize>, f64)> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i].is_ascii_alphabetic() && (i == 0 || !is_word_byte(bytes[i - 1])) {
-            let end = i + bytes[i..].iter().take_while(|b| is_word_byte(**b)).count();
+            let mut end = i + bytes[i..].iter().take_while(|b| is_word_byte(**b)).count();
             let word = text[i..end].to_ascii_lowercase();
-            if let Some((_, n)) = NUMBER_WORDS.iter().find(|(w, _)| *w == word) {
+            if let Some(&(_, mut n)) = NUMBER_WORDS.iter().find(|(w, _)| *w == word) {
                 // "ninety-nine" is one number, not 90 and 9.
-                let (n, end) = match with_units(text, end) {
-                    Some((unit, past)) if *n >= 20.0 && *n < 100.0 && n % 10.0 == 0.0 => {
-                        (n + unit, past)
-                    }
-                    _ => (*n, end),
-                };
+                if (20.0..100.0).contains(&n)
+                    && n % 10.0 == 0.0
+                    && let Some((unit, past)) = with_units(text, end)
+                {
+                    n += unit;
+                    end = past;
+                }
                 numbers.push((i..end, n));
-                i = end;
-                continue;
             }
             i = end;
             continue;
