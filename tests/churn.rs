@@ -35,6 +35,7 @@ async fn agents_stay_found_when_a_third_of_the_nodes_leave() {
         lifetimes: LIFETIMES,
         ..Settings::default()
     };
+    let _alone = support::testnet::alone().await;
     let net = tokio::time::timeout(
         Duration::from_secs(180),
         Testnet::start_configured(NODES, 23, settings),
@@ -189,6 +190,7 @@ async fn agents_published_over_quic_stay_found_after_their_publisher_leaves() {
         wire: SimWire::Quic,
         ..Settings::default()
     };
+    let _alone = support::testnet::alone().await;
     let net = tokio::time::timeout(
         Duration::from_secs(60),
         Testnet::start_configured(QUIC_NODES, 29, settings),

@@ -17,6 +17,7 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(1);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_connections_close_but_the_gossip_mesh_stays() {
+    let _alone = support::testnet::alone().await;
     let net = tokio::time::timeout(
         Duration::from_secs(60),
         Testnet::start_with(NODES, 3, IDLE_TIMEOUT),

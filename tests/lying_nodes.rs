@@ -65,6 +65,7 @@ pub async fn join_liars(net: &Testnet, count: usize, seed: u64) -> Vec<Liar> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agents_are_found_when_a_fifth_of_the_nodes_lie() {
+    let _alone = support::testnet::alone().await;
     let net = tokio::time::timeout(Duration::from_secs(180), Testnet::start(HONEST, 11))
         .await
         .expect("the honest nodes join");

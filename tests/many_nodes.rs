@@ -15,6 +15,7 @@ const PUBLISHERS: usize = 8;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_node_finds_every_published_agent() {
+    let _alone = support::testnet::alone().await;
     let net = tokio::time::timeout(Duration::from_secs(180), Testnet::start(NODES, 7))
         .await
         .expect("the network settles");

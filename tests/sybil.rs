@@ -93,6 +93,7 @@ async fn sybils_against_honest_nodes() {
         wire: SimWire::Tcp(honest_address),
         ..Settings::default()
     };
+    let _alone = support::testnet::alone().await;
     let net = tokio::time::timeout(
         Duration::from_secs(120),
         Testnet::start_configured(HONEST, 31, settings),

@@ -290,6 +290,16 @@ impl Default for Settings {
     }
 }
 
+/// Waits until no other simulated network of the suite runs, and holds
+/// that until the guard is dropped. A network of hundreds of nodes
+/// keeps both cores busy while it joins and settles; two at once
+/// (the suite runs two tests at a time) starve each other past their
+/// time limits. Taken before a test's time limit starts.
+pub async fn alone() -> tokio::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    ONE_AT_A_TIME.lock().await
+}
+
 impl Testnet {
     /// Starts `size` nodes and lets the network settle. `seed` picks who
     /// joins through whom, so that runs are repeatable.
