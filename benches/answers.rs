@@ -587,14 +587,21 @@ fn a2a(cases: &[Case], tally: &mut Tally) {
 const V1_ROUNDS: usize = 4;
 
 /// Whether an answer of `/v1` tells the person the work was not done:
-/// empty, or saying a call failed. This is how a person reads it: `/v1`
-/// has no state of its own to say so.
+/// empty, saying a call failed, or naming a part not done. This is how a
+/// person reads it: `/v1` has no state of its own to say so.
 fn v1_declines(content: &str) -> bool {
     let lower = content.to_lowercase();
     lower.trim().is_empty()
-        || ["error", "failed", "could not", "cannot", "unknown"]
-            .iter()
-            .any(|w| lower.contains(w))
+        || [
+            "error",
+            "failed",
+            "could not",
+            "cannot",
+            "unknown",
+            "not done",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
 }
 
 /// A tool as an OpenAI client offers it: under a function name of its

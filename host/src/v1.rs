@@ -5,6 +5,7 @@
 //! one, as MCP is (the Host and Origin rules are the front end's:
 //! [`crate::http::guard`]).
 
+use crate::answers::tool_loop::Turn;
 use crate::clock::unix_seconds;
 use crate::http::token::{Family, Gate};
 use crate::llm::models::Models;
@@ -221,6 +222,11 @@ async fn chat_completions(
     // plainly needed, and keeps to what the tools returned.
     let grounds = model.grounds();
     let model = model.name().to_owned();
+    let id = completion_id();
+    let created = unix_seconds();
+    let (stream, include_usage) = (read.stream, read.include_usage);
+    let respond =
+        |completion: &Completion| whole(&id, created, &model, completion, stream, include_usage);
     if grounds {
         let ask = crate::answers::NodeAsk {
             models: v1.models.clone(),
@@ -229,10 +235,21 @@ async fn chat_completions(
             caller: REQUESTER.to_owned(),
             deadline,
         };
-        crate::answers::steer::steer(&mut read.request, &ask).await;
+        // With tools, the node plays the client's tool loop: each call
+        // checked against the part it is for, the answer from the results.
+        match crate::answers::tool_loop::play(&read.request, &ask, &model).await {
+            Ok(Turn::Played(completion)) => return respond(&completion),
+            Ok(Turn::ToTheModel) => crate::answers::steer::steer(&mut read.request),
+            Err(why) => {
+                return error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "server_error",
+                    Some("unavailable"),
+                    &wire::one_line(&why),
+                );
+            }
+        }
     }
-    let id = completion_id();
-    let created = unix_seconds();
     // After tool results, a steered model's answer is checked against them
     // before anyone reads it, so it is written whole first.
     let kept_to_results = grounds && crate::answers::steer::after_results(&read.request);
@@ -251,21 +268,9 @@ async fn chat_completions(
                 }
                 completion
             });
-        return match (answered, read.stream) {
-            (Ok(completion), false) => {
-                Json(wire::completion_to_wire(&id, created, &completion)).into_response()
-            }
-            (Ok(completion), true) => {
-                let chunk = Chunks { id, created, model };
-                let events = whole_answer_events(&chunk, &completion, read.include_usage);
-                let (sender, receiver) = mpsc::channel::<Event>(events.len().max(1));
-                for event in events {
-                    let _ = sender.try_send(event);
-                }
-                drop(sender);
-                crate::http::streams::event_stream(receiver, std::convert::identity)
-            }
-            (Err(failure), _) => failed(&failure),
+        return match answered {
+            Ok(completion) => respond(&completion),
+            Err(failure) => failed(&failure),
         };
     }
     let (events, receiver) = mpsc::channel::<Event>(64);
@@ -283,6 +288,33 @@ async fn chat_completions(
         chunk,
         events,
     ));
+    crate::http::streams::event_stream(receiver, std::convert::identity)
+}
+
+/// `completion`, written whole, sent as the client asked: one JSON
+/// answer, or (`stream`) its events at once.
+fn whole(
+    id: &str,
+    created: u64,
+    model: &str,
+    completion: &Completion,
+    stream: bool,
+    include_usage: bool,
+) -> Response {
+    if !stream {
+        return Json(wire::completion_to_wire(id, created, completion)).into_response();
+    }
+    let chunk = Chunks {
+        id: id.to_owned(),
+        created,
+        model: model.to_owned(),
+    };
+    let events = whole_answer_events(&chunk, completion, include_usage);
+    let (sender, receiver) = mpsc::channel::<Event>(events.len().max(1));
+    for event in events {
+        let _ = sender.try_send(event);
+    }
+    drop(sender);
     crate::http::streams::event_stream(receiver, std::convert::identity)
 }
 

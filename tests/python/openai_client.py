@@ -184,6 +184,61 @@ def main(base, token):
         42.0 in numbers and all(n in (17.0, 25.0, 42.0) for n in numbers),
         f"the answer states the tool's result and no other number: {said!r}",
     )
+
+    # A tool loop as OpenAI clients run it, with a converter whose units are
+    # symbols and whose error lists them: the refused call is made again
+    # from what the tool said, and the answer states the converted amount.
+    known = {"km": 1000.0, "mi": 1609.344, "gal": 3.785411784, "l": 1.0}
+    convert = {
+        "type": "function",
+        "function": {
+            "name": "convert",
+            "description": "Convert an amount from one unit to another.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "amount": {"type": "number"},
+                    "from_unit": {"type": "string"},
+                    "to_unit": {"type": "string"},
+                },
+                "required": ["amount", "from_unit", "to_unit"],
+            },
+        },
+    }
+
+    def run_convert(arguments):
+        for unit in (arguments.get("from_unit"), arguments.get("to_unit")):
+            if unit not in known:
+                return f'error: unknown unit "{unit}"; known units: {", ".join(known)}'
+        amount = float(arguments.get("amount", 0))
+        return str(round(amount * known[arguments["from_unit"]] / known[arguments["to_unit"]], 2))
+
+    loop = [{"role": "user", "content": "Convert 5 gallons to liters"}]
+    made = []
+    said = None
+    for _ in range(4):
+        turn = client.chat.completions.create(
+            model="local", messages=loop, tools=[convert], temperature=0, max_tokens=80
+        )
+        message = turn.choices[0].message
+        if not message.tool_calls:
+            said = message.content or ""
+            break
+        loop.append(message.model_dump(exclude_none=True))
+        for call in message.tool_calls:
+            arguments = json.loads(call.function.arguments)
+            made.append(arguments)
+            loop.append(
+                {"role": "tool", "tool_call_id": call.id, "content": run_convert(arguments)}
+            )
+    check(
+        any(m.get("from_unit") == "gal" and m.get("to_unit") == "l" for m in made),
+        f"a refused call is made again with the units the tool listed: {made}",
+    )
+    check(
+        said is not None and "18.93" in said,
+        f"the loop's answer states the converted amount: {said!r} after {made}",
+    )
     chat = client.chat.completions.create(
         model="local",
         messages=[{"role": "user", "content": "Hello! How are you today?"}],

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 /// Why `arguments` of `tool` do not fit `step`, if they do not.
 pub fn check(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), String> {
-    check_with(tool, step, arguments, true)
+    check_with(tool, step, arguments, &[])
 }
 
 /// The clause `part` adds after a comma past its last value, when it
@@ -39,19 +39,26 @@ fn holds(arguments: &Value, document: &Value) -> bool {
     found
 }
 
-/// [`check`] for a call the node corrected itself: a word before one an
-/// argument holds is not taken as part of its name ("2 nautical miles"
-/// corrected to `mi` leaves out "nautical"), since no model wrote the
-/// call with the whole name before it.
-pub fn check_corrected(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), String> {
-    check_with(tool, step, arguments, false)
+/// [`check`] for a call the node corrected itself, its arguments named
+/// `replaced` now holding its own words for the request's: a word before
+/// one a replaced argument holds is not taken as part of its name ("2
+/// nautical miles" corrected to `mi` leaves out "nautical"), since no
+/// model wrote the call with the whole name before it; one before a word
+/// an argument the model wrote holds still is ("degrees Celsius" of `c`).
+pub fn check_corrected(
+    tool: &Offered,
+    step: &Step,
+    arguments: &Value,
+    replaced: &[String],
+) -> Result<(), String> {
+    check_with(tool, step, arguments, replaced)
 }
 
 fn check_with(
     tool: &Offered,
     step: &Step,
     arguments: &Value,
-    names_of_two_words: bool,
+    replaced: &[String],
 ) -> Result<(), String> {
     let Some(object) = arguments.as_object() else {
         return Ok(());
@@ -227,6 +234,18 @@ fn check_with(
                         .filter_map(Value::as_str)
                         .any(|s| s.trim().eq_ignore_ascii_case(word) || abbreviates(s, word))
             };
+            // The same, of the arguments as the model wrote them.
+            let by_models_argument = |word: &str| {
+                object
+                    .iter()
+                    .filter(|(key, _)| !replaced.contains(key))
+                    .filter_map(|(_, v)| v.as_str())
+                    .any(|s| {
+                        terms(s).any(|h| terms(word).any(|term| same_word(&term, &h)))
+                            || s.trim().eq_ignore_ascii_case(word)
+                            || abbreviates(s, word)
+                    })
+            };
             // The values a description lists ("mm, cm, m, km, in, ft") are
             // what the tool takes, not what it does: a number's unit is an
             // argument's to hold, unless it names the tool.
@@ -237,7 +256,7 @@ fn check_with(
             // "nautical miles".
             let accounted = the_tools
                 || by_argument(word)
-                || (names_of_two_words && joined_to_next(at) && by_argument(words[at + 1]));
+                || (joined_to_next(at) && by_models_argument(words[at + 1]));
             if !accounted {
                 return Err(format!(
                     "it leaves out {word:?}, which the request names and no argument holds"
@@ -265,10 +284,16 @@ pub fn fill(tool: &Offered, step: &Step, arguments: &Value) -> Option<Value> {
     if slots.is_empty() {
         return None;
     }
-    let found = own_words(tool, step);
-    if found.len() != slots.len() {
-        return None;
-    }
+    // All the part's own words; or, where it goes on to what a later call
+    // takes ("10 km -> mi, 20 c -> f"), those before its next number.
+    let runs = own_word_runs(tool, step);
+    let found = match own_words(tool, step) {
+        all if all.len() == slots.len() => all,
+        _ => runs
+            .into_iter()
+            .next()
+            .filter(|run| run.len() == slots.len())?,
+    };
     let mut filled = object.clone();
     for (slot, word) in slots.iter().zip(found) {
         filled.insert((*slot).clone(), Value::String(word));
@@ -281,6 +306,18 @@ pub fn fill(tool: &Offered, step: &Step, arguments: &Value) -> Option<Value> {
 /// is its unit: "12 in"), not values, not the tool's own words, not the
 /// part's first (the order's verb), nor one that asks how much.
 pub fn own_words(tool: &Offered, step: &Step) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for word in own_word_runs(tool, step).into_iter().flatten() {
+        if !found.iter().any(|f| f.eq_ignore_ascii_case(&word)) {
+            found.push(word);
+        }
+    }
+    found
+}
+
+/// [`own_words`] in runs: a number written after some of them starts the
+/// next run (what a later call of the part takes).
+fn own_word_runs(tool: &Offered, step: &Step) -> Vec<Vec<String>> {
     let Some(text) = step.grounding.texts.first() else {
         return Vec::new();
     };
@@ -291,9 +328,12 @@ pub fn own_words(tool: &Offered, step: &Step) -> Vec<String> {
         .map(|w| w.trim_end_matches('.'))
         .filter(|w| !w.is_empty())
         .collect();
-    let mut found: Vec<String> = Vec::new();
+    let mut runs: Vec<Vec<String>> = vec![Vec::new()];
     for (at, word) in words.iter().enumerate() {
         let after_number = at > 0 && !numbers_in(words[at - 1]).is_empty();
+        if !numbers_in(word).is_empty() && runs.last().is_some_and(|run| !run.is_empty()) {
+            runs.push(Vec::new());
+        }
         // A letter on its own is a symbol ("0 c in k"), but for the words
         // "a" and "I".
         let common = match word.chars().count() {
@@ -307,18 +347,20 @@ pub fn own_words(tool: &Offered, step: &Step) -> Vec<String> {
         // description lists as values it takes ("km, mi, ft").
         let tools_own = terms(word).any(|t| told.iter().any(|o| same_word(&t, o)))
             && !listed_in(&description, word);
+        let run = runs.last_mut().expect("one run at least");
         if at == 0
             || !is_word
             || (common && !after_number)
             || (tools_own && !after_number)
             || asks_how_much(word, Some(words[at - 1]))
-            || found.iter().any(|f| f.eq_ignore_ascii_case(word))
+            || run.iter().any(|f| f.eq_ignore_ascii_case(word))
         {
             continue;
         }
-        found.push((*word).to_owned());
+        run.push((*word).to_owned());
     }
-    found
+    runs.retain(|run| !run.is_empty());
+    runs
 }
 
 /// What `tool` says of itself: its name, description and parameters.
@@ -525,7 +567,8 @@ mod tests {
         // "m" offered for "meters" by the agent's refusal.
         corrected.grounding.values.push(Literal::Text("m".into()));
         let same = json!({"amount": 6, "from_unit": "m", "to_unit": "m"});
-        let why = check_corrected(&convert(), &corrected, &same).unwrap_err();
+        let why =
+            check_corrected(&convert(), &corrected, &same, &["from_unit".into()]).unwrap_err();
         assert!(why.contains("twice"), "{why}");
         let twice = step("Convert 5 km to km, then 'a' and 'a'");
         assert!(
@@ -685,6 +728,15 @@ mod tests {
             ),
             Some(json!({"amount": 12, "from_unit": "in", "to_unit": "cm"}))
         );
+        // A part that goes on to a later call's values: the words before
+        // its next number are this call's.
+        assert_eq!(
+            filled(
+                "10 km -> mi, 20 c -> f",
+                json!({"amount": 10, "from_unit": "mi", "to_unit": "mi"})
+            ),
+            Some(json!({"amount": 10, "from_unit": "km", "to_unit": "mi"}))
+        );
         // Three words for two parameters: the node does not guess.
         assert_eq!(
             filled(
@@ -722,8 +774,13 @@ mod tests {
         let nautical = step("How many kilometres are 2 nautical miles?");
         let corrected = json!({"amount": 2, "from_unit": "mi", "to_unit": "km"});
         assert!(check(&convert(), &nautical, &corrected).is_ok());
-        let strict = check_corrected(&convert(), &nautical, &corrected).unwrap_err();
+        let strict =
+            check_corrected(&convert(), &nautical, &corrected, &["from_unit".into()]).unwrap_err();
         assert!(strict.contains("\"nautical\""), "{strict}");
+        // A name of two words the model's own argument holds still is one.
+        let kelvin = step("What is 0 degrees Celsius in Kelvin?");
+        let corrected = json!({"amount": 0, "from_unit": "c", "to_unit": "k"});
+        assert!(check_corrected(&convert(), &kelvin, &corrected, &["to_unit".into()]).is_ok());
         let twice = fits(
             "Convert 5 parsecs to km.",
             json!({"amount": 5, "from_unit": "km", "to_unit": "km"}),

@@ -18,6 +18,7 @@ pub(crate) mod parts;
 pub(crate) mod serve;
 pub(crate) mod steer;
 pub(crate) mod steps;
+pub(crate) mod tool_loop;
 pub(crate) mod wording;
 
 pub use serve::{Runner, serve};
@@ -27,6 +28,7 @@ use crate::llm::grounding::{Literal, number_literal};
 use crate::llm::{ChatRequest, Completion, DeltaSink, Message, Role, ToolChoice, ToolSpec};
 use crate::text::excerpt;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// Tokens the model's account of how to do a step may take.
 pub(crate) const THOUGHT_TOKENS: u32 = 24;
@@ -116,7 +118,14 @@ pub async fn choose<A: Ask>(
     tools: &[Offered],
     step: &Step,
 ) -> Result<Chosen, A::Error> {
-    if let Some(chosen) = corrected(steps, tools, step) {
+    // Where the refusal offers several words for one ("ft" or "f" for
+    // "feet"), the model's choice between them, when it holds both ways.
+    let unsure = unsure(steps, tools, step);
+    let picked = match unsure.is_empty() {
+        true => BTreeMap::new(),
+        false => pick_symbols(ask, &unsure).await?,
+    };
+    if let Some(chosen) = corrected(steps, tools, step, &picked) {
         return Ok(chosen);
     }
     let mut candidates = steps.named_by(tools, step, "");
@@ -308,37 +317,167 @@ fn one_choice(tools: &[Offered], candidates: &[usize]) -> bool {
 /// The call an agent's refusal corrects by itself: the last refused call
 /// of the step with each word the agent named as unknown replaced by the
 /// one word of its own it offered for it ("unknown unit \"gallons\";
-/// known units: …, gal, …" → "gal"); `None` when it offers none, or more
-/// than one, for a word (the model chooses then), or the call was made.
-fn corrected(steps: &Steps, tools: &[Offered], step: &Step) -> Option<Chosen> {
+/// known units: …, gal, …" → "gal"), or by the one of several the model
+/// `picked` (see [`pick_symbols`]); `None` when a word is left with none,
+/// or the call was made.
+fn corrected(
+    steps: &Steps,
+    tools: &[Offered],
+    step: &Step,
+    picked: &BTreeMap<String, String>,
+) -> Option<Chosen> {
     let &last = step.refused.last()?;
     let made = &steps.made()[last];
     let said = made.output.text();
-    // What the tool's description lists, for an agent whose error names
-    // the word it refused and not what it takes ("cannot convert 'grams'
-    // to 'kg' (see the units tool)").
     let listed = fit::listed_by(&tools[made.tool]);
     let mut arguments = made.arguments.clone();
-    let mut changed = false;
-    for value in arguments.as_object_mut()?.values_mut() {
+    let mut replaced: Vec<String> = Vec::new();
+    for (key, value) in arguments.as_object_mut()? {
         let Some(word) = value.as_str() else { continue };
-        // Only a word the agent quoted as the one it refused, and one word:
-        // "nautical miles" is no "mi", though "miles" is.
-        if !steps::quoted_in(&said, word) || word.split_whitespace().nth(1).is_some() {
+        let Some(list) = refusal_lists(word, &said, &listed) else {
             continue;
-        }
-        if let Some(symbol) =
-            steps::sure_symbol(word, &said).or_else(|| steps::sure_symbol(word, &listed))
-        {
+        };
+        if let Some(symbol) = steps::sure_symbol(word, list).or_else(|| picked.get(word).cloned()) {
             *value = Value::String(symbol);
-            changed = true;
+            replaced.push(key.clone());
         }
     }
-    let fits = fit::check_corrected(&tools[made.tool], step, &arguments).is_ok();
+    let fits = fit::check_corrected(&tools[made.tool], step, &arguments, &replaced).is_ok();
+    let changed = !replaced.is_empty();
     (changed && fits && !steps.repeats(made.tool, &arguments)).then_some(Chosen {
         tool: made.tool,
         arguments,
     })
+}
+
+/// Where a refusal, `said`, lists what may stand for `word` of the refused
+/// call: `None` when the word is not one to replace. A word the agent
+/// quoted as the one it refused takes from its list, or from the tool's
+/// description's (`listed`) for an agent whose error points elsewhere
+/// ("cannot convert 'grams' to 'kg' (see the units tool)"); a word its
+/// list of what it knows leaves out takes from that list (it stopped at
+/// "gallons"; "liters" would be refused next, "l" is listed). One word
+/// only: "nautical miles" is no "mi", though "miles" is.
+fn refusal_lists<'a>(word: &str, said: &'a str, listed: &'a str) -> Option<&'a str> {
+    if word.split_whitespace().nth(1).is_some() {
+        return None;
+    }
+    if steps::quoted_in(said, word) {
+        Some(match steps::abbreviating(word, said).is_empty() {
+            true => listed,
+            false => said,
+        })
+    } else if !steps::written_in(said, word) {
+        Some(said)
+    } else {
+        None
+    }
+}
+
+/// A word of a refused call that several of the agent's own words
+/// abbreviate ("feet": `f`, `ft`), with the argument it is in.
+#[derive(Debug, Clone, PartialEq)]
+struct Unsure {
+    argument: String,
+    word: String,
+    candidates: Vec<String>,
+}
+
+/// The words of the step's last refused call that the refusal leaves to
+/// choose between (see [`corrected`]).
+fn unsure(steps: &Steps, tools: &[Offered], step: &Step) -> Vec<Unsure> {
+    let Some(&last) = step.refused.last() else {
+        return Vec::new();
+    };
+    let made = &steps.made()[last];
+    let said = made.output.text();
+    let listed = fit::listed_by(&tools[made.tool]);
+    let Some(arguments) = made.arguments.as_object() else {
+        return Vec::new();
+    };
+    arguments
+        .iter()
+        .filter_map(|(argument, value)| {
+            let word = value.as_str()?;
+            let list = refusal_lists(word, &said, &listed)?;
+            if steps::sure_symbol(word, list).is_some() {
+                return None;
+            }
+            let candidates = steps::abbreviating(word, list);
+            (candidates.len() > 1).then(|| Unsure {
+                argument: argument.clone(),
+                word: word.to_owned(),
+                candidates,
+            })
+        })
+        .collect()
+}
+
+/// The model's choice of the abbreviation of each unsure word among those
+/// the agent offered, asked with them listed in one order and in the
+/// reverse: a choice is kept only where both agree (a model that takes
+/// the first it reads does not pick "f" for "feet" by it).
+async fn pick_symbols<A: Ask>(
+    ask: &A,
+    unsure: &[Unsure],
+) -> Result<BTreeMap<String, String>, A::Error> {
+    let mut picked = BTreeMap::new();
+    for word in unsure {
+        let reversed: Vec<String> = word.candidates.iter().rev().cloned().collect();
+        let first = abbreviation(ask, word, &word.candidates).await?;
+        let second = abbreviation(ask, word, &reversed).await?;
+        if let (Some(first), Some(second)) = (first, second)
+            && first == second
+        {
+            picked.insert(word.word.clone(), first);
+        }
+    }
+    Ok(picked)
+}
+
+/// The abbreviation of `word` the model writes, held to `candidates`.
+async fn abbreviation<A: Ask>(
+    ask: &A,
+    word: &Unsure,
+    candidates: &[String],
+) -> Result<Option<String>, A::Error> {
+    // What the word is, in the argument's own name: "unit" of `from_unit`.
+    let noun = word
+        .argument
+        .rsplit(|c: char| !c.is_alphanumeric())
+        .find(|t| !t.is_empty())
+        .unwrap_or("word")
+        .to_lowercase();
+    let completion = ask
+        .ask(
+            ChatRequest {
+                messages: vec![
+                    Message::system("Answer with the abbreviation."),
+                    Message::user(format!("Abbreviate the {noun} \"{}\".", word.word)),
+                ],
+                tools: vec![ToolSpec {
+                    name: "abbreviation".into(),
+                    description: format!("The abbreviation of the {noun}."),
+                    parameters: serde_json::json!({
+                        "type": "object",
+                        "properties": {"abbreviation": {"type": "string", "enum": candidates}},
+                        "required": ["abbreviation"],
+                    }),
+                }],
+                tool_choice: ToolChoice::Named("abbreviation".into()),
+                temperature: Some(0.0),
+                ..Default::default()
+            },
+            CALL_TOKENS,
+            None,
+        )
+        .await?;
+    Ok(completion
+        .tool_calls
+        .first()
+        .and_then(|call| serde_json::from_str::<Value>(&call.arguments).ok())
+        .and_then(|arguments| arguments["abbreviation"].as_str().map(str::to_owned))
+        .filter(|chosen| candidates.contains(chosen)))
 }
 
 /// What the model reads when it writes a step's call.
@@ -442,7 +581,7 @@ mod tests {
             ),
         );
         let step = steps.next(&tools).unwrap();
-        let chosen = corrected(&steps, &tools, &step).unwrap();
+        let chosen = corrected(&steps, &tools, &step, &BTreeMap::new()).unwrap();
         assert_eq!(
             chosen.arguments,
             json!({"value": 2500, "from_unit": "g", "to_unit": "kg"})
@@ -451,6 +590,88 @@ mod tests {
         assert_eq!(
             steps::sure_symbol("celsius", &fit::listed_words(&tools[0].description)).as_deref(),
             Some("C")
+        );
+    }
+
+    /// A model that answers the abbreviation tool with `pick` of the
+    /// candidates it is offered, in the order offered.
+    struct Picks(fn(&[Value]) -> Value);
+
+    #[async_trait::async_trait]
+    impl Ask for Picks {
+        type Error = String;
+
+        async fn ask(
+            &self,
+            request: ChatRequest,
+            _max_tokens: u32,
+            _sink: DeltaSink,
+        ) -> Result<Completion, String> {
+            let offered = request.tools[0].parameters["properties"]["abbreviation"]["enum"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            Ok(Completion {
+                content: String::new(),
+                tool_calls: vec![crate::llm::ToolCall {
+                    id: "call_1".into(),
+                    name: "abbreviation".into(),
+                    arguments: json!({"abbreviation": (self.0)(&offered)}).to_string(),
+                }],
+                stop_reason: crate::llm::StopReason::ToolCalls,
+                model: "test".into(),
+                usage: Default::default(),
+                time_to_first_token: None,
+            })
+        }
+
+        fn unusable(&self, why: String) -> String {
+            why
+        }
+    }
+
+    #[tokio::test]
+    async fn a_word_several_symbols_abbreviate_takes_the_one_the_model_picks_both_ways() {
+        let tools = [Offered {
+            effects: crate::answers::steps::Effects::ReadOnly,
+            owner: "unit-convert".into(),
+            name: "convert".into(),
+            description: "Convert an amount between units.".into(),
+            schema: json!({"type": "object", "properties": {
+                "amount": {"type": "number"},
+                "from_unit": {"type": "string"},
+                "to_unit": {"type": "string"}}}),
+        }];
+        let mut steps = Steps::new("Convert 6 feet to meters");
+        let step = steps.next(&tools).unwrap();
+        steps.record(
+            &tools,
+            &step,
+            0,
+            json!({"amount": 6, "from_unit": "feet", "to_unit": "m"}),
+            crate::agent::tool::ToolOutput::failure(
+                "unknown unit \"feet\"; known units: m, km, ft, mi, c, f",
+            ),
+        );
+        let step = steps.next(&tools).unwrap();
+        assert_eq!(corrected(&steps, &tools, &step, &BTreeMap::new()), None);
+        let unsure = unsure(&steps, &tools, &step);
+        assert_eq!(unsure.len(), 1);
+        assert_eq!(unsure[0].word, "feet");
+        assert_eq!(unsure[0].candidates, ["f", "ft"]);
+        // A model that takes whichever is listed first picks nothing.
+        let first = pick_symbols(&Picks(|offered| offered[0].clone()), &unsure)
+            .await
+            .unwrap();
+        assert!(first.is_empty());
+        // One that picks "ft" both ways corrects the call.
+        let sure = pick_symbols(&Picks(|_| json!("ft")), &unsure)
+            .await
+            .unwrap();
+        let chosen = corrected(&steps, &tools, &step, &sure).unwrap();
+        assert_eq!(
+            chosen.arguments,
+            json!({"amount": 6, "from_unit": "ft", "to_unit": "m"})
         );
     }
 

@@ -1,28 +1,21 @@
-//! Requests of OpenAI clients, steered for a model held to groundings (the
-//! embedded one), which cannot judge on its own when a tool is needed nor
-//! keep to what a tool returned.
+//! Requests of OpenAI clients the node did not play itself (see
+//! [`super::tool_loop`]), steered for a model held to groundings (the
+//! embedded one), which cannot keep to what a tool returned on its own.
 //!
-//! - The person asks (the last message is theirs), with tools and
-//!   `tool_choice` auto or required: when a tool can take the values the
-//!   message gives (or its words name a tool that needs none), a call is
-//!   plainly needed: one call is required, of the tool the person's words
-//!   or the model's few words on how to do it name ("what is 17 plus 25":
-//!   "add 17 and 25"), held to the message's values, the earliest first.
-//!   Auto with no tool needed is answered in words.
-//! - A tool answered (the last message is a tool's): the answer is held to
-//!   the values the person and the tools gave, so it cannot say 32 when
-//!   the tool said 42.
+//! - The person asks and no tool can take what they ask: with
+//!   `tool_choice` auto, the model answers in words; with `required`, it
+//!   makes the call the client requires, held to the message's values.
+//! - A tool answered (the last message is a tool's) of a call the node did
+//!   not make: the answer is held to the values the person and the tools
+//!   gave, so it cannot say 32 when the tool said 42.
 
-use super::Ask;
-use super::steps::{Offered, Steps};
+use super::steps::Offered;
 use crate::llm::grounding::{Grounding, Literal, values_in};
 use crate::llm::{ChatRequest, Role, ToolChoice};
 
-/// Steers `request` as the module says, asking `ask` (the same model) in
-/// a few words how to do what the person asks when their words leave more
-/// than one tool; a request with its own grounding, or none of these
-/// shapes, is left as it is.
-pub async fn steer<A: Ask>(request: &mut ChatRequest, ask: &A) {
+/// Steers `request` as the module says; a request with its own
+/// grounding, or none of these shapes, is left as it is.
+pub fn steer(request: &mut ChatRequest) {
     if request.grounding.is_some() {
         return;
     }
@@ -30,75 +23,27 @@ pub async fn steer<A: Ask>(request: &mut ChatRequest, ask: &A) {
         return;
     };
     match last.role {
-        Role::User => call_when_needed(request, ask).await,
+        Role::User if request.tool_choice == ToolChoice::Auto => {
+            request.tool_choice = ToolChoice::None;
+        }
+        Role::User if request.tool_choice == ToolChoice::Required => hold_to_values(request),
         Role::Tool => answer_from_results(request),
         _ => {}
     }
 }
 
-async fn call_when_needed<A: Ask>(request: &mut ChatRequest, ask: &A) {
-    if request.tools.is_empty()
-        || !matches!(request.tool_choice, ToolChoice::Auto | ToolChoice::Required)
-    {
-        return;
-    }
-    let asked = request
-        .messages
-        .last()
-        .map(|m| m.content.clone())
-        .unwrap_or_default();
-    let offered: Vec<Offered> = request
-        .tools
-        .iter()
-        .map(|tool| Offered {
-            effects: crate::answers::steps::Effects::Unknown,
-            owner: String::new(),
-            name: tool.name.clone(),
-            description: tool.description.clone(),
-            schema: tool.parameters.clone(),
-        })
-        .collect();
-    let steps = Steps::new(&asked);
-    let Some(step) = steps.next(&offered) else {
-        if request.tool_choice == ToolChoice::Auto {
-            request.tool_choice = ToolChoice::None;
-        }
+/// A call the client requires where the node found none that fits:
+/// the model makes it, held to the values of the message's first step
+/// its tools can take ("Paris" of "What's the weather like in Paris
+/// today?", which the weather tool leaves "today" of).
+fn hold_to_values(request: &mut ChatRequest) {
+    let Some(asked) = request.messages.last().map(|m| m.content.clone()) else {
         return;
     };
-    // A tool can take what the person gave: one is plainly needed. Which
-    // one their words say, or the model's account of how to do it.
-    let mut chosen = steps.named_by(&offered, &step, "");
-    if chosen.len() > 1 {
-        let thought = ask
-            .ask(
-                ChatRequest {
-                    messages: vec![
-                        crate::llm::Message::system("Explain briefly how to do this."),
-                        crate::llm::Message::user(step.part.clone()),
-                    ],
-                    temperature: Some(0.0),
-                    caller: request.caller.clone(),
-                    ..Default::default()
-                },
-                super::THOUGHT_TOKENS,
-                None,
-            )
-            .await;
-        if let Ok(thought) = thought {
-            chosen = steps.named_by(&offered, &step, &thought.content);
-        }
+    let offered = super::tool_loop::offered(request);
+    if let Some(step) = super::steps::Steps::new(&asked).next(&offered) {
+        request.grounding = Some(step.grounding);
     }
-    let tools = chosen
-        .iter()
-        .map(|&i| request.tools[i].clone())
-        .collect::<Vec<_>>();
-    request.tool_choice = match tools.as_slice() {
-        [one] => ToolChoice::Named(one.name.clone()),
-        _ => ToolChoice::Required,
-    };
-    request.tools = tools;
-    request.parallel_tool_calls = Some(false);
-    request.grounding = Some(step.grounding);
 }
 
 /// Whether `request` asks for the answer after tool results: its last
@@ -216,34 +161,6 @@ mod tests {
         ]
     }
 
-    /// A model whose account of how to do anything is `said`.
-    struct Says(&'static str);
-
-    #[async_trait::async_trait]
-    impl Ask for Says {
-        type Error = String;
-
-        async fn ask(
-            &self,
-            _request: ChatRequest,
-            _max_tokens: u32,
-            _sink: crate::llm::DeltaSink,
-        ) -> Result<crate::llm::Completion, String> {
-            Ok(crate::llm::Completion {
-                content: self.0.into(),
-                tool_calls: Vec::new(),
-                stop_reason: crate::llm::StopReason::EndTurn,
-                model: "test".into(),
-                usage: Default::default(),
-                time_to_first_token: None,
-            })
-        }
-
-        fn unusable(&self, why: String) -> String {
-            why
-        }
-    }
-
     fn asked(text: &str) -> ChatRequest {
         ChatRequest {
             messages: vec![Message::user(text)],
@@ -252,20 +169,10 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_question_a_tool_plainly_answers_requires_that_call_with_its_values() {
-        let mut request = asked("What is 17 plus 25?");
-        steer(&mut request, &Says("Add 17 and 25.")).await;
-        assert_eq!(request.tool_choice, ToolChoice::Named("add".into()));
-        let grounding = request.grounding.unwrap();
-        assert_eq!(grounding.required, Some(Literal::Number(17.0)));
-        assert_eq!(grounding.values, [Literal::Number(25.0)]);
-    }
-
-    #[tokio::test]
-    async fn small_talk_is_answered_in_words() {
+    #[test]
+    fn what_no_tool_can_take_is_answered_in_words() {
         let mut request = asked("Hello, how are you?");
-        steer(&mut request, &Says("Say hello.")).await;
+        steer(&mut request);
         assert_eq!(request.tool_choice, ToolChoice::None);
         assert!(request.grounding.is_none());
     }
@@ -295,11 +202,24 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn after_a_tool_the_answer_keeps_to_what_it_returned() {
+    #[test]
+    fn a_required_call_is_held_to_the_messages_values() {
+        let mut request = asked("What's the weather like in Paris today?");
+        request.tool_choice = ToolChoice::Required;
+        steer(&mut request);
+        assert_eq!(request.tool_choice, ToolChoice::Required);
+        let grounding = request.grounding.expect("held to the message");
+        assert!(
+            grounding.texts.iter().any(|t| t.contains("Paris")),
+            "{grounding:?}"
+        );
+    }
+
+    #[test]
+    fn after_a_tool_the_answer_keeps_to_what_it_returned() {
         let mut request = asked("What is 17 plus 25?");
         request.messages.push(Message::new(Role::Tool, "42"));
-        steer(&mut request, &Says("")).await;
+        steer(&mut request);
         assert_eq!(request.tool_choice, ToolChoice::None);
         let values = request.grounding.unwrap().values;
         assert!(values.contains(&Literal::Number(42.0)), "{values:?}");

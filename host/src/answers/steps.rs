@@ -926,14 +926,18 @@ impl Steps {
         }
     }
 
+    /// Whether the model's accounts of `step`'s part, in both orders,
+    /// agreed on `tool` (see [`Steps::agree`]).
+    pub fn agreed_on(&self, step: &Step, tool: usize) -> bool {
+        self.parts
+            .get(step.index)
+            .is_some_and(|part| part.agreed.contains(&tool))
+    }
+
     /// Whether `tool` was chosen for `step` for certain: by the person's
     /// words, or by the model's accounts in both orders.
     fn chosen(&self, tools: &[Offered], step: &Step, tool: usize) -> bool {
-        self.chosen_by_request(tools, step, tool)
-            || self
-                .parts
-                .get(step.index)
-                .is_some_and(|part| part.agreed.contains(&tool))
+        self.chosen_by_request(tools, step, tool) || self.agreed_on(step, tool)
     }
 
     /// Whether a call of `tool` may run for `step`, or why not. A tool
@@ -999,16 +1003,20 @@ impl Steps {
                 let refused = self.refused_in_a_row(index);
                 let why = if let Some(&last) = refused.last() {
                     let made = &self.made[last];
-                    let tool = tools.get(made.tool);
-                    format!(
-                        "{}'s {} failed: {}",
-                        tool.map_or("the agent", |t| t.owner.as_str()),
-                        tool.map_or_else(
-                            || "call".to_owned(),
-                            |t| super::wording::call_label(t, &made.arguments)
+                    let said = crate::text::one_line(&made.output.text(), 300);
+                    match tools.get(made.tool) {
+                        // A client's own tool has no agent to name.
+                        Some(tool) if tool.owner.is_empty() => format!(
+                            "{} failed: {said}",
+                            super::wording::call_label(tool, &made.arguments)
                         ),
-                        crate::text::one_line(&made.output.text(), 300)
-                    )
+                        Some(tool) => format!(
+                            "{}'s {} failed: {said}",
+                            tool.owner,
+                            super::wording::call_label(tool, &made.arguments)
+                        ),
+                        None => format!("the agent's call failed: {said}"),
+                    }
                 } else if let Some(why) = &self.parts[index].gave_up {
                     why.clone()
                 } else if self.made.iter().any(|m| m.part == index && m.succeeded()) {
@@ -1067,6 +1075,16 @@ pub fn sure_symbol(word: &str, said: &str) -> Option<String> {
         return None;
     }
     pick(&word, &abbreviations(&word, said))
+}
+
+/// The short words of `said` that abbreviate `word` (see
+/// [`sure_symbol`], which picks among them where one surely does).
+pub fn abbreviating(word: &str, said: &str) -> Vec<String> {
+    let word = word.to_lowercase();
+    if word.chars().count() < 3 || !word.chars().all(char::is_alphabetic) {
+        return Vec::new();
+    }
+    abbreviations(&word, said)
 }
 
 fn split_words(words: &[&str]) -> Vec<String> {
@@ -1135,6 +1153,12 @@ pub fn quoted_in(said: &str, word: &str) -> bool {
     ['"', '\'', '`']
         .iter()
         .any(|q| said.contains(&format!("{q}{word}{q}")))
+}
+
+/// Whether `said` writes `word` as a word of its own, in any case.
+pub fn written_in(said: &str, word: &str) -> bool {
+    said.split(|c: char| !c.is_alphanumeric())
+        .any(|w| w.eq_ignore_ascii_case(word))
 }
 
 /// The leaves of `value`, in lists and objects too.

@@ -282,11 +282,14 @@ pub fn left_undone(steps: &Steps, tools: &[Offered]) -> Option<String> {
     (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
-/// The node's own statement of what the calls found: one line a call.
+/// The node's own statement of what the calls found: one line a call, but
+/// for refused calls of parts a later call did.
 pub fn statement(steps: &Steps, tools: &[Offered], note: Option<&str>) -> String {
     let mut lines: Vec<String> = steps
         .made()
         .iter()
+        // A refusal of a part done since is provenance, not the answer.
+        .filter(|call| !(call.output.is_error && steps.done(call.part)))
         .map(|call| {
             let label = call_label(&tools[call.tool], &call.arguments);
             if call.output.is_error {
