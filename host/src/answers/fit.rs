@@ -32,6 +32,57 @@ fn added_clause(part: &str) -> Option<&str> {
     (values_in(clause).is_empty() && terms(clause).next().is_some()).then_some(clause)
 }
 
+/// Whether `arguments` keep each list of numbers the step's part writes
+/// as one value: none of its numbers taken alone ("three times the
+/// average of 4, 8 and 12" is not `multiply(12, 3)`), and no other
+/// number joined to it in a list ("mean of 4 8 12, times 3" is not
+/// `summarize([4, 8, 12, 3])`).
+fn written_lists_kept(step: &Step, arguments: &Value) -> Result<(), String> {
+    let written = |list: &[f64]| {
+        let numbers: Vec<String> = list
+            .iter()
+            .map(|n| crate::llm::grounding::number_literal(*n))
+            .collect();
+        numbers.join(", ")
+    };
+    let Some(object) = arguments.as_object() else {
+        return Ok(());
+    };
+    for (name, value) in object {
+        match value {
+            Value::Number(n) => {
+                let Some(n) = n.as_f64() else { continue };
+                if let Some(list) = step.lists.iter().find(|l| l.contains(&n)) {
+                    return Err(format!(
+                        "{name} takes {} alone, of the list {} written as one",
+                        crate::llm::grounding::number_literal(n),
+                        written(list)
+                    ));
+                }
+            }
+            Value::Array(items) => {
+                let numbers: Vec<f64> = items.iter().filter_map(Value::as_f64).collect();
+                let Some(list) = step
+                    .lists
+                    .iter()
+                    .find(|l| numbers.iter().any(|n| l.contains(n)))
+                else {
+                    continue;
+                };
+                if let Some(other) = numbers.iter().find(|n| !list.contains(n)) {
+                    return Err(format!(
+                        "{name} joins {} to the list {}",
+                        crate::llm::grounding::number_literal(*other),
+                        written(list)
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Whether `document` is `arguments` or one of its values, at any depth.
 fn holds(arguments: &Value, document: &Value) -> bool {
     let mut found = false;
@@ -84,6 +135,7 @@ fn check_with(
             ));
         }
     }
+    written_lists_kept(step, arguments)?;
     // A document the part writes is what it asks about: a call that leaves
     // it out (a note titled "user.name" for "get user.name from {…}")
     // answers something else.
@@ -558,6 +610,7 @@ mod tests {
             at: 0,
             tools: vec![0],
             refused: Vec::new(),
+            lists: Vec::new(),
         }
     }
 
@@ -682,6 +735,31 @@ mod tests {
         // Its own words, or nothing said: the call answers the part.
         assert!(checked("'a b c', words in reverse order").is_ok());
         assert!(checked("Reverse the words of 'a b c', please.").is_ok());
+    }
+
+    #[test]
+    fn a_written_list_is_taken_whole_and_alone() {
+        let mut listed = step("What is three times the average of 4, 8 and 12?");
+        listed.lists = vec![vec![4.0, 8.0, 12.0]];
+        let calculator = Offered {
+            name: "multiply".into(),
+            description: "Multiply two numbers.".into(),
+            schema: json!({"type": "object", "properties": {
+                "a": {"type": "number"}, "b": {"type": "number"}}}),
+            ..convert()
+        };
+        let split = check(&calculator, &listed, &json!({"a": 12, "b": 3})).unwrap_err();
+        assert!(split.contains("12 alone"), "{split}");
+        let stats = Offered {
+            name: "summarize".into(),
+            description: "The mean, median and spread of some numbers.".into(),
+            schema: json!({"type": "object", "properties": {
+                "values": {"type": "array", "items": {"type": "number"}}}}),
+            ..convert()
+        };
+        let joined = check(&stats, &listed, &json!({"values": [4, 8, 12, 3]})).unwrap_err();
+        assert!(joined.contains("joins 3"), "{joined}");
+        assert!(check(&stats, &listed, &json!({"values": [4, 8, 12]})).is_ok());
     }
 
     #[test]

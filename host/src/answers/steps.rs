@@ -202,6 +202,9 @@ pub struct Step {
     /// The calls made for this part that their agents refused, in order
     /// (indices into [`Steps::made`]): the model reads what they said.
     pub refused: Vec<usize>,
+    /// The lists of numbers the part writes ("4, 8 and 12"), where a tool
+    /// on offer takes a list: each is one value (see [`written_lists`]).
+    pub lists: Vec<Vec<f64>>,
 }
 
 /// A part of the request that was not done, and why.
@@ -319,6 +322,43 @@ impl Steps {
         self.parts
             .get(index)
             .map_or("", |p| &self.request[p.range.clone()])
+    }
+
+    /// The lists of numbers part `index` writes: three numbers or more in a
+    /// row with nothing but commas, "and" or "&" between them ("4, 8 and
+    /// 12", "4 8 12"), each as its values.
+    fn written_lists(&self, index: usize) -> Vec<Vec<f64>> {
+        let numbers: Vec<(&Range<usize>, f64)> = self
+            .given
+            .iter()
+            .filter(|g| g.part == index)
+            .filter_map(|g| match g.value {
+                Literal::Number(n) => Some((&g.range, n)),
+                _ => None,
+            })
+            .collect();
+        let joined = |a: &Range<usize>, b: &Range<usize>| {
+            self.request.get(a.end..b.start).is_some_and(|between| {
+                between
+                    .split(|c: char| c.is_whitespace() || c == ',' || c == '&')
+                    .all(|w| w.is_empty() || w.eq_ignore_ascii_case("and"))
+            })
+        };
+        let mut lists: Vec<Vec<f64>> = Vec::new();
+        let mut run: Vec<f64> = Vec::new();
+        for (at, (range, n)) in numbers.iter().enumerate() {
+            if at > 0 && !joined(numbers[at - 1].0, range) {
+                if run.len() >= 3 {
+                    lists.push(std::mem::take(&mut run));
+                }
+                run.clear();
+            }
+            run.push(*n);
+        }
+        if run.len() >= 3 {
+            lists.push(run);
+        }
+        lists
     }
 
     /// The terms of part `index` outside the values it writes: what it
@@ -563,6 +603,7 @@ impl Steps {
 
     /// The step that serves part `index` next, if a tool can take it.
     fn step_for(&self, index: usize, tools: &[Offered]) -> Option<Step> {
+        let offered = tools;
         let whole = self.part_text(index);
         let start = self.parts[index].range.start;
         // What is left of the part to read: all of it, or after what an
@@ -698,6 +739,16 @@ impl Steps {
         if tools.is_empty() {
             return None;
         }
+        // Where a tool takes a list of numbers, a list the part writes is
+        // one value: not split between calls, nor joined by another number.
+        let lists = if tools
+            .iter()
+            .any(|&i| crate::llm::grounding::number_lists(&offered[i].schema) > 0)
+        {
+            self.written_lists(index)
+        } else {
+            Vec::new()
+        };
         Some(Step {
             grounding,
             part: part.to_owned(),
@@ -705,6 +756,7 @@ impl Steps {
             at,
             tools,
             refused,
+            lists,
         })
     }
 
@@ -1706,6 +1758,35 @@ mod tests {
         let offered: Vec<&Literal> = step.grounding.all_values().collect();
         assert_eq!(offered.len(), 4, "{offered:?}");
         assert!(steps.chosen_by_request(&tools, &step, summarize));
+    }
+
+    #[test]
+    fn a_list_the_part_writes_is_one_value_where_a_tool_takes_lists() {
+        let mut tools = tools();
+        let calculator_only = tools.clone();
+        tools.push(tool(
+            "stats",
+            "summarize",
+            "Count, mean, median, standard deviation, extremes and quartiles of some numbers.",
+            json!({"type": "object", "properties": {"values": {"type": "array",
+                "items": {"type": "number"}}}, "required": ["values"]}),
+        ));
+        let lists = |asked: &str, tools: &[Offered]| Steps::new(asked).next(tools).unwrap().lists;
+        assert_eq!(
+            lists("What is three times the average of 4, 8 and 12?", &tools),
+            [vec![4.0, 8.0, 12.0]]
+        );
+        assert_eq!(
+            lists("mean of 4 8 12, times 3", &tools),
+            [vec![4.0, 8.0, 12.0]]
+        );
+        assert_eq!(
+            lists("slope for x 0 1 2, y 4 7 10", &tools),
+            [vec![0.0, 1.0, 2.0], vec![4.0, 7.0, 10.0]]
+        );
+        // Two numbers are no list; nor are numbers where no tool takes one.
+        assert!(lists("Add 2 and 3.", &tools).is_empty());
+        assert!(lists("Add 2, 3 and 4.", &calculator_only).is_empty());
     }
 
     #[test]

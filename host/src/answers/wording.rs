@@ -432,6 +432,7 @@ mod tests {
             at: 0,
             tools: vec![1],
             refused: Vec::new(),
+            lists: Vec::new(),
         };
         steps.record(
             &tools,
