@@ -3,7 +3,8 @@
 //! embedded one), which cannot keep to what a tool returned on its own.
 //!
 //! - The person asks and no tool can take what they ask: with
-//!   `tool_choice` auto, the model answers in words; with `required`, it
+//!   `tool_choice` auto, the model answers in words, held to the values
+//!   the person gave; with `required`, it
 //!   makes the call the client requires, held to the message's values.
 //! - A tool answered (the last message is a tool's) of a call the node did
 //!   not make: the answer is held to the values the person and the tools
@@ -24,7 +25,19 @@ pub fn steer(request: &mut ChatRequest) {
     };
     match last.role {
         Role::User if request.tool_choice == ToolChoice::Auto => {
+            // No tool can take it: answered in words, which state no value
+            // the person did not give ("3x4 then +5" is not "15x5").
             request.tool_choice = ToolChoice::None;
+            let values = request
+                .messages
+                .last()
+                .map(|m| values_in(&m.content).into_iter().map(|(_, v)| v).collect())
+                .unwrap_or_default();
+            request.grounding = Some(Grounding {
+                required: None,
+                values,
+                texts: Vec::new(),
+            });
         }
         Role::User if request.tool_choice == ToolChoice::Required => hold_to_values(request),
         Role::Tool => answer_from_results(request),
@@ -170,11 +183,16 @@ mod tests {
     }
 
     #[test]
-    fn what_no_tool_can_take_is_answered_in_words() {
+    fn what_no_tool_can_take_is_answered_in_words_of_the_persons_values() {
         let mut request = asked("Hello, how are you?");
         steer(&mut request);
         assert_eq!(request.tool_choice, ToolChoice::None);
-        assert!(request.grounding.is_none());
+        assert_eq!(request.grounding.unwrap().values, []);
+        let mut request = asked("3x4 then +5");
+        steer(&mut request);
+        let values = request.grounding.unwrap().values;
+        assert!(values.contains(&Literal::Number(5.0)), "{values:?}");
+        assert!(!values.contains(&Literal::Number(15.0)), "{values:?}");
     }
 
     #[test]

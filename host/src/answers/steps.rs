@@ -454,8 +454,14 @@ impl Steps {
             all
         };
         let named: Vec<Vec<String>> = candidates.iter().map(|&i| terms_of(&tools[i])).collect();
-        // For each word of the part, the candidates it names.
-        let part = self.part_text(step.index);
+        // For each word of what is left of the part, the candidates it
+        // names: a call after an earlier one of the part is named by the
+        // words after what that one took ("times" of "2 plus 3, times 4",
+        // not "plus" again).
+        let part = match step.part.is_empty() {
+            true => self.part_text(step.index),
+            false => step.part.as_str(),
+        };
         let mut naming: Vec<Vec<usize>> = terms(part)
             .filter(|w| !is_number(w))
             .chain(operations(part))
@@ -470,8 +476,7 @@ impl Steps {
             .collect();
         // A common word that is a tool's very name names it ("Get the
         // note 'monday'": `get`).
-        for word in self
-            .part_text(step.index)
+        for word in part
             .split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty() && terms(w).next().is_none())
         {
@@ -1692,6 +1697,30 @@ mod tests {
         let steps = Steps::new("What is the population of Kenya?");
         assert!(steps.next(&tools).is_none());
         assert_eq!(steps.undone(&tools)[0].why, "no tool at hand does this");
+    }
+
+    #[test]
+    fn a_later_call_of_a_part_is_named_by_the_words_after_the_earlier_ones() {
+        let tools = tools();
+        let mut steps = Steps::new("What is 2 plus 3, times 4?");
+        let step = steps.next(&tools).unwrap();
+        assert!(steps.chosen_by_request(&tools, &step, 0));
+        steps.record(
+            &tools,
+            &step,
+            0,
+            json!({"a": 2, "b": 3}),
+            ToolOutput {
+                content: vec![crate::agent::tool::Content::Text { text: "5".into() }],
+                structured_content: None,
+                is_error: false,
+            },
+        );
+        // What is left, ", times 4", does not say "plus": `add` again is
+        // no choice of the person's words.
+        let step = steps.next(&tools).unwrap();
+        assert!(!step.part.contains("plus"), "{}", step.part);
+        assert!(!steps.chosen_by_request(&tools, &step, 0));
     }
 
     #[test]
