@@ -3,9 +3,9 @@
 //! returned. Chat and A2A answer people this way; goals run the same
 //! steps under their budget, with teams (see [`crate::goals`]).
 
-use super::steps::{Offered, Outcome, Steps};
+use super::steps::{Offered, Outcome, Step, Steps};
 use super::wording::{self, Answer};
-use super::{Ask, choose};
+use super::{Ask, Chosen, choose};
 use crate::agent::tool::ToolOutput;
 use crate::llm::DeltaSink;
 use serde_json::Value;
@@ -55,26 +55,21 @@ pub async fn serve<A: Ask, R: Runner>(
     let mut first_failure = None;
     while let Some(step) = steps.next(tools) {
         runner.choosing(&step.part);
-        let chosen = match choose(ask, &mut steps, tools, &step).await {
+        let chosen = match call_for(ask, &mut steps, tools, &step).await {
             Ok(chosen) => chosen,
-            Err(failure) => {
-                steps.give_up(step.index, "the model made no usable call for it".into());
-                first_failure.get_or_insert(failure);
+            Err(skipped) => {
+                let why = match skipped {
+                    Skipped::Unusable(failure) => {
+                        first_failure.get_or_insert(failure);
+                        NO_USABLE_CALL.to_owned()
+                    }
+                    Skipped::Repeated => MADE_ALREADY.to_owned(),
+                    Skipped::NotRun(why) => why,
+                };
+                steps.give_up(step.index, why);
                 continue;
             }
         };
-        if steps.repeats(chosen.tool, &chosen.arguments) {
-            // The same call again would only repeat its answer.
-            steps.give_up(
-                step.index,
-                "the only call left for it was one already made".into(),
-            );
-            continue;
-        }
-        if let Err(why) = steps.may_run(tools, &step, chosen.tool) {
-            steps.give_up(step.index, why);
-            continue;
-        }
         let tool = &tools[chosen.tool];
         let label = wording::call_label(tool, &chosen.arguments);
         let output = runner.run(tool, &chosen.arguments, &label).await;
@@ -95,6 +90,43 @@ pub async fn serve<A: Ask, R: Runner>(
         steps,
         answer: Some(answer),
     })
+}
+
+/// Why a step is given up when the model made no usable call for it.
+pub(super) const NO_USABLE_CALL: &str = "the model made no usable call for it";
+/// Why a step is given up when its call would only repeat one made.
+pub(super) const MADE_ALREADY: &str = "the only call left for it was one already made";
+
+/// Why a step's call is not made.
+pub(crate) enum Skipped<E> {
+    /// The model made no usable call: its failure.
+    Unusable(E),
+    /// The call would only repeat one made, and its answer.
+    Repeated,
+    /// The tool chosen may not run on the choice that chose it: why.
+    NotRun(String),
+}
+
+/// The call `step` makes: the one chosen for it (see [`choose`]), unless
+/// it repeats a call made or its tool may not run on that choice (see
+/// [`Steps::may_run`]). Chat, A2A and goals run it; `/v1` hands it to the
+/// client (see [`super::tool_loop`]).
+pub(crate) async fn call_for<A: Ask>(
+    ask: &A,
+    steps: &mut Steps,
+    tools: &[Offered],
+    step: &Step,
+) -> Result<Chosen, Skipped<A::Error>> {
+    let chosen = choose(ask, steps, tools, step)
+        .await
+        .map_err(Skipped::Unusable)?;
+    if steps.repeats(chosen.tool, &chosen.arguments) {
+        return Err(Skipped::Repeated);
+    }
+    steps
+        .may_run(tools, step, chosen.tool)
+        .map_err(Skipped::NotRun)?;
+    Ok(chosen)
 }
 
 #[cfg(test)]

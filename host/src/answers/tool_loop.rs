@@ -17,8 +17,9 @@
 //! on its tool, and the parts given up on the way. A client can only
 //! mislead itself by changing them.
 
+use super::serve::{MADE_ALREADY, NO_USABLE_CALL, Skipped, call_for};
 use super::steps::{Effects, Offered, Steps};
-use super::{Ask, choose, wording};
+use super::{Ask, wording};
 use crate::agent::tool::{Content, StructuredContent, ToolOutput};
 use crate::llm::grounding::Literal;
 use crate::llm::{ChatRequest, Completion, Role, StopReason, ToolCall, ToolChoice, Usage};
@@ -66,8 +67,8 @@ impl GaveUp {
 
     fn why(self) -> &'static str {
         match self {
-            GaveUp::NoUsableCall => "the model made no usable call for it",
-            GaveUp::Repeated => "the only call left for it was one already made",
+            GaveUp::NoUsableCall => NO_USABLE_CALL,
+            GaveUp::Repeated => MADE_ALREADY,
             GaveUp::NotRun => {
                 "neither the request's words nor the model's accounts in both orders chose \
                  a tool for it, and the one the model chose was not called"
@@ -292,25 +293,21 @@ pub async fn play<A: Ask>(request: &ChatRequest, ask: &A, model: &str) -> Result
         })
     };
     while let Some(step) = steps.next(&tools) {
-        let stop = |steps: &mut Steps, gave_up: &mut Vec<(usize, GaveUp)>, why: GaveUp| {
-            steps.give_up(step.index, why.why().to_owned());
-            gave_up.push((step.index, why));
-        };
-        let chosen = match choose(&counted, &mut steps, &tools, &step).await {
+        let chosen = match call_for(&counted, &mut steps, &tools, &step).await {
             Ok(chosen) => chosen,
-            Err(_) => {
-                stop(&mut steps, &mut gave_up, GaveUp::NoUsableCall);
+            Err(skipped) => {
+                // Said again in later turns from the call ids, so by a
+                // code: the reason a tool may not run is not kept whole.
+                let why = match skipped {
+                    Skipped::Unusable(_) => GaveUp::NoUsableCall,
+                    Skipped::Repeated => GaveUp::Repeated,
+                    Skipped::NotRun(_) => GaveUp::NotRun,
+                };
+                steps.give_up(step.index, why.why().to_owned());
+                gave_up.push((step.index, why));
                 continue;
             }
         };
-        if steps.repeats(chosen.tool, &chosen.arguments) {
-            stop(&mut steps, &mut gave_up, GaveUp::Repeated);
-            continue;
-        }
-        if steps.may_run(&tools, &step, chosen.tool).is_err() {
-            stop(&mut steps, &mut gave_up, GaveUp::NotRun);
-            continue;
-        }
         let agreed = steps.agreed_on(&step, chosen.tool);
         let id = call_id(
             steps.made().len() + 1,

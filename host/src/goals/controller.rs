@@ -31,6 +31,7 @@ use super::member::{self, Called};
 use super::message::{Assigned, Body, Member, Speaker};
 use super::run::GoalRun;
 use super::team;
+use crate::answers::serve::Skipped;
 use crate::answers::{self, Ask, Chosen, Offered, Outcome, Step, Steps, wording};
 use crate::llm::{ChatRequest, Completion, DeltaSink};
 use std::sync::Arc;
@@ -203,18 +204,19 @@ impl Team {
         let ask = GoalAsk(self.goal.asker());
         let chosen = self
             .goal
-            .until_cancelled(answers::choose(&ask, steps, offered, &step))
+            .until_cancelled(answers::serve::call_for(&ask, steps, offered, &step))
             .await;
         match chosen {
             None => Phase::Cancel,
-            Some(Err(AskFailure::Limit(limit))) => Phase::Stop(limit),
-            Some(Err(AskFailure::Failed(why))) => {
+            Some(Ok(chosen)) => Phase::Run(step, chosen),
+            Some(Err(Skipped::Unusable(AskFailure::Limit(limit)))) => Phase::Stop(limit),
+            Some(Err(Skipped::Unusable(AskFailure::Failed(why)))) => {
                 let text = format!("the model could not choose a call: {why}");
                 steps.give_up(step.index, text.clone());
                 self.say(Speaker::Node, Body::Failure { text });
                 self.next_step()
             }
-            Some(Ok(chosen)) if steps.repeats(chosen.tool, &chosen.arguments) => {
+            Some(Err(Skipped::Repeated)) => {
                 // The same call again would only repeat what it said.
                 steps.give_up(
                     step.index,
@@ -222,14 +224,11 @@ impl Team {
                 );
                 self.next_step()
             }
-            Some(Ok(chosen)) => match steps.may_run(offered, &step, chosen.tool) {
-                Ok(()) => Phase::Run(step, chosen),
-                Err(why) => {
-                    steps.give_up(step.index, why.clone());
-                    self.say(Speaker::Node, Body::Notice { text: why });
-                    self.next_step()
-                }
-            },
+            Some(Err(Skipped::NotRun(why))) => {
+                steps.give_up(step.index, why.clone());
+                self.say(Speaker::Node, Body::Notice { text: why });
+                self.next_step()
+            }
         }
     }
 
