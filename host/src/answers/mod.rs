@@ -326,28 +326,62 @@ fn corrected(
     step: &Step,
     picked: &BTreeMap<String, String>,
 ) -> Option<Chosen> {
-    let &last = step.refused.last()?;
-    let made = &steps.made()[last];
-    let said = made.output.text();
-    let listed = fit::listed_by(&tools[made.tool]);
+    let refusal = Refusal::last_of(steps, tools, step)?;
+    let made = refusal.made;
+    let replacements: Vec<(String, String)> = refusal
+        .words()
+        .filter_map(|(argument, word, list)| {
+            let symbol = steps::sure_symbol(word, list).or_else(|| picked.get(word).cloned())?;
+            Some((argument.to_owned(), symbol))
+        })
+        .collect();
     let mut arguments = made.arguments.clone();
-    let mut replaced: Vec<String> = Vec::new();
-    for (key, value) in arguments.as_object_mut()? {
-        let Some(word) = value.as_str() else { continue };
-        let Some(list) = refusal_lists(word, &said, &listed) else {
-            continue;
-        };
-        if let Some(symbol) = steps::sure_symbol(word, list).or_else(|| picked.get(word).cloned()) {
-            *value = Value::String(symbol);
-            replaced.push(key.clone());
-        }
+    let object = arguments.as_object_mut()?;
+    for (argument, symbol) in &replacements {
+        object.insert(argument.clone(), Value::String(symbol.clone()));
     }
+    let replaced: Vec<String> = replacements.into_iter().map(|(a, _)| a).collect();
     let fits = fit::check_corrected(&tools[made.tool], step, &arguments, &replaced).is_ok();
     let changed = !replaced.is_empty();
     (changed && fits && !steps.repeats(made.tool, &arguments)).then_some(Chosen {
         tool: made.tool,
         arguments,
     })
+}
+
+/// The step's last refused call, with what its agent said of it and what
+/// its tool's description lists: where the words it refused are read.
+struct Refusal<'s> {
+    made: &'s steps::Made,
+    said: String,
+    listed: String,
+}
+
+impl<'s> Refusal<'s> {
+    fn last_of(steps: &'s Steps, tools: &[Offered], step: &Step) -> Option<Refusal<'s>> {
+        let &last = step.refused.last()?;
+        let made = &steps.made()[last];
+        Some(Refusal {
+            made,
+            said: made.output.text(),
+            listed: fit::listed_by(&tools[made.tool]),
+        })
+    }
+
+    /// The words of the call to replace, each with its argument and the
+    /// list what stands for it is taken from (see [`refusal_lists`]).
+    fn words(&self) -> impl Iterator<Item = (&'s str, &'s str, &str)> + '_ {
+        self.made
+            .arguments
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(argument, value)| {
+                let word = value.as_str()?;
+                let list = refusal_lists(word, &self.said, &self.listed)?;
+                Some((argument.as_str(), word, list))
+            })
+    }
 }
 
 /// Where a refusal, `said`, lists what may stand for `word` of the refused
@@ -386,26 +420,16 @@ struct Unsure {
 /// The words of the step's last refused call that the refusal leaves to
 /// choose between (see [`corrected`]).
 fn unsure(steps: &Steps, tools: &[Offered], step: &Step) -> Vec<Unsure> {
-    let Some(&last) = step.refused.last() else {
+    let Some(refusal) = Refusal::last_of(steps, tools, step) else {
         return Vec::new();
     };
-    let made = &steps.made()[last];
-    let said = made.output.text();
-    let listed = fit::listed_by(&tools[made.tool]);
-    let Some(arguments) = made.arguments.as_object() else {
-        return Vec::new();
-    };
-    arguments
-        .iter()
-        .filter_map(|(argument, value)| {
-            let word = value.as_str()?;
-            let list = refusal_lists(word, &said, &listed)?;
-            if steps::sure_symbol(word, list).is_some() {
-                return None;
-            }
+    refusal
+        .words()
+        .filter(|(_, word, list)| steps::sure_symbol(word, list).is_none())
+        .filter_map(|(argument, word, list)| {
             let candidates = steps::abbreviating(word, list);
             (candidates.len() > 1).then(|| Unsure {
-                argument: argument.clone(),
+                argument: argument.to_owned(),
                 word: word.to_owned(),
                 candidates,
             })

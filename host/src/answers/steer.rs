@@ -4,8 +4,8 @@
 //!
 //! - The person asks and no tool can take what they ask: with
 //!   `tool_choice` auto, the model answers in words, held to the values
-//!   the person gave; with `required`, it
-//!   makes the call the client requires, held to the message's values.
+//!   the person gave; with `required`, it makes the call the client
+//!   requires, held to the message's values.
 //! - A tool answered (the last message is a tool's) of a call the node did
 //!   not make: the answer is held to the values the person and the tools
 //!   gave, so it cannot say 32 when the tool said 42.

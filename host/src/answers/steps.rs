@@ -1127,11 +1127,7 @@ pub fn standing_for(words: &[&str], said: &str) -> Vec<String> {
 /// ("f" or "ft" for "feet"; "mi", "mm" or "ml" for "millimetres"), none:
 /// a guess between them can be a wrong unit that converts.
 pub fn sure_symbol(word: &str, said: &str) -> Option<String> {
-    let word = word.to_lowercase();
-    if word.chars().count() < 3 || !word.chars().all(char::is_alphabetic) {
-        return None;
-    }
-    pick(&word, &abbreviations(&word, said))
+    pick(&word.to_lowercase(), &abbreviating(word, said))
 }
 
 /// The short words of `said` that abbreviate `word` (see
