@@ -52,7 +52,7 @@ pub async fn connect(
         return Err(format!("cannot start {name}: its stdio is not piped"));
     };
     let tail = Arc::new(Mutex::new(VecDeque::new()));
-    tokio::spawn(keep_tail(name.to_owned(), stderr, tail.clone()));
+    let mut tail_read = tokio::spawn(keep_tail(name.to_owned(), stderr, tail.clone()));
     let overflow = Arc::new(Mutex::new(None));
     let stdout = Bounded {
         inner: stdout,
@@ -71,6 +71,8 @@ pub async fn connect(
                 Ok(Ok(status)) => format!(" (it exited {})", exit(status)),
                 _ => String::new(),
             };
+            drop(group);
+            last_words_read(&mut tail_read).await;
             return Err(format!(
                 "{name} did not complete the MCP handshake{exited}: {}{}",
                 crate::text::one_line(&e.to_string(), 300),
@@ -105,6 +107,7 @@ pub async fn connect(
             }
         };
         drop(group);
+        last_words_read(&mut tail_read).await;
         let overflowed = overflow
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -171,6 +174,14 @@ fn said(tail: &Mutex<VecDeque<u8>>) -> String {
         ),
         None => String::new(),
     }
+}
+
+/// Waits (briefly) for the server's stderr to be read to its end, once
+/// it has exited and its group was killed: the exit is often noticed
+/// before the reader has taken its last words from the pipe, and they
+/// are what says why it stopped.
+async fn last_words_read(reader: &mut tokio::task::JoinHandle<()>) {
+    let _ = tokio::time::timeout(EXIT_NOTICED, reader).await;
 }
 
 /// Reads the server's stderr to its end (a server whose stderr is not
