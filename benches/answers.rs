@@ -729,6 +729,16 @@ fn main() {
         .skip(1)
         .find(|a| ["goals", "chat", "a2a", "v1"].contains(&a.as_str()));
     let wants = |part: &str| only.as_deref().is_none_or(|o| o == part);
+    // Without the model every request reads as "not done": figures of
+    // nothing. Said at once instead.
+    let model = agentsite::llm::embedded::models_dir().join(agentsite::llm::embedded::DEFAULT_FILE);
+    if !model.is_file() {
+        eprintln!(
+            "error: the default model is not at {}: run `bash scripts/model.sh` first",
+            model.display()
+        );
+        std::process::exit(2);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -5,6 +5,7 @@
 //! one, as MCP is (the Host and Origin rules are the front end's:
 //! [`crate::http::guard`]).
 
+use crate::answers::steer::Steered;
 use crate::answers::tool_loop::Turn;
 use crate::clock::unix_seconds;
 use crate::http::token::{Family, Gate};
@@ -227,6 +228,7 @@ async fn chat_completions(
     let (stream, include_usage) = (read.stream, read.include_usage);
     let respond =
         |completion: &Completion| whole(&id, created, &model, completion, stream, include_usage);
+    let mut steered = Steered::Unchecked;
     if grounds {
         let ask = crate::answers::NodeAsk {
             models: v1.models.clone(),
@@ -239,7 +241,7 @@ async fn chat_completions(
         // checked against the part it is for, the answer from the results.
         match crate::answers::tool_loop::play(&read.request, &ask, &model).await {
             Ok(Turn::Played(completion)) => return respond(&completion),
-            Ok(Turn::ToTheModel) => crate::answers::steer::steer(&mut read.request),
+            Ok(Turn::ToTheModel) => steered = crate::answers::steer::steer(&mut read.request),
             Err(why) => {
                 return error(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -250,21 +252,20 @@ async fn chat_completions(
             }
         }
     }
-    // After tool results, a steered model's answer is checked against them
-    // before anyone reads it, so it is written whole first.
-    let kept_to_results = grounds && crate::answers::steer::after_results(&read.request);
-    if !read.stream || kept_to_results {
+    // A steered model's answer that is checked (against the tools' results,
+    // or for what only its memory could say) is checked before anyone
+    // reads it, so it is written whole first.
+    if !read.stream || steered.checks_the_answer() {
         let request = read.request.clone();
         let answered = v1
             .models
             .complete(Some(&model), read.request, deadline, None, REQUESTER)
             .await
             .map(|mut completion| {
-                if kept_to_results
-                    && let Some(stated) =
-                        crate::answers::steer::keep_to_results(&request, &completion.content)
+                if let Some(replaced) =
+                    crate::answers::steer::checked(&request, steered, &completion.content)
                 {
-                    completion.content = stated;
+                    completion.content = replaced;
                 }
                 completion
             });

@@ -246,9 +246,34 @@ def main(base, token):
         temperature=0,
         max_tokens=40,
     )
+    said = chat.choices[0].message.content or ""
     check(
-        not chat.choices[0].message.tool_calls and chat.choices[0].message.content,
-        f"small talk is answered in words: {chat.choices[0].message.content!r}",
+        not chat.choices[0].message.tool_calls
+        and said
+        and not said.startswith("I cannot answer"),
+        f"small talk is answered in words: {said!r}",
+    )
+    # A question the tools offered cannot take is not answered from the
+    # tiny model's memory: a name the question does not hold is never
+    # stated (the reply says it cannot answer instead).
+    asked = "Who is the president of France?"
+    reply = client.chat.completions.create(
+        model="local",
+        messages=[{"role": "user", "content": asked}],
+        tools=sums,
+        temperature=0,
+        max_tokens=40,
+    ).choices[0].message.content or ""
+    names = [
+        word.strip(".,!?;:'\"")
+        for sentence in re.split(r"(?<=[.!?])\s+", reply)
+        for word in sentence.split()[1:]
+        if word[:1].isupper() and not word.startswith("I'") and word != "I"
+    ]
+    unsaid = [name for name in names if name.lower() not in asked.lower() + " add multiply"]
+    check(
+        not unsaid,
+        f"a question no tool takes states no name of the model's own: {reply!r}",
     )
 
     structured = client.chat.completions.create(

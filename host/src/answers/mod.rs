@@ -19,6 +19,7 @@ pub(crate) mod serve;
 pub(crate) mod steer;
 pub(crate) mod steps;
 pub(crate) mod tool_loop;
+pub(crate) mod unfounded;
 pub(crate) mod wording;
 
 pub use serve::{Runner, serve};

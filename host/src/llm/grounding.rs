@@ -776,7 +776,8 @@ fn quoted_in(text: &str) -> Vec<(std::ops::Range<usize>, String)> {
     found
 }
 
-fn numbers_at(text: &str) -> Vec<(std::ops::Range<usize>, f64)> {
+/// The numbers of `text` (in digits or words), with where each is written.
+pub(crate) fn numbers_at(text: &str) -> Vec<(std::ops::Range<usize>, f64)> {
     let bytes = text.as_bytes();
     let mut numbers = Vec::new();
     let mut i = 0;
