@@ -152,6 +152,17 @@ impl PublishStep {
 /// busy or gone, and a new one picks again.
 const PUBLISH_ATTEMPTS: u32 = 3;
 
+/// How long a node that leaves keeps its connections after it last
+/// announced itself a provider. Kademlia reports an `ADD_PROVIDER` done
+/// as soon as it is queued (the messages are one-way, and libp2p-kad does
+/// not wait for them to be sent); over QUIC, closing the connection then
+/// throws away what the other side has not read yet, so a publisher that
+/// left right after `publish` returned lost its provider records on a
+/// busy machine. Leaving waits until this long after the announcement,
+/// driving the connections meanwhile, and not at all when none was made
+/// lately.
+const LINGER: Duration = Duration::from_secs(2);
+
 /// A publication waiting for its record and provider queries.
 struct Publication {
     remaining: usize,
@@ -189,6 +200,9 @@ pub(super) struct EventLoop {
     queries: HashMap<QueryId, Pending>,
     publications: HashMap<u64, Publication>,
     next_publication: u64,
+    /// When the last provider announcement was handed to Kademlia, which
+    /// reports it done before its messages are sent (see [`LINGER`]).
+    provided_at: Option<tokio::time::Instant>,
     fetches: HashMap<OutboundRequestId, Reply<Result<FetchResponse, NetError>>>,
     rpcs: HashMap<OutboundRequestId, Reply<Result<Value, NetError>>>,
     /// Requests of other nodes being worked on, by their sender and id, so
@@ -237,6 +251,7 @@ impl EventLoop {
             queries: HashMap::new(),
             publications: HashMap::new(),
             next_publication: 0,
+            provided_at: None,
             fetches: HashMap::new(),
             rpcs: HashMap::new(),
             serving: HashMap::new(),
@@ -320,6 +335,7 @@ impl EventLoop {
                 }
                 command = self.commands.recv() => match command {
                     Some(Command::Shutdown { reply }) => {
+                        self.linger().await;
                         let _ = reply.send(());
                         break;
                     }
@@ -330,6 +346,23 @@ impl EventLoop {
             }
         }
         tracing::debug!("network task stopped");
+    }
+
+    /// Drives the connections until [`LINGER`] after the last provider
+    /// announcement, so that its messages are sent and read before the
+    /// node leaves.
+    async fn linger(&mut self) {
+        let Some(until) = self.provided_at.map(|at| at + LINGER) else {
+            return;
+        };
+        let deadline = tokio::time::sleep_until(until);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                event = self.swarm.select_next_some() => self.on_swarm_event(event),
+                _ = &mut deadline => return,
+            }
+        }
     }
 
     /// Dials routing-table peers when gossip has too few to build its mesh
@@ -1212,6 +1245,7 @@ impl EventLoop {
                 self.publication_step(number, |r| r.record_replicas = replicas);
             }
             (Pending::Publish(number, step), QueryResult::StartProviding(outcome)) => {
+                self.provided_at = Some(tokio::time::Instant::now());
                 let confirmed = outcome.is_ok();
                 if !confirmed && self.retry_publish_step(number, step) {
                     return;
