@@ -47,6 +47,7 @@ async fn agents_stay_found_when_a_third_of_the_nodes_leave() {
     // agent is a real component.
     let publishers: Vec<usize> = (0..AGENTS).map(|i| i * NODES / AGENTS).collect();
     let published = publish_agents(&net, &publishers, "skill").await;
+    let published_at = Instant::now();
     let hub_dir = tempfile::tempdir().unwrap();
     let hub_key = Keypair::generate_ed25519();
     let entry: Vec<_> = publishers[..3]
@@ -121,7 +122,14 @@ async fn agents_stay_found_when_a_third_of_the_nodes_leave() {
             .await
             .unwrap();
         assert!(found.providers.contains(&host), "{skill}: {found:?}");
-        assert_eq!(fresh.network.manifest(*id).await.unwrap().id(), *id);
+        if let Err(e) = fresh.network.manifest(*id).await {
+            panic!(
+                "the new node did not find the manifest of {skill} ({e}), {:.1?} after it was \
+                 published; {}",
+                published_at.elapsed(),
+                why_not_found(&net, &fresh, &staying, *id).await
+            );
+        }
         let answer = fresh
             .network
             .request(host, FetchRequest::Manifest { id: *id })
@@ -176,6 +184,30 @@ async fn agents_stay_found_when_a_third_of_the_nodes_leave() {
     );
     fresh.network.shutdown().await;
     net.shutdown().await;
+}
+
+/// What a lookup that should have found `id` from `seeker` tells on a
+/// second look: whether `seeker` finds it when it asks again, and whether
+/// other nodes find it (the record gone from the network, or one lookup
+/// that went astray).
+async fn why_not_found(
+    net: &Testnet,
+    seeker: &support::testnet::SimNode,
+    others: &[usize],
+    id: AgentId,
+) -> String {
+    let again = seeker.network.manifest(id).await.map(|m| m.id());
+    let mut found_by_others = 0;
+    let asked = others.iter().step_by(7).take(10);
+    let asked_count = asked.clone().count();
+    for other in asked {
+        if net.nodes[*other].network.manifest(id).await.is_ok() {
+            found_by_others += 1;
+        }
+    }
+    format!(
+        "asked again at once: {again:?}; {found_by_others} of {asked_count} other nodes found it"
+    )
 }
 
 /// Over QUIC too, what a publisher tells the nodes that keep its records

@@ -1111,12 +1111,7 @@ impl EventLoop {
                     ..
                 } => match dht::check_record(&record) {
                     Ok(_) => {
-                        if let Err(e) = kad::store::RecordStore::put(
-                            self.swarm.behaviour_mut().kad.store_mut(),
-                            record,
-                        ) {
-                            tracing::debug!("record not stored: {e}");
-                        }
+                        dht::keep_longest(self.swarm.behaviour_mut().kad.store_mut(), record);
                     }
                     Err(e) => self.block(source, &format!("sent an invalid DHT record: {e}")),
                 },
