@@ -222,10 +222,13 @@ fn replay(request: &ChatRequest, tools: &[Offered]) -> Option<(Steps, Vec<(usize
     Some((steps, gave_up))
 }
 
-/// The model's usage over the turn, summed.
+/// The model's usage over the turn, summed, and whether the model itself
+/// failed (it is not there, or its time ran out), as against answering
+/// with no usable call.
 struct Counted<'a, A> {
     ask: &'a A,
     usage: Mutex<Usage>,
+    failed: std::sync::atomic::AtomicBool,
 }
 
 #[async_trait::async_trait]
@@ -238,7 +241,14 @@ impl<A: Ask> Ask for Counted<'_, A> {
         max_tokens: u32,
         sink: crate::llm::DeltaSink,
     ) -> Result<Completion, A::Error> {
-        let completion = self.ask.ask(request, max_tokens, sink).await?;
+        let completion = self
+            .ask
+            .ask(request, max_tokens, sink)
+            .await
+            .inspect_err(|_| {
+                self.failed
+                    .store(true, std::sync::atomic::Ordering::Relaxed)
+            })?;
         if let Ok(mut usage) = self.usage.lock() {
             usage.prompt_tokens = usage
                 .prompt_tokens
@@ -276,6 +286,7 @@ pub async fn play<A: Ask>(request: &ChatRequest, ask: &A, model: &str) -> Result
     let counted = Counted {
         ask,
         usage: Mutex::new(Usage::default()),
+        failed: Default::default(),
     };
     let played = |content: String, tool_calls: Vec<ToolCall>| {
         let usage = counted.usage.lock().map(|u| *u).unwrap_or_default();
@@ -299,6 +310,14 @@ pub async fn play<A: Ask>(request: &ChatRequest, ask: &A, model: &str) -> Result
                 // Said again in later turns from the call ids, so by a
                 // code: the reason a tool may not run is not kept whole.
                 let why = match skipped {
+                    // No model to ask (its file is missing, its time ran
+                    // out) is the node's failure, not an answer.
+                    Skipped::Unusable(failure)
+                        if steps.made().is_empty()
+                            && counted.failed.load(std::sync::atomic::Ordering::Relaxed) =>
+                    {
+                        return Err(failure);
+                    }
                     Skipped::Unusable(_) => GaveUp::NoUsableCall,
                     Skipped::Repeated => GaveUp::Repeated,
                     Skipped::NotRun(_) => GaveUp::NotRun,
@@ -586,5 +605,44 @@ mod tests {
             play(&request, &model, "local").await.unwrap(),
             Turn::ToTheModel
         ));
+    }
+
+    /// A model that is not there: every request fails.
+    struct Missing;
+
+    #[async_trait::async_trait]
+    impl Ask for Missing {
+        type Error = String;
+
+        async fn ask(
+            &self,
+            _request: ChatRequest,
+            _max_tokens: u32,
+            _sink: crate::llm::DeltaSink,
+        ) -> Result<Completion, String> {
+            Err("the model file models/local.gguf is missing".into())
+        }
+
+        fn unusable(&self, why: String) -> String {
+            why
+        }
+    }
+
+    #[tokio::test]
+    async fn a_missing_model_is_the_nodes_failure_not_an_answer() {
+        let request = ChatRequest {
+            messages: vec![Message::user("Convert 5 miles to km")],
+            tools: convert(),
+            ..Default::default()
+        };
+        let failure = play(&request, &Missing, "local").await.err();
+        assert_eq!(
+            failure.as_deref(),
+            Some("the model file models/local.gguf is missing")
+        );
+        // A model that answers with no usable call is the model's answer.
+        let model = scripted(vec![json!({"amount": "five"}); 8], "unused");
+        let answer = answer_of(play(&request, &model, "local").await.unwrap());
+        assert!(answer.contains("no usable call"), "{answer}");
     }
 }
