@@ -180,6 +180,12 @@ fn check_with(
                 "{name} takes {text:?}, a word that asks how much, not a value"
             ));
         }
+        if contraction_end(&step.part, text) {
+            return Err(format!(
+                "{name} takes {text:?}, written only as the end of a word such as \"what's\", \
+                 not a value"
+            ));
+        }
         if is_whole_request(&step.part, text) {
             return Err(format!(
                 "{name} takes the whole request, not a text it names"
@@ -493,6 +499,27 @@ pub(super) fn asks_at(words: &[(usize, usize, String)], i: usize) -> bool {
 
 /// Words that ask how much or how many of something, not what of.
 const QUANTIFIERS: [&str; 4] = ["many", "much", "few", "several"];
+
+/// Whether `text` is written in `part` only as the end of a contraction:
+/// the "s" of "what's", the "t" of "don't" are no value a person gave
+/// (a table booked at restaurant "s" for "what's 15% of 80").
+fn contraction_end(part: &str, text: &str) -> bool {
+    let text = text.trim().to_lowercase();
+    if text.is_empty() || text.len() > 2 || !text.chars().all(char::is_alphabetic) {
+        return false;
+    }
+    let lower = part.to_lowercase();
+    let mut written = lower
+        .match_indices(&text)
+        .filter(|(at, _)| super::align::whole_word_at(&lower, *at, text.len()))
+        .peekable();
+    written.peek().is_some()
+        && written.all(|(at, _)| {
+            let mut before = lower[..at].chars().rev();
+            matches!(before.next(), Some('\'' | '\u{2019}'))
+                && before.next().is_some_and(char::is_alphabetic)
+        })
+}
 
 /// Whether `text` holds every word of `part` (of two words or more): the
 /// request itself, not a text it gives ("how many days are there until
@@ -822,6 +849,38 @@ mod tests {
                 json!({"amount": 100, "from_unit": "c", "to_unit": "c"})
             ),
             None
+        );
+    }
+
+    #[test]
+    fn the_end_of_a_contraction_is_no_value() {
+        let booking = Offered {
+            effects: crate::answers::steps::Effects::Unknown,
+            owner: String::new(),
+            name: "book_table".into(),
+            description: "Book a restaurant table for a number of guests.".into(),
+            schema: json!({"type": "object", "properties": {
+                "restaurant": {"type": "string"}, "guests": {"type": "integer"}},
+                "required": ["restaurant", "guests"]}),
+        };
+        let why = check(
+            &booking,
+            &step("what's 15% of 80"),
+            &json!({"restaurant": "s", "guests": 15}),
+        )
+        .unwrap_err();
+        assert!(why.contains("what's"), "{why}");
+        assert!(contraction_end("don\u{2019}t book it", "t"));
+        // A letter the request writes on its own is one.
+        assert!(!contraction_end("what's 20 c in f", "c"));
+        assert!(!contraction_end("it's size s, isn't it", "s"));
+        assert!(
+            check(
+                &convert(),
+                &step("what's 20 c in f"),
+                &json!({"amount": 20, "from_unit": "c", "to_unit": "f"})
+            )
+            .is_ok()
         );
     }
 
