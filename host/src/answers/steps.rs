@@ -77,13 +77,70 @@ pub enum Effects {
 }
 
 impl Effects {
-    pub fn of(annotations: &crate::agent::tool::ToolAnnotations) -> Effects {
+    /// What the annotations of the tool called `name` say; where they say
+    /// nothing, what its name says (see [`Effects::named`]).
+    pub fn of(name: &str, annotations: &crate::agent::tool::ToolAnnotations) -> Effects {
         match (annotations.read_only_hint, annotations.destructive_hint) {
             (Some(true), _) => Effects::ReadOnly,
-            (None, None) => Effects::Unknown,
+            (None, None) => Effects::named(name),
             _ => Effects::Changes,
         }
     }
+
+    /// What a tool that carries no annotations (a client's over `/v1`, a
+    /// plain MCP server's, an A2A skill) does, as far as its name says: a
+    /// name that destroys (`delete_note`, `cancelBooking`) changes things,
+    /// however the model came to choose it; any other, unknown. The model's
+    /// accounts agreed on `delete` for "what does the note 'groceries'
+    /// say?" and for "write a note called 'plumber'".
+    pub fn named(name: &str) -> Effects {
+        let destroys = name_words(name).any(|word| DESTROYING.contains(&word.as_str()));
+        match destroys {
+            true => Effects::Changes,
+            false => Effects::Unknown,
+        }
+    }
+}
+
+/// Words that, in a tool's name, say that calling it destroys something.
+const DESTROYING: [&str; 14] = [
+    "delete",
+    "remove",
+    "erase",
+    "destroy",
+    "drop",
+    "purge",
+    "wipe",
+    "clear",
+    "cancel",
+    "truncate",
+    "revoke",
+    "kill",
+    "terminate",
+    "uninstall",
+];
+
+/// The words of a tool's name, lower case: `delete_note`, `deleteNote`,
+/// `delete-note` and `DeleteNote` are "delete" and "note".
+fn name_words(name: &str) -> impl Iterator<Item = String> + '_ {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        if !c.is_alphanumeric() || (c.is_uppercase() && previous_lower) {
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+        }
+        if c.is_alphanumeric() {
+            word.extend(c.to_lowercase());
+        }
+        previous_lower = c.is_lowercase();
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words.into_iter()
 }
 
 impl Offered {
@@ -94,7 +151,7 @@ impl Offered {
             name: tool.name.clone(),
             description: tool.description.clone(),
             schema: tool.input_schema.clone(),
-            effects: Effects::of(&tool.annotations),
+            effects: Effects::of(&tool.name, &tool.annotations),
         }
     }
 
@@ -1851,6 +1908,38 @@ mod tests {
         // A tool that changes things runs only on the words.
         tools[count].effects = Effects::Changes;
         assert!(steps.may_run(&tools, &step, count).is_err());
+    }
+
+    #[test]
+    fn a_tool_whose_name_destroys_runs_only_where_a_word_names_it() {
+        assert_eq!(
+            name_words("deleteNote_v2-all").collect::<Vec<_>>(),
+            ["delete", "note", "v2", "all"]
+        );
+        assert_eq!(Effects::named("delete_note"), Effects::Changes);
+        assert_eq!(Effects::named("CancelBooking"), Effects::Changes);
+        assert_eq!(Effects::named("read_note"), Effects::Unknown);
+        // "clearance" and "dropdown" are no destroying words.
+        assert_eq!(Effects::named("clearance_level"), Effects::Unknown);
+        let note = json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]});
+        // A client's tools, as /v1 offers them: no annotations.
+        let client = |name: &str, description: &str| Offered {
+            effects: Effects::named(name),
+            ..tool("", name, description, note.clone())
+        };
+        let tools = vec![
+            client("read_note", "Read the note with a title."),
+            client("delete_note", "Delete the note with a title."),
+        ];
+        let delete = 1;
+        let mut steps = Steps::new("What does the note 'groceries' say?");
+        let step = steps.next(&tools).unwrap();
+        // The model's accounts in both orders agree on it: not enough.
+        steps.agree(&step, vec![delete]);
+        assert!(steps.may_run(&tools, &step, delete).is_err());
+        let steps = Steps::new("Delete the note 'groceries'.");
+        let step = steps.next(&tools).unwrap();
+        assert!(steps.may_run(&tools, &step, delete).is_ok());
     }
 
     #[test]

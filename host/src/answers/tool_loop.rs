@@ -158,7 +158,7 @@ pub(super) fn offered(request: &ChatRequest) -> Vec<Offered> {
         .tools
         .iter()
         .map(|tool| Offered {
-            effects: Effects::Unknown,
+            effects: Effects::named(&tool.name),
             owner: String::new(),
             name: tool.name.clone(),
             description: tool.description.clone(),
