@@ -21,14 +21,19 @@ pub fn check(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), Strin
     check_with(tool, step, arguments, &[])
 }
 
-/// The clause `part` adds after a comma past its last value, when it
-/// writes no value of its own and says something ("in capitals"; not
-/// "please").
+/// The clause `part` adds after a comma past its last value, or right
+/// after a document it ends with ("user.name of {…} in caps": a document's
+/// end is where its words end), when it writes no value of its own and
+/// says something ("in capitals"; not "please").
 fn added_clause(part: &str) -> Option<&str> {
-    let last = values_in(part).last()?.0.end;
-    let rest = &part[last..];
-    let clause = rest[rest.find(',')? + 1..]
-        .trim_matches(|c: char| c.is_whitespace() || ".?!;:".contains(c));
+    let (range, last) = values_in(part).into_iter().last()?;
+    let rest = &part[range.end..];
+    let after = match (rest.find(','), last) {
+        (Some(comma), _) => &rest[comma + 1..],
+        (None, Literal::Document(_)) => rest,
+        (None, _) => return None,
+    };
+    let clause = after.trim_matches(|c: char| c.is_whitespace() || ".?!;:".contains(c));
     (values_in(clause).is_empty() && terms(clause).next().is_some()).then_some(clause)
 }
 
@@ -743,6 +748,31 @@ mod tests {
             "mm, cm, m, C, F, K"
         );
         assert_eq!(listed_words("The capital city of a country."), "");
+    }
+
+    #[test]
+    fn a_clause_after_a_document_is_the_tools_or_left_undone() {
+        let pick = Offered {
+            effects: crate::answers::steps::Effects::ReadOnly,
+            owner: "jsontools".into(),
+            name: "pick".into(),
+            description: "The values at a path in a JSON document.".into(),
+            schema: json!({"type": "object", "properties": {
+                "document": {"description": "the document"}, "path": {"type": "string"}},
+                "required": ["document", "path"]}),
+        };
+        let asked = |part: &str| {
+            let mut step = step(part);
+            step.grounding.texts = vec![crate::llm::grounding::without_documents(part)];
+            check(
+                &pick,
+                &step,
+                &json!({"document": {"user": {"name": "Ada"}}, "path": "user.name"}),
+            )
+        };
+        let why = asked(r#"user.name of {"user": {"name": "Ada"}} in caps"#).unwrap_err();
+        assert!(why.contains("in caps"), "{why}");
+        assert!(asked(r#"What is user.name of {"user": {"name": "Ada"}}?"#).is_ok());
     }
 
     #[test]
