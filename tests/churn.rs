@@ -122,13 +122,14 @@ async fn agents_stay_found_when_a_third_of_the_nodes_leave() {
             .await
             .unwrap();
         assert!(found.providers.contains(&host), "{skill}: {found:?}");
-        if let Err(e) = fresh.network.manifest(*id).await {
-            panic!(
+        match fresh.network.manifest(*id).await {
+            Ok(manifest) => assert_eq!(manifest.id(), *id),
+            Err(e) => panic!(
                 "the new node did not find the manifest of {skill} ({e}), {:.1?} after it was \
                  published; {}",
                 published_at.elapsed(),
                 why_not_found(&net, &fresh, &staying, *id).await
-            );
+            ),
         }
         let answer = fresh
             .network

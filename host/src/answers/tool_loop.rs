@@ -607,27 +607,6 @@ mod tests {
         ));
     }
 
-    /// A model that is not there: every request fails.
-    struct Missing;
-
-    #[async_trait::async_trait]
-    impl Ask for Missing {
-        type Error = String;
-
-        async fn ask(
-            &self,
-            _request: ChatRequest,
-            _max_tokens: u32,
-            _sink: crate::llm::DeltaSink,
-        ) -> Result<Completion, String> {
-            Err("the model file models/local.gguf is missing".into())
-        }
-
-        fn unusable(&self, why: String) -> String {
-            why
-        }
-    }
-
     #[tokio::test]
     async fn a_missing_model_is_the_nodes_failure_not_an_answer() {
         let request = ChatRequest {
@@ -635,11 +614,11 @@ mod tests {
             tools: convert(),
             ..Default::default()
         };
-        let failure = play(&request, &Missing, "local").await.err();
-        assert_eq!(
-            failure.as_deref(),
-            Some("the model file models/local.gguf is missing")
-        );
+        // A model with no call scripted fails every request for one, as a
+        // model whose file is missing does.
+        let missing = scripted(Vec::new(), "unused");
+        let failure = play(&request, &missing, "local").await.err();
+        assert_eq!(failure.as_deref(), Some("no more calls scripted"));
         // A model that answers with no usable call is the model's answer.
         let model = scripted(vec![json!({"amount": "five"}); 8], "unused");
         let answer = answer_of(play(&request, &model, "local").await.unwrap());
