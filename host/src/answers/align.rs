@@ -149,6 +149,29 @@ pub fn align(tool: &Offered, part: &str, arguments: &mut Value) {
     }
 }
 
+/// Puts what came before a part that starts with an operator in the
+/// tool's first number parameter (see [`super::fit::left_operand`]),
+/// swapping it with the number the model wrote there: "…, minus 5" after
+/// 25 is `subtract(25, 5)`. Values are only moved, never changed.
+pub fn left_first(tool: &Offered, step: &super::steps::Step, arguments: &mut Value) {
+    let Some((first, left)) = super::fit::left_operand(tool, step) else {
+        return;
+    };
+    let Some(object) = arguments.as_object_mut() else {
+        return;
+    };
+    let holder = object
+        .iter()
+        .find(|(name, value)| **name != first && value.as_f64() == Some(left))
+        .map(|(name, _)| name.clone());
+    if let Some(holder) = holder
+        && let Some(there) = object.get(&first).cloned()
+        && let Some(moved) = object.insert(holder, there)
+    {
+        object.insert(first, moved);
+    }
+}
+
 /// `arguments` with each value the part writes right after a parameter's
 /// name (the word before it, common words aside) moved to that parameter:
 /// "a note titled 'call mom' with the text 'Sunday at 5'" is

@@ -37,6 +37,48 @@ fn added_clause(part: &str) -> Option<&str> {
     (values_in(clause).is_empty() && terms(clause).next().is_some()).then_some(clause)
 }
 
+/// Where a part starts with an operator ("…, minus 5"), the tool's first
+/// number parameter and what came before the part, which it takes: the
+/// left operand of "50 divided by 2, minus 5" is 25, `subtract(25, 5)`.
+pub(super) fn left_operand(tool: &Offered, step: &Step) -> Option<(String, f64)> {
+    let Some(Literal::Number(left)) = &step.grounding.required else {
+        return None;
+    };
+    let written_here = values_in(&step.part)
+        .iter()
+        .any(|(_, v)| matches!(v, Literal::Number(n) if n == left));
+    if written_here || super::notation::leading_operation(&step.part).is_none() {
+        return None;
+    }
+    let numeric = |name: &str| {
+        matches!(
+            tool.schema["properties"][name]["type"].as_str(),
+            Some("number" | "integer")
+        )
+    };
+    let order: Vec<&str> = match tool.schema["required"].as_array() {
+        Some(required) => required.iter().filter_map(Value::as_str).collect(),
+        None => tool.schema["properties"]
+            .as_object()
+            .map(|p| p.keys().map(String::as_str).collect())
+            .unwrap_or_default(),
+    };
+    let first = order.into_iter().find(|name| numeric(name))?;
+    Some((first.to_owned(), *left))
+}
+
+/// Whether the call gives the left operand of a part that starts with an
+/// operator (see [`left_operand`]) to the tool's first number parameter.
+fn left_operand_kept(tool: &Offered, step: &Step, arguments: &Value) -> Result<(), String> {
+    match left_operand(tool, step) {
+        Some((first, left)) if arguments[&first].as_f64() != Some(left) => Err(format!(
+            "{first} does not take {}, what the operator starting the part works on",
+            crate::llm::grounding::number_literal(left)
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Whether `arguments` keep each list of numbers the step's part writes
 /// as one value: none of its numbers taken alone ("three times the
 /// average of 4, 8 and 12" is not `multiply(12, 3)`), and no other
@@ -141,6 +183,7 @@ fn check_with(
         }
     }
     written_lists_kept(step, arguments)?;
+    left_operand_kept(tool, step, arguments)?;
     // A document the part writes is what it asks about: a call that leaves
     // it out (a note titled "user.name" for "get user.name from {…}")
     // answers something else.
@@ -214,6 +257,25 @@ fn check_with(
         .filter_map(Value::as_str)
         .flat_map(|s| terms(s).collect::<Vec<_>>())
         .collect();
+    // A call that takes nothing answers a part only where the tool says
+    // what each of its words asks: "groceries note?" asks for a note, not
+    // `list()` of their titles.
+    if leaves.is_empty() {
+        let unsaid = step
+            .part
+            .split(|c: char| !c.is_alphanumeric())
+            .find(|word| {
+                terms(word).any(|t| {
+                    !t.bytes().all(|b| b.is_ascii_digit())
+                        && !told.iter().chain(&named).any(|w| same_word(&t, w))
+                })
+            });
+        if let Some(word) = unsaid {
+            return Err(format!(
+                "it takes nothing, and the request asks about {word:?}"
+            ));
+        }
+    }
     // A clause the part adds after its values ("'a b c' reversed, in
     // capitals") asks for more than the call of them: its words are the
     // tool's or an argument's, else the call leaves it undone.
@@ -773,6 +835,28 @@ mod tests {
         let why = asked(r#"user.name of {"user": {"name": "Ada"}} in caps"#).unwrap_err();
         assert!(why.contains("in caps"), "{why}");
         assert!(asked(r#"What is user.name of {"user": {"name": "Ada"}}?"#).is_ok());
+    }
+
+    #[test]
+    fn a_call_that_takes_nothing_answers_only_the_words_its_tool_says() {
+        let list = Offered {
+            effects: crate::answers::steps::Effects::Unknown,
+            owner: "notes".into(),
+            name: "list".into(),
+            description: "List the titles of all notes, in order.".into(),
+            schema: json!({"type": "object", "properties": {}}),
+        };
+        let checked = |part: &str| check(&list, &step(part), &json!({}));
+        let undone = checked("groceries note?").unwrap_err();
+        assert!(undone.contains("\"groceries\""), "{undone}");
+        assert!(checked("What does my note 'wifi' say?").is_err());
+        for asked in [
+            "List my notes.",
+            "Which notes do I have?",
+            "all note titles",
+        ] {
+            assert!(checked(asked).is_ok(), "{asked}");
+        }
     }
 
     #[test]

@@ -227,6 +227,7 @@ pub async fn choose<A: Ask>(
                 align::align(&tools[tool], &step.part, &mut arguments);
                 align::named_before(&tools[tool], &step.part, &mut arguments);
                 align::bind(&tools[tool], &step.part, &mut arguments);
+                align::left_first(&tools[tool], step, &mut arguments);
                 // Where the model put the person's words in the wrong places
                 // (or one word in two), the part's own words, in the order
                 // written, fill the text parameters when they are as many.

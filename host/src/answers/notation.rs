@@ -45,6 +45,7 @@ pub(super) fn operations_at(part: &str) -> Vec<(usize, String)> {
         .filter(|(_, v)| matches!(v, Literal::Number(_)))
         .map(|(range, _)| range)
         .collect();
+    let leading = leading_operation(part).map(|term| (0, term));
     numbers
         .windows(2)
         .filter_map(|pair| {
@@ -56,8 +57,43 @@ pub(super) fn operations_at(part: &str) -> Vec<(usize, String)> {
                 .map(|(_, operation)| (pair[0].end, *operation))
         })
         .flat_map(|(at, operation)| terms(operation).map(move |term| (at, term)))
+        .chain(leading)
         .collect()
 }
+
+/// The operation named by an operator that starts `part` (after a comma,
+/// "then" or "and"), right before its first number: "2 plus 3, times 4"
+/// reads ", times 4" after the first call, which multiplies what that call
+/// found by 4. The earlier result is its left operand.
+pub(super) fn leading_operation(part: &str) -> Option<String> {
+    // One number: the other operand is what came before ("times: 6, 7"
+    // writes both).
+    let numbers: Vec<Range<usize>> = values_in(part)
+        .into_iter()
+        .filter(|(_, v)| matches!(v, Literal::Number(_)))
+        .map(|(range, _)| range)
+        .collect();
+    let [first] = numbers.as_slice() else {
+        return None;
+    };
+    let before = part.get(..first.start)?.to_lowercase();
+    let mut words: Vec<&str> = before
+        .split(|c: char| c.is_whitespace() || ",;".contains(c))
+        .filter(|w| !w.is_empty())
+        .collect();
+    while words.first().is_some_and(|w| CARRYING_ON.contains(w)) {
+        words.remove(0);
+    }
+    let written = words.join(" ");
+    let operation = OPERATORS
+        .iter()
+        .find(|(operator, _)| *operator == written)
+        .map(|(_, operation)| *operation)?;
+    terms(operation).next()
+}
+
+/// Words that start a part carrying on from the one before it.
+const CARRYING_ON: [&str; 3] = ["then", "and", "now"];
 
 #[cfg(test)]
 mod tests {
@@ -72,5 +108,34 @@ mod tests {
         );
         assert!(operations("6 and 7, times: 6, 7").is_empty());
         assert_eq!(operations_at("6 x 7"), [(1, "multipli".to_owned())]);
+    }
+
+    #[test]
+    fn an_operator_before_a_parts_only_number_names_its_operation_on_what_came_before() {
+        for (part, operation) in [
+            (", times 4?", "multipli"),
+            ("then times 4", "multipli"),
+            (" then +5", "add"),
+            (", minus 5?", "subtract"),
+            (", multiplied by 10?", "multipli"),
+            ("and divided by 2", "divid"),
+        ] {
+            assert_eq!(
+                leading_operation(part).as_deref(),
+                Some(operation),
+                "{part}"
+            );
+            assert_eq!(operations(part), [operation], "{part}");
+        }
+        for part in [
+            "What is minus 40 Celsius in F?",
+            "take 5 off",
+            "then 4 times",
+            "3 + 4",
+            "times: 6, 7",
+            "times 6 and 7",
+        ] {
+            assert_eq!(leading_operation(part), None, "{part}");
+        }
     }
 }

@@ -65,6 +65,7 @@ pub async fn serve<A: Ask, R: Runner>(
                     }
                     Skipped::Repeated => MADE_ALREADY.to_owned(),
                     Skipped::NotRun(why) => why,
+                    Skipped::AnsweredBefore => continue,
                 };
                 steps.give_up(step.index, why);
                 continue;
@@ -105,6 +106,10 @@ pub(crate) enum Skipped<E> {
     Repeated,
     /// The tool chosen may not run on the choice that chose it: why.
     NotRun(String),
+    /// The call was made already for another part, and its result answers
+    /// this one too: it is on record for both (see
+    /// [`Steps::answered_before`]).
+    AnsweredBefore,
 }
 
 /// The call `step` makes: the one chosen for it (see [`choose`]), unless
@@ -121,7 +126,12 @@ pub(crate) async fn call_for<A: Ask>(
         .await
         .map_err(Skipped::Unusable)?;
     if steps.repeats(chosen.tool, &chosen.arguments) {
-        return Err(Skipped::Repeated);
+        return Err(
+            match steps.answered_before(tools, step, chosen.tool, &chosen.arguments) {
+                true => Skipped::AnsweredBefore,
+                false => Skipped::Repeated,
+            },
+        );
     }
     steps
         .may_run(tools, step, chosen.tool)

@@ -120,6 +120,16 @@ const DESTROYING: [&str; 14] = [
     "uninstall",
 ];
 
+/// Whether a term of the person's (stemmed, as [`terms`] gives it) is a
+/// word that destroys: "remove my note" and "drop the monday note" ask for
+/// what a tool whose name destroys does, whichever of those words its
+/// name uses.
+fn destroying(term: &str) -> bool {
+    DESTROYING
+        .iter()
+        .any(|word| terms(word).next().is_some_and(|t| t == term))
+}
+
 /// The words of a tool's name, lower case: `delete_note`, `deleteNote`,
 /// `delete-note` and `DeleteNote` are "delete" and "note".
 fn name_words(name: &str) -> impl Iterator<Item = String> + '_ {
@@ -164,6 +174,17 @@ impl Offered {
         terms(&format!("{} {first}", self.name))
             .filter(|t| !is_number(t))
             .collect()
+    }
+
+    /// Whether its name says that calling it destroys something.
+    fn destroys(&self) -> bool {
+        name_words(&self.name).any(|word| DESTROYING.contains(&word.as_str()))
+    }
+
+    /// Whether the person's `term` names it: a term of its name or
+    /// description, or a word that destroys where its name destroys.
+    fn named_by_term(&self, term: &str, own: &[String]) -> bool {
+        own.iter().any(|t| same_word(term, t)) || (destroying(term) && self.destroys())
     }
 
     /// The terms of its name and description.
@@ -524,7 +545,7 @@ impl Steps {
                 candidates
                     .iter()
                     .zip(&named)
-                    .filter(|(_, terms)| terms.iter().any(|t| same_word(&w, t)))
+                    .filter(|(i, own)| tools[**i].named_by_term(&w, own))
                     .map(|(&i, _)| i)
                     .collect::<Vec<usize>>()
             })
@@ -623,6 +644,35 @@ impl Steps {
             .collect()
     }
 
+    /// The values the successful calls of parts before `index` took,
+    /// latest first: what they were about.
+    fn taken_before(&self, index: usize) -> Vec<Literal> {
+        let mut values: Vec<Literal> = Vec::new();
+        for made in self
+            .made
+            .iter()
+            .rev()
+            .filter(|m| m.part < index && m.succeeded())
+        {
+            let mut taken: Vec<&Value> = Vec::new();
+            leaves(&made.arguments, &mut taken);
+            for value in taken {
+                let value = match value {
+                    Value::String(text) => Literal::Text(text.clone()),
+                    Value::Number(n) => match n.as_f64() {
+                        Some(n) => Literal::Number(n),
+                        None => continue,
+                    },
+                    _ => continue,
+                };
+                if !values.contains(&value) {
+                    values.push(value);
+                }
+            }
+        }
+        values
+    }
+
     /// Whether part `index` refers to what was found before ("it", "the
     /// result").
     fn refers_back(&self, index: usize) -> bool {
@@ -718,6 +768,17 @@ impl Steps {
                 if !fillable || self.refers_back(index) {
                     grounding.values.extend(self.unused_results());
                 }
+                // An operator that starts what is left of the part ("…,
+                // minus 5") takes what came before as its left operand:
+                // the earlier result first (see `fit::left_operand`).
+                if super::notation::leading_operation(part).is_some()
+                    && let Some(result) = self.unused_results().into_iter().next()
+                {
+                    grounding.values.retain(|v| *v != result);
+                    if let Some(own) = grounding.required.replace(result) {
+                        grounding.values.insert(0, own);
+                    }
+                }
                 (
                     grounding,
                     first.range.start.saturating_sub(start),
@@ -748,16 +809,36 @@ impl Steps {
                 if named.is_empty() {
                     return None;
                 }
-                let results = if self.refers_back(index) {
+                let mut results = if self.refers_back(index) {
                     self.unused_results()
                 } else {
                     Vec::new()
                 };
+                // "Its" may be what an earlier call was about rather than
+                // what it found ("the capital of Peru and its currency":
+                // the almanac refused currency("Lima")): once the agent
+                // refused each result, the values the earlier calls took
+                // stand in for them.
+                // A part whose every word names the tool ("peru: capital
+                // and currency") asks it of what the part before was about.
+                let carries_on = results.is_empty() && self.only_naming(index, tools, &named);
+                if carries_on {
+                    results = self.taken_before(index);
+                }
+                if !refused.is_empty()
+                    && !results.is_empty()
+                    && results
+                        .iter()
+                        .all(|r| refused.iter().any(|&k| took(&self.made[k], r)))
+                {
+                    results = self.taken_before(index);
+                }
                 let mut results = results.into_iter();
                 let grounding = Grounding {
                     required: results.next(),
                     values: results.collect(),
-                    texts,
+                    // Its words name the tool: no value of it is among them.
+                    texts: if carries_on { Vec::new() } else { texts },
                 };
                 (grounding, 0, named)
             }
@@ -795,6 +876,28 @@ impl Steps {
                     || crate::llm::grounding::slot_kinds(&tools[i].schema)
                         .contains(&crate::llm::grounding::ValueKind::Document)
             })
+            .collect();
+        // A tool that changes things runs only where a word of the part
+        // names what it does (see [`Steps::may_run`]): one no word names
+        // is not at hand for this part, and leaves the others the only
+        // ones that can take its values ("what does the note 'groceries'
+        // say?": `get`, not `delete`).
+        let named_here = |i: usize| {
+            let step = Step {
+                grounding: grounding.clone(),
+                part: part.to_owned(),
+                index,
+                at,
+                tools: tools.clone(),
+                refused: Vec::new(),
+                lists: Vec::new(),
+            };
+            self.named_alone(offered, &step, i, Offered::doing)
+        };
+        let tools: Vec<usize> = tools
+            .iter()
+            .copied()
+            .filter(|&i| offered[i].effects != Effects::Changes || named_here(i))
             .collect();
         if tools.is_empty() {
             return None;
@@ -842,6 +945,20 @@ impl Steps {
                 .all(|(at, w)| capitalised(w) && (*at > 0 || content.len() == 1))
     }
 
+    /// Whether every word of part `index` names one of `named` (its words
+    /// ask for what those tools do, and give nothing to do it with), and a
+    /// part before it exists to say what of.
+    fn only_naming(&self, index: usize, tools: &[Offered], named: &[usize]) -> bool {
+        let words: Vec<String> = terms(self.part_text(index)).collect();
+        index > 0
+            && !words.is_empty()
+            && words.iter().all(|w| {
+                named
+                    .iter()
+                    .any(|&i| tools[i].named_by_term(w, &tools[i].terms()))
+            })
+    }
+
     /// The tools not called for part `index` whose name or description
     /// shares a word with the part's words.
     fn named_by_words(&self, index: usize, tools: &[Offered]) -> Vec<usize> {
@@ -851,7 +968,7 @@ impl Steps {
         (0..tools.len())
             .filter(|i| {
                 let names = tools[*i].terms();
-                words.iter().any(|w| names.iter().any(|n| same_word(w, n)))
+                words.iter().any(|w| tools[*i].named_by_term(w, &names))
             })
             .collect()
     }
@@ -897,7 +1014,7 @@ impl Steps {
                 let naming: Vec<usize> = left
                     .iter()
                     .copied()
-                    .filter(|&i| tools[i].terms().iter().any(|t| same_word(word, t)))
+                    .filter(|&i| tools[i].named_by_term(word, &tools[i].terms()))
                     .collect();
                 if naming.is_empty() || naming.len() == left.len() {
                     continue;
@@ -1088,6 +1205,37 @@ impl Steps {
         })
     }
 
+    /// Whether the call `tool(arguments)`, made already for another part,
+    /// answers `step`'s part too: it succeeded, a word of this part names
+    /// a field of its result ("the mean and the median of 1, 2, 4 and 9":
+    /// `summarize`'s `median`), and its tool was chosen for this part for
+    /// certain. Then it is on record for this part as well, run once.
+    pub fn answered_before(
+        &mut self,
+        tools: &[Offered],
+        step: &Step,
+        tool: usize,
+        arguments: &Value,
+    ) -> bool {
+        let Some(earlier) = self
+            .made
+            .iter()
+            .find(|m| {
+                m.tool == tool && &m.arguments == arguments && m.succeeded() && m.part != step.index
+            })
+            .cloned()
+        else {
+            return false;
+        };
+        let words: Vec<String> = terms(self.part_text(step.index)).collect();
+        let names_a_field = !named_fields(&earlier.output, &words).is_empty();
+        if !names_a_field || !self.chosen(tools, step, tool) {
+            return false;
+        }
+        self.record(tools, step, tool, arguments.clone(), earlier.output);
+        true
+    }
+
     /// Whether a call of `tool` with `arguments` was made already.
     pub fn repeats(&self, tool: usize, arguments: &Value) -> bool {
         self.made
@@ -1257,6 +1405,17 @@ fn returned_as_given(output: &ToolOutput, arguments: &Value) -> Option<String> {
 
 /// Whether `said` (an agent's error) quotes `word`: the word it refused
 /// (`unknown unit "gallons"`), not one it lists as known.
+/// Whether `made` took `value` as one of its arguments.
+fn took(made: &Made, value: &Literal) -> bool {
+    let mut taken: Vec<&Value> = Vec::new();
+    leaves(&made.arguments, &mut taken);
+    taken.iter().any(|v| match (v, value) {
+        (Value::String(a), Literal::Text(b)) => a == b,
+        (Value::Number(a), Literal::Number(b)) => a.as_f64() == Some(*b),
+        _ => false,
+    })
+}
+
 pub fn quoted_in(said: &str, word: &str) -> bool {
     ['"', '\'', '`']
         .iter()
@@ -1665,6 +1824,128 @@ mod tests {
         );
     }
 
+    /// An almanac's `capital` and `currency`, each of a country's name.
+    fn almanac() -> Vec<Offered> {
+        let country = json!({"type": "object", "properties": {"country_name": {"type": "string"}}, "required": ["country_name"]});
+        vec![
+            tool(
+                "almanac",
+                "capital",
+                "The capital city of a country.",
+                country.clone(),
+            ),
+            tool(
+                "almanac",
+                "currency",
+                "The currency a country uses.",
+                country,
+            ),
+        ]
+    }
+
+    /// Records the almanac's `tool` asked of `country`.
+    fn asked(
+        steps: &mut Steps,
+        tools: &[Offered],
+        step: &Step,
+        tool: usize,
+        country: &str,
+        output: ToolOutput,
+    ) {
+        steps.record(tools, step, tool, json!({"country_name": country}), output);
+    }
+
+    #[test]
+    fn its_is_what_the_earlier_call_was_about_when_its_result_is_refused() {
+        let tools = almanac();
+        let mut steps = Steps::new("What is the capital of Peru, and what is its currency?");
+        let step = steps.next(&tools).unwrap();
+        asked(&mut steps, &tools, &step, 0, "Peru", text("Lima"));
+        // "Its" is first what was found.
+        let step = steps.next(&tools).unwrap();
+        assert_eq!(step.tools, [1]);
+        assert_eq!(step.grounding.required, Some(Literal::Text("Lima".into())));
+        asked(
+            &mut steps,
+            &tools,
+            &step,
+            1,
+            "Lima",
+            refused("no country named \"Lima\" in the almanac"),
+        );
+        // Refused, it is what the earlier call was about.
+        let step = steps.next(&tools).unwrap();
+        assert_eq!(step.refused, [1]);
+        assert_eq!(step.grounding.required, Some(Literal::Text("Peru".into())));
+        asked(&mut steps, &tools, &step, 1, "Peru", text("Sol"));
+        assert!(steps.next(&tools).is_none());
+        assert_eq!(steps.outcome(), Outcome::Answered);
+    }
+
+    #[test]
+    fn a_part_that_only_names_a_tool_asks_it_of_what_the_part_before_was_about() {
+        let tools = almanac();
+        let mut steps = Steps::new("peru: capital and currency");
+        let step = steps.next(&tools).unwrap();
+        asked(&mut steps, &tools, &step, 0, "peru", text("Lima"));
+        let step = steps.next(&tools).unwrap();
+        assert_eq!(step.tools, [1]);
+        assert_eq!(step.grounding.required, Some(Literal::Text("peru".into())));
+        assert!(
+            step.grounding.texts.is_empty(),
+            "\"currency\" is no country"
+        );
+        // A part of its own words takes them, not the earlier subject.
+        let mut steps = Steps::new("capital of Kenya, and currency of the Peruvian state");
+        let step = steps.next(&tools).unwrap();
+        asked(&mut steps, &tools, &step, 0, "Kenya", text("Nairobi"));
+        let step = steps.next(&tools).unwrap();
+        assert_eq!(step.grounding.required, None);
+        assert!(!step.grounding.texts.is_empty());
+    }
+
+    #[test]
+    fn an_operator_starting_the_rest_of_a_part_works_on_what_came_before() {
+        let two = json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]});
+        let tools = vec![
+            tool("calculator", "subtract", "Subtract b from a.", two.clone()),
+            tool("calculator", "divide", "Divide a by b.", two),
+        ];
+        let (subtract, divide) = (0, 1);
+        let mut steps = Steps::new("What is 50 divided by 2, minus 5?");
+        let step = steps.next(&tools).unwrap();
+        assert!(steps.chosen_by_request(&tools, &step, divide));
+        steps.record(
+            &tools,
+            &step,
+            divide,
+            json!({"a": 50, "b": 2}),
+            number(25.0),
+        );
+        let step = steps.next(&tools).expect("the subtraction");
+        assert_eq!(step.grounding.required, Some(Literal::Number(25.0)));
+        assert!(step.grounding.values.contains(&Literal::Number(5.0)));
+        assert!(steps.chosen_by_request(&tools, &step, subtract));
+        assert!(!steps.chosen_by_request(&tools, &step, divide));
+        // The earlier result is the left operand.
+        let fits = |arguments| super::super::fit::check(&tools[subtract], &step, &arguments);
+        assert!(fits(json!({"a": 25, "b": 5})).is_ok());
+        assert!(fits(json!({"a": 5, "b": 25})).is_err());
+        // The model's order is mended, values unchanged.
+        let mut written = json!({"a": 5, "b": 25});
+        super::super::align::left_first(&tools[subtract], &step, &mut written);
+        assert_eq!(written, json!({"a": 25, "b": 5}));
+        steps.record(
+            &tools,
+            &step,
+            subtract,
+            json!({"a": 25, "b": 5}),
+            number(20.0),
+        );
+        assert!(steps.next(&tools).is_none());
+        assert_eq!(steps.outcome(), Outcome::Answered);
+    }
+
     #[test]
     fn a_later_part_takes_its_own_words_and_values() {
         let tools = convert();
@@ -1699,21 +1980,7 @@ mod tests {
 
     #[test]
     fn a_part_without_values_is_served_by_the_tool_its_words_name() {
-        let string = json!({"type": "object", "properties": {"country_name": {"type": "string"}}, "required": ["country_name"]});
-        let tools = vec![
-            tool(
-                "almanac",
-                "capital",
-                "The capital city of a country.",
-                string.clone(),
-            ),
-            tool(
-                "almanac",
-                "currency",
-                "The currency a country uses.",
-                string,
-            ),
-        ];
+        let tools = almanac();
         let mut steps =
             Steps::new("What is the capital of Kenya, and what currency does Kenya use?");
         let step = steps.next(&tools).unwrap();
@@ -1841,6 +2108,42 @@ mod tests {
     }
 
     #[test]
+    fn a_call_made_for_one_part_answers_another_whose_words_name_a_field_of_its_result() {
+        let tools = vec![tool(
+            "stats",
+            "summarize",
+            "Count, mean, median, standard deviation, extremes and quartiles of some numbers.",
+            json!({"type": "object", "properties": {"values": {"type": "array",
+                "items": {"type": "number"}}}, "required": ["values"]}),
+        )];
+        let summary = || ToolOutput {
+            content: vec![Content::Text { text: "…".into() }],
+            structured_content: StructuredContent::from_value(
+                &json!({"count": 4, "mean": 4.0, "median": 3.0}),
+            )
+            .ok(),
+            is_error: false,
+        };
+        let arguments = json!({"values": [1, 2, 4, 9]});
+        let mut steps = Steps::new("Give me the mean and the median of 1, 2, 4 and 9.");
+        let step = steps.next(&tools).unwrap();
+        steps.record(&tools, &step, 0, arguments.clone(), summary());
+        let step = steps.next(&tools).expect("the other part");
+        assert!(steps.repeats(0, &arguments));
+        assert!(steps.answered_before(&tools, &step, 0, &arguments));
+        assert!(steps.next(&tools).is_none());
+        assert_eq!(steps.outcome(), Outcome::Answered);
+        // A part whose words name no field of the result is not answered
+        // by it: the same call again is only a repeat.
+        let mut steps = Steps::new("Summarize 1, 2, 4 and 9, then give the range of them.");
+        let step = steps.next(&tools).unwrap();
+        steps.record(&tools, &step, 0, arguments.clone(), summary());
+        if let Some(step) = steps.next(&tools) {
+            assert!(!steps.answered_before(&tools, &step, 0, &arguments));
+        }
+    }
+
+    #[test]
     fn a_list_the_part_writes_is_one_value_where_a_tool_takes_lists() {
         let mut tools = tools();
         let calculator_only = tools.clone();
@@ -1938,6 +2241,41 @@ mod tests {
         let steps = Steps::new("Delete the note 'groceries'.");
         let step = steps.next(&tools).unwrap();
         assert!(steps.may_run(&tools, &step, delete).is_ok());
+    }
+
+    #[test]
+    fn a_tool_that_changes_things_no_word_names_is_not_at_hand() {
+        let note = json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]});
+        let client = |name: &str, description: &str| Offered {
+            effects: Effects::named(name),
+            ..tool("", name, description, note.clone())
+        };
+        let tools = vec![
+            client("get", "Read the note with a title."),
+            client("delete", "Delete the note with a title."),
+        ];
+        let (get, delete) = (0, 1);
+        // Nothing asks to delete: the reader is the one tool that takes
+        // the title, and the words choose it.
+        for asked in ["What does the note 'groceries' say?", "note 'monday'"] {
+            let steps = Steps::new(asked);
+            let step = steps.next(&tools).unwrap();
+            assert_eq!(step.tools, [get], "{asked}");
+            assert!(steps.chosen_by_request(&tools, &step, get), "{asked}");
+        }
+        // Words that destroy name the tool whose name destroys, whichever
+        // word each uses; the reader is then not chosen.
+        for asked in [
+            "Can you remove my note called 'monday'?",
+            "drop the 'monday' note",
+            "Delete the note 'monday'.",
+        ] {
+            let steps = Steps::new(asked);
+            let step = steps.next(&tools).unwrap();
+            assert_eq!(steps.named_by(&tools, &step, ""), [delete], "{asked}");
+            assert!(steps.may_run(&tools, &step, delete).is_ok(), "{asked}");
+            assert!(!steps.chosen_by_request(&tools, &step, get), "{asked}");
+        }
     }
 
     #[test]

@@ -321,6 +321,7 @@ pub async fn play<A: Ask>(request: &ChatRequest, ask: &A, model: &str) -> Result
                     Skipped::Unusable(_) => GaveUp::NoUsableCall,
                     Skipped::Repeated => GaveUp::Repeated,
                     Skipped::NotRun(_) => GaveUp::NotRun,
+                    Skipped::AnsweredBefore => continue,
                 };
                 steps.give_up(step.index, why.why().to_owned());
                 gave_up.push((step.index, why));

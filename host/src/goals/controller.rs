@@ -224,6 +224,7 @@ impl Team {
                 );
                 self.next_step()
             }
+            Some(Err(Skipped::AnsweredBefore)) => self.next_step(),
             Some(Err(Skipped::NotRun(why))) => {
                 steps.give_up(step.index, why.clone());
                 self.say(Speaker::Node, Body::Notice { text: why });
