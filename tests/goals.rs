@@ -339,7 +339,8 @@ async fn a_tool_that_changes_things_runs_only_when_the_words_choose_it() {
     // The model is sure, in either order, that reading a note means
     // deleting it: no word of the request names what `delete` does ("say"
     // is only in what it returns: "says whether it existed"), so it is not
-    // run, and the note is still there.
+    // offered for the part, the model's call of it is not made, and the
+    // note is still there.
     let model = Scripted::new(|request| match request.asked {
         Asked::How => Answer::Text("Delete the note.".into()),
         Asked::Call => Answer::Call("delete", json!({"title": "groceries"})),
@@ -367,7 +368,8 @@ async fn a_tool_that_changes_things_runs_only_when_the_words_choose_it() {
     assert!(results(&messages).is_empty(), "{messages:#?}");
     let reason = record.reason.unwrap();
     assert!(
-        reason.contains("the model chose delete, which changes things"),
+        reason.contains("not done: \"What does the note 'groceries' say?\"")
+            && reason.contains("there is no tool \"delete\""),
         "{reason}"
     );
     let get = json!({"title": "groceries"}).to_string();

@@ -485,9 +485,27 @@ impl Steps {
     /// agents (two converters' `convert`) are one choice: a word naming
     /// both names either.
     pub fn chosen_by_request(&self, tools: &[Offered], step: &Step, tool: usize) -> bool {
-        step.tools == [tool]
+        self.at_hand(tools, step) == [tool]
             || self.named_alone(tools, step, tool, Offered::terms)
             || self.named_most(tools, step, tool)
+    }
+
+    /// The tools of `step` that may make its call: a tool that changes
+    /// things runs only where a word of the part names what it does (see
+    /// [`Steps::may_run`]), and one no word names is not at hand, which may
+    /// leave another the only one that takes the part's values ("what does
+    /// the note 'groceries' say?": `get`, not `delete`). It still counts
+    /// against another tool a word names: "note" names `get` and `delete`,
+    /// and chooses neither.
+    pub fn at_hand(&self, tools: &[Offered], step: &Step) -> Vec<usize> {
+        step.tools
+            .iter()
+            .copied()
+            .filter(|&i| {
+                tools[i].effects != Effects::Changes
+                    || self.named_alone(tools, step, i, Offered::doing)
+            })
+            .collect()
     }
 
     /// Whether two of the part's words at least name `tool`, and every
@@ -877,28 +895,6 @@ impl Steps {
                         .contains(&crate::llm::grounding::ValueKind::Document)
             })
             .collect();
-        // A tool that changes things runs only where a word of the part
-        // names what it does (see [`Steps::may_run`]): one no word names
-        // is not at hand for this part, and leaves the others the only
-        // ones that can take its values ("what does the note 'groceries'
-        // say?": `get`, not `delete`).
-        let named_here = |i: usize| {
-            let step = Step {
-                grounding: grounding.clone(),
-                part: part.to_owned(),
-                index,
-                at,
-                tools: tools.clone(),
-                refused: Vec::new(),
-                lists: Vec::new(),
-            };
-            self.named_alone(offered, &step, i, Offered::doing)
-        };
-        let tools: Vec<usize> = tools
-            .iter()
-            .copied()
-            .filter(|&i| offered[i].effects != Effects::Changes || named_here(i))
-            .collect();
         if tools.is_empty() {
             return None;
         }
@@ -912,7 +908,7 @@ impl Steps {
         } else {
             Vec::new()
         };
-        Some(Step {
+        let step = Step {
             grounding,
             part: part.to_owned(),
             index,
@@ -920,7 +916,10 @@ impl Steps {
             tools,
             refused,
             lists,
-        })
+        };
+        // Only tools that change things and that no word names: none is
+        // at hand.
+        (!self.at_hand(offered, &step).is_empty()).then_some(step)
     }
 
     /// Whether part `index` asks nothing of its own: every word of it that
@@ -973,7 +972,7 @@ impl Steps {
             .collect()
     }
 
-    /// The tools among `step.tools` that words name: the person's words
+    /// The tools at hand for `step` (see [`Steps::at_hand`]) that words name: the person's words
     /// of the step's part, nearest its value first, then `thought` (the
     /// model's account of how to do it). Each word that names some of the
     /// remaining tools but not all narrows the choice; a word that names
@@ -1008,8 +1007,9 @@ impl Steps {
         // First without the words that name only called tools ("multiply
         // the count": `count` says what word_count did); if nothing else
         // names a tool, with them ("then add 30 and 40" adds again).
+        let at_hand = self.at_hand(tools, step);
         for pass_over_called in [true, false] {
-            let mut left = step.tools.clone();
+            let mut left = at_hand.clone();
             for word in &words {
                 let naming: Vec<usize> = left
                     .iter()
@@ -1027,11 +1027,11 @@ impl Steps {
                     break;
                 }
             }
-            if left.len() < step.tools.len() || !pass_over_called {
+            if left.len() < at_hand.len() || !pass_over_called {
                 return left;
             }
         }
-        step.tools.clone()
+        at_hand
     }
 
     /// Records a call the step made. When it succeeded, the values it took
@@ -2260,7 +2260,9 @@ mod tests {
         for asked in ["What does the note 'groceries' say?", "note 'monday'"] {
             let steps = Steps::new(asked);
             let step = steps.next(&tools).unwrap();
-            assert_eq!(step.tools, [get], "{asked}");
+            assert_eq!(steps.at_hand(&tools, &step), [get], "{asked}");
+            // "note" names both: it chooses neither by itself.
+            assert!(!steps.named_alone(&tools, &step, get, Offered::terms));
             assert!(steps.chosen_by_request(&tools, &step, get), "{asked}");
         }
         // Words that destroy name the tool whose name destroys, whichever
