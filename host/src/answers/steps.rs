@@ -832,17 +832,17 @@ impl Steps {
                 } else {
                     Vec::new()
                 };
-                // "Its" may be what an earlier call was about rather than
-                // what it found ("the capital of Peru and its currency":
-                // the almanac refused currency("Lima")): once the agent
-                // refused each result, the values the earlier calls took
-                // stand in for them.
                 // A part whose every word names the tool ("peru: capital
                 // and currency") asks it of what the part before was about.
                 let carries_on = results.is_empty() && self.only_naming(index, tools, &named);
                 if carries_on {
                     results = self.taken_before(index);
                 }
+                // "Its" may be what an earlier call was about rather than
+                // what it found ("the capital of Peru and its currency":
+                // the almanac refused currency("Lima")): once the agent
+                // refused each result, the values the earlier calls took
+                // stand in for them.
                 if !refused.is_empty()
                     && !results.is_empty()
                     && results
@@ -972,13 +972,13 @@ impl Steps {
             .collect()
     }
 
-    /// The tools at hand for `step` (see [`Steps::at_hand`]) that words name: the person's words
-    /// of the step's part, nearest its value first, then `thought` (the
-    /// model's account of how to do it). Each word that names some of the
-    /// remaining tools but not all narrows the choice; a word that names
-    /// only tools earlier steps called says what those did, and is passed
-    /// over unless no other word names a tool. The tools left, which may
-    /// be all.
+    /// The tools at hand for `step` (see [`Steps::at_hand`]) that words
+    /// name: the person's words of the step's part, nearest its value
+    /// first, then `thought` (the model's account of how to do it). Each
+    /// word that names some of the remaining tools but not all narrows the
+    /// choice; a word that names only tools earlier steps called says what
+    /// those did, and is passed over unless no other word names a tool.
+    /// The tools left, which may be all.
     pub fn named_by(&self, tools: &[Offered], step: &Step, thought: &str) -> Vec<usize> {
         let called: Vec<usize> = self
             .made
