@@ -11,8 +11,8 @@
 //!   they stand; a quoted text says itself what the call takes.
 //! - A number of the request is a number's value, not part of a text.
 
-use super::steps::{Offered, Step, same_word};
-use crate::llm::grounding::{Literal, numbers_in, values_in};
+use super::steps::{Offered, Step, is_number, same_word};
+use crate::llm::grounding::{Literal, ValueKind, numbers_in, values_in};
 use crate::store::terms::terms;
 use serde_json::Value;
 
@@ -52,8 +52,8 @@ pub(super) fn left_operand(tool: &Offered, step: &Step) -> Option<(String, f64)>
     }
     let numeric = |name: &str| {
         matches!(
-            tool.schema["properties"][name]["type"].as_str(),
-            Some("number" | "integer")
+            ValueKind::of(&tool.schema["properties"][name], &tool.schema),
+            Some(ValueKind::Number | ValueKind::Integer)
         )
     };
     let order: Vec<&str> = match tool.schema["required"].as_array() {
@@ -265,10 +265,8 @@ fn check_with(
             .part
             .split(|c: char| !c.is_alphanumeric())
             .find(|word| {
-                terms(word).any(|t| {
-                    !t.bytes().all(|b| b.is_ascii_digit())
-                        && !told.iter().chain(&named).any(|w| same_word(&t, w))
-                })
+                terms(word)
+                    .any(|t| !is_number(&t) && !told.iter().chain(&named).any(|w| same_word(&t, w)))
             });
         if let Some(word) = unsaid {
             return Err(format!(

@@ -40,21 +40,14 @@ pub(super) fn operations(part: &str) -> Vec<String> {
 
 /// [`operations`], each with where its operator is written.
 pub(super) fn operations_at(part: &str) -> Vec<(usize, String)> {
-    let numbers: Vec<Range<usize>> = values_in(part)
-        .into_iter()
-        .filter(|(_, v)| matches!(v, Literal::Number(_)))
-        .map(|(range, _)| range)
-        .collect();
-    let leading = leading_operation(part).map(|term| (0, term));
+    let numbers = numbers_written(part);
+    let leading = leading(part, &numbers).map(|term| (0, term));
     numbers
         .windows(2)
         .filter_map(|pair| {
-            let between = part.get(pair[0].end..pair[1].start)?.trim().to_lowercase();
-            let between = between.split_whitespace().collect::<Vec<_>>().join(" ");
-            OPERATORS
-                .iter()
-                .find(|(written, _)| *written == between)
-                .map(|(_, operation)| (pair[0].end, *operation))
+            let between = part.get(pair[0].end..pair[1].start)?.to_lowercase();
+            let words: Vec<&str> = between.split_whitespace().collect();
+            operator(&words).map(|operation| (pair[0].end, operation))
         })
         .flat_map(|(at, operation)| terms(operation).map(move |term| (at, term)))
         .chain(leading)
@@ -66,14 +59,14 @@ pub(super) fn operations_at(part: &str) -> Vec<(usize, String)> {
 /// reads ", times 4" after the first call, which multiplies what that call
 /// found by 4. The earlier result is its left operand.
 pub(super) fn leading_operation(part: &str) -> Option<String> {
+    leading(part, &numbers_written(part))
+}
+
+/// [`leading_operation`], given where `part` writes its numbers.
+fn leading(part: &str, numbers: &[Range<usize>]) -> Option<String> {
     // One number: the other operand is what came before ("times: 6, 7"
     // writes both).
-    let numbers: Vec<Range<usize>> = values_in(part)
-        .into_iter()
-        .filter(|(_, v)| matches!(v, Literal::Number(_)))
-        .map(|(range, _)| range)
-        .collect();
-    let [first] = numbers.as_slice() else {
+    let [first] = numbers else {
         return None;
     };
     let before = part.get(..first.start)?.to_lowercase();
@@ -84,12 +77,25 @@ pub(super) fn leading_operation(part: &str) -> Option<String> {
     while words.first().is_some_and(|w| CARRYING_ON.contains(w)) {
         words.remove(0);
     }
+    terms(operator(&words)?).next()
+}
+
+/// Where `part` writes its numbers.
+fn numbers_written(part: &str) -> Vec<Range<usize>> {
+    values_in(part)
+        .into_iter()
+        .filter(|(_, v)| matches!(v, Literal::Number(_)))
+        .map(|(range, _)| range)
+        .collect()
+}
+
+/// The operation an operator written as `words` names ("divided by").
+fn operator(words: &[&str]) -> Option<&'static str> {
     let written = words.join(" ");
-    let operation = OPERATORS
+    OPERATORS
         .iter()
         .find(|(operator, _)| *operator == written)
-        .map(|(_, operation)| *operation)?;
-    terms(operation).next()
+        .map(|(_, operation)| *operation)
 }
 
 /// Words that start a part carrying on from the one before it.

@@ -94,8 +94,7 @@ impl Effects {
     /// accounts agreed on `delete` for "what does the note 'groceries'
     /// say?" and for "write a note called 'plumber'".
     pub fn named(name: &str) -> Effects {
-        let destroys = name_words(name).any(|word| DESTROYING.contains(&word.as_str()));
-        match destroys {
+        match name_destroys(name) {
             true => Effects::Changes,
             false => Effects::Unknown,
         }
@@ -119,6 +118,11 @@ const DESTROYING: [&str; 14] = [
     "terminate",
     "uninstall",
 ];
+
+/// Whether a tool's name says that calling it destroys something.
+fn name_destroys(name: &str) -> bool {
+    name_words(name).any(|word| DESTROYING.contains(&word.as_str()))
+}
 
 /// Whether a term of the person's (stemmed, as [`terms`] gives it) is a
 /// word that destroys: "remove my note" and "drop the monday note" ask for
@@ -176,15 +180,10 @@ impl Offered {
             .collect()
     }
 
-    /// Whether its name says that calling it destroys something.
-    fn destroys(&self) -> bool {
-        name_words(&self.name).any(|word| DESTROYING.contains(&word.as_str()))
-    }
-
     /// Whether the person's `term` names it: a term of its name or
     /// description, or a word that destroys where its name destroys.
     fn named_by_term(&self, term: &str, own: &[String]) -> bool {
-        own.iter().any(|t| same_word(term, t)) || (destroying(term) && self.destroys())
+        own.iter().any(|t| same_word(term, t)) || (destroying(term) && name_destroys(&self.name))
     }
 
     /// The terms of its name and description.
@@ -258,6 +257,13 @@ impl Made {
 
     pub fn succeeded(&self) -> bool {
         !self.output.is_error
+    }
+
+    /// Whether it took `value` as one of its arguments.
+    fn took(&self, value: &Literal) -> bool {
+        let mut taken: Vec<&Value> = Vec::new();
+        leaves(&self.arguments, &mut taken);
+        taken.iter().any(|v| value.matches(v))
     }
 }
 
@@ -672,21 +678,11 @@ impl Steps {
             .rev()
             .filter(|m| m.part < index && m.succeeded())
         {
-            let mut taken: Vec<&Value> = Vec::new();
-            leaves(&made.arguments, &mut taken);
-            for value in taken {
-                let value = match value {
-                    Value::String(text) => Literal::Text(text.clone()),
-                    Value::Number(n) => match n.as_f64() {
-                        Some(n) => Literal::Number(n),
-                        None => continue,
-                    },
-                    _ => continue,
-                };
+            fields(&made.arguments, None, &mut |_, value| {
                 if !values.contains(&value) {
                     values.push(value);
                 }
-            }
+            });
         }
         values
     }
@@ -847,7 +843,7 @@ impl Steps {
                     && !results.is_empty()
                     && results
                         .iter()
-                        .all(|r| refused.iter().any(|&k| took(&self.made[k], r)))
+                        .all(|r| refused.iter().any(|&k| self.made[k].took(r)))
                 {
                     results = self.taken_before(index);
                 }
@@ -1405,17 +1401,6 @@ fn returned_as_given(output: &ToolOutput, arguments: &Value) -> Option<String> {
 
 /// Whether `said` (an agent's error) quotes `word`: the word it refused
 /// (`unknown unit "gallons"`), not one it lists as known.
-/// Whether `made` took `value` as one of its arguments.
-fn took(made: &Made, value: &Literal) -> bool {
-    let mut taken: Vec<&Value> = Vec::new();
-    leaves(&made.arguments, &mut taken);
-    taken.iter().any(|v| match (v, value) {
-        (Value::String(a), Literal::Text(b)) => a == b,
-        (Value::Number(a), Literal::Number(b)) => a.as_f64() == Some(*b),
-        _ => false,
-    })
-}
-
 pub fn quoted_in(said: &str, word: &str) -> bool {
     ['"', '\'', '`']
         .iter()
@@ -1546,7 +1531,7 @@ fn fields(value: &Value, key: Option<&str>, f: &mut impl FnMut(Option<&str>, Lit
     }
 }
 
-fn is_number(term: &str) -> bool {
+pub(super) fn is_number(term: &str) -> bool {
     term.bytes().all(|b| b.is_ascii_digit())
 }
 
