@@ -85,8 +85,9 @@ fn left_operand_kept(tool: &Offered, step: &Step, arguments: &Value) -> Result<(
 /// number joined to it in a list ("mean of 4 8 12, times 3" is not
 /// `summarize([4, 8, 12, 3])`).
 fn written_lists_kept(step: &Step, arguments: &Value) -> Result<(), String> {
-    let written = |list: &[f64]| {
+    let written = |list: &super::steps::WrittenList| {
         let numbers: Vec<String> = list
+            .values
             .iter()
             .map(|n| crate::llm::grounding::number_literal(*n))
             .collect();
@@ -109,10 +110,14 @@ fn written_lists_kept(step: &Step, arguments: &Value) -> Result<(), String> {
             }
             Value::Array(items) => {
                 let numbers: Vec<f64> = items.iter().filter_map(Value::as_f64).collect();
+                // The written list it is: the one that holds most of it.
                 let Some(list) = step
                     .lists
                     .iter()
-                    .find(|l| numbers.iter().any(|n| l.contains(n)))
+                    .map(|l| (numbers.iter().filter(|n| l.contains(n)).count(), l))
+                    .filter(|(shared, _)| *shared > 0)
+                    .max_by_key(|(shared, _)| *shared)
+                    .map(|(_, l)| l)
                 else {
                     continue;
                 };
@@ -388,6 +393,51 @@ fn check_with(
         }
     }
     Ok(())
+}
+
+/// `arguments` with each parameter that takes a list of numbers given a
+/// list the part writes whole: the list whose word before names it ("y =
+/// 4, 7, 10"), the others in the order written. `None` unless the part
+/// writes as many lists as the tool takes, and the call changes.
+pub fn fill_lists(tool: &Offered, step: &Step, arguments: &Value) -> Option<Value> {
+    let parameters = crate::llm::grounding::number_list_parameters(&tool.schema);
+    if parameters.is_empty() || parameters.len() != step.lists.len() {
+        return None;
+    }
+    let names = |label: &str, parameter: &str| {
+        label.eq_ignore_ascii_case(parameter)
+            || terms(&parameter.replace('_', " ")).any(|t| same_word(label, &t))
+    };
+    let mut placed: Vec<Option<&[f64]>> = vec![None; parameters.len()];
+    let mut unnamed: Vec<&[f64]> = Vec::new();
+    for list in &step.lists {
+        let named: Vec<usize> = (0..parameters.len())
+            .filter(|&p| {
+                list.label
+                    .as_deref()
+                    .is_some_and(|l| names(l, parameters[p]))
+            })
+            .collect();
+        match named.as_slice() {
+            [p] if placed[*p].is_none() => placed[*p] = Some(&list.values),
+            _ => unnamed.push(&list.values),
+        }
+    }
+    let mut unnamed = unnamed.into_iter();
+    let mut filled = arguments.as_object()?.clone();
+    for (parameter, list) in parameters.iter().zip(placed) {
+        let list = list.or_else(|| unnamed.next())?;
+        let numbers: Vec<Value> = list
+            .iter()
+            .map(|n| {
+                serde_json::from_str(&crate::llm::grounding::number_literal(*n))
+                    .unwrap_or(Value::Null)
+            })
+            .collect();
+        filled.insert((*parameter).clone(), Value::Array(numbers));
+    }
+    let filled = Value::Object(filled);
+    (&filled != arguments).then_some(filled)
 }
 
 /// `arguments` with its text parameters filled by the part's own words,
@@ -877,9 +927,56 @@ mod tests {
     }
 
     #[test]
+    fn each_list_the_part_writes_fills_the_parameter_its_word_names_or_the_next() {
+        let lists = |part: &str| -> Step {
+            let tools = [regress()];
+            super::super::steps::Steps::new(part).next(&tools).unwrap()
+        };
+        let regress = regress();
+        let model = json!({"x": [0, 1, 2], "y": [4, 7, 10, 0, 1, 2]});
+        // "y = …" names y, whichever is written first.
+        let step = lists("What is the slope of the regression of y = 4, 7, 10 on x = 0, 1, 2?");
+        assert_eq!(
+            fill_lists(&regress, &step, &model),
+            Some(json!({"x": [0, 1, 2], "y": [4, 7, 10]}))
+        );
+        // Lists no word names go in the order written.
+        let step = lists("Correlate 1, 2, 3 with 6, 4, 2.");
+        assert_eq!(
+            fill_lists(&regress, &step, &json!({"x": [1, 2, 3, 6, 4, 2], "y": [1]})),
+            Some(json!({"x": [1, 2, 3], "y": [6, 4, 2]}))
+        );
+        // A call that takes them already is left as it is; a part with
+        // fewer lists than the tool takes fills nothing.
+        let written = json!({"x": [1, 2, 3], "y": [6, 4, 2]});
+        assert_eq!(fill_lists(&regress, &step, &written), None);
+        // Each list is the written one it holds most of: 2 of [6, 4, 2]
+        // is no 2 of [1, 2, 3] joined to it.
+        assert_eq!(check(&regress, &step, &written), Ok(()));
+        let mut one = step;
+        one.lists.truncate(1);
+        assert_eq!(fill_lists(&regress, &one, &model), None);
+    }
+
+    fn regress() -> Offered {
+        Offered {
+            name: "regress".into(),
+            description: "Fits a straight line to points by least squares.".into(),
+            schema: json!({"type": "object", "properties": {
+                "x": {"type": "array", "items": {"type": "number"}},
+                "y": {"type": "array", "items": {"type": "number"}}},
+                "required": ["x", "y"]}),
+            ..convert()
+        }
+    }
+
+    #[test]
     fn a_written_list_is_taken_whole_and_alone() {
         let mut listed = step("What is three times the average of 4, 8 and 12?");
-        listed.lists = vec![vec![4.0, 8.0, 12.0]];
+        listed.lists = vec![super::super::steps::WrittenList {
+            values: vec![4.0, 8.0, 12.0],
+            label: None,
+        }];
         let calculator = Offered {
             name: "multiply".into(),
             description: "Multiply two numbers.".into(),

@@ -137,12 +137,35 @@ pub async fn choose<A: Ask>(
         let listed = candidates.clone();
         let first = account(ask, tools, &listed, &step.part).await?;
         candidates = steps.named_by(tools, step, &first);
-        if one_choice(tools, &candidates) {
+        tracing::debug!(part = %step.part, account = %first, "the model's account");
+        // An account that names two tools ("the histogram with the mean
+        // and the standard deviation") chose neither.
+        let names_one =
+            |account: &str| one_choice(tools, &steps::named_in(tools, &listed, account));
+        if one_choice(tools, &candidates) && names_one(&first) {
             let reversed: Vec<usize> = listed.iter().rev().copied().collect();
             let second = account(ask, tools, &reversed, &step.part).await?;
-            if steps.named_by(tools, step, &second) == candidates {
+            tracing::debug!(part = %step.part, account = %second, "the model's account, reversed");
+            if steps.named_by(tools, step, &second) == candidates && names_one(&second) {
                 steps.agree(step, candidates.clone());
             }
+        }
+        // Accounts that explain the arithmetic name no tool ("add them up
+        // and divide by the count" for "average"): the model's pick of a
+        // tool by what each does, in both orders, is a choice the list's
+        // order did not make.
+        // Not where a word names a tool that could not take the part's
+        // values: then the values were read apart from what it asks.
+        if !candidates.iter().any(|&i| steps.agreed_on(step, i))
+            && !steps.names_another(tools, step, &listed)
+            && let Some(picked) = picked_both_ways(ask, tools, &listed, &step.part).await?
+        {
+            candidates = listed
+                .iter()
+                .copied()
+                .filter(|&i| tools[i].name == tools[picked].name)
+                .collect();
+            steps.agree(step, candidates.clone());
         }
     }
     let names = function_names(tools, &candidates);
@@ -213,6 +236,7 @@ pub async fn choose<A: Ask>(
         // what was wrong, once, and a call that is wrong again is not made.
         match grounding.check(&arguments) {
             Err(why) => {
+                tracing::debug!(part = %step.part, %arguments, %why, "a call off the grounding");
                 tell(
                     &mut messages,
                     &completion.content,
@@ -228,6 +252,11 @@ pub async fn choose<A: Ask>(
                 align::named_before(&tools[tool], &step.part, &mut arguments);
                 align::bind(&tools[tool], &step.part, &mut arguments);
                 align::left_first(&tools[tool], step, &mut arguments);
+                // A list the part writes is taken whole, by the parameter
+                // its word names or in the order written.
+                if let Some(filled) = fit::fill_lists(&tools[tool], step, &arguments) {
+                    arguments = filled;
+                }
                 // Where the model put the person's words in the wrong places
                 // (or one word in two), the part's own words, in the order
                 // written, fill the text parameters when they are as many.
@@ -242,6 +271,7 @@ pub async fn choose<A: Ask>(
                     }
                 }
                 if let Err(why) = fit::check(&tools[tool], step, &arguments) {
+                    tracing::debug!(part = %step.part, tool = %tools[tool].name, %arguments, %why, "a call that does not fit");
                     // A call that does not answer the part is not made,
                     // however it would turn out: the model is told why.
                     tell(
@@ -304,6 +334,63 @@ async fn account<A: Ask>(
         )
         .await?;
     Ok(thought.content)
+}
+
+/// The tool of `listed` the model picks for `part` by their names and
+/// what their descriptions say they do, asked with them in one order and
+/// in the reverse: `None` unless both picks are one tool's name.
+async fn picked_both_ways<A: Ask>(
+    ask: &A,
+    tools: &[Offered],
+    listed: &[usize],
+    part: &str,
+) -> Result<Option<usize>, A::Error> {
+    let reversed: Vec<usize> = listed.iter().rev().copied().collect();
+    let first = pick_tool(ask, tools, listed, part).await?;
+    tracing::debug!(%part, picked = ?first.map(|i| &tools[i].name), "the model's pick");
+    let Some(first) = first else {
+        return Ok(None);
+    };
+    let second = pick_tool(ask, tools, &reversed, part).await?;
+    tracing::debug!(%part, picked = ?second.map(|i| &tools[i].name), "the model's pick, reversed");
+    Ok(second
+        .filter(|&second| tools[second].name == tools[first].name)
+        .map(|_| first))
+}
+
+/// The tool of `listed` (in that order) the model picks for `part`, its
+/// choice held to their names.
+async fn pick_tool<A: Ask>(
+    ask: &A,
+    tools: &[Offered],
+    listed: &[usize],
+    part: &str,
+) -> Result<Option<usize>, A::Error> {
+    let names: Vec<String> = listed.iter().map(|&i| tools[i].name.clone()).collect();
+    let described: Vec<String> = listed
+        .iter()
+        .map(|&i| {
+            let first = tools[i]
+                .description
+                .split_terminator(['.', '\n'])
+                .next()
+                .unwrap_or_default();
+            format!("- {}: {}", tools[i].name, excerpt(first.trim(), 160))
+        })
+        .collect();
+    let system = format!(
+        "Pick the tool that does what the person asks.\nTools:\n{}",
+        described.join("\n")
+    );
+    let picked = one_of(
+        ask,
+        &system,
+        part,
+        ("pick", "The tool that does it.", "tool"),
+        &names,
+    )
+    .await?;
+    Ok(picked.and_then(|name| listed.iter().copied().find(|&i| tools[i].name == name)))
 }
 
 /// Whether `candidates` are one choice: one tool, or tools of one name on
@@ -474,23 +561,41 @@ async fn abbreviation<A: Ask>(
         .find(|t| !t.is_empty())
         .unwrap_or("word")
         .to_lowercase();
+    let described = format!("The abbreviation of the {noun}.");
+    let asked = format!("Abbreviate the {noun} \"{}\".", word.word);
+    one_of(
+        ask,
+        "Answer with the abbreviation.",
+        &asked,
+        ("abbreviation", &described, "abbreviation"),
+        candidates,
+    )
+    .await
+}
+
+/// The one of `choices` the model answers `asked` with (after `system`),
+/// held to them by a tool (its name, description and field) it must call.
+async fn one_of<A: Ask>(
+    ask: &A,
+    system: &str,
+    asked: &str,
+    (tool, description, field): (&str, &str, &str),
+    choices: &[String],
+) -> Result<Option<String>, A::Error> {
     let completion = ask
         .ask(
             ChatRequest {
-                messages: vec![
-                    Message::system("Answer with the abbreviation."),
-                    Message::user(format!("Abbreviate the {noun} \"{}\".", word.word)),
-                ],
+                messages: vec![Message::system(system), Message::user(asked.to_owned())],
                 tools: vec![ToolSpec {
-                    name: "abbreviation".into(),
-                    description: format!("The abbreviation of the {noun}."),
+                    name: tool.into(),
+                    description: description.into(),
                     parameters: serde_json::json!({
                         "type": "object",
-                        "properties": {"abbreviation": {"type": "string", "enum": candidates}},
-                        "required": ["abbreviation"],
+                        "properties": {field: {"type": "string", "enum": choices}},
+                        "required": [field],
                     }),
                 }],
-                tool_choice: ToolChoice::Named("abbreviation".into()),
+                tool_choice: ToolChoice::Named(tool.into()),
                 temperature: Some(0.0),
                 ..Default::default()
             },
@@ -502,8 +607,8 @@ async fn abbreviation<A: Ask>(
         .tool_calls
         .first()
         .and_then(|call| serde_json::from_str::<Value>(&call.arguments).ok())
-        .and_then(|arguments| arguments["abbreviation"].as_str().map(str::to_owned))
-        .filter(|chosen| candidates.contains(chosen)))
+        .and_then(|arguments| arguments[field].as_str().map(str::to_owned))
+        .filter(|chosen| choices.contains(chosen)))
 }
 
 /// What the model reads when it writes a step's call.
@@ -619,8 +724,9 @@ mod tests {
         );
     }
 
-    /// A model that answers the abbreviation tool with `pick` of the
-    /// candidates it is offered, in the order offered.
+    /// A model that answers a tool of one choice (the abbreviation, the
+    /// tool to pick) with `pick` of the choices it is offered, in the order
+    /// offered.
     struct Picks(fn(&[Value]) -> Value);
 
     #[async_trait::async_trait]
@@ -633,16 +739,18 @@ mod tests {
             _max_tokens: u32,
             _sink: DeltaSink,
         ) -> Result<Completion, String> {
-            let offered = request.tools[0].parameters["properties"]["abbreviation"]["enum"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
+            let tool = &request.tools[0];
+            let (field, choices) = tool.parameters["properties"]
+                .as_object()
+                .and_then(|p| p.iter().next())
+                .expect("one field");
+            let offered = choices["enum"].as_array().cloned().unwrap_or_default();
             Ok(Completion {
                 content: String::new(),
                 tool_calls: vec![crate::llm::ToolCall {
                     id: "call_1".into(),
-                    name: "abbreviation".into(),
-                    arguments: json!({"abbreviation": (self.0)(&offered)}).to_string(),
+                    name: tool.name.clone(),
+                    arguments: json!({field: (self.0)(&offered)}).to_string(),
                 }],
                 stop_reason: crate::llm::StopReason::ToolCalls,
                 model: "test".into(),
@@ -698,6 +806,51 @@ mod tests {
         assert_eq!(
             chosen.arguments,
             json!({"amount": 6, "from_unit": "ft", "to_unit": "m"})
+        );
+    }
+
+    #[tokio::test]
+    async fn the_models_pick_of_a_tool_counts_when_it_holds_both_ways() {
+        let tool = |name: &str, description: &str| Offered {
+            effects: crate::answers::steps::Effects::Unknown,
+            owner: "stats".into(),
+            name: name.into(),
+            description: description.into(),
+            schema: json!({"type": "object", "properties": {
+                "values": {"type": "array", "items": {"type": "number"}}}}),
+        };
+        let tools = [
+            tool(
+                "summarize",
+                "Count, mean, median and extremes of some numbers.",
+            ),
+            tool("histogram", "A text histogram of some numbers."),
+        ];
+        let listed = [0, 1];
+        let asked = "Average 10, 20, 30 and 40.";
+        // A model that takes whichever is listed first picks nothing.
+        let first = Picks(|offered| offered[0].clone());
+        assert_eq!(
+            picked_both_ways(&first, &tools, &listed, asked)
+                .await
+                .unwrap(),
+            None
+        );
+        // One that picks `summarize` both ways chooses it.
+        let sure = Picks(|_| json!("summarize"));
+        assert_eq!(
+            picked_both_ways(&sure, &tools, &listed, asked)
+                .await
+                .unwrap(),
+            Some(0)
+        );
+        // A name not offered is no pick.
+        let lost = Picks(|_| json!("mean"));
+        assert_eq!(
+            picked_both_ways(&lost, &tools, &listed, asked)
+                .await
+                .unwrap(),
+            None
         );
     }
 

@@ -94,11 +94,17 @@ pub fn parts(request: &str) -> Vec<Range<usize>> {
             continue;
         }
         if word == "and" {
-            // A value after "and" is the clause's own: "2 and 3".
+            // A value after "and" is the clause's own: "2 and 3", "[1,2,3]
+            // and [6,4,2]", and so is one a name is set to: "x = 0, 1, 2
+            // and y = 4, 7, 10".
             let after = request[*end..].trim_start();
-            let next_is_value = values
-                .iter()
-                .any(|(r, _)| r.start >= *end && request[*end..r.start].trim().is_empty());
+            let next_is_value = values.iter().any(|(r, _)| {
+                r.start >= *end && {
+                    let between = request[*end..r.start]
+                        .trim_matches(|c: char| c.is_whitespace() || c == '[' || c == '(');
+                    between.is_empty() || names_a_value(between)
+                }
+            });
             let next_word = words.get(index + 1).map(|(_, _, w)| w.as_str());
             // "'abc' in upper case and 'XYZ' in lower case": a quoted
             // text after "and" starts a clause of its own when words say
@@ -136,6 +142,16 @@ pub fn parts(request: &str) -> Vec<Range<usize>> {
         ranges.push(last);
     }
     ranges
+}
+
+/// Whether `between` is a name set to the value after it: "y =", "y:".
+fn names_a_value(between: &str) -> bool {
+    between
+        .strip_suffix(['=', ':'])
+        .map(str::trim_end)
+        .is_some_and(|name| {
+            !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+        })
 }
 
 /// Where the joint before word `index` starts: the word itself, or a comma
@@ -184,6 +200,21 @@ mod tests {
 
     fn split(request: &str) -> Vec<&str> {
         parts(request).into_iter().map(|r| &request[r]).collect()
+    }
+
+    #[test]
+    fn a_list_or_a_name_set_to_one_after_and_is_the_clauses_own() {
+        assert_eq!(
+            split("corr of [1,2,3] and [6,4,2]"),
+            ["corr of [1,2,3] and [6,4,2]"]
+        );
+        assert_eq!(
+            split("Fit a line through x = 0, 1, 2 and y = 4, 7, 10 and give me its slope."),
+            [
+                "Fit a line through x = 0, 1, 2 and y = 4, 7, 10",
+                "give me its slope."
+            ]
+        );
     }
 
     #[test]

@@ -286,7 +286,21 @@ pub struct Step {
     pub refused: Vec<usize>,
     /// The lists of numbers the part writes ("4, 8 and 12"), where a tool
     /// on offer takes a list: each is one value (see [`written_lists`]).
-    pub lists: Vec<Vec<f64>>,
+    pub lists: Vec<WrittenList>,
+}
+
+/// A list of numbers a part writes, and the word written right before it
+/// ("y" of "y = 4, 7, 10"), which may name the parameter it is for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WrittenList {
+    pub values: Vec<f64>,
+    pub label: Option<String>,
+}
+
+impl WrittenList {
+    pub fn contains(&self, n: &f64) -> bool {
+        self.values.contains(n)
+    }
 }
 
 /// A part of the request that was not done, and why.
@@ -406,39 +420,76 @@ impl Steps {
             .map_or("", |p| &self.request[p.range.clone()])
     }
 
-    /// The lists of numbers part `index` writes: three numbers or more in a
+    /// The lists of numbers part `index` writes that no call took yet
+    /// (what a later call of the part works on is their result, not
+    /// them): three numbers or more in a
     /// row with nothing but commas, "and" or "&" between them ("4, 8 and
-    /// 12", "4 8 12"), each as its values.
-    fn written_lists(&self, index: usize) -> Vec<Vec<f64>> {
+    /// 12", "4 8 12"), each as its values, with the word before it. An
+    /// "and" joins a list's last number only: where commas go on after it,
+    /// it parts two lists ("between 1, 2, 3 and 6, 4, 2").
+    fn written_lists(&self, index: usize) -> Vec<WrittenList> {
         let numbers: Vec<(&Range<usize>, f64)> = self
             .given
             .iter()
-            .filter(|g| g.part == index)
+            .filter(|g| g.part == index && !g.used)
             .filter_map(|g| match g.value {
                 Literal::Number(n) => Some((&g.range, n)),
                 _ => None,
             })
             .collect();
-        let joined = |a: &Range<usize>, b: &Range<usize>| {
-            self.request.get(a.end..b.start).is_some_and(|between| {
-                between
-                    .split(|c: char| c.is_whitespace() || c == ',' || c == '&')
-                    .all(|w| w.is_empty() || w.eq_ignore_ascii_case("and"))
-            })
-        };
-        let mut lists: Vec<Vec<f64>> = Vec::new();
-        let mut run: Vec<f64> = Vec::new();
-        for (at, (range, n)) in numbers.iter().enumerate() {
-            if at > 0 && !joined(numbers[at - 1].0, range) {
-                if run.len() >= 3 {
-                    lists.push(std::mem::take(&mut run));
+        // How the number at `b` follows the one at `a`: not in one list
+        // (`None`), or in one, by an "and" (`Some(true)`) or not.
+        let joined = |a: &Range<usize>, b: &Range<usize>| -> Option<bool> {
+            let between = self.request.get(a.end..b.start)?;
+            let mut by_and = false;
+            for word in between.split(|c: char| c.is_whitespace() || c == ',' || c == '&') {
+                match word {
+                    "" => {}
+                    w if w.eq_ignore_ascii_case("and") => by_and = true,
+                    _ => return None,
                 }
-                run.clear();
             }
-            run.push(*n);
-        }
-        if run.len() >= 3 {
-            lists.push(run);
+            Some(by_and)
+        };
+        let label = |at: usize| -> Option<String> {
+            let before = self.request.get(..numbers[at].0.start)?;
+            before
+                .split(|c: char| !c.is_alphanumeric())
+                .rfind(|w| !w.is_empty())
+                .filter(|w| !is_number(w))
+                .map(str::to_owned)
+        };
+        let mut lists: Vec<WrittenList> = Vec::new();
+        // The run of numbers in one list: where it starts, and where the
+        // number after its "and" is.
+        let mut start = 0;
+        let mut after_and: Option<usize> = None;
+        let close = |from: usize, to: usize, lists: &mut Vec<WrittenList>| {
+            if to - from >= 3 {
+                lists.push(WrittenList {
+                    values: numbers[from..to].iter().map(|(_, n)| *n).collect(),
+                    label: label(from),
+                });
+            }
+        };
+        for at in 1..=numbers.len() {
+            let join = numbers
+                .get(at)
+                .and_then(|(range, _)| joined(numbers[at - 1].0, range));
+            match join {
+                None => {
+                    close(start, at, &mut lists);
+                    start = at;
+                    after_and = None;
+                }
+                Some(true) => after_and = Some(at),
+                Some(false) => {
+                    if let Some(second) = after_and.take() {
+                        close(start, second, &mut lists);
+                        start = second;
+                    }
+                }
+            }
         }
         lists
     }
@@ -477,10 +528,28 @@ impl Steps {
     /// Whether part `index` was done: a call for it succeeded and every
     /// value it gave was used.
     pub fn done(&self, index: usize) -> bool {
-        self.made
+        let called = self
+            .made
             .iter()
-            .any(|m| m.part == index && m.succeeded() && m.chosen)
+            .any(|m| m.part == index && m.succeeded() && m.chosen);
+        (called || self.asks_a_field_found(index))
             && !self.given.iter().any(|g| g.part == index && !g.used)
+    }
+
+    /// Whether part `index`, which writes no value, asks for a field of
+    /// what an earlier part found ("… and give me its slope": the line
+    /// `regress` fitted has one): that result answers it, no call needed.
+    fn asks_a_field_found(&self, index: usize) -> bool {
+        if index == 0 || !self.refers_back(index) || self.given.iter().any(|g| g.part == index) {
+            return false;
+        }
+        let words: Vec<String> = terms(self.part_text(index)).collect();
+        self.made.iter().any(|m| {
+            m.part < index
+                && m.succeeded()
+                && m.chosen
+                && !named_fields(&m.output, &words).is_empty()
+        })
     }
 
     /// Whether the person's words of `step` choose `tool`: it is the only
@@ -1159,6 +1228,19 @@ impl Steps {
             .is_some_and(|part| part.agreed.contains(&tool))
     }
 
+    /// Whether a word of `step`'s part names a tool of `tools` other than
+    /// `listed` ("corr" of "corr of [1,2,3]", where `correlate` could
+    /// not take one list).
+    pub fn names_another(&self, tools: &[Offered], step: &Step, listed: &[usize]) -> bool {
+        let words = self.said_terms(step.index);
+        (0..tools.len())
+            .filter(|i| !listed.iter().any(|&l| tools[l].name == tools[*i].name))
+            .any(|i| {
+                let own = tools[i].terms();
+                words.iter().any(|w| tools[i].named_by_term(w, &own))
+            })
+    }
+
     /// Whether `tool` was chosen for `step` for certain: by the person's
     /// words, or by the model's accounts in both orders.
     fn chosen(&self, tools: &[Offered], step: &Step, tool: usize) -> bool {
@@ -1295,6 +1377,20 @@ impl Steps {
             })
             .collect()
     }
+}
+
+/// The tools of `listed` that a word of `text` names (see
+/// [`Offered::named_by_term`]).
+pub fn named_in(tools: &[Offered], listed: &[usize], text: &str) -> Vec<usize> {
+    let words: Vec<String> = terms(text).filter(|w| !is_number(w)).collect();
+    listed
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let own = tools[i].terms();
+            words.iter().any(|w| tools[i].named_by_term(w, &own))
+        })
+        .collect()
 }
 
 /// The short words of `said` (an agent's error, or a tool's description)
@@ -2129,6 +2225,61 @@ mod tests {
     }
 
     #[test]
+    fn a_part_asking_for_a_field_of_what_an_earlier_part_found_is_answered_by_it() {
+        let tools = vec![tool(
+            "stats",
+            "regress",
+            "Fits a straight line to points by least squares.",
+            json!({"type": "object", "properties": {
+                "x": {"type": "array", "items": {"type": "number"}},
+                "y": {"type": "array", "items": {"type": "number"}}},
+                "required": ["x", "y"]}),
+        )];
+        let line = || ToolOutput {
+            content: vec![Content::Text { text: "…".into() }],
+            structured_content: StructuredContent::from_value(
+                &json!({"slope": 3.0, "intercept": 4.0, "r_squared": 1.0}),
+            )
+            .ok(),
+            is_error: false,
+        };
+        let arguments = json!({"x": [0, 1, 2], "y": [4, 7, 10]});
+        let asked = |asked: &str| {
+            let mut steps = Steps::new(asked);
+            let step = steps.next(&tools).unwrap();
+            steps.record(&tools, &step, 0, arguments.clone(), line());
+            assert!(steps.next(&tools).is_none());
+            steps.outcome()
+        };
+        assert_eq!(
+            asked("Fit a line through x = 0, 1, 2 and y = 4, 7, 10 and give me its slope."),
+            Outcome::Answered
+        );
+        // A field the result does not have is not done.
+        assert_ne!(
+            asked("Fit a line through x = 0, 1, 2 and y = 4, 7, 10 and give me its colour."),
+            Outcome::Answered
+        );
+    }
+
+    fn with_stats() -> Vec<Offered> {
+        let summarize = tool(
+            "stats",
+            "summarize",
+            "Count, mean, median, standard deviation, extremes and quartiles of some numbers.",
+            json!({"type": "object", "properties": {"values": {"type": "array",
+                "items": {"type": "number"}}}, "required": ["values"]}),
+        );
+        let histogram = tool(
+            "stats",
+            "histogram",
+            "A text histogram of some numbers, one line per bin.",
+            summarize.schema.clone(),
+        );
+        vec![summarize, histogram]
+    }
+
+    #[test]
     fn a_list_the_part_writes_is_one_value_where_a_tool_takes_lists() {
         let mut tools = tools();
         let calculator_only = tools.clone();
@@ -2139,7 +2290,10 @@ mod tests {
             json!({"type": "object", "properties": {"values": {"type": "array",
                 "items": {"type": "number"}}}, "required": ["values"]}),
         ));
-        let lists = |asked: &str, tools: &[Offered]| Steps::new(asked).next(tools).unwrap().lists;
+        let lists = |asked: &str, tools: &[Offered]| -> Vec<Vec<f64>> {
+            let step = Steps::new(asked).next(tools).unwrap();
+            step.lists.into_iter().map(|l| l.values).collect()
+        };
         assert_eq!(
             lists("What is three times the average of 4, 8 and 12?", &tools),
             [vec![4.0, 8.0, 12.0]]
@@ -2152,6 +2306,69 @@ mod tests {
             lists("slope for x 0 1 2, y 4 7 10", &tools),
             [vec![0.0, 1.0, 2.0], vec![4.0, 7.0, 10.0]]
         );
+        // An "and" joins a list's last number: with commas after it, it
+        // parts two lists.
+        assert_eq!(
+            lists(
+                "What is the correlation between 1, 2, 3 and 6, 4, 2?",
+                &tools
+            ),
+            [vec![1.0, 2.0, 3.0], vec![6.0, 4.0, 2.0]]
+        );
+        // The word before a list is kept: it may name its parameter.
+        let labels: Vec<Option<String>> = Steps::new("regression of y = 4, 7, 10 on x = 0, 1, 2")
+            .next(&tools)
+            .unwrap()
+            .lists
+            .into_iter()
+            .map(|l| l.label)
+            .collect();
+        assert_eq!(labels, [Some("y".to_owned()), Some("x".to_owned())]);
+        // A text that names two tools names no one of them.
+        let all: Vec<usize> = (0..with_stats().len()).collect();
+        assert_eq!(
+            named_in(
+                &with_stats(),
+                &all,
+                "The histogram with the mean and the deviation"
+            )
+            .len(),
+            2
+        );
+        // A list a call took is not one for the part's next call, which
+        // works on its result.
+        let mut steps = Steps::new("mean of 4 8 12, times 3");
+        let step = steps.next(&tools).unwrap();
+        let summarize = tools.len() - 1;
+        steps.record(
+            &tools,
+            &step,
+            summarize,
+            json!({"values": [4, 8, 12]}),
+            number(8.0),
+        );
+        let next = steps.next(&tools).expect("times 3");
+        assert!(next.lists.is_empty());
+        // A word naming a tool that cannot take the part's one list.
+        let step = Steps::new("corr of 1, 2, 3").next(&tools).unwrap();
+        let with_correlate = {
+            let mut all = tools.clone();
+            all.push(tool(
+                "stats",
+                "correlate",
+                "How strongly two series move together.",
+                json!({"type": "object", "properties": {
+                    "x": {"type": "array", "items": {"type": "number"}},
+                    "y": {"type": "array", "items": {"type": "number"}}},
+                    "required": ["x", "y"]}),
+            ));
+            all
+        };
+        let steps = Steps::new("corr of 1, 2, 3");
+        assert!(steps.names_another(&with_correlate, &step, &step.tools));
+        let plain = Steps::new("average of 1, 2, 3");
+        let step = plain.next(&with_correlate).unwrap();
+        assert!(!plain.names_another(&with_correlate, &step, &step.tools));
         // Two numbers are no list; nor are numbers where no tool takes one.
         assert!(lists("Add 2 and 3.", &tools).is_empty());
         assert!(lists("Add 2, 3 and 4.", &calculator_only).is_empty());

@@ -331,8 +331,14 @@ pub fn can_fill(schema: &Value, grounding: &Grounding) -> bool {
 /// list[float]` of a statistics tool): each takes the numbers of the
 /// request, as many as it writes.
 pub fn number_lists(schema: &Value) -> usize {
+    number_list_parameters(schema).len()
+}
+
+/// The required parameters of `schema` that take a list of numbers, in
+/// order.
+pub fn number_list_parameters(schema: &Value) -> Vec<&String> {
     required_properties(schema)
-        .iter()
+        .into_iter()
         .filter(|(_, property)| {
             let property = resolve(property, schema);
             plain_type(property) == Some("array")
@@ -342,7 +348,8 @@ pub fn number_lists(schema: &Value) -> usize {
                     .and_then(plain_type)
                     .is_some_and(|t| t == "number" || t == "integer")
         })
-        .count()
+        .map(|(name, _)| name)
+        .collect()
 }
 
 /// The required properties of an object schema, in order.
