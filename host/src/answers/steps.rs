@@ -1029,12 +1029,7 @@ impl Steps {
         let words: Vec<String> = terms(self.part_text(index))
             .filter(|w| self.words.contains(w))
             .collect();
-        (0..tools.len())
-            .filter(|i| {
-                let names = tools[*i].terms();
-                words.iter().any(|w| tools[*i].named_by_term(w, &names))
-            })
-            .collect()
+        named_by_any(tools, 0..tools.len(), &words)
     }
 
     /// The tools at hand for `step` (see [`Steps::at_hand`]) that words
@@ -1232,13 +1227,9 @@ impl Steps {
     /// `listed` ("corr" of "corr of [1,2,3]", where `correlate` could
     /// not take one list).
     pub fn names_another(&self, tools: &[Offered], step: &Step, listed: &[usize]) -> bool {
-        let words = self.said_terms(step.index);
-        (0..tools.len())
-            .filter(|i| !listed.iter().any(|&l| tools[l].name == tools[*i].name))
-            .any(|i| {
-                let own = tools[i].terms();
-                words.iter().any(|w| tools[i].named_by_term(w, &own))
-            })
+        let others =
+            (0..tools.len()).filter(|i| !listed.iter().any(|&l| tools[l].name == tools[*i].name));
+        !named_by_any(tools, others, &self.said_terms(step.index)).is_empty()
     }
 
     /// Whether `tool` was chosen for `step` for certain: by the person's
@@ -1383,9 +1374,16 @@ impl Steps {
 /// [`Offered::named_by_term`]).
 pub fn named_in(tools: &[Offered], listed: &[usize], text: &str) -> Vec<usize> {
     let words: Vec<String> = terms(text).filter(|w| !is_number(w)).collect();
-    listed
-        .iter()
-        .copied()
+    named_by_any(tools, listed.iter().copied(), &words)
+}
+
+/// The tools of `candidates` that one of `words` names.
+fn named_by_any(
+    tools: &[Offered],
+    candidates: impl Iterator<Item = usize>,
+    words: &[String],
+) -> Vec<usize> {
+    candidates
         .filter(|&i| {
             let own = tools[i].terms();
             words.iter().any(|w| tools[i].named_by_term(w, &own))
@@ -2226,14 +2224,9 @@ mod tests {
 
     #[test]
     fn a_part_asking_for_a_field_of_what_an_earlier_part_found_is_answered_by_it() {
-        let tools = vec![tool(
-            "stats",
+        let tools = vec![two_series(
             "regress",
             "Fits a straight line to points by least squares.",
-            json!({"type": "object", "properties": {
-                "x": {"type": "array", "items": {"type": "number"}},
-                "y": {"type": "array", "items": {"type": "number"}}},
-                "required": ["x", "y"]}),
         )];
         let line = || ToolOutput {
             content: vec![Content::Text { text: "…".into() }],
@@ -2260,6 +2253,19 @@ mod tests {
             asked("Fit a line through x = 0, 1, 2 and y = 4, 7, 10 and give me its colour."),
             Outcome::Answered
         );
+    }
+
+    /// A stats tool of two series of numbers, `x` and `y`.
+    fn two_series(name: &str, description: &str) -> Offered {
+        tool(
+            "stats",
+            name,
+            description,
+            json!({"type": "object", "properties": {
+                "x": {"type": "array", "items": {"type": "number"}},
+                "y": {"type": "array", "items": {"type": "number"}}},
+                "required": ["x", "y"]}),
+        )
     }
 
     fn with_stats() -> Vec<Offered> {
@@ -2353,14 +2359,9 @@ mod tests {
         let step = Steps::new("corr of 1, 2, 3").next(&tools).unwrap();
         let with_correlate = {
             let mut all = tools.clone();
-            all.push(tool(
-                "stats",
+            all.push(two_series(
                 "correlate",
                 "How strongly two series move together.",
-                json!({"type": "object", "properties": {
-                    "x": {"type": "array", "items": {"type": "number"}},
-                    "y": {"type": "array", "items": {"type": "number"}}},
-                    "required": ["x", "y"]}),
             ));
             all
         };
