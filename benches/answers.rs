@@ -587,10 +587,12 @@ fn a2a(cases: &[Case], tally: &mut Tally) {
 const V1_ROUNDS: usize = 4;
 
 /// Whether an answer of `/v1` tells the person the work was not done:
-/// empty, saying a call failed, or naming a part not done. This is how a
-/// person reads it: `/v1` has no state of its own to say so.
+/// empty, saying a call failed, naming a part not done, or the model
+/// saying in its own words that it cannot ("I don't have the ability to
+/// access personal data"). This is how a person reads it: `/v1` has no
+/// state of its own to say so.
 fn v1_declines(content: &str) -> bool {
-    let lower = content.to_lowercase();
+    let lower = content.to_lowercase().replace('’', "'");
     lower.trim().is_empty()
         || [
             "error",
@@ -599,6 +601,10 @@ fn v1_declines(content: &str) -> bool {
             "cannot",
             "unknown",
             "not done",
+            "i don't have",
+            "i do not have",
+            "unable to",
+            "not able to",
         ]
         .iter()
         .any(|w| lower.contains(w))

@@ -140,25 +140,34 @@ pub async fn choose<A: Ask>(
         tracing::debug!(part = %step.part, account = %first, "the model's account");
         // An account that names two tools ("the histogram with the mean
         // and the standard deviation") chose neither.
-        let names_one =
-            |account: &str| one_choice(tools, &steps::named_in(tools, &listed, account));
-        if one_choice(tools, &candidates) && names_one(&first) {
+        let mut named_by_accounts = steps::named_in(tools, &listed, &first);
+        let names_one = |named: &[usize]| one_choice(tools, named);
+        if one_choice(tools, &candidates) && names_one(&named_by_accounts) {
             let reversed: Vec<usize> = listed.iter().rev().copied().collect();
             let second = account(ask, tools, &reversed, &step.part).await?;
             tracing::debug!(part = %step.part, account = %second, "the model's account, reversed");
-            if steps.named_by(tools, step, &second) == candidates && names_one(&second) {
+            let named = steps::named_in(tools, &listed, &second);
+            if steps.named_by(tools, step, &second) == candidates && names_one(&named) {
                 steps.agree(step, candidates.clone());
             }
+            named_by_accounts.extend(named);
         }
         // Accounts that explain the arithmetic name no tool ("add them up
         // and divide by the count" for "average"): the model's pick of a
         // tool by what each does, in both orders, is a choice the list's
         // order did not make.
         // Not where a word names a tool that could not take the part's
-        // values: then the values were read apart from what it asks.
+        // values (then the values were read apart from what it asks), nor
+        // where the accounts named tools and the pick is none of them
+        // ("convert 3 yards to feet, then multiply" picked as `add`): the
+        // model's two ways of choosing must agree.
         if !candidates.iter().any(|&i| steps.agreed_on(step, i))
             && !steps.names_another(tools, step, &listed)
             && let Some(picked) = picked_both_ways(ask, tools, &listed, &step.part).await?
+            && (named_by_accounts.is_empty()
+                || named_by_accounts
+                    .iter()
+                    .any(|&i| tools[i].name == tools[picked].name))
         {
             candidates = listed
                 .iter()
@@ -726,8 +735,16 @@ mod tests {
 
     /// A model that answers a tool of one choice (the abbreviation, the
     /// tool to pick) with `pick` of the choices it is offered, in the order
-    /// offered.
-    struct Picks(fn(&[Value]) -> Value);
+    /// offered; asked in words, it says `account`; it calls no other tool.
+    struct Picks {
+        pick: fn(&[Value]) -> Value,
+        account: &'static str,
+    }
+
+    /// A model that picks by `pick` and explains nothing.
+    fn picks(pick: fn(&[Value]) -> Value) -> Picks {
+        Picks { pick, account: "" }
+    }
 
     #[async_trait::async_trait]
     impl Ask for Picks {
@@ -739,20 +756,26 @@ mod tests {
             _max_tokens: u32,
             _sink: DeltaSink,
         ) -> Result<Completion, String> {
-            let tool = &request.tools[0];
-            let (field, choices) = tool.parameters["properties"]
-                .as_object()
-                .and_then(|p| p.iter().next())
-                .expect("one field");
-            let offered = choices["enum"].as_array().cloned().unwrap_or_default();
+            let choice = request.tools.first().and_then(|tool| {
+                let (field, choices) = tool.parameters["properties"].as_object()?.iter().next()?;
+                let offered = choices["enum"].as_array()?;
+                Some((tool, field, offered))
+            });
+            let (content, tool_calls) = match choice {
+                None => (self.account.to_owned(), Vec::new()),
+                Some((tool, field, offered)) => {
+                    let call = crate::llm::ToolCall {
+                        id: "call_1".into(),
+                        name: tool.name.clone(),
+                        arguments: json!({field: (self.pick)(offered)}).to_string(),
+                    };
+                    (String::new(), vec![call])
+                }
+            };
             Ok(Completion {
-                content: String::new(),
-                tool_calls: vec![crate::llm::ToolCall {
-                    id: "call_1".into(),
-                    name: tool.name.clone(),
-                    arguments: json!({field: (self.0)(&offered)}).to_string(),
-                }],
-                stop_reason: crate::llm::StopReason::ToolCalls,
+                content,
+                tool_calls,
+                stop_reason: crate::llm::StopReason::EndTurn,
                 model: "test".into(),
                 usage: Default::default(),
                 time_to_first_token: None,
@@ -794,12 +817,12 @@ mod tests {
         assert_eq!(unsure[0].word, "feet");
         assert_eq!(unsure[0].candidates, ["f", "ft"]);
         // A model that takes whichever is listed first picks nothing.
-        let first = pick_symbols(&Picks(|offered| offered[0].clone()), &unsure)
+        let first = pick_symbols(&picks(|offered| offered[0].clone()), &unsure)
             .await
             .unwrap();
         assert!(first.is_empty());
         // One that picks "ft" both ways corrects the call.
-        let sure = pick_symbols(&Picks(|_| json!("ft")), &unsure)
+        let sure = pick_symbols(&picks(|_| json!("ft")), &unsure)
             .await
             .unwrap();
         let chosen = corrected(&steps, &tools, &step, &sure).unwrap();
@@ -829,7 +852,7 @@ mod tests {
         let listed = [0, 1];
         let asked = "Average 10, 20, 30 and 40.";
         // A model that takes whichever is listed first picks nothing.
-        let first = Picks(|offered| offered[0].clone());
+        let first = picks(|offered| offered[0].clone());
         assert_eq!(
             picked_both_ways(&first, &tools, &listed, asked)
                 .await
@@ -837,7 +860,7 @@ mod tests {
             None
         );
         // One that picks `summarize` both ways chooses it.
-        let sure = Picks(|_| json!("summarize"));
+        let sure = picks(|_| json!("summarize"));
         assert_eq!(
             picked_both_ways(&sure, &tools, &listed, asked)
                 .await
@@ -845,12 +868,73 @@ mod tests {
             Some(0)
         );
         // A name not offered is no pick.
-        let lost = Picks(|_| json!("mean"));
+        let lost = picks(|_| json!("mean"));
         assert_eq!(
             picked_both_ways(&lost, &tools, &listed, asked)
                 .await
                 .unwrap(),
             None
+        );
+    }
+
+    #[tokio::test]
+    async fn an_account_naming_two_tools_chooses_only_where_the_part_names_none() {
+        let tool = |owner: &str, name: &str, description: &str, schema: Value| Offered {
+            effects: crate::answers::steps::Effects::ReadOnly,
+            owner: owner.into(),
+            name: name.into(),
+            description: description.into(),
+            schema,
+        };
+        let two = json!({"type": "object", "properties": {"a": {"type": "number"},
+            "b": {"type": "number"}}, "required": ["a", "b"]});
+        let tools = [
+            tool("calculator", "add", "Add two numbers.", two.clone()),
+            tool("calculator", "multiply", "Multiply two numbers.", two),
+            tool(
+                "units",
+                "convert",
+                "Converts a value between two units: length (in, ft, yd, mi).",
+                json!({"type": "object", "properties": {"value": {"type": "number"},
+                    "from_unit": {"type": "string"}, "to_unit": {"type": "string"}},
+                    "required": ["value", "from_unit", "to_unit"]}),
+            ),
+        ];
+        let chosen = |asked: &'static str, model: Picks| {
+            let tools = tools.clone();
+            async move {
+                let mut steps = Steps::new(asked);
+                let step = steps.next(&tools).unwrap();
+                let _ = choose(&model, &mut steps, &tools, &step).await;
+                (0..tools.len())
+                    .filter(|&i| steps.agreed_on(&step, i))
+                    .map(|i| tools[i].name.clone())
+                    .collect::<Vec<String>>()
+            }
+        };
+        let explains = |account: &'static str| Picks {
+            account,
+            pick: |_| json!("add"),
+        };
+        // The account names two tools, the pick a third: nothing is chosen
+        // (the pick alone took `add` for "What is 3 yards in feet, plus 4?").
+        let two = "To convert 3 yards to feet, you multiply 3 yards by 3 feet.";
+        assert!(
+            chosen("What is 3 yards in feet, plus 4?", explains(two))
+                .await
+                .is_empty()
+        );
+        // An account that names no tool leaves the choice to the pick.
+        let none = "You take both numbers and put them together.";
+        assert_eq!(
+            chosen("How much is 3 and 4 together?", explains(none)).await,
+            ["add"]
+        );
+        // One that names two, the pick among them: the pick chooses.
+        let both = "You add 3 and 4, or multiply them.";
+        assert_eq!(
+            chosen("How much is 3 and 4 together?", explains(both)).await,
+            ["add"]
         );
     }
 

@@ -964,14 +964,21 @@ impl Steps {
             return None;
         }
         // Where a tool takes a list of numbers, a list the part writes is
-        // one value: not split between calls, nor joined by another number.
-        let lists = if tools
+        // one value: not split between calls, nor joined by another number;
+        // and the part asks about the list, so only such tools serve it
+        // (`add` would take two of its numbers and leave the rest).
+        let taking_lists: Vec<usize> = tools
             .iter()
-            .any(|&i| crate::llm::grounding::number_lists(&offered[i].schema) > 0)
-        {
-            self.written_lists(index)
-        } else {
-            Vec::new()
+            .copied()
+            .filter(|&i| crate::llm::grounding::number_lists(&offered[i].schema) > 0)
+            .collect();
+        let lists = match taking_lists.is_empty() {
+            true => Vec::new(),
+            false => self.written_lists(index),
+        };
+        let tools = match lists.is_empty() {
+            true => tools,
+            false => taking_lists,
         };
         let step = Step {
             grounding,
@@ -1370,11 +1377,25 @@ impl Steps {
     }
 }
 
-/// The tools of `listed` that a word of `text` names (see
-/// [`Offered::named_by_term`]).
+/// The tools of `listed` that a word of `text` names alone (see
+/// [`Offered::named_by_term`]): a word that names several ("case" of
+/// `upper` and `lower`) says what kind of thing is done, not which.
 pub fn named_in(tools: &[Offered], listed: &[usize], text: &str) -> Vec<usize> {
-    let words: Vec<String> = terms(text).filter(|w| !is_number(w)).collect();
-    named_by_any(tools, listed.iter().copied(), &words)
+    let mut named: Vec<usize> = Vec::new();
+    for word in terms(text).filter(|w| !is_number(w)) {
+        let by_word = named_by_any(tools, listed.iter().copied(), std::slice::from_ref(&word));
+        let one_name = by_word
+            .first()
+            .is_some_and(|&first| by_word.iter().all(|&i| tools[i].name == tools[first].name));
+        if one_name {
+            for i in by_word {
+                if !named.contains(&i) {
+                    named.push(i);
+                }
+            }
+        }
+    }
+    named
 }
 
 /// The tools of `candidates` that one of `words` names.
@@ -2330,7 +2351,8 @@ mod tests {
             .map(|l| l.label)
             .collect();
         assert_eq!(labels, [Some("y".to_owned()), Some("x".to_owned())]);
-        // A text that names two tools names no one of them.
+        // A text that names two tools names no one of them; a word that
+        // names two ("case") names neither alone.
         let all: Vec<usize> = (0..with_stats().len()).collect();
         assert_eq!(
             named_in(
@@ -2341,6 +2363,18 @@ mod tests {
             .len(),
             2
         );
+        let mut text = self::tools();
+        let schema = text[3].schema.clone();
+        text.push(tool(
+            "text",
+            "lower",
+            "Convert a text to lower case.",
+            schema,
+        ));
+        let all: Vec<usize> = (0..text.len()).collect();
+        let named = named_in(&text, &all, "Hello World is written in upper case.");
+        let names: Vec<&str> = named.iter().map(|&i| text[i].name.as_str()).collect();
+        assert_eq!(names, ["upper"]);
         // A list a call took is not one for the part's next call, which
         // works on its result.
         let mut steps = Steps::new("mean of 4 8 12, times 3");
@@ -2373,6 +2407,21 @@ mod tests {
         // Two numbers are no list; nor are numbers where no tool takes one.
         assert!(lists("Add 2 and 3.", &tools).is_empty());
         assert!(lists("Add 2, 3 and 4.", &calculator_only).is_empty());
+        // A part that writes a list is served by the tools that take one:
+        // `add` would take two of its numbers and leave the third.
+        let serving = |asked: &str, tools: &[Offered]| -> Vec<String> {
+            let step = Steps::new(asked).next(tools).unwrap();
+            step.tools.iter().map(|&i| tools[i].name.clone()).collect()
+        };
+        assert_eq!(serving("Add 2, 3 and 4.", &tools), ["summarize"]);
+        assert_eq!(
+            serving("Add 2, 3 and 4.", &calculator_only),
+            ["add", "multiply"]
+        );
+        assert_eq!(
+            serving("Add 2 and 3.", &tools),
+            ["add", "multiply", "summarize"]
+        );
     }
 
     #[test]
