@@ -878,7 +878,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_account_naming_two_tools_chooses_only_where_the_part_names_none() {
+    async fn the_models_pick_counts_only_among_the_tools_its_accounts_named() {
         let tool = |owner: &str, name: &str, description: &str, schema: Value| Offered {
             effects: crate::answers::steps::Effects::ReadOnly,
             owner: owner.into(),

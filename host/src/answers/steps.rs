@@ -1240,9 +1240,49 @@ impl Steps {
     }
 
     /// Whether `tool` was chosen for `step` for certain: by the person's
-    /// words, or by the model's accounts in both orders.
+    /// words, by the model's accounts in both orders, or as the one
+    /// reading tool of the agent the words name (see
+    /// [`Steps::reads_what_the_words_name`]).
     fn chosen(&self, tools: &[Offered], step: &Step, tool: usize) -> bool {
-        self.chosen_by_request(tools, step, tool) || self.agreed_on(step, tool)
+        self.chosen_by_request(tools, step, tool)
+            || self.agreed_on(step, tool)
+            || self.reads_what_the_words_name(tools, step, tool)
+    }
+
+    /// Whether the call of `tool` the model made for `step` reads what the
+    /// part's words name: every word of the part that names a tool names
+    /// `tool` and only tools of its agent ("note" of the notes agent's
+    /// `get`, `put`, `list` and `delete`: which agent, not which of its
+    /// tools), `tool` changes nothing and is the only such tool of them
+    /// that could take the part's values, and the call took every value
+    /// the part wrote. Among what one agent offers, a part that names no
+    /// change and writes nothing the read left over asks to read ("What
+    /// does the note 'groceries' say?"); "drop the note" names `delete`,
+    /// and "note 'call mom': 'Sunday at 5'" leaves a text no read takes.
+    fn reads_what_the_words_name(&self, tools: &[Offered], step: &Step, tool: usize) -> bool {
+        let Some(offered) = tools.get(tool) else {
+            return false;
+        };
+        let naming: Vec<Vec<usize>> = self
+            .said_terms(step.index)
+            .iter()
+            .map(|word| named_by_any(tools, 0..tools.len(), std::slice::from_ref(word)))
+            .filter(|named| !named.is_empty())
+            .collect();
+        let named = |i: usize| naming.iter().any(|n| n.contains(&i));
+        let other_reader = step.tools.iter().any(|&i| {
+            i != tool
+                && tools[i].effects == Effects::ReadOnly
+                && tools[i].owner == offered.owner
+                && named(i)
+        });
+        offered.effects == Effects::ReadOnly
+            && !naming.is_empty()
+            && naming
+                .iter()
+                .all(|n| n.contains(&tool) && n.iter().all(|&i| tools[i].owner == offered.owner))
+            && !other_reader
+            && !self.given.iter().any(|g| g.part == step.index && !g.used)
     }
 
     /// Whether a call of `tool` may run for `step`, or why not. A tool
@@ -2493,6 +2533,64 @@ mod tests {
         let steps = Steps::new("Delete the note 'groceries'.");
         let step = steps.next(&tools).unwrap();
         assert!(steps.may_run(&tools, &step, delete).is_ok());
+    }
+
+    #[test]
+    fn the_one_reading_tool_of_the_agent_the_words_name_answers_a_part_that_names_no_change() {
+        let title = json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]});
+        let put = json!({"type": "object", "properties": {"title": {"type": "string"},
+            "text": {"type": "string"}}, "required": ["title", "text"]});
+        let notes = |name: &str, description: &str, schema: &Value, effects: Effects| Offered {
+            effects,
+            ..tool("notes", name, description, schema.clone())
+        };
+        // A node's goal offers every agent's tools.
+        let mut tools = tools();
+        for offered in &mut tools {
+            offered.effects = Effects::ReadOnly;
+        }
+        let get = tools.len();
+        tools.extend([
+            notes(
+                "get",
+                "Read the note with a title.",
+                &title,
+                Effects::ReadOnly,
+            ),
+            notes(
+                "list",
+                "List the titles of all notes.",
+                &json!({}),
+                Effects::ReadOnly,
+            ),
+            notes("put", "Save a note under a title.", &put, Effects::Changes),
+            notes(
+                "delete",
+                "Delete the note with a title.",
+                &title,
+                Effects::Changes,
+            ),
+        ]);
+        let read = |asked: &str| {
+            let mut steps = Steps::new(asked);
+            let step = steps.next(&tools).unwrap();
+            steps.record(
+                &tools,
+                &step,
+                get,
+                json!({"title": "groceries"}),
+                text("milk"),
+            );
+            steps.made.last().unwrap().chosen
+        };
+        assert!(read("What does the note 'groceries' say?"));
+        assert!(read("What is in my 'groceries' note?"));
+        // A word that names a change ("drop" names `delete`), or a tool of
+        // another agent ("words" names `word_count`), is not asking to read.
+        assert!(!read("drop the 'groceries' note"));
+        assert!(!read("How many words are in my note 'groceries'?"));
+        // A text the read left over was meant for something else.
+        assert!(!read("note 'groceries': 'milk'"));
     }
 
     #[test]
