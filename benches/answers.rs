@@ -731,6 +731,15 @@ fn v1(cases: &[Case], tally: &mut Tally) {
 }
 
 fn main() {
+    // The goal and chat surfaces run in this process: their traces
+    // (`AGENTSITE_LOG=agentsite::answers=debug`) go to stderr as the
+    // node's do.
+    if let Ok(filter) = std::env::var("AGENTSITE_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let only = std::env::args()
         .skip(1)
         .find(|a| ["goals", "chat", "a2a", "v1"].contains(&a.as_str()));

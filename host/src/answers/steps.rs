@@ -1068,7 +1068,7 @@ impl Steps {
         let words: Vec<String> = words
             .into_iter()
             .map(|(_, w)| w)
-            .chain(terms(thought))
+            .chain(naming_terms(thought))
             .filter(|w| !is_number(w))
             .collect();
         // First without the words that name only called tools ("multiply
@@ -1422,7 +1422,7 @@ impl Steps {
 /// `upper` and `lower`) says what kind of thing is done, not which.
 pub fn named_in(tools: &[Offered], listed: &[usize], text: &str) -> Vec<usize> {
     let mut named: Vec<usize> = Vec::new();
-    for word in terms(text).filter(|w| !is_number(w)) {
+    for word in naming_terms(text).filter(|w| !is_number(w)) {
         let by_word = named_by_any(tools, listed.iter().copied(), std::slice::from_ref(&word));
         let one_name = by_word
             .first()
@@ -1436,6 +1436,13 @@ pub fn named_in(tools: &[Offered], listed: &[usize], text: &str) -> Vec<usize> {
         }
     }
     named
+}
+
+/// The terms of a model's account that may name a tool: its words, then
+/// the operations its arithmetic writes ("250 + 750" names `add` as "add"
+/// would).
+fn naming_terms(account: &str) -> impl Iterator<Item = String> + '_ {
+    terms(account).chain(operations(account))
 }
 
 /// The tools of `candidates` that one of `words` names.
@@ -2415,6 +2422,11 @@ mod tests {
         let named = named_in(&text, &all, "Hello World is written in upper case.");
         let names: Vec<&str> = named.iter().map(|&i| text[i].name.as_str()).collect();
         assert_eq!(names, ["upper"]);
+        // Arithmetic an account writes names its operation.
+        let calculator = self::tools();
+        let all: Vec<usize> = (0..calculator.len()).collect();
+        let named = named_in(&calculator, &all, "The sum of 250 and 750 is 250 + 750 =");
+        assert_eq!(named, [0], "add");
         // A list a call took is not one for the part's next call, which
         // works on its result.
         let mut steps = Steps::new("mean of 4 8 12, times 3");
