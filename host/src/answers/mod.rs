@@ -772,10 +772,14 @@ mod tests {
                     (String::new(), vec![call])
                 }
             };
+            let stop_reason = match tool_calls.is_empty() {
+                true => crate::llm::StopReason::EndTurn,
+                false => crate::llm::StopReason::ToolCalls,
+            };
             Ok(Completion {
                 content,
                 tool_calls,
-                stop_reason: crate::llm::StopReason::EndTurn,
+                stop_reason,
                 model: "test".into(),
                 usage: Default::default(),
                 time_to_first_token: None,
