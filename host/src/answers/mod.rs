@@ -141,13 +141,12 @@ pub async fn choose<A: Ask>(
         // An account that names two tools ("the histogram with the mean
         // and the standard deviation") chose neither.
         let mut named_by_accounts = steps::named_in(tools, &listed, &first);
-        let names_one = |named: &[usize]| one_choice(tools, named);
-        if one_choice(tools, &candidates) && names_one(&named_by_accounts) {
+        if one_choice(tools, &candidates) && one_choice(tools, &named_by_accounts) {
             let reversed: Vec<usize> = listed.iter().rev().copied().collect();
             let second = account(ask, tools, &reversed, &step.part).await?;
             tracing::debug!(part = %step.part, account = %second, "the model's account, reversed");
             let named = steps::named_in(tools, &listed, &second);
-            if steps.named_by(tools, step, &second) == candidates && names_one(&named) {
+            if steps.named_by(tools, step, &second) == candidates && one_choice(tools, &named) {
                 steps.agree(step, candidates.clone());
             }
             named_by_accounts.extend(named);

@@ -622,7 +622,6 @@ impl Steps {
             all.push(tool);
             all
         };
-        let named: Vec<Vec<String>> = candidates.iter().map(|&i| terms_of(&tools[i])).collect();
         // For each word of what is left of the part, the candidates it
         // names: a call after an earlier one of the part is named by the
         // words after what that one took ("times" of "2 plus 3, times 4",
@@ -631,18 +630,11 @@ impl Steps {
             true => self.part_text(step.index),
             false => step.part.as_str(),
         };
-        let mut naming: Vec<Vec<usize>> = terms(part)
+        let words: Vec<String> = terms(part)
             .filter(|w| !is_number(w))
             .chain(operations(part))
-            .map(|w| {
-                candidates
-                    .iter()
-                    .zip(&named)
-                    .filter(|(i, own)| tools[**i].named_by_term(&w, own))
-                    .map(|(&i, _)| i)
-                    .collect::<Vec<usize>>()
-            })
             .collect();
+        let mut naming = naming_by_word(tools, &candidates, &words, terms_of);
         // A common word that is a tool's very name names it ("Get the
         // note 'monday'": `get`).
         for word in part
@@ -1260,15 +1252,15 @@ impl Steps {
     /// does the note 'groceries' say?"); "drop the note" names `delete`,
     /// and "note 'call mom': 'Sunday at 5'" leaves a text no read takes.
     fn reads_what_the_words_name(&self, tools: &[Offered], step: &Step, tool: usize) -> bool {
-        let Some(offered) = tools.get(tool) else {
+        let Some(offered) = tools.get(tool).filter(|t| t.effects == Effects::ReadOnly) else {
             return false;
         };
-        let naming: Vec<Vec<usize>> = self
-            .said_terms(step.index)
-            .iter()
-            .map(|word| named_by_any(tools, 0..tools.len(), std::slice::from_ref(word)))
-            .filter(|named| !named.is_empty())
-            .collect();
+        let all: Vec<usize> = (0..tools.len()).collect();
+        let naming: Vec<Vec<usize>> =
+            naming_by_word(tools, &all, &self.said_terms(step.index), Offered::terms)
+                .into_iter()
+                .filter(|named| !named.is_empty())
+                .collect();
         let named = |i: usize| naming.iter().any(|n| n.contains(&i));
         let other_reader = step.tools.iter().any(|&i| {
             i != tool
@@ -1276,8 +1268,7 @@ impl Steps {
                 && tools[i].owner == offered.owner
                 && named(i)
         });
-        offered.effects == Effects::ReadOnly
-            && !naming.is_empty()
+        !naming.is_empty()
             && naming
                 .iter()
                 .all(|n| n.contains(&tool) && n.iter().all(|&i| tools[i].owner == offered.owner))
@@ -1421,9 +1412,9 @@ impl Steps {
 /// [`Offered::named_by_term`]): a word that names several ("case" of
 /// `upper` and `lower`) says what kind of thing is done, not which.
 pub fn named_in(tools: &[Offered], listed: &[usize], text: &str) -> Vec<usize> {
+    let words: Vec<String> = naming_terms(text).filter(|w| !is_number(w)).collect();
     let mut named: Vec<usize> = Vec::new();
-    for word in naming_terms(text).filter(|w| !is_number(w)) {
-        let by_word = named_by_any(tools, listed.iter().copied(), std::slice::from_ref(&word));
+    for by_word in naming_by_word(tools, listed, &words, Offered::terms) {
         let one_name = by_word
             .first()
             .is_some_and(|&first| by_word.iter().all(|&i| tools[i].name == tools[first].name));
@@ -1443,6 +1434,29 @@ pub fn named_in(tools: &[Offered], listed: &[usize], text: &str) -> Vec<usize> {
 /// would).
 fn naming_terms(account: &str) -> impl Iterator<Item = String> + '_ {
     terms(account).chain(operations(account))
+}
+
+/// For each of `words`, the tools of `candidates` it names (see
+/// [`Offered::named_by_term`]), by the terms `terms_of` gives, read once
+/// for each tool.
+fn naming_by_word(
+    tools: &[Offered],
+    candidates: &[usize],
+    words: &[String],
+    terms_of: fn(&Offered) -> Vec<String>,
+) -> Vec<Vec<usize>> {
+    let own: Vec<Vec<String>> = candidates.iter().map(|&i| terms_of(&tools[i])).collect();
+    words
+        .iter()
+        .map(|word| {
+            candidates
+                .iter()
+                .zip(&own)
+                .filter(|(i, own)| tools[**i].named_by_term(word, own))
+                .map(|(&i, _)| i)
+                .collect()
+        })
+        .collect()
 }
 
 /// The tools of `candidates` that one of `words` names.
@@ -1749,11 +1763,14 @@ mod tests {
     }
 
     fn number(n: f64) -> ToolOutput {
+        structured(&format!("{n:?}"), json!({"result": n}))
+    }
+
+    /// A result that says `text` and holds the record `value`.
+    fn structured(text: &str, value: Value) -> ToolOutput {
         ToolOutput {
-            content: vec![Content::Text {
-                text: format!("{n:?}"),
-            }],
-            structured_content: StructuredContent::from_value(&json!({"result": n})).ok(),
+            content: vec![Content::Text { text: text.into() }],
+            structured_content: StructuredContent::from_value(&value).ok(),
             is_error: false,
         }
     }
@@ -1793,13 +1810,10 @@ mod tests {
         assert_eq!(step.part, "count the words in 'the quick brown fox'.");
         assert_eq!(&step.part[step.at..step.at + 5], "'the ");
         assert_eq!(steps.named_by(&tools, &step, ""), [2]);
-        let counts = ToolOutput {
-            structured_content: StructuredContent::from_value(
-                &json!({"words": 4, "lines": 1, "characters": 19, "bytes": 19}),
-            )
-            .ok(),
-            ..text("")
-        };
+        let counts = structured(
+            "",
+            json!({"words": 4, "lines": 1, "characters": 19, "bytes": 19}),
+        );
         steps.record(
             &tools,
             &step,
@@ -2099,16 +2113,10 @@ mod tests {
         let mut steps = Steps::new("Convert 26.2 mi to km, then convert 5 kg to lb");
         let step = steps.next(&tools).unwrap();
         assert_eq!(step.grounding.texts, ["Convert 26.2 mi to km"]);
-        let conversion = ToolOutput {
-            content: vec![Content::Text {
-                text: "42.16".into(),
-            }],
-            structured_content: StructuredContent::from_value(&json!(
-                {"amount": 26.2, "from_unit": "mi", "to_unit": "km", "result": 42.1648}
-            ))
-            .ok(),
-            is_error: false,
-        };
+        let conversion = structured(
+            "42.16",
+            json!({"amount": 26.2, "from_unit": "mi", "to_unit": "km", "result": 42.1648}),
+        );
         steps.record(
             &tools,
             &step,
@@ -2263,14 +2271,7 @@ mod tests {
             json!({"type": "object", "properties": {"values": {"type": "array",
                 "items": {"type": "number"}}}, "required": ["values"]}),
         )];
-        let summary = || ToolOutput {
-            content: vec![Content::Text { text: "…".into() }],
-            structured_content: StructuredContent::from_value(
-                &json!({"count": 4, "mean": 4.0, "median": 3.0}),
-            )
-            .ok(),
-            is_error: false,
-        };
+        let summary = || structured("…", json!({"count": 4, "mean": 4.0, "median": 3.0}));
         let arguments = json!({"values": [1, 2, 4, 9]});
         let mut steps = Steps::new("Give me the mean and the median of 1, 2, 4 and 9.");
         let step = steps.next(&tools).unwrap();
@@ -2296,13 +2297,11 @@ mod tests {
             "regress",
             "Fits a straight line to points by least squares.",
         )];
-        let line = || ToolOutput {
-            content: vec![Content::Text { text: "…".into() }],
-            structured_content: StructuredContent::from_value(
-                &json!({"slope": 3.0, "intercept": 4.0, "r_squared": 1.0}),
+        let line = || {
+            structured(
+                "…",
+                json!({"slope": 3.0, "intercept": 4.0, "r_squared": 1.0}),
             )
-            .ok(),
-            is_error: false,
         };
         let arguments = json!({"x": [0, 1, 2], "y": [4, 7, 10]});
         let asked = |asked: &str| {
