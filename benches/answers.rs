@@ -32,7 +32,8 @@
 //! answered; right ≥ 85%; median ≤ 5 s.
 //!
 //! `cargo bench -p agentsite --bench answers` prints the tables for
-//! BENCHMARKS.md; `-- goals`, `-- chat`, `-- a2a` or `-- v1` runs one surface,
+//! BENCHMARKS.md; `-- --outside DIR` asks another set of agents and
+//! requests, kept outside the repository (see [`outside`]); `-- goals`, `-- chat`, `-- a2a` or `-- v1` runs one surface,
 //! `-- --agent NAME` the requests of one agent, `-- --only TEXT` those
 //! whose phrasing holds TEXT, `-- -v` prints each answer (`BAD`:
 //! confidently wrong, `no `: honestly not answered) and a goal's calls.
@@ -163,9 +164,72 @@ struct Case {
     said: String,
 }
 
+/// The folder of another set of agents and requests, kept outside the
+/// repository (`-- --outside DIR`): its `requests.toml`, of the same form
+/// as the benchmark's, is asked in place of the benchmark's, and the MCP
+/// servers of its `agents.toml` are attached beside the benchmark's
+/// agents:
+///
+/// ```toml
+/// [[attach]]
+/// name = "tips"
+/// command = ["python", "tips.py"]  # "python": the one with the MCP SDK
+/// ```
+fn outside() -> Option<std::path::PathBuf> {
+    std::env::args()
+        .skip_while(|a| a != "--outside")
+        .nth(1)
+        .map(|dir| std::fs::canonicalize(&dir).expect("the --outside folder exists"))
+}
+
+#[derive(Deserialize)]
+struct OutsideAgents {
+    attach: Vec<OutsideAgent>,
+}
+
+/// An MCP server of the outside set, run over stdio.
+#[derive(Deserialize)]
+struct OutsideAgent {
+    name: String,
+    command: Vec<String>,
+}
+
+/// The outside set's agents, each with its command line: "python" is the
+/// Python with the MCP SDK, and a file of the folder is named by its
+/// whole path.
+fn outside_agents() -> Vec<(String, Vec<String>)> {
+    let Some(dir) = outside() else {
+        return Vec::new();
+    };
+    let text = std::fs::read_to_string(dir.join("agents.toml")).expect("agents.toml");
+    let agents: OutsideAgents = toml::from_str(&text).expect("agents.toml parses");
+    agents
+        .attach
+        .into_iter()
+        .map(|agent| {
+            let command = agent
+                .command
+                .iter()
+                .map(|word| match word.as_str() {
+                    "python" => support::installed_tool("venv/bin/python")
+                        .display()
+                        .to_string(),
+                    _ if dir.join(word).is_file() => dir.join(word).display().to_string(),
+                    _ => word.clone(),
+                })
+                .collect();
+            (agent.name, command)
+        })
+        .collect()
+}
+
 fn cases() -> Vec<Case> {
-    let text = std::fs::read_to_string(support::repo().join("benches/answers/requests.toml"))
-        .expect("benches/answers/requests.toml");
+    let requests = match outside() {
+        Some(dir) => dir.join("requests.toml"),
+        None => support::repo().join("benches/answers/requests.toml"),
+    };
+    let text = std::fs::read_to_string(&requests)
+        .unwrap_or_else(|e| panic!("{}: {e}", requests.display()));
     let requests: Requests = toml::from_str(&text).expect("the requests parse");
     let agent = std::env::args().skip_while(|a| a != "--agent").nth(1);
     let mut cases = Vec::new();
@@ -394,6 +458,10 @@ async fn node() -> (
     )
     .await
     .unwrap();
+    for (name, command) in outside_agents() {
+        let attachment = Attachment::from_command_line(&command, support::repo()).unwrap();
+        node.attach(&name, attachment).await.unwrap();
+    }
     support::hostile::grant(&node, "notes", &["kv=1MiB"]);
     restore_notes(&node).await;
     node.models().get(None).unwrap().prepare().await.unwrap();
@@ -537,6 +605,11 @@ fn served() -> (support::Cli, support::Server, Wordsmith) {
         .success();
     let wordsmith = Wordsmith::start();
     cli.run(&["attach", "wordsmith", &wordsmith.base]).success();
+    for (name, command) in outside_agents() {
+        let mut attach = vec!["attach", name.as_str(), "--"];
+        attach.extend(command.iter().map(String::as_str));
+        cli.run(&attach).success();
+    }
     cli.grant("notes", &["kv=1MiB"]);
     let node = support::Server::start(cli.data(), &[]);
     (cli, node, wordsmith)

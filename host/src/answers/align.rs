@@ -176,8 +176,11 @@ pub fn left_first(tool: &Offered, step: &super::steps::Step, arguments: &mut Val
 /// name (the word before it, common words aside) moved to that parameter:
 /// "a note titled 'call mom' with the text 'Sunday at 5'" is
 /// `put(title: "call mom", text: "Sunday at 5")` whichever way round the
-/// model wrote them. A value no name stands before goes to the one
-/// parameter left; nothing moves unless every value finds its place.
+/// model wrote them. A number with no name before it is the parameter
+/// the word right after it names, as a count's noun does ("a bill of 90
+/// between 3 people": `people` is 3). A value no name stands by goes to
+/// the one parameter left; nothing moves unless every value finds its
+/// place.
 pub fn named_before(tool: &Offered, part: &str, arguments: &mut Value) {
     let Some(object) = arguments.as_object_mut() else {
         return;
@@ -214,7 +217,18 @@ pub fn named_before(tool: &Offered, part: &str, arguments: &mut Value) {
             .filter(|(_, end, _)| *end <= range.start)
             .filter(|(start, _, _)| !written.iter().any(|(r, _)| r.contains(start)))
             .find(|(_, _, w)| crate::store::terms::terms(w).next().is_some());
-        match before.and_then(|(_, _, w)| named(w)) {
+        // The word right after a number, with only a space between.
+        let after = || {
+            let next = all_words
+                .iter()
+                .find(|(start, _, _)| *start >= range.end)
+                .filter(|(start, _, _)| part[range.end..*start].trim().is_empty())?;
+            value.is_number().then_some(next)
+        };
+        match before
+            .and_then(|(_, _, w)| named(w))
+            .or_else(|| after().and_then(|(_, _, w)| named(w)))
+        {
             Some(p) if assigned[p].is_none() => assigned[p] = Some(value.clone()),
             Some(_) => return,
             None => left.push(value.clone()),
@@ -477,6 +491,25 @@ mod tests {
             ),
             json!({"amount": 100, "from_unit": "f", "to_unit": "c"})
         );
+    }
+
+    #[test]
+    fn a_number_before_the_noun_that_names_a_parameter_is_that_parameters() {
+        let split = Offered {
+            effects: crate::answers::steps::Effects::ReadOnly,
+            owner: "tips".into(),
+            name: "split_bill".into(),
+            description: "Split a total evenly between a number of people.".into(),
+            schema: json!({"type": "object", "properties": {
+                "total": {"type": "number"}, "people": {"type": "integer"}}}),
+        };
+        let mut arguments = json!({"total": 3, "people": 90});
+        named_before(
+            &split,
+            "Split a bill of 90 between 3 people.",
+            &mut arguments,
+        );
+        assert_eq!(arguments, json!({"total": 90, "people": 3}));
     }
 
     #[test]

@@ -142,9 +142,10 @@ fn holds(arguments: &Value, document: &Value) -> bool {
     found
 }
 
-/// [`check`] for a call the node corrected itself, its arguments named
-/// `replaced` now holding its own words for the request's: a word before
-/// one a replaced argument holds is not taken as part of its name ("2
+/// [`check`] for a call the node corrected itself, each argument of
+/// `replaced` now holding the agent's own word for the request's word it
+/// names (`("to_unit", "pounds")` holds "lb"): that argument holds the
+/// request's word; a word before it is not taken as part of its name ("2
 /// nautical miles" corrected to `mi` leaves out "nautical"), since no
 /// model wrote the call with the whole name before it; one before a word
 /// an argument the model wrote holds still is ("degrees Celsius" of `c`).
@@ -152,7 +153,7 @@ pub fn check_corrected(
     tool: &Offered,
     step: &Step,
     arguments: &Value,
-    replaced: &[String],
+    replaced: &[(String, String)],
 ) -> Result<(), String> {
     check_with(tool, step, arguments, replaced)
 }
@@ -161,7 +162,7 @@ fn check_with(
     tool: &Offered,
     step: &Step,
     arguments: &Value,
-    replaced: &[String],
+    replaced: &[(String, String)],
 ) -> Result<(), String> {
     let Some(object) = arguments.as_object() else {
         return Ok(());
@@ -356,7 +357,10 @@ fn check_with(
                 continue;
             }
             let by_argument = |word: &str| {
-                terms(word).any(|term| held.iter().any(|h| same_word(&term, h)))
+                replaced
+                    .iter()
+                    .any(|(_, stood)| stood.eq_ignore_ascii_case(word))
+                    || terms(word).any(|term| held.iter().any(|h| same_word(&term, h)))
                     || object
                         .values()
                         .filter_map(Value::as_str)
@@ -366,7 +370,7 @@ fn check_with(
             let by_models_argument = |word: &str| {
                 object
                     .iter()
-                    .filter(|(key, _)| !replaced.contains(key))
+                    .filter(|(key, _)| !replaced.iter().any(|(argument, _)| argument == *key))
                     .filter_map(|(_, v)| v.as_str())
                     .any(|s| {
                         terms(s).any(|h| terms(word).any(|term| same_word(&term, &h)))
@@ -566,7 +570,9 @@ pub(super) fn listed_words(description: &str) -> String {
 }
 
 /// Whether `description` lists `word` among others, as the values a
-/// parameter takes are listed: "(mm, cm, m, km)", "C, F or K".
+/// parameter takes are listed: "(mm, cm, m, km)", "C, F or K". What
+/// separates them makes the list, not brackets: "(see the units tool)"
+/// lists nothing.
 fn listed_in(description: &str, word: &str) -> bool {
     let lower = description.to_lowercase();
     let word = word.to_lowercase();
@@ -575,10 +581,23 @@ fn listed_in(description: &str, word: &str) -> bool {
         let before = lower[..at].trim_end_matches(' ');
         let after = lower[end..].trim_start_matches(' ');
         super::align::whole_word_at(&lower, at, word.len())
-            && (before.ends_with([',', '(', '/'])
-                || after.starts_with([',', ')', '/'])
-                || (after.starts_with("or ") && before.ends_with(',')))
+            && (before.ends_with([',', '/'])
+                || after.starts_with([',', '/'])
+                || (after.starts_with("or ") && before.ends_with(','))
+                || ends_a_list(before))
     })
+}
+
+/// Whether `before` ends "…, F or": the next word ends a list.
+fn ends_a_list(before: &str) -> bool {
+    let Some(rest) = before.strip_suffix(" or") else {
+        return false;
+    };
+    let rest = rest.trim_end();
+    let word_start = rest
+        .rfind(|c: char| !c.is_alphanumeric())
+        .map_or(0, |i| i + 1);
+    word_start > 0 && rest[..word_start].trim_end().ends_with(',')
 }
 
 /// Whether `text` is a text value `step` was given (quoted by the person,
@@ -762,8 +781,13 @@ mod tests {
         // "m" offered for "meters" by the agent's refusal.
         corrected.grounding.values.push(Literal::Text("m".into()));
         let same = json!({"amount": 6, "from_unit": "m", "to_unit": "m"});
-        let why =
-            check_corrected(&convert(), &corrected, &same, &["from_unit".into()]).unwrap_err();
+        let why = check_corrected(
+            &convert(),
+            &corrected,
+            &same,
+            &[("from_unit".into(), "meters".into())],
+        )
+        .unwrap_err();
         assert!(why.contains("twice"), "{why}");
         let twice = step("Convert 5 km to km, then 'a' and 'a'");
         assert!(
@@ -858,6 +882,17 @@ mod tests {
             "mm, cm, m, C, F, K"
         );
         assert_eq!(listed_words("The capital city of a country."), "");
+        assert_eq!(
+            listed_words("Celsius, Fahrenheit or Kelvin"),
+            "Celsius, Fahrenheit, Kelvin"
+        );
+        assert_eq!(
+            listed_words(
+                "cannot convert 'grams' to 'ounces': they are not known units of one kind \
+                 (see the units tool)"
+            ),
+            ""
+        );
     }
 
     #[test]
@@ -1120,13 +1155,26 @@ mod tests {
         let nautical = step("How many kilometres are 2 nautical miles?");
         let corrected = json!({"amount": 2, "from_unit": "mi", "to_unit": "km"});
         assert!(check(&convert(), &nautical, &corrected).is_ok());
-        let strict =
-            check_corrected(&convert(), &nautical, &corrected, &["from_unit".into()]).unwrap_err();
+        let strict = check_corrected(
+            &convert(),
+            &nautical,
+            &corrected,
+            &[("from_unit".into(), "miles".into())],
+        )
+        .unwrap_err();
         assert!(strict.contains("\"nautical\""), "{strict}");
         // A name of two words the model's own argument holds still is one.
         let kelvin = step("What is 0 degrees Celsius in Kelvin?");
         let corrected = json!({"amount": 0, "from_unit": "c", "to_unit": "k"});
-        assert!(check_corrected(&convert(), &kelvin, &corrected, &["to_unit".into()]).is_ok());
+        assert!(
+            check_corrected(
+                &convert(),
+                &kelvin,
+                &corrected,
+                &[("to_unit".into(), "Kelvin".into())]
+            )
+            .is_ok()
+        );
         let twice = fits(
             "Convert 5 parsecs to km.",
             json!({"amount": 5, "from_unit": "km", "to_unit": "km"}),

@@ -130,6 +130,7 @@ pub async fn choose<A: Ask>(
         return Ok(chosen);
     }
     let mut candidates = steps.named_by(tools, step, "");
+    tracing::debug!(part = %step.part, tools = ?function_names(tools, &step.tools), named = ?function_names(tools, &candidates), "the tools the words name");
     let words_choose = candidates
         .iter()
         .any(|&i| steps.chosen_by_request(tools, step, i));
@@ -175,6 +176,21 @@ pub async fn choose<A: Ask>(
                 .collect();
             steps.agree(step, candidates.clone());
         }
+    }
+    // A tool its agent refused for this part, where the refusal could
+    // not be corrected, gives way to the tool of that name on another
+    // agent, as a peer that failed a call gives way to another provider
+    // ("unknown unit \"stone\"" from one converter; the other lists "st").
+    let refused_here: Vec<usize> = step.refused.iter().map(|&r| steps.made()[r].tool).collect();
+    let namesakes: Vec<usize> = step
+        .tools
+        .iter()
+        .copied()
+        .filter(|i| !refused_here.contains(i))
+        .filter(|&i| candidates.iter().any(|&c| tools[c].name == tools[i].name))
+        .collect();
+    if !refused_here.is_empty() && !namesakes.is_empty() && one_choice(tools, &candidates) {
+        candidates = namesakes;
     }
     let names = function_names(tools, &candidates);
     // A string takes the person's words, or a short word of the tool's
@@ -425,20 +441,27 @@ fn corrected(
 ) -> Option<Chosen> {
     let refusal = Refusal::last_of(steps, tools, step)?;
     let made = refusal.made;
-    let replacements: Vec<(String, String)> = refusal
+    let replacements: Vec<(String, String, String)> = refusal
         .words()
         .filter_map(|(argument, word, list)| {
             let symbol = steps::sure_symbol(word, list).or_else(|| picked.get(word).cloned())?;
-            Some((argument.to_owned(), symbol))
+            Some((argument.to_owned(), symbol, word.to_owned()))
         })
         .collect();
     let mut arguments = made.arguments.clone();
     let object = arguments.as_object_mut()?;
-    for (argument, symbol) in &replacements {
+    for (argument, symbol, _) in &replacements {
         object.insert(argument.clone(), Value::String(symbol.clone()));
     }
-    let replaced: Vec<String> = replacements.into_iter().map(|(a, _)| a).collect();
-    let fits = fit::check_corrected(&tools[made.tool], step, &arguments, &replaced).is_ok();
+    let replaced: Vec<(String, String)> = replacements
+        .into_iter()
+        .map(|(argument, _, word)| (argument, word))
+        .collect();
+    let checked = fit::check_corrected(&tools[made.tool], step, &arguments, &replaced);
+    if let Err(why) = &checked {
+        tracing::debug!(part = %step.part, %arguments, %why, "a correction that does not fit");
+    }
+    let fits = checked.is_ok();
     let changed = !replaced.is_empty();
     (changed && fits && !steps.repeats(made.tool, &arguments)).then_some(Chosen {
         tool: made.tool,
@@ -451,6 +474,9 @@ fn corrected(
 struct Refusal<'s> {
     made: &'s steps::Made,
     said: String,
+    /// The words the agent's error lists ("known units: mm, cm, …"), not
+    /// the rest of its prose ("not known units of one kind").
+    offered: String,
     listed: String,
 }
 
@@ -461,6 +487,7 @@ impl<'s> Refusal<'s> {
         Some(Refusal {
             made,
             said: made.output.text(),
+            offered: fit::listed_words(&made.output.text()),
             listed: fit::listed_by(&tools[made.tool]),
         })
     }
@@ -475,7 +502,7 @@ impl<'s> Refusal<'s> {
             .flatten()
             .filter_map(|(argument, value)| {
                 let word = value.as_str()?;
-                let list = refusal_lists(word, &self.said, &self.listed)?;
+                let list = refusal_lists(word, &self.said, &self.offered, &self.listed)?;
                 Some((argument.as_str(), word, list))
             })
     }
@@ -483,23 +510,24 @@ impl<'s> Refusal<'s> {
 
 /// Where a refusal, `said`, lists what may stand for `word` of the refused
 /// call: `None` when the word is not one to replace. A word the agent
-/// quoted as the one it refused takes from its list, or from the tool's
-/// description's (`listed`) for an agent whose error points elsewhere
-/// ("cannot convert 'grams' to 'kg' (see the units tool)"); a word its
+/// quoted as the one it refused takes from the words its error lists
+/// (`offered`), or from the tool's description's (`listed`) for an agent
+/// whose error points elsewhere ("cannot convert 'grams' to 'kg' (see the
+/// units tool)": "one" of "units of one kind" lists nothing); a word its
 /// list of what it knows leaves out takes from that list (it stopped at
 /// "gallons"; "liters" would be refused next, "l" is listed). One word
 /// only: "nautical miles" is no "mi", though "miles" is.
-fn refusal_lists<'a>(word: &str, said: &'a str, listed: &'a str) -> Option<&'a str> {
+fn refusal_lists<'a>(word: &str, said: &str, offered: &'a str, listed: &'a str) -> Option<&'a str> {
     if word.split_whitespace().nth(1).is_some() {
         return None;
     }
     if steps::quoted_in(said, word) {
-        Some(match steps::abbreviating(word, said).is_empty() {
+        Some(match offered.is_empty() {
             true => listed,
-            false => said,
+            false => offered,
         })
     } else if !steps::written_in(said, word) {
-        Some(said)
+        Some(offered)
     } else {
         None
     }
@@ -547,6 +575,7 @@ async fn pick_symbols<A: Ask>(
         let reversed: Vec<String> = word.candidates.iter().rev().cloned().collect();
         let first = abbreviation(ask, word, &word.candidates).await?;
         let second = abbreviation(ask, word, &reversed).await?;
+        tracing::debug!(word = %word.word, ?first, ?second, "the model's picks of a symbol");
         if let (Some(first), Some(second)) = (first, second)
             && first == second
         {
@@ -556,19 +585,23 @@ async fn pick_symbols<A: Ask>(
     Ok(picked)
 }
 
+/// What a word of `argument` is, in the argument's own name: "unit" of
+/// `from_unit`.
+fn argument_noun(argument: &str) -> String {
+    argument
+        .rsplit(|c: char| !c.is_alphanumeric())
+        .find(|t| !t.is_empty())
+        .unwrap_or("word")
+        .to_lowercase()
+}
+
 /// The abbreviation of `word` the model writes, held to `candidates`.
 async fn abbreviation<A: Ask>(
     ask: &A,
     word: &Unsure,
     candidates: &[String],
 ) -> Result<Option<String>, A::Error> {
-    // What the word is, in the argument's own name: "unit" of `from_unit`.
-    let noun = word
-        .argument
-        .rsplit(|c: char| !c.is_alphanumeric())
-        .find(|t| !t.is_empty())
-        .unwrap_or("word")
-        .to_lowercase();
+    let noun = argument_noun(&word.argument);
     let described = format!("The abbreviation of the {noun}.");
     let asked = format!("Abbreviate the {noun} \"{}\".", word.word);
     one_of(
@@ -690,36 +723,61 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A unit converter of `owner`, its amount named `amount`.
+    fn converter(owner: &str, amount: &str, description: &str) -> Offered {
+        Offered {
+            effects: crate::answers::steps::Effects::ReadOnly,
+            owner: owner.into(),
+            name: "convert".into(),
+            description: description.into(),
+            schema: json!({"type": "object", "properties": {
+                amount: {"type": "number"},
+                "from_unit": {"type": "string"},
+                "to_unit": {"type": "string"}},
+                "required": [amount, "from_unit", "to_unit"]}),
+        }
+    }
+
+    /// The steps of `request` after `tools[tool]` refused `arguments` with
+    /// `error`, and the step that follows.
+    fn refused_once(
+        tools: &[Offered],
+        request: &str,
+        tool: usize,
+        arguments: Value,
+        error: &str,
+    ) -> (Steps, Step) {
+        let mut steps = Steps::new(request);
+        let step = steps.next(tools).unwrap();
+        steps.record(
+            tools,
+            &step,
+            tool,
+            arguments,
+            crate::agent::tool::ToolOutput::failure(error.to_owned()),
+        );
+        let step = steps.next(tools).unwrap();
+        (steps, step)
+    }
+
     #[test]
     fn a_refusal_that_names_the_word_is_corrected_from_what_the_tool_lists() {
         // The MCP units server's way: the error quotes what it refused and
         // points elsewhere; the description lists what it takes.
-        let tools = [Offered {
-            effects: crate::answers::steps::Effects::ReadOnly,
-            owner: "units".into(),
-            name: "convert".into(),
-            description: "Converts a value between two units of the same kind: length (mm, \
-                cm, m, km, in, ft, yd, mi, nmi), mass (mg, g, kg, t, oz, lb, st) or \
-                temperature (C, F, K)."
-                .into(),
-            schema: json!({"type": "object", "properties": {
-                "value": {"type": "number"},
-                "from_unit": {"type": "string"},
-                "to_unit": {"type": "string"}}}),
-        }];
-        let mut steps = Steps::new("How many kg are 2500 grams?");
-        let step = steps.next(&tools).unwrap();
-        steps.record(
+        let tools = [converter(
+            "units",
+            "value",
+            "Converts a value between two units of the same kind: length (mm, cm, m, km, \
+             in, ft, yd, mi, nmi), mass (mg, g, kg, t, oz, lb, st) or temperature (C, F, K).",
+        )];
+        let (steps, step) = refused_once(
             &tools,
-            &step,
+            "How many kg are 2500 grams?",
             0,
             json!({"value": 2500, "from_unit": "grams", "to_unit": "kg"}),
-            crate::agent::tool::ToolOutput::failure(
-                "Error executing tool convert: cannot convert 'grams' to 'kg': they are not \
-                 known units of one kind (see the units tool)",
-            ),
+            "Error executing tool convert: cannot convert 'grams' to 'kg': they are not \
+             known units of one kind (see the units tool)",
         );
-        let step = steps.next(&tools).unwrap();
         let chosen = corrected(&steps, &tools, &step, &BTreeMap::new()).unwrap();
         assert_eq!(
             chosen.arguments,
@@ -729,6 +787,117 @@ mod tests {
         assert_eq!(
             steps::sure_symbol("celsius", &fit::listed_words(&tools[0].description)).as_deref(),
             Some("C")
+        );
+    }
+
+    #[test]
+    fn prose_of_a_refusal_offers_no_words() {
+        // "one" of "units of one kind" abbreviates "ounces", but the error
+        // lists nothing: the description's list stands, and it has no
+        // abbreviation of "ounces".
+        let tools = [converter(
+            "units",
+            "value",
+            "Converts a value between units: mass (g, kg, oz, lb).",
+        )];
+        let (steps, step) = refused_once(
+            &tools,
+            "How many ounces are 250 g?",
+            0,
+            json!({"value": 250, "from_unit": "g", "to_unit": "ounces"}),
+            "cannot convert 'g' to 'ounces': they are not known units of one kind \
+             (see the units tool)",
+        );
+        assert_eq!(corrected(&steps, &tools, &step, &BTreeMap::new()), None);
+        assert!(unsure(&steps, &tools, &step).is_empty());
+        assert!(
+            !step.grounding.values.contains(&Literal::Text("one".into())),
+            "{:?}",
+            step.grounding
+        );
+    }
+
+    /// A model that calls the tool of the first name it is offered with
+    /// `arguments`, and keeps the names offered to each call it writes.
+    struct Calls {
+        arguments: Value,
+        offered: std::sync::Mutex<Vec<Vec<String>>>,
+    }
+
+    #[async_trait::async_trait]
+    impl Ask for Calls {
+        type Error = String;
+
+        async fn ask(
+            &self,
+            request: ChatRequest,
+            _max_tokens: u32,
+            _sink: DeltaSink,
+        ) -> Result<Completion, String> {
+            let names: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
+            self.offered.lock().unwrap().push(names.clone());
+            let tool_calls = names
+                .first()
+                .map(|name| crate::llm::ToolCall {
+                    id: "call_1".into(),
+                    name: name.clone(),
+                    arguments: self.arguments.to_string(),
+                })
+                .into_iter()
+                .collect();
+            Ok(Completion {
+                content: String::new(),
+                tool_calls,
+                stop_reason: crate::llm::StopReason::ToolCalls,
+                model: "test".into(),
+                usage: Default::default(),
+                time_to_first_token: None,
+            })
+        }
+
+        fn unusable(&self, why: String) -> String {
+            why
+        }
+    }
+
+    #[tokio::test]
+    async fn a_tool_that_refused_what_it_cannot_correct_gives_way_to_its_namesake() {
+        let tools = [
+            converter("unit-convert", "value", "Convert a value between units."),
+            converter(
+                "units",
+                "value",
+                "Converts a value: mass (g, kg, oz, lb, st).",
+            ),
+        ];
+        let (mut steps, step) = refused_once(
+            &tools,
+            "How many kilograms is 14 stone?",
+            0,
+            json!({"value": 14, "from_unit": "stone", "to_unit": "kg"}),
+            "unknown unit \"stone\"; known units: g, kg, lb",
+        );
+        let model = Calls {
+            arguments: json!({"value": 14, "from_unit": "st", "to_unit": "kg"}),
+            offered: Default::default(),
+        };
+        let chosen = choose(&model, &mut steps, &tools, &step).await.unwrap();
+        // Only the other agent's `convert` is offered.
+        assert_eq!(chosen.tool, 1);
+        assert_eq!(model.offered.lock().unwrap().last().unwrap(), &["convert"]);
+        // The converter that knows it does not give way.
+        steps.record(
+            &tools,
+            &step,
+            1,
+            json!({"value": 14, "from_unit": "stone", "to_unit": "kg"}),
+            crate::agent::tool::ToolOutput::failure("cannot convert 'stone' to 'kg'"),
+        );
+        let step = steps.next(&tools).unwrap();
+        let chosen = choose(&model, &mut steps, &tools, &step).await.unwrap();
+        assert_eq!(
+            (chosen.tool, chosen.arguments),
+            (1, json!({"value": 14, "from_unit": "st", "to_unit": "kg"}))
         );
     }
 
@@ -792,28 +961,18 @@ mod tests {
 
     #[tokio::test]
     async fn a_word_several_symbols_abbreviate_takes_the_one_the_model_picks_both_ways() {
-        let tools = [Offered {
-            effects: crate::answers::steps::Effects::ReadOnly,
-            owner: "unit-convert".into(),
-            name: "convert".into(),
-            description: "Convert an amount between units.".into(),
-            schema: json!({"type": "object", "properties": {
-                "amount": {"type": "number"},
-                "from_unit": {"type": "string"},
-                "to_unit": {"type": "string"}}}),
-        }];
-        let mut steps = Steps::new("Convert 6 feet to meters");
-        let step = steps.next(&tools).unwrap();
-        steps.record(
+        let tools = [converter(
+            "unit-convert",
+            "amount",
+            "Convert an amount between units.",
+        )];
+        let (steps, step) = refused_once(
             &tools,
-            &step,
+            "Convert 6 feet to meters",
             0,
             json!({"amount": 6, "from_unit": "feet", "to_unit": "m"}),
-            crate::agent::tool::ToolOutput::failure(
-                "unknown unit \"feet\"; known units: m, km, ft, mi, c, f",
-            ),
+            "unknown unit \"feet\"; known units: m, km, ft, mi, c, f",
         );
-        let step = steps.next(&tools).unwrap();
         assert_eq!(corrected(&steps, &tools, &step, &BTreeMap::new()), None);
         let unsure = unsure(&steps, &tools, &step);
         assert_eq!(unsure.len(), 1);

@@ -81,6 +81,14 @@ pub fn parts(request: &str) -> Vec<Range<usize>> {
         if !inside_value(at) && quoted_clause_after(at, at + 1) {
             cuts.push((at, at + 1));
         }
+        // An operator and one number after a comma carry the sum on:
+        // "1.25 plus 2.75, multiplied by 10" multiplies what the first
+        // part found (see `notation::leading_operation`).
+        let clause = &request[at + 1..];
+        let clause = &clause[..clause.find([',', ';']).unwrap_or(clause.len())];
+        if !inside_value(at) && super::notation::leading_operation(clause).is_some() {
+            cuts.push((at, at + 1));
+        }
     }
     for (index, (start, end, word)) in words.iter().enumerate() {
         if inside_value(*start) {
@@ -237,6 +245,11 @@ mod tests {
     fn clauses_are_parts_and_values_stay_with_theirs() {
         assert_eq!(split("What is 23 plus 19?"), ["What is 23 plus 19?"]);
         assert_eq!(split("Add 2 and 3."), ["Add 2 and 3."]);
+        assert_eq!(
+            split("What is 1.25 plus 2.75, multiplied by 10?"),
+            ["What is 1.25 plus 2.75", "multiplied by 10?"]
+        );
+        assert_eq!(split("Add 2, 3 and 4."), ["Add 2, 3 and 4."]);
         assert_eq!(
             split("What is the capital of Kenya, and what currency does Kenya use?"),
             [

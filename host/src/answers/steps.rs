@@ -630,8 +630,23 @@ impl Steps {
             true => self.part_text(step.index),
             false => step.part.as_str(),
         };
+        // A word that names a tool an earlier part called, one that cannot
+        // serve this part, speaks of what that call found: "the count" of
+        // "then add 4 to the count" is the word counter's, and names no
+        // statistics tool that counts too.
+        let called_before: Vec<usize> = self
+            .made
+            .iter()
+            .filter(|m| m.part < step.index && m.succeeded() && !candidates.contains(&m.tool))
+            .map(|m| m.tool)
+            .collect();
+        let refers_to_earlier = |word: &String| {
+            called_before
+                .iter()
+                .any(|&i| tools[i].named_by_term(word, &tools[i].terms()))
+        };
         let words: Vec<String> = terms(part)
-            .filter(|w| !is_number(w))
+            .filter(|w| !is_number(w) && !refers_to_earlier(w))
             .chain(operations(part))
             .collect();
         let mut naming = naming_by_word(tools, &candidates, &words, terms_of);
@@ -836,10 +851,18 @@ impl Steps {
                     texts: texts.clone(),
                 };
                 // Earlier results fill what the part's own values cannot,
-                // or what it refers to.
-                let fillable = tools
+                // or what it refers to. What they can fill is judged by the
+                // tools the part's words name, where some do: "add 4 to
+                // the count" names `add`, which one number cannot fill,
+                // though a converter's `convert(4, …)` could.
+                let named = self.named_by_words(index, tools);
+                let judged = match named.is_empty() {
+                    true => (0..tools.len()).collect(),
+                    false => named,
+                };
+                let fillable = judged
                     .iter()
-                    .any(|t| crate::llm::grounding::can_fill(&t.schema, &grounding));
+                    .any(|&i| crate::llm::grounding::can_fill(&tools[i].schema, &grounding));
                 if !fillable || self.refers_back(index) {
                     grounding.values.extend(self.unused_results());
                 }
@@ -932,7 +955,7 @@ impl Steps {
                 .filter_map(|v| v.as_str())
                 .filter(|w| quoted_in(&said, w))
                 .collect();
-            for symbol in standing_for(&words, &made.output.text()) {
+            for symbol in standing_for(&words, &super::fit::listed_words(&said)) {
                 let symbol = Literal::Text(symbol);
                 if !grounding.values.contains(&symbol) {
                     grounding.values.push(symbol);
@@ -1164,6 +1187,12 @@ impl Steps {
         };
         let mut chosen = succeeded && tool < tools.len() && self.chosen(tools, step, tool);
         if succeeded && !chosen {
+            tracing::debug!(
+                part = %step.part,
+                tool = %tools.get(tool).map_or("", |t| t.name.as_str()),
+                candidates = ?step.tools.iter().map(|&i| &tools[i].name).collect::<Vec<_>>(),
+                "a call no choice holds"
+            );
             // Its result is on record, and no answer rests on it.
             let why = match tools.get(tool) {
                 Some(offered) => format!(
@@ -1840,6 +1869,47 @@ mod tests {
             steps.named_by(&tools, &step, "To do this, multiply 5 by 4."),
             [1]
         );
+    }
+
+    #[test]
+    fn an_earlier_result_fills_what_the_tool_the_words_name_needs() {
+        // A converter could take "4" alone; "add" names a tool of two
+        // numbers, and the count is the other.
+        let mut tools = tools();
+        tools.extend(convert());
+        let mut steps = Steps::new("Count the words in 'a b c d', then add 4 to the count.");
+        let step = steps.next(&tools).unwrap();
+        let counts = structured("4 words", json!({"words": 4}));
+        steps.record(&tools, &step, 2, json!({"text": "a b c d"}), counts);
+        let step = steps.next(&tools).unwrap();
+        assert_eq!(step.part, "add 4 to the count.");
+        assert_eq!(step.grounding.values, [Literal::Number(4.0)]);
+        assert!(step.tools.contains(&0), "{:?}", step.tools);
+        assert_eq!(steps.named_by(&tools, &step, ""), [0]);
+        // "count" speaks of the word count, not of a counting tool that
+        // could take the numbers: "add" alone chooses.
+        let mut with_stats = tools.clone();
+        with_stats.push(tool(
+            "stats",
+            "summarize",
+            "Count, mean and median of some numbers.",
+            json!({"type": "object", "properties": {"values": {"type": "array", "items": {"type": "number"}}}, "required": ["values"]}),
+        ));
+        let mut steps = Steps::new("Count the words in 'a b c d', then add 4 to the count.");
+        let step = steps.next(&with_stats).unwrap();
+        let counts = structured("4 words", json!({"words": 4}));
+        steps.record(&with_stats, &step, 2, json!({"text": "a b c d"}), counts);
+        let step = steps.next(&with_stats).unwrap();
+        assert!(step.tools.contains(&6), "{:?}", step.tools);
+        assert!(steps.chosen_by_request(&with_stats, &step, 0));
+        // Where the words name a tool the part's own values fill, they
+        // are all it takes.
+        let mut steps = Steps::new("Count the words in 'a b c d', then convert 4 km to mi.");
+        let step = steps.next(&tools).unwrap();
+        let counts = structured("4 words", json!({"words": 4}));
+        steps.record(&tools, &step, 2, json!({"text": "a b c d"}), counts);
+        let step = steps.next(&tools).unwrap();
+        assert!(step.grounding.values.is_empty(), "{:?}", step.grounding);
     }
 
     #[test]
