@@ -441,22 +441,18 @@ fn corrected(
 ) -> Option<Chosen> {
     let refusal = Refusal::last_of(steps, tools, step)?;
     let made = refusal.made;
-    let replacements: Vec<(String, String, String)> = refusal
-        .words()
-        .filter_map(|(argument, word, list)| {
-            let symbol = steps::sure_symbol(word, list).or_else(|| picked.get(word).cloned())?;
-            Some((argument.to_owned(), symbol, word.to_owned()))
-        })
-        .collect();
     let mut arguments = made.arguments.clone();
     let object = arguments.as_object_mut()?;
-    for (argument, symbol, _) in &replacements {
-        object.insert(argument.clone(), Value::String(symbol.clone()));
+    // Each argument replaced, with the word of the request it stands for.
+    let mut replaced: Vec<(String, String)> = Vec::new();
+    for (argument, word, list) in refusal.words() {
+        let Some(symbol) = steps::sure_symbol(word, list).or_else(|| picked.get(word).cloned())
+        else {
+            continue;
+        };
+        object.insert(argument.to_owned(), Value::String(symbol));
+        replaced.push((argument.to_owned(), word.to_owned()));
     }
-    let replaced: Vec<(String, String)> = replacements
-        .into_iter()
-        .map(|(argument, _, word)| (argument, word))
-        .collect();
     let checked = fit::check_corrected(&tools[made.tool], step, &arguments, &replaced);
     if let Err(why) = &checked {
         tracing::debug!(part = %step.part, %arguments, %why, "a correction that does not fit");
@@ -484,10 +480,11 @@ impl<'s> Refusal<'s> {
     fn last_of(steps: &'s Steps, tools: &[Offered], step: &Step) -> Option<Refusal<'s>> {
         let &last = step.refused.last()?;
         let made = &steps.made()[last];
+        let said = made.output.text();
         Some(Refusal {
             made,
-            said: made.output.text(),
-            offered: fit::listed_words(&made.output.text()),
+            offered: fit::listed_words(&said),
+            said,
             listed: fit::listed_by(&tools[made.tool]),
         })
     }
@@ -723,6 +720,23 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// What a scripted model answers: `tool_calls` if it makes any (then
+    /// it stopped for them), else `content`.
+    pub(super) fn scripted(content: String, tool_calls: Vec<crate::llm::ToolCall>) -> Completion {
+        let stop_reason = match tool_calls.is_empty() {
+            true => crate::llm::StopReason::EndTurn,
+            false => crate::llm::StopReason::ToolCalls,
+        };
+        Completion {
+            content,
+            tool_calls,
+            stop_reason,
+            model: "test".into(),
+            usage: Default::default(),
+            time_to_first_token: None,
+        }
+    }
+
     /// A unit converter of `owner`, its amount named `amount`.
     fn converter(owner: &str, amount: &str, description: &str) -> Offered {
         Offered {
@@ -845,14 +859,7 @@ mod tests {
                 })
                 .into_iter()
                 .collect();
-            Ok(Completion {
-                content: String::new(),
-                tool_calls,
-                stop_reason: crate::llm::StopReason::ToolCalls,
-                model: "test".into(),
-                usage: Default::default(),
-                time_to_first_token: None,
-            })
+            Ok(scripted(String::new(), tool_calls))
         }
 
         fn unusable(&self, why: String) -> String {
@@ -940,18 +947,7 @@ mod tests {
                     (String::new(), vec![call])
                 }
             };
-            let stop_reason = match tool_calls.is_empty() {
-                true => crate::llm::StopReason::EndTurn,
-                false => crate::llm::StopReason::ToolCalls,
-            };
-            Ok(Completion {
-                content,
-                tool_calls,
-                stop_reason,
-                model: "test".into(),
-                usage: Default::default(),
-                time_to_first_token: None,
-            })
+            Ok(scripted(content, tool_calls))
         }
 
         fn unusable(&self, why: String) -> String {

@@ -78,15 +78,15 @@ pub fn parts(request: &str) -> Vec<Range<usize>> {
         says_what(0..joint_start) && says_what(quoted.end..clause_end)
     };
     for (at, _) in request.match_indices(',') {
-        if !inside_value(at) && quoted_clause_after(at, at + 1) {
-            cuts.push((at, at + 1));
+        if inside_value(at) {
+            continue;
         }
         // An operator and one number after a comma carry the sum on:
         // "1.25 plus 2.75, multiplied by 10" multiplies what the first
         // part found (see `notation::leading_operation`).
         let clause = &request[at + 1..];
         let clause = &clause[..clause.find([',', ';']).unwrap_or(clause.len())];
-        if !inside_value(at) && super::notation::leading_operation(clause).is_some() {
+        if quoted_clause_after(at, at + 1) || super::notation::leading_operation(clause).is_some() {
             cuts.push((at, at + 1));
         }
     }

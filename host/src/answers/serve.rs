@@ -143,7 +143,7 @@ pub(crate) async fn call_for<A: Ask>(
 mod tests {
     use super::*;
     use crate::agent::tool::Content;
-    use crate::llm::{ChatRequest, Completion, StopReason, ToolCall, Usage};
+    use crate::llm::{ChatRequest, Completion, ToolCall};
     use serde_json::json;
     use std::sync::Mutex;
 
@@ -181,18 +181,7 @@ mod tests {
                 }
                 _ => (self.answer.to_owned(), Vec::new()),
             };
-            Ok(Completion {
-                content,
-                stop_reason: if tool_calls.is_empty() {
-                    StopReason::EndTurn
-                } else {
-                    StopReason::ToolCalls
-                },
-                tool_calls,
-                model: "test".into(),
-                usage: Usage::default(),
-                time_to_first_token: None,
-            })
+            Ok(super::super::tests::scripted(content, tool_calls))
         }
 
         fn unusable(&self, why: String) -> String {

@@ -640,13 +640,13 @@ impl Steps {
             .filter(|m| m.part < step.index && m.succeeded() && !candidates.contains(&m.tool))
             .map(|m| m.tool)
             .collect();
-        let refers_to_earlier = |word: &String| {
-            called_before
-                .iter()
-                .any(|&i| tools[i].named_by_term(word, &tools[i].terms()))
-        };
-        let words: Vec<String> = terms(part)
-            .filter(|w| !is_number(w) && !refers_to_earlier(w))
+        let said: Vec<String> = terms(part).filter(|w| !is_number(w)).collect();
+        let earlier = naming_by_word(tools, &called_before, &said, Offered::terms);
+        let words: Vec<String> = said
+            .into_iter()
+            .zip(earlier)
+            .filter(|(_, earlier)| earlier.is_empty())
+            .map(|(word, _)| word)
             .chain(operations(part))
             .collect();
         let mut naming = naming_by_word(tools, &candidates, &words, terms_of);
