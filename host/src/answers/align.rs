@@ -382,6 +382,7 @@ mod tests {
     fn tool(description: &str) -> Offered {
         Offered {
             effects: crate::answers::steps::Effects::ReadOnly,
+            output_schema: None,
             owner: "calculator".into(),
             name: "t".into(),
             description: description.into(),
@@ -435,6 +436,7 @@ mod tests {
     fn a_text_bound_to_a_value_is_the_one_written_after_it() {
         let convert = Offered {
             effects: crate::answers::steps::Effects::ReadOnly,
+            output_schema: None,
             owner: "unit-convert".into(),
             name: "convert".into(),
             description: "Convert an amount.".into(),
@@ -497,6 +499,7 @@ mod tests {
     fn a_number_before_the_noun_that_names_a_parameter_is_that_parameters() {
         let split = Offered {
             effects: crate::answers::steps::Effects::ReadOnly,
+            output_schema: None,
             owner: "tips".into(),
             name: "split_bill".into(),
             description: "Split a total evenly between a number of people.".into(),
@@ -516,6 +519,7 @@ mod tests {
     fn a_value_written_after_a_parameters_name_is_that_parameters() {
         let put = Offered {
             effects: crate::answers::steps::Effects::Changes,
+            output_schema: None,
             owner: "notes".into(),
             name: "put".into(),
             description: "Saves a note.".into(),
@@ -556,6 +560,7 @@ mod tests {
         // The MCP server's schema, from a Python signature: no descriptions.
         let convert = Offered {
             effects: crate::answers::steps::Effects::ReadOnly,
+            output_schema: None,
             owner: "units".into(),
             name: "convert".into(),
             description: "Converts a value between two units of the same kind.".into(),

@@ -327,16 +327,24 @@ fn check_with(
             })
         };
         let words: Vec<&str> = spans.iter().map(|(_, w)| *w).collect();
+        // The numbers as written, "minus 40" one of them.
+        let written = crate::llm::grounding::numbers_at(text);
         for (at, word) in words.iter().enumerate() {
+            let start = spans[at].0;
+            if written.iter().any(|(range, _)| range.contains(&start)) {
+                continue;
+            }
             // A value the tool's description lists, written right after
             // a number the call takes, is that number's unit however
             // common a word it is ("how many feet is 72 in"): an argument
             // holds it. (The unit of a number another call takes, "20 c"
             // of "10 km to mi and 20 c to f", is that call's.)
             let unit = at > 0
-                && numbers_in(words[at - 1])
-                    .first()
-                    .is_some_and(|n| numbers.contains(n))
+                && written.iter().any(|(range, n)| {
+                    range.end <= start
+                        && text[range.end..start].trim().is_empty()
+                        && numbers.contains(n)
+                })
                 && listed_in(&description, word);
             let Some(term) = terms(word)
                 .next()
@@ -383,12 +391,15 @@ fn check_with(
             // argument's to hold, unless it names the tool.
             let the_tools = told.iter().any(|t| same_word(&term, t))
                 && (!unit || named.iter().any(|t| same_word(&term, t)));
+            let the_tools_word =
+                |w: &str| terms(w).any(|t| told.iter().chain(&named).any(|o| same_word(&t, o)));
             // A word right before one an argument holds is part of its
             // name: "degrees" of "degrees Celsius", "nautical" of
             // "nautical miles".
             let accounted = the_tools
                 || by_argument(word)
-                || (joined_to_next(at) && by_models_argument(words[at + 1]));
+                || (joined_to_next(at) && by_models_argument(words[at + 1]))
+                || relates_to_argument(&words, at, &the_tools_word, &by_models_argument);
             if !accounted {
                 return Err(format!(
                     "it leaves out {word:?}, which the request names and no argument holds"
@@ -397,6 +408,39 @@ fn check_with(
         }
     }
     Ok(())
+}
+
+/// Words that lead from what a tool gives to the thing it is of.
+const RELATING: [&str; 7] = ["in", "of", "for", "from", "at", "on", "by"];
+
+/// Whether `words[at]`, after a word of the tool's, leads to what an
+/// argument holds through a preposition, itself or with one word after
+/// it: it says how the tool's thing stands to the argument ("what
+/// language is spoken in Brazil", "… spoken officially in Kenya"). Not a
+/// word before any word of the tool's ("the president of France" asks
+/// for a president, not a capital), nor one no preposition leads from to
+/// the argument ("capitals of kenya and peru").
+fn relates_to_argument(
+    words: &[&str],
+    at: usize,
+    the_tools: &dyn Fn(&str) -> bool,
+    held: &dyn Fn(&str) -> bool,
+) -> bool {
+    if !words[..at].iter().any(|w| the_tools(w)) {
+        return false;
+    }
+    let relating = |w: &str| RELATING.iter().any(|r| r.eq_ignore_ascii_case(w));
+    let Some(preposition) = (at + 1..words.len().min(at + 3)).find(|&k| relating(words[k])) else {
+        return false;
+    };
+    let mut object = preposition + 1;
+    if words
+        .get(object)
+        .is_some_and(|w| ["the", "a", "an"].iter().any(|a| a.eq_ignore_ascii_case(w)))
+    {
+        object += 1;
+    }
+    words.get(object).is_some_and(|w| held(w))
 }
 
 /// `arguments` with each parameter that takes a list of numbers given a
@@ -463,9 +507,14 @@ pub fn fill(tool: &Offered, step: &Step, arguments: &Value) -> Option<Value> {
     }
     // All the part's own words; or, where it goes on to what a later call
     // takes ("10 km -> mi, 20 c -> f"), those before its next number.
-    let runs = own_word_runs(tool, step);
+    let runs = own_word_runs(tool, step, false);
     let found = match own_words(tool, step) {
         all if all.len() == slots.len() => all,
+        // A part that starts with what it names ("groceries note?") has
+        // no order's verb first: where the rest leaves too few words, its
+        // first is one of them.
+        fewer if fewer.len() < slots.len() => Some(distinct(own_word_runs(tool, step, true)))
+            .filter(|all| all.len() == slots.len())?,
         _ => runs
             .into_iter()
             .next()
@@ -483,8 +532,13 @@ pub fn fill(tool: &Offered, step: &Step, arguments: &Value) -> Option<Value> {
 /// is its unit: "12 in"), not values, not the tool's own words, not the
 /// part's first (the order's verb), nor one that asks how much.
 pub fn own_words(tool: &Offered, step: &Step) -> Vec<String> {
+    distinct(own_word_runs(tool, step, false))
+}
+
+/// The words of `runs` in order, each once.
+fn distinct(runs: Vec<Vec<String>>) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
-    for word in own_word_runs(tool, step).into_iter().flatten() {
+    for word in runs.into_iter().flatten() {
         if !found.iter().any(|f| f.eq_ignore_ascii_case(&word)) {
             found.push(word);
         }
@@ -493,8 +547,9 @@ pub fn own_words(tool: &Offered, step: &Step) -> Vec<String> {
 }
 
 /// [`own_words`] in runs: a number written after some of them starts the
-/// next run (what a later call of the part takes).
-fn own_word_runs(tool: &Offered, step: &Step) -> Vec<Vec<String>> {
+/// next run (what a later call of the part takes). With `with_first`, the
+/// part's first word may be one of them.
+fn own_word_runs(tool: &Offered, step: &Step, with_first: bool) -> Vec<Vec<String>> {
     let Some(text) = step.grounding.texts.first() else {
         return Vec::new();
     };
@@ -525,11 +580,11 @@ fn own_word_runs(tool: &Offered, step: &Step) -> Vec<Vec<String>> {
         let tools_own = terms(word).any(|t| told.iter().any(|o| same_word(&t, o)))
             && !listed_in(&description, word);
         let run = runs.last_mut().expect("one run at least");
-        if at == 0
+        if (at == 0 && !with_first)
             || !is_word
             || (common && !after_number)
             || (tools_own && !after_number)
-            || asks_how_much(word, Some(words[at - 1]))
+            || asks_how_much(word, at.checked_sub(1).map(|b| words[b]))
             || run.iter().any(|f| f.eq_ignore_ascii_case(word))
         {
             continue;
@@ -723,7 +778,7 @@ pub(super) fn without_examples(description: &str) -> String {
 }
 
 /// The names and descriptions of a schema's properties, as words.
-fn described(schema: &Value) -> String {
+pub(super) fn described(schema: &Value) -> String {
     let mut words = String::new();
     if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
         for (name, property) in properties {
@@ -747,6 +802,7 @@ mod tests {
     fn convert() -> Offered {
         Offered {
             effects: crate::answers::steps::Effects::ReadOnly,
+            output_schema: None,
             owner: "unit-convert".into(),
             name: "convert".into(),
             description: "Convert an amount from one unit to another.".into(),
@@ -899,6 +955,7 @@ mod tests {
     fn a_clause_after_a_document_is_the_tools_or_left_undone() {
         let pick = Offered {
             effects: crate::answers::steps::Effects::ReadOnly,
+            output_schema: None,
             owner: "jsontools".into(),
             name: "pick".into(),
             description: "The values at a path in a JSON document.".into(),
@@ -924,6 +981,7 @@ mod tests {
     fn a_call_that_takes_nothing_answers_only_the_words_its_tool_says() {
         let list = Offered {
             effects: crate::answers::steps::Effects::Unknown,
+            output_schema: None,
             owner: "notes".into(),
             name: "list".into(),
             description: "List the titles of all notes, in order.".into(),
@@ -946,6 +1004,7 @@ mod tests {
     fn a_clause_added_after_the_values_is_the_tools_or_left_undone() {
         let reverse = Offered {
             effects: crate::answers::steps::Effects::Unknown,
+            output_schema: None,
             owner: "wordsmith".into(),
             name: "reverse".into(),
             description: "Says the words of the message in reverse order.".into(),
@@ -1094,12 +1153,34 @@ mod tests {
             ),
             None
         );
+        // A part that starts with the name it gives has no verb first.
+        let mut get = convert();
+        get.name = "get".into();
+        get.description = "Read the note with a title.".into();
+        get.schema = json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]});
+        assert_eq!(
+            fill(
+                &get,
+                &step("groceries note?"),
+                &json!({"title": "groceries note?"})
+            ),
+            Some(json!({"title": "groceries"}))
+        );
+        assert_eq!(
+            fill(
+                &get,
+                &step("Show the groceries note"),
+                &json!({"title": "note"})
+            ),
+            Some(json!({"title": "groceries"}))
+        );
     }
 
     #[test]
     fn the_end_of_a_contraction_is_no_value() {
         let booking = Offered {
             effects: crate::answers::steps::Effects::Unknown,
+            output_schema: None,
             owner: String::new(),
             name: "book_table".into(),
             description: "Book a restaurant table for a number of guests.".into(),
@@ -1205,6 +1286,29 @@ mod tests {
         )
         .unwrap_err();
         assert!(example.contains("\"kenya\""), "{example}");
+        // A word after the tool's and before a preposition leading to the
+        // argument says how the tool's thing stands to it; one before any
+        // word of the tool's asks for something else.
+        let mut languages = capital.clone();
+        languages.name = "languages".into();
+        languages.description = "The official languages of a country.".into();
+        for asked in [
+            "What language is spoken in Brazil?",
+            "What languages are spoken officially in Kenya?",
+            "What language do they speak in the Netherlands?",
+        ] {
+            let country = asked.trim_end_matches('?').rsplit(' ').next().unwrap();
+            let fits = check(&languages, &step(asked), &json!({"country_name": country}));
+            assert!(fits.is_ok(), "{asked}: {fits:?}");
+        }
+        for (asked, country) in [
+            ("Who is the president of France?", "France"),
+            ("What is the population in Kenya?", "Kenya"),
+            ("capital of kenya and peru", "peru"),
+        ] {
+            let left_out = check(&capital, &step(asked), &json!({"country_name": country}));
+            assert!(left_out.is_err(), "{asked}");
+        }
         assert_eq!(
             without_examples("A unit, such as km. Or e.g. mi; the rest"),
             "A unit, . Or ; the rest"

@@ -130,10 +130,38 @@ pub async fn choose<A: Ask>(
         return Ok(chosen);
     }
     let mut candidates = steps.named_by(tools, step, "");
-    tracing::debug!(part = %step.part, tools = ?function_names(tools, &step.tools), named = ?function_names(tools, &candidates), "the tools the words name");
-    let words_choose = candidates
+    let by_words: Vec<usize> = step
+        .tools
         .iter()
-        .any(|&i| steps.chosen_by_request(tools, step, i));
+        .copied()
+        .filter(|&i| steps.chosen_by_request(tools, step, i))
+        .collect();
+    // Where the words choose a tool among all the step's, it is the
+    // choice wherever its word stands ("Lowercase the words 'LOUD TEXT
+    // HERE'": "words", nearest the text, names the word counters, and
+    // "lowercase" names `lower` alone), unless a word of the part names
+    // what the nearest word's tools take and not what the chosen one
+    // takes: in "how many words are in my note 'monday'", "note" is the
+    // word of `get`'s title ("the note's title"), and 'monday' no text
+    // whose words to count.
+    let said = steps.said_terms(step.index);
+    let names_a_parameter = |i: usize| {
+        let taken: Vec<String> =
+            crate::store::terms::terms(&fit::described(&tools[i].schema)).collect();
+        said.iter()
+            .any(|w| taken.iter().any(|t| steps::same_word(w, t)))
+    };
+    let the_value_is_theirs = !candidates.is_empty()
+        && candidates.iter().all(|&i| names_a_parameter(i))
+        && !by_words.iter().any(|&i| names_a_parameter(i));
+    if !candidates.iter().any(|i| by_words.contains(i))
+        && !the_value_is_theirs
+        && one_choice(tools, &by_words)
+    {
+        candidates = by_words.clone();
+    }
+    tracing::debug!(part = %step.part, tools = ?function_names(tools, &step.tools), named = ?function_names(tools, &candidates), "the tools the words name");
+    let words_choose = candidates.iter().any(|i| by_words.contains(i));
     if candidates.len() > 1 && !words_choose {
         let listed = candidates.clone();
         let first = account(ask, tools, &listed, &step.part).await?;
@@ -741,6 +769,7 @@ mod tests {
     fn converter(owner: &str, amount: &str, description: &str) -> Offered {
         Offered {
             effects: crate::answers::steps::Effects::ReadOnly,
+            output_schema: None,
             owner: owner.into(),
             name: "convert".into(),
             description: description.into(),
@@ -865,6 +894,71 @@ mod tests {
         fn unusable(&self, why: String) -> String {
             why
         }
+    }
+
+    #[tokio::test]
+    async fn a_word_that_names_one_tool_alone_chooses_it_wherever_it_stands() {
+        let text = |owner: &str, name: &str, description: &str| Offered {
+            effects: crate::answers::steps::Effects::ReadOnly,
+            output_schema: None,
+            owner: owner.into(),
+            name: name.into(),
+            description: description.into(),
+            schema: json!({"type": "object", "properties": {"text": {"type": "string"}},
+                "required": ["text"]}),
+        };
+        let tools = [
+            text(
+                "text",
+                "word_count",
+                "Count the words, lines and bytes of a text.",
+            ),
+            text(
+                "wordsmith",
+                "reverse",
+                "Says the words of the message in reverse order.",
+            ),
+            text("text", "lower", "Convert a text to lower case."),
+        ];
+        // "words", nearest the text, names two tools; "Lowercase" names
+        // `lower` alone, and only it is offered to the model.
+        let model = Calls {
+            arguments: json!({"text": "LOUD TEXT HERE"}),
+            offered: Default::default(),
+        };
+        let mut steps = Steps::new("Lowercase the words 'LOUD TEXT HERE'.");
+        let step = steps.next(&tools).unwrap();
+        let chosen = choose(&model, &mut steps, &tools, &step).await.unwrap();
+        assert_eq!(tools[chosen.tool].name, "lower");
+        assert_eq!(model.offered.lock().unwrap().concat(), ["lower"]);
+        // A word nearest the value that names one agent's tools says what
+        // the value is: 'monday' is a note's title, whatever "many" names.
+        let mut tools = tools.to_vec();
+        tools.push(text(
+            "wordsmith",
+            "count",
+            "Says how many words the message has.",
+        ));
+        tools.push(Offered {
+            schema: json!({"type": "object", "properties": {"title": {"type": "string",
+                "description": "The note's title."}}, "required": ["title"]}),
+            ..text("notes", "get", "Read the note with a title.")
+        });
+        tools.push(Offered {
+            effects: crate::answers::steps::Effects::Changes,
+            ..tools[4].clone()
+        });
+        tools[5].name = "delete".into();
+        tools[5].description = "Delete the note with a title.".into();
+        let model = Calls {
+            arguments: json!({"title": "monday"}),
+            offered: Default::default(),
+        };
+        let mut steps = Steps::new("How many words are in my note 'monday'?");
+        let step = steps.next(&tools).unwrap();
+        assert!(steps.chosen_by_request(&tools, &step, 3));
+        let chosen = choose(&model, &mut steps, &tools, &step).await.unwrap();
+        assert_eq!(tools[chosen.tool].name, "get");
     }
 
     #[tokio::test]
@@ -994,6 +1088,7 @@ mod tests {
     async fn the_models_pick_of_a_tool_counts_when_it_holds_both_ways() {
         let tool = |name: &str, description: &str| Offered {
             effects: crate::answers::steps::Effects::Unknown,
+            output_schema: None,
             owner: "stats".into(),
             name: name.into(),
             description: description.into(),
@@ -1039,6 +1134,7 @@ mod tests {
     async fn the_models_pick_counts_only_among_the_tools_its_accounts_named() {
         let tool = |owner: &str, name: &str, description: &str, schema: Value| Offered {
             effects: crate::answers::steps::Effects::ReadOnly,
+            output_schema: None,
             owner: owner.into(),
             name: name.into(),
             description: description.into(),
@@ -1100,6 +1196,7 @@ mod tests {
     fn tools_that_share_a_name_are_told_apart_by_their_owner() {
         let tool = |owner: &str, name: &str| Offered {
             effects: crate::answers::steps::Effects::ReadOnly,
+            output_schema: None,
             owner: owner.into(),
             name: name.into(),
             description: String::new(),

@@ -212,6 +212,7 @@ mod tests {
     fn add() -> Vec<Offered> {
         vec![Offered {
             effects: crate::answers::steps::Effects::ReadOnly,
+            output_schema: None,
             owner: "calculator".into(),
             name: "add".into(),
             description: "Add two numbers.".into(),

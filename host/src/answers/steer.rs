@@ -206,6 +206,7 @@ fn keep_to_results(request: &ChatRequest, content: &str) -> Option<String> {
                         serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null);
                     let tool = Offered {
                         effects: crate::answers::steps::Effects::Unknown,
+                        output_schema: None,
                         owner: String::new(),
                         name: call.name.clone(),
                         description: String::new(),

@@ -59,6 +59,9 @@ pub struct Offered {
     pub name: String,
     pub description: String,
     pub schema: Value,
+    /// The JSON Schema of its structured results, where its agent gives
+    /// one: the descriptions of their fields say what each answers.
+    pub output_schema: Option<Value>,
     /// What its agent says calling it does (see [`Steps::may_run`]).
     pub effects: Effects,
 }
@@ -163,6 +166,7 @@ impl Offered {
             name: tool.name.clone(),
             description: tool.description.clone(),
             schema: tool.input_schema.clone(),
+            output_schema: tool.output_schema.clone(),
             effects: Effects::of(&tool.name, &tool.annotations),
         }
     }
@@ -496,7 +500,7 @@ impl Steps {
 
     /// The terms of part `index` outside the values it writes: what it
     /// says to do, not what it says it of ("text" of 'LOUD TEXT HERE').
-    fn said_terms(&self, index: usize) -> Vec<String> {
+    pub(super) fn said_terms(&self, index: usize) -> Vec<String> {
         let Some(part) = self.parts.get(index) else {
             return Vec::new();
         };
@@ -548,7 +552,7 @@ impl Steps {
             m.part < index
                 && m.succeeded()
                 && m.chosen
-                && !named_fields(&m.output, &words).is_empty()
+                && !named_fields(&m.output, &words, None).is_empty()
         })
     }
 
@@ -1087,9 +1091,17 @@ impl Steps {
             .filter(|w| !is_number(w))
             .collect();
         // First without the words that name only called tools ("multiply
-        // the count": `count` says what word_count did); if nothing else
-        // names a tool, with them ("then add 30 and 40" adds again).
+        // the count": `count` says what word_count did), or a called tool
+        // that cannot serve this part (then "count" speaks of the word
+        // counter's result, not of a statistics tool that counts too); if
+        // nothing else names a tool, with them ("then add 30 and 40" adds
+        // again).
         let at_hand = self.at_hand(tools, step);
+        let called_elsewhere: Vec<usize> = called
+            .iter()
+            .copied()
+            .filter(|i| !at_hand.contains(i))
+            .collect();
         for pass_over_called in [true, false] {
             let mut left = at_hand.clone();
             for word in &words {
@@ -1101,7 +1113,11 @@ impl Steps {
                 if naming.is_empty() || naming.len() == left.len() {
                     continue;
                 }
-                if pass_over_called && naming.iter().all(|i| called.contains(i)) {
+                let speaks_of_a_call = naming.iter().all(|i| called.contains(i))
+                    || called_elsewhere
+                        .iter()
+                        .any(|&i| tools[i].named_by_term(word, &tools[i].terms()));
+                if pass_over_called && speaks_of_a_call {
                     continue;
                 }
                 left = naming;
@@ -1178,14 +1194,18 @@ impl Steps {
             }
         }
         let (values, named) = if succeeded {
+            let named = named_fields(&output, &self.words, tools.get(tool));
             (
-                result_values(&output, &self.words, &arguments),
-                named_fields(&output, &self.words),
+                result_values(&output, &self.words, &named, &arguments),
+                named,
             )
         } else {
             (Vec::new(), Vec::new())
         };
-        let mut chosen = succeeded && tool < tools.len() && self.chosen(tools, step, tool);
+        let mut chosen = succeeded
+            && tool < tools.len()
+            && (self.chosen(tools, step, tool)
+                || self.answered_by_a_field(tools, step, tool, &output));
         if succeeded && !chosen {
             tracing::debug!(
                 part = %step.part,
@@ -1291,11 +1311,27 @@ impl Steps {
                 .filter(|named| !named.is_empty())
                 .collect();
         let named = |i: usize| naming.iter().any(|n| n.contains(&i));
+        // Another reader counts where it could take what the part gives:
+        // `list()` takes nothing of "groceries note?", and `get` takes no
+        // title from "which notes do I have?", whose every word names a
+        // tool or is a common one.
+        let mut grounding = step.grounding.clone();
+        let free = !self.free_words(tools, step).is_empty();
+        if !free {
+            grounding.texts.clear();
+        }
+        let gives = grounding.required.is_some() || free;
+        let takes_what_is_given =
+            |i: usize| match crate::llm::grounding::slot_kinds(&tools[i].schema).is_empty() {
+                true => !gives,
+                false => crate::llm::grounding::can_fill(&tools[i].schema, &grounding),
+            };
         let other_reader = step.tools.iter().any(|&i| {
             i != tool
                 && tools[i].effects == Effects::ReadOnly
                 && tools[i].owner == offered.owner
                 && named(i)
+                && takes_what_is_given(i)
         });
         !naming.is_empty()
             && naming
@@ -1303,6 +1339,53 @@ impl Steps {
                 .all(|n| n.contains(&tool) && n.iter().all(|&i| tools[i].owner == offered.owner))
             && !other_reader
             && !self.given.iter().any(|g| g.part == step.index && !g.used)
+    }
+
+    /// The words of `step`'s part, besides the values it gives, that name
+    /// no tool: what a text parameter could take from it.
+    fn free_words(&self, tools: &[Offered], step: &Step) -> Vec<String> {
+        let all: Vec<usize> = (0..tools.len()).collect();
+        let said = self.said_terms(step.index);
+        let naming = naming_by_word(tools, &all, &said, Offered::terms);
+        said.into_iter()
+            .zip(naming)
+            .filter(|(_, named)| named.is_empty())
+            .map(|(word, _)| word)
+            .collect()
+    }
+
+    /// Whether the result of `tool` answers `step`'s part by a field its
+    /// words name, where the words named several tools and chose none:
+    /// every word of the part that names a tool that could take the
+    /// part's values names `tool` too, and its agent says it changes
+    /// nothing. "words in 'a b c d e'?"
+    /// names a word counter and a word reverser by "words": the counter's
+    /// result has `words`, the reverser's nothing. "Lowercase the words"
+    /// names `lower` by a word that does not name the counter; "multiply
+    /// the count by 3" names `multiply`, not a summary's `count`.
+    fn answered_by_a_field(
+        &self,
+        tools: &[Offered],
+        step: &Step,
+        tool: usize,
+        output: &ToolOutput,
+    ) -> bool {
+        let Some(offered) = tools.get(tool).filter(|t| t.effects == Effects::ReadOnly) else {
+            return false;
+        };
+        let said = self.said_terms(step.index);
+        if named_fields(output, &said, Some(offered)).is_empty() {
+            return false;
+        }
+        let could: Vec<usize> = step
+            .tools
+            .iter()
+            .copied()
+            .filter(|&i| crate::llm::grounding::can_fill(&tools[i].schema, &step.grounding))
+            .collect();
+        naming_by_word(tools, &could, &said, Offered::terms)
+            .iter()
+            .all(|named| named.is_empty() || named.iter().any(|&i| tools[i].name == offered.name))
     }
 
     /// Whether a call of `tool` may run for `step`, or why not. A tool
@@ -1364,7 +1447,7 @@ impl Steps {
             return false;
         };
         let words: Vec<String> = terms(self.part_text(step.index)).collect();
-        let names_a_field = !named_fields(&earlier.output, &words).is_empty();
+        let names_a_field = !named_fields(&earlier.output, &words, tools.get(tool)).is_empty();
         if !names_a_field || !self.chosen(tools, step, tool) {
             return false;
         }
@@ -1624,10 +1707,17 @@ pub(super) fn leaves<'v>(value: &'v Value, out: &mut Vec<&'v Value>) {
 }
 
 /// The values of a tool's result: the fields of its structured content
-/// (those whose names the request's `words` name first, or only them when
-/// some do; a field that echoes what the call was given is not a result
-/// while another field is), else its text (a number when it is one).
-pub fn result_values(output: &ToolOutput, words: &[String], arguments: &Value) -> Vec<Literal> {
+/// (only those the request names, when it names some: `fields_named`, or
+/// a field whose name the request's `words` name; a field that echoes
+/// what the call was given is not a result while another field is), else
+/// its text (a number when it is one, with the numbers it writes beside
+/// a word the request names).
+pub fn result_values(
+    output: &ToolOutput,
+    words: &[String],
+    fields_named: &[String],
+    arguments: &Value,
+) -> Vec<Literal> {
     let mut given: Vec<&Value> = Vec::new();
     leaves(arguments, &mut given);
     let argument_names: Vec<String> = match arguments {
@@ -1644,8 +1734,10 @@ pub fn result_values(output: &ToolOutput, words: &[String], arguments: &Value) -
             // held ({"amount": 20, "from_unit": "c", "result": 68}).
             let echo = key.is_some_and(|k| argument_names.contains(&k.to_lowercase()))
                 && given.iter().any(|g| literal.matches(g));
-            let is_named =
-                key.is_some_and(|k| terms(k).any(|t| words.iter().any(|w| same_word(w, &t))));
+            let is_named = key.is_some_and(|k| {
+                fields_named.iter().any(|n| n == k)
+                    || terms(k).any(|t| words.iter().any(|w| same_word(w, &t)))
+            });
             if echo {
                 echoes.push(literal);
             } else {
@@ -1674,11 +1766,39 @@ pub fn result_values(output: &ToolOutput, words: &[String], arguments: &Value) -
     }
     match text.parse::<f64>() {
         Ok(n) if n.is_finite() => vec![Literal::Number(n)],
-        _ if text.len() <= crate::llm::grounding::MAX_TEXT_VALUE => {
-            vec![Literal::Text(text.to_owned())]
+        _ => {
+            let mut values = numbers_beside(text, words);
+            values.truncate(RESULT_VALUES - 1);
+            if text.len() <= crate::llm::grounding::MAX_TEXT_VALUE {
+                values.push(Literal::Text(text.to_owned()));
+            }
+            values
         }
-        _ => Vec::new(),
     }
+}
+
+/// The numbers a text writes right after or before a word of `words`:
+/// "on channel 6" gives 6 to "add 9 to the channel", as a field the
+/// request names gives its value.
+fn numbers_beside(text: &str, words: &[String]) -> Vec<Literal> {
+    let named = |word: Option<&str>| {
+        word.is_some_and(|w| terms(w).any(|t| words.iter().any(|x| same_word(x, &t))))
+    };
+    crate::llm::grounding::numbers_at(text)
+        .into_iter()
+        .filter(|(range, _)| {
+            let before = text[..range.start]
+                .trim_end_matches([' ', ':', '='])
+                .rsplit(|c: char| !c.is_alphanumeric())
+                .next();
+            let after = text[range.end..]
+                .trim_start()
+                .split(|c: char| !c.is_alphanumeric())
+                .next();
+            named(before) || named(after)
+        })
+        .map(|(_, n)| Literal::Number(n))
+        .collect()
 }
 
 /// The values of a result as its text reads (a number, the fields of a
@@ -1693,23 +1813,67 @@ pub fn values_of_text(text: &str) -> Vec<Literal> {
             .filter(|s| s.to_value().is_object()),
         is_error: false,
     };
-    result_values(&output, &[], &Value::Null)
+    result_values(&output, &[], &[], &Value::Null)
 }
 
 /// The top-level fields of a structured result that the request's
-/// `words` name.
-fn named_fields(output: &ToolOutput, words: &[String]) -> Vec<String> {
+/// `words` name: by the field's own name ("count the words": `words`),
+/// else by the words of its description in the tool's output schema,
+/// those it shares the most words with, but for the words that describe
+/// what the tool takes ("how many values" names `count`, "how many
+/// numbers"; "the biggest number" names no field of a summary of
+/// numbers).
+fn named_fields(output: &ToolOutput, words: &[String], tool: Option<&Offered>) -> Vec<String> {
     let Some(structured) = &output.structured_content else {
         return Vec::new();
     };
-    match structured.to_value() {
-        Value::Object(map) => map
-            .keys()
-            .filter(|k| terms(k).any(|t| words.iter().any(|w| same_word(w, &t))))
-            .cloned()
-            .collect(),
-        _ => Vec::new(),
+    let Value::Object(map) = structured.to_value() else {
+        return Vec::new();
+    };
+    let said = |text: &str| {
+        let mut shared: Vec<String> = terms(text)
+            .filter(|t| !is_number(t) && words.iter().any(|w| same_word(w, t)))
+            .collect();
+        shared.sort();
+        shared.dedup();
+        shared.len()
+    };
+    let by_name: Vec<String> = map.keys().filter(|k| said(k) > 0).cloned().collect();
+    if !by_name.is_empty() {
+        return by_name;
     }
+    let properties = tool
+        .and_then(|t| t.output_schema.as_ref())
+        .and_then(|schema| schema.get("properties"));
+    // A word the tool's parameters are described by names what it takes,
+    // not what it gives: "number" of "the numbers" it summarizes names
+    // no field, though `count` is "how many numbers".
+    let inputs: Vec<String> = tool
+        .map(|t| terms(&super::fit::described(&t.schema)).collect())
+        .unwrap_or_default();
+    let described = |key: &str| {
+        properties
+            .and_then(|p| p.get(key))
+            .and_then(|p| p.get("description"))
+            .and_then(Value::as_str)
+            .map_or(0, |description| {
+                let mut shared: Vec<String> = terms(description)
+                    .filter(|t| !is_number(t) && !inputs.iter().any(|i| same_word(i, t)))
+                    .filter(|t| words.iter().any(|w| same_word(w, t)))
+                    .collect();
+                shared.sort();
+                shared.dedup();
+                shared.len()
+            })
+    };
+    let most = map.keys().map(|k| described(k)).max().unwrap_or(0);
+    if most == 0 {
+        return Vec::new();
+    }
+    map.keys()
+        .filter(|k| described(k) == most)
+        .cloned()
+        .collect()
 }
 
 /// The leaf values of `value`, each with the name of the field it is in.
@@ -1732,6 +1896,8 @@ fn fields(value: &Value, key: Option<&str>, f: &mut impl FnMut(Option<&str>, Lit
         Value::String(s) if !s.is_empty() && s.len() <= crate::llm::grounding::MAX_TEXT_VALUE => {
             f(key, Literal::Text(s.clone()))
         }
+        // A yes or no is what a person reads: "flags.beta" is `true`.
+        Value::Bool(b) => f(key, Literal::Text(b.to_string())),
         _ => {}
     }
 }
@@ -1757,6 +1923,7 @@ mod tests {
     fn tool(owner: &str, name: &str, description: &str, schema: Value) -> Offered {
         Offered {
             effects: Effects::ReadOnly,
+            output_schema: None,
             owner: owner.into(),
             name: name.into(),
             description: description.into(),
@@ -1902,6 +2069,21 @@ mod tests {
         let step = steps.next(&with_stats).unwrap();
         assert!(step.tools.contains(&6), "{:?}", step.tools);
         assert!(steps.chosen_by_request(&with_stats, &step, 0));
+        // The word nearest the value names the counting tool too; it
+        // still speaks of the count found, and "multiply" chooses.
+        let mut steps =
+            Steps::new("Count the words in 'to be or not to be', then multiply the count by 3.");
+        let step = steps.next(&with_stats).unwrap();
+        let counts = structured("6 words", json!({"words": 6}));
+        steps.record(
+            &with_stats,
+            &step,
+            2,
+            json!({"text": "to be or not to be"}),
+            counts,
+        );
+        let step = steps.next(&with_stats).unwrap();
+        assert_eq!(steps.named_by(&with_stats, &step, ""), [1]);
         // Where the words name a tool the part's own values fill, they
         // are all it takes.
         let mut steps = Steps::new("Count the words in 'a b c d', then convert 4 km to mi.");
@@ -2672,6 +2854,174 @@ mod tests {
         assert!(!read("How many words are in my note 'groceries'?"));
         // A text the read left over was meant for something else.
         assert!(!read("note 'groceries': 'milk'"));
+        // `get` takes no title from a part whose every word names a tool
+        // or is a common one: `list` is the one reader left.
+        let listed = |asked: &str| {
+            let mut steps = Steps::new(asked);
+            let step = steps.next(&tools).unwrap();
+            let titles = structured(r#"["groceries"]"#, json!({"result": ["groceries"]}));
+            steps.record(&tools, &step, get + 1, json!({}), titles);
+            steps.made.last().unwrap().chosen
+        };
+        assert!(listed("Which notes do I have?"));
+        assert!(!listed("Which notes mention milk?"));
+        // A part that names its note without quotes reads it.
+        assert!(read("groceries note?"));
+    }
+
+    #[test]
+    fn a_number_a_text_result_writes_beside_a_word_the_request_names_is_its_value() {
+        let mut tools = tools();
+        tools.push(tool(
+            "notes",
+            "get",
+            "Read the note with a title.",
+            json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}),
+        ));
+        let get = tools.len() - 1;
+        let mut steps = Steps::new("Read my note 'wifi' and add 9 to the channel.");
+        let step = steps.next(&tools).unwrap();
+        let note = text("network agentsite-home on channel 6");
+        steps.record(&tools, &step, get, json!({"title": "wifi"}), note);
+        let step = steps.next(&tools).unwrap();
+        assert_eq!(step.part, "add 9 to the channel.");
+        assert!(
+            step.grounding
+                .all_values()
+                .any(|v| *v == Literal::Number(6.0)),
+            "{:?}",
+            step.grounding
+        );
+        assert!(step.tools.contains(&0), "{:?}", step.tools);
+        // A number beside no word the request names is not offered.
+        let mut steps = Steps::new("Read my note 'wifi' and add 9 to the channel.");
+        let step = steps.next(&tools).unwrap();
+        steps.record(
+            &tools,
+            &step,
+            get,
+            json!({"title": "wifi"}),
+            text("dentist at 9, room 4"),
+        );
+        let offered = steps.next(&tools).map(|step| step.grounding);
+        assert!(
+            offered
+                .as_ref()
+                .is_none_or(|g| !g.all_values().any(|v| *v == Literal::Number(4.0))),
+            "{offered:?}"
+        );
+    }
+
+    #[test]
+    fn a_result_answers_by_a_field_the_words_name_where_they_chose_no_tool() {
+        let numbers = json!({"type": "object", "properties": {"values": {"type": "array",
+            "items": {"type": "number"}, "description": "the numbers"}}, "required": ["values"]});
+        let mut tools = tools();
+        let words = json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]});
+        tools.push(tool(
+            "wordsmith",
+            "reverse",
+            "Says the words of the message in reverse order.",
+            words,
+        ));
+        tools.push(Offered {
+            output_schema: Some(json!({"type": "object", "properties": {
+                "count": {"type": "integer", "description": "how many numbers"},
+                "mean": {"type": "number", "description": "their arithmetic mean"},
+                "stdev": {"type": "number", "description": "sample standard deviation (0 for one number)"}
+            }})),
+            ..tool(
+                "stats",
+                "summarize",
+                "Count, mean and standard deviation of some numbers.",
+                numbers.clone(),
+            )
+        });
+        tools.push(tool(
+            "stats",
+            "histogram",
+            "Bins of equal width over some numbers.",
+            numbers.clone(),
+        ));
+        let (word_count, summarize) = (2, tools.len() - 2);
+        let summary = || structured("{}", json!({"count": 6, "mean": 18.0, "stdev": 13.49}));
+        let counted = || {
+            structured(
+                "{}",
+                json!({"bytes": 9, "characters": 9, "lines": 1, "words": 5}),
+            )
+        };
+        let answers = |asked: &str, tool: usize, arguments: Value, output: ToolOutput| {
+            let mut steps = Steps::new(asked);
+            let step = steps.next(&tools).unwrap();
+            steps.record(&tools, &step, tool, arguments, output);
+            let made = steps.made.last().unwrap();
+            (made.chosen, made.named_fields().to_vec())
+        };
+        let all = json!({"values": [4, 8, 15, 16, 23, 42]});
+        // "numbers" and "many" are words of `count`'s description, more
+        // of them than of `stdev`'s.
+        assert_eq!(
+            answers(
+                "how many numbers: 4 8 15 16 23 42",
+                summarize,
+                all.clone(),
+                summary()
+            ),
+            (true, vec!["count".to_owned()])
+        );
+        assert_eq!(
+            answers(
+                "How many values are in the list 4, 8, 15, 16, 23, 42?",
+                summarize,
+                all.clone(),
+                summary()
+            ),
+            (true, vec!["count".to_owned()])
+        );
+        // "number" describes what the summary takes: it names no field.
+        let three = json!({"values": [3, 17, 9]});
+        assert!(
+            !answers(
+                "Which is the biggest number of 3, 17 and 9?",
+                summarize,
+                three,
+                summary()
+            )
+            .0
+        );
+        // No field is named: the summary answers nothing asked.
+        assert!(
+            !answers(
+                "Take 7 away from 30.",
+                summarize,
+                json!({"values": [7, 30]}),
+                summary()
+            )
+            .0
+        );
+        // "multiply" names a tool that is not the summary.
+        // "words" names the counter and the reverser: the counter's result
+        // has `words`. "Lowercase" names a tool that is not the counter.
+        let abcde = json!({"text": "a b c d e"});
+        assert!(
+            answers(
+                "words in 'a b c d e'?",
+                word_count,
+                abcde.clone(),
+                counted()
+            )
+            .0
+        );
+        assert!(
+            !answers(
+                "Upper case the words 'a b c d e'",
+                word_count,
+                abcde,
+                counted()
+            )
+            .0
+        );
     }
 
     #[test]

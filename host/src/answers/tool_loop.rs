@@ -159,6 +159,7 @@ pub(super) fn offered(request: &ChatRequest) -> Vec<Offered> {
         .iter()
         .map(|tool| Offered {
             effects: Effects::named(&tool.name),
+            output_schema: None,
             owner: String::new(),
             name: tool.name.clone(),
             description: tool.description.clone(),

@@ -360,7 +360,11 @@ pub fn result_text(call: &Made) -> String {
             ordered.sort_by_key(|(k, _)| !named.contains(k));
             let fields: Vec<String> = ordered
                 .into_iter()
-                .filter(|(_, v)| !v.is_object() && !v.is_array())
+                .filter(|(_, v)| match v {
+                    Value::Object(_) => false,
+                    Value::Array(items) => items.iter().all(|x| !x.is_object() && !x.is_array()),
+                    _ => true,
+                })
                 .map(|(k, v)| (k, value_plain(v)))
                 .map(|(k, v)| {
                     if map.len() == 1 {
@@ -401,6 +405,7 @@ mod tests {
     fn offered(name: &str) -> Offered {
         Offered {
             effects: crate::answers::steps::Effects::ReadOnly,
+            output_schema: None,
             owner: "agent".into(),
             name: name.into(),
             description: String::new(),
@@ -447,6 +452,58 @@ mod tests {
             },
         );
         (steps, tools)
+    }
+
+    /// A structured result holding `value`, its JSON as its text.
+    fn returned(value: Value) -> ToolOutput {
+        ToolOutput {
+            content: vec![Content::Text {
+                text: value.to_string(),
+            }],
+            structured_content: StructuredContent::from_value(&value).ok(),
+            is_error: false,
+        }
+    }
+
+    #[test]
+    fn an_answer_states_the_field_the_request_names_by_its_description() {
+        let mut summarize = offered("summarize");
+        summarize.schema = json!({"type": "object", "properties": {"values": {"type": "array",
+            "items": {"type": "number"}, "description": "the numbers"}}, "required": ["values"]});
+        summarize.output_schema = Some(json!({"type": "object", "properties": {
+            "mean": {"type": "number", "description": "their arithmetic mean"},
+            "stdev": {"type": "number", "description": "sample standard deviation"}}}));
+        let tools = vec![summarize];
+        let mut steps = Steps::new("What is the standard deviation of 10, 12, 14?");
+        let step = steps.next(&tools).unwrap();
+        let output = returned(json!({"mean": 12.0, "stdev": 2.0}));
+        steps.record(&tools, &step, 0, json!({"values": [10, 12, 14]}), output);
+        assert!(check("The standard deviation of 10, 12 and 14 is 2.", &steps).is_ok());
+        // The mean is a result too, and not the one asked for.
+        let mean = check(
+            "The standard deviation of 10, 12 and 14 is about 12.",
+            &steps,
+        );
+        assert!(mean.unwrap_err().contains("leaves out"));
+    }
+
+    #[test]
+    fn a_yes_or_no_result_is_a_value_an_answer_states() {
+        let mut pick = offered("pick");
+        pick.schema = json!({"type": "object", "properties": {"document": {},
+            "path": {"type": "string"}}, "required": ["document", "path"]});
+        let tools = vec![pick];
+        let mut steps = Steps::new("flags.beta of {\"flags\": {\"beta\": true}}");
+        let step = steps.next(&tools).unwrap();
+        let output = returned(json!({"path": "flags.beta", "values": [true]}));
+        let arguments = json!({"document": {"flags": {"beta": true}}, "path": "flags.beta"});
+        steps.record(&tools, &step, 0, arguments, output);
+        assert!(check("The \"flags.beta\" is true.", &steps).is_ok());
+        let unrelated = check(
+            "The tool is not available in the \"flags.beta\" enum.",
+            &steps,
+        );
+        assert!(unrelated.unwrap_err().contains("leaves out"));
     }
 
     #[test]

@@ -533,6 +533,20 @@ pub fn spaced_units(text: &str) -> std::borrow::Cow<'_, str> {
         let word = &bytes[at..end];
         let digits = word.iter().take_while(|b| b.is_ascii_digit()).count();
         let letters = &word[digits..];
+        // "x10" multiplies by ten ("…, then x10"): an "x" before digits
+        // is the operator, spaced as "x 10". Digits on both sides ("4x4")
+        // are a name, as "sha256" is.
+        let times = |w: &[u8]| {
+            w.len() >= 2
+                && w[0].eq_ignore_ascii_case(&b'x')
+                && w[1..].iter().all(u8::is_ascii_digit)
+        };
+        let kept_here = kept.iter().any(|r| r.start <= at && at < r.end);
+        if !kept_here && digits == 0 && times(word) {
+            cuts.push(at + 1);
+            at = end;
+            continue;
+        }
         let unit = digits > 0
             && !letters.is_empty()
             && letters.len() <= 5
@@ -787,11 +801,29 @@ fn quoted_in(text: &str) -> Vec<(std::ops::Range<usize>, String)> {
 pub(crate) fn numbers_at(text: &str) -> Vec<(std::ops::Range<usize>, f64)> {
     let bytes = text.as_bytes();
     let mut numbers = Vec::new();
+    // Where a "minus" that signs the next number starts: one written
+    // before any number ("what is minus 40 Celsius in F?"), not one
+    // between two ("81 minus 9").
+    let mut sign: Option<usize> = None;
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i].is_ascii_alphabetic() && (i == 0 || !is_word_byte(bytes[i - 1])) {
             let mut end = i + bytes[i..].iter().take_while(|b| is_word_byte(**b)).count();
             let word = text[i..end].to_ascii_lowercase();
+            // Not one that starts the text or follows "then", "and" or a
+            // comma: ", minus 5" subtracts 5 from what came before.
+            let leads = || {
+                let before = text[..i].trim_end();
+                before.is_empty()
+                    || before.ends_with([',', ';', ':'])
+                    || before.rsplit(char::is_whitespace).next().is_some_and(|w| {
+                        ["then", "and", "or"]
+                            .iter()
+                            .any(|c| w.eq_ignore_ascii_case(c))
+                    })
+            };
+            sign = ((word == "minus" || word == "negative") && numbers.is_empty() && !leads())
+                .then_some(i);
             if let Some(&(_, mut n)) = NUMBER_WORDS.iter().find(|(w, _)| *w == word) {
                 // "ninety-nine" is one number, not 90 and 9.
                 if (20.0..100.0).contains(&n)
@@ -818,10 +850,18 @@ pub(crate) fn numbers_at(text: &str) -> Vec<(std::ops::Range<usize>, f64)> {
             }
             continue;
         }
-        let negative = i > 0
-            && bytes[i - 1] == b'-'
-            && (i < 2 || !is_word_byte(bytes[i - 2]) && bytes[i - 2] != b'-');
-        let start = if negative { i - 1 } else { i };
+        let signed = sign
+            .take()
+            .filter(|&at| text[at..i].split_whitespace().count() == 1);
+        let negative = signed.is_some()
+            || (i > 0
+                && bytes[i - 1] == b'-'
+                && (i < 2 || !is_word_byte(bytes[i - 2]) && bytes[i - 2] != b'-'));
+        let start = match signed {
+            Some(at) => at,
+            None if negative => i - 1,
+            None => i,
+        };
         let mut digits = String::new();
         // Digits before the first thousands separator: one to three.
         let mut separated = false;
@@ -902,6 +942,8 @@ mod tests {
     fn a_unit_written_against_its_number_is_parted_from_it() {
         assert_eq!(spaced_units("254mm in inches"), "254 mm in inches");
         assert_eq!(spaced_units("-40C in F"), "-40 C in F");
+        assert_eq!(spaced_units("3x4 then x10, 0x10"), "3x4 then x 10, 0x10");
+        assert_eq!(spaced_units("'4x4' and x-ray"), "'4x4' and x-ray");
         assert_eq!(spaced_units("Convert 2.5km, 300K"), "Convert 2.5 km, 300 K");
         assert_eq!(plain(&spaced_units("-40C in F")), ["-40"]);
         for kept in [
@@ -932,6 +974,12 @@ mod tests {
         assert_eq!(numbers_in("Half of 64, twice"), [2.0, 64.0, 2.0]);
         assert_eq!(numbers_in("someone anyone"), Vec::<f64>::new());
         assert_eq!(numbers_in("SHA-256 of UTF-8, 5 - 3"), [5.0, 3.0]);
+        // "minus" before any number signs it; between two, it subtracts.
+        assert_eq!(numbers_in("What is minus 40 Celsius in F?"), [-40.0]);
+        assert_eq!(numbers_in("is negative 2.5 times 4"), [-2.5, 4.0]);
+        assert_eq!(numbers_in(", minus 5"), [5.0]);
+        assert_eq!(numbers_in("81 minus 9"), [81.0, 9.0]);
+        assert_eq!(numbers_in("minus the 40"), [40.0]);
     }
 
     #[test]

@@ -20,10 +20,11 @@ const STOP_WORDS: &[&str] = &[
     "for", "from", "get", "gets", "give", "gives", "had", "has", "have", "he", "her", "here",
     "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "let", "lets", "me",
     "more", "most", "my", "need", "no", "not", "of", "off", "on", "one", "only", "or", "other",
-    "our", "out", "over", "please", "she", "should", "so", "some", "such", "than", "that", "the",
-    "their", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too",
-    "up", "us", "use", "uses", "using", "very", "want", "was", "we", "were", "what", "when",
-    "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your",
+    "our", "out", "over", "please", "pls", "plz", "she", "should", "so", "some", "such", "than",
+    "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "through",
+    "to", "too", "up", "us", "use", "uses", "using", "very", "want", "was", "we", "were", "what",
+    "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you",
+    "your",
 ];
 
 /// The terms of `text`, in order, repeats included.
