@@ -1305,18 +1305,19 @@ impl Steps {
             return false;
         };
         let all: Vec<usize> = (0..tools.len()).collect();
-        let naming: Vec<Vec<usize>> =
-            naming_by_word(tools, &all, &self.said_terms(step.index), Offered::terms)
-                .into_iter()
-                .filter(|named| !named.is_empty())
-                .collect();
+        let by_word = naming_by_word(tools, &all, &self.said_terms(step.index), Offered::terms);
+        // A word that names no tool is one a text parameter could take.
+        let free = by_word.iter().any(Vec::is_empty);
+        let naming: Vec<Vec<usize>> = by_word
+            .into_iter()
+            .filter(|named| !named.is_empty())
+            .collect();
         let named = |i: usize| naming.iter().any(|n| n.contains(&i));
         // Another reader counts where it could take what the part gives:
         // `list()` takes nothing of "groceries note?", and `get` takes no
         // title from "which notes do I have?", whose every word names a
         // tool or is a common one.
         let mut grounding = step.grounding.clone();
-        let free = !self.free_words(tools, step).is_empty();
         if !free {
             grounding.texts.clear();
         }
@@ -1339,19 +1340,6 @@ impl Steps {
                 .all(|n| n.contains(&tool) && n.iter().all(|&i| tools[i].owner == offered.owner))
             && !other_reader
             && !self.given.iter().any(|g| g.part == step.index && !g.used)
-    }
-
-    /// The words of `step`'s part, besides the values it gives, that name
-    /// no tool: what a text parameter could take from it.
-    fn free_words(&self, tools: &[Offered], step: &Step) -> Vec<String> {
-        let all: Vec<usize> = (0..tools.len()).collect();
-        let said = self.said_terms(step.index);
-        let naming = naming_by_word(tools, &all, &said, Offered::terms);
-        said.into_iter()
-            .zip(naming)
-            .filter(|(_, named)| named.is_empty())
-            .map(|(word, _)| word)
-            .collect()
     }
 
     /// Whether the result of `tool` answers `step`'s part by a field its
@@ -1830,15 +1818,18 @@ fn named_fields(output: &ToolOutput, words: &[String], tool: Option<&Offered>) -
     let Value::Object(map) = structured.to_value() else {
         return Vec::new();
     };
-    let said = |text: &str| {
+    // How many distinct words of `text`, but those of `left_out`, the
+    // request's words name.
+    let said = |text: &str, left_out: &[String]| {
         let mut shared: Vec<String> = terms(text)
-            .filter(|t| !is_number(t) && words.iter().any(|w| same_word(w, t)))
+            .filter(|t| !is_number(t) && !left_out.iter().any(|l| same_word(l, t)))
+            .filter(|t| words.iter().any(|w| same_word(w, t)))
             .collect();
         shared.sort();
         shared.dedup();
         shared.len()
     };
-    let by_name: Vec<String> = map.keys().filter(|k| said(k) > 0).cloned().collect();
+    let by_name: Vec<String> = map.keys().filter(|k| said(k, &[]) > 0).cloned().collect();
     if !by_name.is_empty() {
         return by_name;
     }
@@ -1856,15 +1847,7 @@ fn named_fields(output: &ToolOutput, words: &[String], tool: Option<&Offered>) -
             .and_then(|p| p.get(key))
             .and_then(|p| p.get("description"))
             .and_then(Value::as_str)
-            .map_or(0, |description| {
-                let mut shared: Vec<String> = terms(description)
-                    .filter(|t| !is_number(t) && !inputs.iter().any(|i| same_word(i, t)))
-                    .filter(|t| words.iter().any(|w| same_word(w, t)))
-                    .collect();
-                shared.sort();
-                shared.dedup();
-                shared.len()
-            })
+            .map_or(0, |description| said(description, &inputs))
     };
     let most = map.keys().map(|k| described(k)).max().unwrap_or(0);
     if most == 0 {
@@ -1956,6 +1939,16 @@ mod tests {
                 text,
             ),
         ]
+    }
+
+    /// The notes agent's reader, by its title.
+    fn notes_get() -> Offered {
+        tool(
+            "notes",
+            "get",
+            "Read the note with a title.",
+            json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}),
+        )
     }
 
     fn number(n: f64) -> ToolOutput {
@@ -2872,12 +2865,7 @@ mod tests {
     #[test]
     fn a_number_a_text_result_writes_beside_a_word_the_request_names_is_its_value() {
         let mut tools = tools();
-        tools.push(tool(
-            "notes",
-            "get",
-            "Read the note with a title.",
-            json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}),
-        ));
+        tools.push(notes_get());
         let get = tools.len() - 1;
         let mut steps = Steps::new("Read my note 'wifi' and add 9 to the channel.");
         let step = steps.next(&tools).unwrap();
@@ -3064,12 +3052,7 @@ mod tests {
     #[test]
     fn a_part_that_writes_a_document_is_served_by_tools_that_take_one() {
         let mut tools = tools();
-        tools.push(tool(
-            "notes",
-            "get",
-            "Read the note with a title.",
-            json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}),
-        ));
+        tools.push(notes_get());
         tools.push(tool(
             "jsontools",
             "pick",
