@@ -143,8 +143,14 @@ pub async fn choose<A: Ask>(
     // what the nearest word's tools take and not what the chosen one
     // takes: in "how many words are in my note 'monday'", "note" is the
     // word of `get`'s title ("the note's title"), and 'monday' no text
-    // whose words to count.
-    let said = steps.said_terms(step.index);
+    // whose words to count. The words right beside a text say what it is
+    // ("my note 'monday'"), whatever other words of the part name; where
+    // none stands beside one, any word of the part may.
+    let beside = steps.words_beside_texts(step.index);
+    let said = match beside.is_empty() {
+        true => steps.said_terms(step.index),
+        false => beside,
+    };
     let names_a_parameter = |i: usize| {
         let taken: Vec<String> =
             crate::store::terms::terms(&fit::described(&tools[i].schema)).collect();
@@ -959,6 +965,32 @@ mod tests {
         assert!(steps.chosen_by_request(&tools, &step, 3));
         let chosen = choose(&model, &mut steps, &tools, &step).await.unwrap();
         assert_eq!(tools[chosen.tool].name, "get");
+        // So where other words of the part name what the counters take
+        // too ("What to ask the agent, in words"; "The text to count"):
+        // the word beside 'monday', before it or after it, is "note".
+        tools[0].schema = json!({"type": "object", "properties": {"text": {"type": "string",
+            "description": "The text to count."}}, "required": ["text"]});
+        tools[3].schema = json!({"type": "object", "properties": {"message": {"type": "string",
+            "description": "What to ask the agent, in words."}}, "required": ["message"]});
+        for request in [
+            "How many words are in my note 'monday'?",
+            "word count of the 'monday' note",
+        ] {
+            let mut steps = Steps::new(request);
+            let step = steps.next(&tools).unwrap();
+            let chosen = choose(&model, &mut steps, &tools, &step).await.unwrap();
+            assert_eq!(tools[chosen.tool].name, "get", "{request}");
+        }
+        // A word beside the text that names what the counter takes keeps
+        // the counter: "the words in this text: 'hello there'".
+        let model = Calls {
+            arguments: json!({"text": "hello there"}),
+            offered: Default::default(),
+        };
+        let mut steps = Steps::new("Count the words in this text: 'hello there'");
+        let step = steps.next(&tools).unwrap();
+        let chosen = choose(&model, &mut steps, &tools, &step).await.unwrap();
+        assert_eq!(tools[chosen.tool].name, "word_count");
     }
 
     #[tokio::test]

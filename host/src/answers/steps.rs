@@ -521,6 +521,49 @@ impl Steps {
         words
     }
 
+    /// The terms written right beside the texts part `index` gives, which
+    /// say what each text is: the word before it (past an article or a
+    /// possessive, and a colon) or the word right after it — "note" of
+    /// "my note 'monday'" and of "the 'monday' note".
+    pub(super) fn words_beside_texts(&self, index: usize) -> Vec<String> {
+        const DETERMINERS: &[&str] = &[
+            "a", "an", "the", "my", "your", "our", "his", "her", "their", "its", "this", "that",
+        ];
+        let Some(part) = self.parts.get(index) else {
+            return Vec::new();
+        };
+        let term_of = |word: &str| {
+            word.chars()
+                .all(char::is_alphanumeric)
+                .then(|| terms(word).next())
+                .flatten()
+        };
+        let mut words = Vec::new();
+        let texts = self
+            .given
+            .iter()
+            .filter(|g| g.part == index && matches!(g.value, Literal::Text(_)));
+        for given in texts {
+            let before = &self.request[part.range.start..given.range.start];
+            let before = before.trim_end();
+            let before = before.strip_suffix(':').unwrap_or(before);
+            let word = before
+                .split_whitespace()
+                .rev()
+                .find(|w| !DETERMINERS.iter().any(|d| d.eq_ignore_ascii_case(w)));
+            words.extend(word.and_then(term_of));
+            let after = &self.request[given.range.end..part.range.end];
+            if after.starts_with(char::is_whitespace) {
+                let word = after.split_whitespace().next().unwrap_or("");
+                let word = word.trim_end_matches(|c: char| c.is_ascii_punctuation());
+                words.extend(term_of(word));
+            }
+        }
+        words.sort();
+        words.dedup();
+        words
+    }
+
     /// Whether part `index` quotes text: then a string is one of its
     /// quotes, not any run of its words.
     fn quotes(&self, index: usize) -> bool {
@@ -1804,8 +1847,14 @@ pub fn values_of_text(text: &str) -> Vec<Literal> {
     result_values(&output, &[], &[], &Value::Null)
 }
 
+/// Fields a question asks for by what they measure, where the question
+/// does not say the field's name (terms, as [`terms`] gives them): "how
+/// many" asks for a `count`.
+const ASKED_FOR: &[(&str, &str)] = &[("mani", "count")];
+
 /// The top-level fields of a structured result that the request's
-/// `words` name: by the field's own name ("count the words": `words`),
+/// `words` name: by the field's own name ("count the words": `words`) or the
+/// question that asks for it ("how many": `count`),
 /// else by the words of its description in the tool's output schema,
 /// those it shares the most words with, but for the words that describe
 /// what the tool takes ("how many values" names `count`, "how many
@@ -1829,7 +1878,16 @@ fn named_fields(output: &ToolOutput, words: &[String], tool: Option<&Offered>) -
         shared.dedup();
         shared.len()
     };
-    let by_name: Vec<String> = map.keys().filter(|k| said(k, &[]) > 0).cloned().collect();
+    let asked = |key: &str| {
+        ASKED_FOR.iter().any(|(question, measure)| {
+            words.iter().any(|w| w == question) && terms(key).any(|t| t == *measure)
+        })
+    };
+    let by_name: Vec<String> = map
+        .keys()
+        .filter(|k| said(k, &[]) > 0 || asked(k))
+        .cloned()
+        .collect();
     if !by_name.is_empty() {
         return by_name;
     }
@@ -2967,6 +3025,15 @@ mod tests {
             ),
             (true, vec!["count".to_owned()])
         );
+        // Without an output schema (a `/v1` client's tool), "how many"
+        // asks for the field named `count`.
+        let mut bare = tools.clone();
+        bare[summarize].output_schema = None;
+        let mut steps = Steps::new("how many numbers: 4 8 15 16 23 42");
+        let step = steps.next(&bare).unwrap();
+        steps.record(&bare, &step, summarize, all.clone(), summary());
+        assert_eq!(steps.made[0].named_fields(), ["count"]);
+        assert_eq!(steps.made[0].values(), [Literal::Number(6.0)]);
         // "number" describes what the summary takes: it names no field.
         let three = json!({"values": [3, 17, 9]});
         assert!(
