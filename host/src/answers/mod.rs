@@ -974,6 +974,7 @@ mod tests {
             "description": "What to ask the agent, in words."}}, "required": ["message"]});
         for request in [
             "How many words are in my note 'monday'?",
+            "How many words are in my note called 'monday'?",
             "word count of the 'monday' note",
         ] {
             let mut steps = Steps::new(request);

@@ -522,12 +522,14 @@ impl Steps {
     }
 
     /// The terms written right beside the texts part `index` gives, which
-    /// say what each text is: the word before it (past an article or a
-    /// possessive, and a colon) or the word right after it — "note" of
-    /// "my note 'monday'" and of "the 'monday' note".
+    /// say what each text is: the word before it (past an article, a
+    /// possessive, a word that gives a name, and a colon) or the word
+    /// right after it — "note" of "my note 'monday'", of "my note called
+    /// 'monday'" and of "the 'monday' note".
     pub(super) fn words_beside_texts(&self, index: usize) -> Vec<String> {
-        const DETERMINERS: &[&str] = &[
+        const PASSED_OVER: &[&str] = &[
             "a", "an", "the", "my", "your", "our", "his", "her", "their", "its", "this", "that",
+            "called", "named", "titled", "entitled",
         ];
         let Some(part) = self.parts.get(index) else {
             return Vec::new();
@@ -550,7 +552,7 @@ impl Steps {
             let word = before
                 .split_whitespace()
                 .rev()
-                .find(|w| !DETERMINERS.iter().any(|d| d.eq_ignore_ascii_case(w)));
+                .find(|w| !PASSED_OVER.iter().any(|d| d.eq_ignore_ascii_case(w)));
             words.extend(word.and_then(term_of));
             let after = &self.request[given.range.end..part.range.end];
             if after.starts_with(char::is_whitespace) {
@@ -1853,13 +1855,12 @@ pub fn values_of_text(text: &str) -> Vec<Literal> {
 const ASKED_FOR: &[(&str, &str)] = &[("mani", "count")];
 
 /// The top-level fields of a structured result that the request's
-/// `words` name: by the field's own name ("count the words": `words`) or the
-/// question that asks for it ("how many": `count`),
-/// else by the words of its description in the tool's output schema,
-/// those it shares the most words with, but for the words that describe
-/// what the tool takes ("how many values" names `count`, "how many
-/// numbers"; "the biggest number" names no field of a summary of
-/// numbers).
+/// `words` name: by the field's own name ("count the words": `words`) or
+/// by the question that asks for it ("how many": `count`), else by the
+/// words of its description in the tool's output schema, those it shares
+/// the most words with, but for the words that describe what the tool
+/// takes ("how many values" names `count`, "how many numbers"; "the
+/// biggest number" names no field of a summary of numbers).
 fn named_fields(output: &ToolOutput, words: &[String], tool: Option<&Offered>) -> Vec<String> {
     let Some(structured) = &output.structured_content else {
         return Vec::new();
