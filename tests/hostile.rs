@@ -622,3 +622,44 @@ async fn a_flood_of_a2a_tasks_keeps_to_its_share_and_its_bytes() {
     let health = operator.get(server.url("/health")).send().await.unwrap();
     assert!(health.status().is_success());
 }
+
+/// A card's `kid` is anyone's text: one of 300,000 base58 digits took 20 s
+/// to decode before did:keys were bounded; it is refused by its length,
+/// named in the one-line error, and nothing is attached.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_card_signed_by_a_kid_longer_than_any_did_key_is_refused_by_its_length() {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let kid = format!("did:key:z{}", "2".repeat(300_000));
+    let header = json!({"alg": "EdDSA", "typ": "JOSE", "kid": kid});
+    let card = json!({
+        "name": "calc",
+        "description": "Adds numbers.",
+        "version": "1.0.0",
+        "supportedInterfaces": [{"url": "http://127.0.0.1:9/a2a", "protocolBinding": "JSONRPC",
+            "protocolVersion": "1.0"}],
+        "capabilities": {},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "add", "name": "add", "description": "Adds numbers.", "tags": []}],
+        "signatures": [{"protected": b64.encode(header.to_string()), "signature": b64.encode([0u8; 64])}],
+    });
+    let app = axum::Router::new().route(
+        "/.well-known/agent-card.json",
+        axum::routing::get(move || {
+            let card = card.clone();
+            async move { axum::Json(card) }
+        }),
+    );
+    let served = support::served::Served::start(app);
+    let url = format!("http://{}", served.address);
+    let cli = support::Cli::new();
+    let (refused, listed) = tokio::task::spawn_blocking(move || {
+        let refused = cli.run(&["attach", "calc", &url]);
+        (refused, cli.run(&["ls", "--json"]))
+    })
+    .await
+    .unwrap();
+    refused.failure("a did:key of 300009 bytes is longer than an ed25519 did:key (64 at most)");
+    assert_eq!(listed.json(), json!([]));
+}

@@ -11,6 +11,10 @@ use libp2p::identity::{PublicKey, ed25519};
 const ED25519_PUB: [u8; 2] = [0xed, 0x01];
 /// The prefix of every did:key, and of its base58btc multibase value.
 const PREFIX: &str = "did:key:z";
+/// The longest did:key read, in bytes (an ed25519 one is 56): base58
+/// decoding takes time that grows with the square of the length, and a
+/// card's `kid` or a typed key is anyone's text.
+pub const MAX_DID_KEY: usize = 64;
 
 /// Why a text is not the did:key of an ed25519 key.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -21,6 +25,8 @@ pub enum DidError {
     NotBase58(String),
     #[error("{0:?} is not an ed25519 key (only ed25519 did:keys name agentsite identities)")]
     NotEd25519(String),
+    #[error("a did:key of {0} bytes is longer than an ed25519 did:key ({MAX_DID_KEY} at most)")]
+    TooLong(usize),
 }
 
 /// The did:key of an ed25519 public key.
@@ -50,6 +56,9 @@ pub fn of_peer_text(peer: &str) -> Option<String> {
 /// The ed25519 key a did:key names (a `#fragment` after it is allowed).
 pub fn key_of(did: &str) -> Result<ed25519::PublicKey, DidError> {
     let did = did.split('#').next().unwrap_or(did);
+    if did.len() > MAX_DID_KEY {
+        return Err(DidError::TooLong(did.len()));
+    }
     let encoded = did
         .strip_prefix(PREFIX)
         .ok_or_else(|| DidError::NotDidKey(crate::text::excerpt(did, 80).into_owned()))?;
@@ -122,5 +131,9 @@ mod tests {
             bs58::encode([0xe7, 0x01, 2, 3]).into_string()
         );
         assert!(matches!(key_of(&secp), Err(DidError::NotEd25519(_))));
+        // Refused by its length before it is decoded (300,000 base58
+        // digits took 20 s to decode).
+        let long = format!("did:key:z{}", "2".repeat(300_000));
+        assert_eq!(key_of(&long), Err(DidError::TooLong(300_009)));
     }
 }

@@ -59,6 +59,8 @@ pub enum SignatureError {
         "its card is signed only with keys agentsite cannot check (it checks EdDSA signatures by a did:key `kid`)"
     )]
     Uncheckable,
+    #[error("its card is signed by a `kid` that is no ed25519 did:key: {0}")]
+    BadKey(String),
     #[error("its card nests deeper than {MAX_DEPTH} levels")]
     TooDeep,
 }
@@ -73,6 +75,7 @@ pub fn check(card: &Value) -> Result<Checked, SignatureError> {
     let payload = canonical_card(&mut card.clone()).ok_or(SignatureError::TooDeep)?;
     let payload = B64.encode(payload);
     let mut checkable = false;
+    let mut bad_key = None;
     for signature in signatures {
         let (Some(protected), Some(signed)) = (
             signature.get("protected").and_then(Value::as_str),
@@ -93,8 +96,12 @@ pub fn check(card: &Value) -> Result<Checked, SignatureError> {
         ) else {
             continue;
         };
-        let Ok(key) = crate::did::key_of(kid) else {
-            continue;
+        let key = match crate::did::key_of(kid) {
+            Ok(key) => key,
+            Err(error) => {
+                bad_key.get_or_insert(error);
+                continue;
+            }
         };
         checkable = true;
         let input = format!("{protected}.{payload}");
@@ -105,10 +112,10 @@ pub fn check(card: &Value) -> Result<Checked, SignatureError> {
             return Ok(Checked::SignedBy(crate::did::of_ed25519(&key)));
         }
     }
-    Err(if checkable {
-        SignatureError::Invalid
-    } else {
-        SignatureError::Uncheckable
+    Err(match (checkable, bad_key) {
+        (true, _) => SignatureError::Invalid,
+        (false, Some(error)) => SignatureError::BadKey(error.to_string()),
+        (false, None) => SignatureError::Uncheckable,
     })
 }
 
