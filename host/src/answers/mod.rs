@@ -146,23 +146,25 @@ pub async fn choose<A: Ask>(
     // whose words to count. The words right beside a text say what it is
     // ("my note 'monday'"), whatever other words of the part name; where
     // none stands beside one, any word of the part may.
-    let beside = steps.words_beside_texts(step.index);
-    let said = match beside.is_empty() {
-        true => steps.said_terms(step.index),
-        false => beside,
+    let the_value_is_theirs = || {
+        let beside = steps.words_beside_texts(step.index);
+        let said = match beside.is_empty() {
+            true => steps.said_terms(step.index),
+            false => beside,
+        };
+        let names_a_parameter = |i: usize| {
+            let taken: Vec<String> =
+                crate::store::terms::terms(&fit::described(&tools[i].schema)).collect();
+            said.iter()
+                .any(|w| taken.iter().any(|t| steps::same_word(w, t)))
+        };
+        !candidates.is_empty()
+            && candidates.iter().all(|&i| names_a_parameter(i))
+            && !by_words.iter().any(|&i| names_a_parameter(i))
     };
-    let names_a_parameter = |i: usize| {
-        let taken: Vec<String> =
-            crate::store::terms::terms(&fit::described(&tools[i].schema)).collect();
-        said.iter()
-            .any(|w| taken.iter().any(|t| steps::same_word(w, t)))
-    };
-    let the_value_is_theirs = !candidates.is_empty()
-        && candidates.iter().all(|&i| names_a_parameter(i))
-        && !by_words.iter().any(|&i| names_a_parameter(i));
     if !candidates.iter().any(|i| by_words.contains(i))
-        && !the_value_is_theirs
         && one_choice(tools, &by_words)
+        && !the_value_is_theirs()
     {
         candidates = by_words.clone();
     }
@@ -902,6 +904,19 @@ mod tests {
         }
     }
 
+    /// The name of the tool chosen for the first step of `request`, the
+    /// model calling it with `arguments`.
+    async fn chosen_name(tools: &[Offered], request: &str, arguments: Value) -> String {
+        let model = Calls {
+            arguments,
+            offered: Default::default(),
+        };
+        let mut steps = Steps::new(request);
+        let step = steps.next(tools).unwrap();
+        let chosen = choose(&model, &mut steps, tools, &step).await.unwrap();
+        tools[chosen.tool].name.clone()
+    }
+
     #[tokio::test]
     async fn a_word_that_names_one_tool_alone_chooses_it_wherever_it_stands() {
         let text = |owner: &str, name: &str, description: &str| Offered {
@@ -956,15 +971,12 @@ mod tests {
         });
         tools[5].name = "delete".into();
         tools[5].description = "Delete the note with a title.".into();
-        let model = Calls {
-            arguments: json!({"title": "monday"}),
-            offered: Default::default(),
-        };
-        let mut steps = Steps::new("How many words are in my note 'monday'?");
+        let monday = "How many words are in my note 'monday'?";
+        let steps = Steps::new(monday);
         let step = steps.next(&tools).unwrap();
         assert!(steps.chosen_by_request(&tools, &step, 3));
-        let chosen = choose(&model, &mut steps, &tools, &step).await.unwrap();
-        assert_eq!(tools[chosen.tool].name, "get");
+        let title = || json!({"title": "monday"});
+        assert_eq!(chosen_name(&tools, monday, title()).await, "get");
         // So where other words of the part name what the counters take
         // too ("What to ask the agent, in words"; "The text to count"):
         // the word beside 'monday', before it or after it, is "note".
@@ -977,21 +989,14 @@ mod tests {
             "How many words are in my note called 'monday'?",
             "word count of the 'monday' note",
         ] {
-            let mut steps = Steps::new(request);
-            let step = steps.next(&tools).unwrap();
-            let chosen = choose(&model, &mut steps, &tools, &step).await.unwrap();
-            assert_eq!(tools[chosen.tool].name, "get", "{request}");
+            let chosen = chosen_name(&tools, request, title()).await;
+            assert_eq!(chosen, "get", "{request}");
         }
         // A word beside the text that names what the counter takes keeps
         // the counter: "the words in this text: 'hello there'".
-        let model = Calls {
-            arguments: json!({"text": "hello there"}),
-            offered: Default::default(),
-        };
-        let mut steps = Steps::new("Count the words in this text: 'hello there'");
-        let step = steps.next(&tools).unwrap();
-        let chosen = choose(&model, &mut steps, &tools, &step).await.unwrap();
-        assert_eq!(tools[chosen.tool].name, "word_count");
+        let request = "Count the words in this text: 'hello there'";
+        let chosen = chosen_name(&tools, request, json!({"text": "hello there"})).await;
+        assert_eq!(chosen, "word_count");
     }
 
     #[tokio::test]

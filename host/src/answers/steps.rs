@@ -31,6 +31,7 @@ use crate::agent::tool::ToolOutput;
 use crate::llm::grounding::{Grounding, Literal, numbers_in, values_in};
 use crate::store::terms::terms;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 /// Calls one request makes at most.
@@ -1147,21 +1148,22 @@ impl Steps {
             .copied()
             .filter(|i| !at_hand.contains(i))
             .collect();
+        // Each tool's terms, read once (not once a word).
+        let own: BTreeMap<usize, Vec<String>> = at_hand
+            .iter()
+            .chain(&called_elsewhere)
+            .map(|&i| (i, tools[i].terms()))
+            .collect();
+        let names = |i: usize, word: &str| tools[i].named_by_term(word, &own[&i]);
         for pass_over_called in [true, false] {
             let mut left = at_hand.clone();
             for word in &words {
-                let naming: Vec<usize> = left
-                    .iter()
-                    .copied()
-                    .filter(|&i| tools[i].named_by_term(word, &tools[i].terms()))
-                    .collect();
+                let naming: Vec<usize> = left.iter().copied().filter(|&i| names(i, word)).collect();
                 if naming.is_empty() || naming.len() == left.len() {
                     continue;
                 }
                 let speaks_of_a_call = naming.iter().all(|i| called.contains(i))
-                    || called_elsewhere
-                        .iter()
-                        .any(|&i| tools[i].named_by_term(word, &tools[i].terms()));
+                    || called_elsewhere.iter().any(|&i| names(i, word));
                 if pass_over_called && speaks_of_a_call {
                     continue;
                 }
@@ -1767,10 +1769,8 @@ pub fn result_values(
             // held ({"amount": 20, "from_unit": "c", "result": 68}).
             let echo = key.is_some_and(|k| argument_names.contains(&k.to_lowercase()))
                 && given.iter().any(|g| literal.matches(g));
-            let is_named = key.is_some_and(|k| {
-                fields_named.iter().any(|n| n == k)
-                    || terms(k).any(|t| words.iter().any(|w| same_word(w, &t)))
-            });
+            let is_named = key
+                .is_some_and(|k| fields_named.iter().any(|n| n == k) || named_by_words(k, words));
             if echo {
                 echoes.push(literal);
             } else {
@@ -1814,9 +1814,7 @@ pub fn result_values(
 /// "on channel 6" gives 6 to "add 9 to the channel", as a field the
 /// request names gives its value.
 fn numbers_beside(text: &str, words: &[String]) -> Vec<Literal> {
-    let named = |word: Option<&str>| {
-        word.is_some_and(|w| terms(w).any(|t| words.iter().any(|x| same_word(x, &t))))
-    };
+    let named = |word: Option<&str>| word.is_some_and(|w| named_by_words(w, words));
     crate::llm::grounding::numbers_at(text)
         .into_iter()
         .filter(|(range, _)| {
@@ -1832,6 +1830,12 @@ fn numbers_beside(text: &str, words: &[String]) -> Vec<Literal> {
         })
         .map(|(_, n)| Literal::Number(n))
         .collect()
+}
+
+/// Whether a term of `text` (a field's name, a word of a result) is one
+/// of the request's `words`.
+fn named_by_words(text: &str, words: &[String]) -> bool {
+    terms(text).any(|t| words.iter().any(|w| same_word(w, &t)))
 }
 
 /// The values of a result as its text reads (a number, the fields of a
@@ -2926,11 +2930,14 @@ mod tests {
         let mut tools = tools();
         tools.push(notes_get());
         let get = tools.len() - 1;
-        let mut steps = Steps::new("Read my note 'wifi' and add 9 to the channel.");
-        let step = steps.next(&tools).unwrap();
-        let note = text("network agentsite-home on channel 6");
-        steps.record(&tools, &step, get, json!({"title": "wifi"}), note);
-        let step = steps.next(&tools).unwrap();
+        // The step after the note was read.
+        let after_reading = |note: &str| {
+            let mut steps = Steps::new("Read my note 'wifi' and add 9 to the channel.");
+            let step = steps.next(&tools).unwrap();
+            steps.record(&tools, &step, get, json!({"title": "wifi"}), text(note));
+            steps.next(&tools)
+        };
+        let step = after_reading("network agentsite-home on channel 6").unwrap();
         assert_eq!(step.part, "add 9 to the channel.");
         assert!(
             step.grounding
@@ -2941,16 +2948,7 @@ mod tests {
         );
         assert!(step.tools.contains(&0), "{:?}", step.tools);
         // A number beside no word the request names is not offered.
-        let mut steps = Steps::new("Read my note 'wifi' and add 9 to the channel.");
-        let step = steps.next(&tools).unwrap();
-        steps.record(
-            &tools,
-            &step,
-            get,
-            json!({"title": "wifi"}),
-            text("dentist at 9, room 4"),
-        );
-        let offered = steps.next(&tools).map(|step| step.grounding);
+        let offered = after_reading("dentist at 9, room 4").map(|step| step.grounding);
         assert!(
             offered
                 .as_ref()
