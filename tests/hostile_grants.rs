@@ -134,22 +134,22 @@ async fn only_granted_environment_variables_are_visible() {
     let (node, _dir) = node_with(&["calculator", "hostile_snoop"], test_limits()).await;
     // SAFETY: set before any other thread of this test reads the environment.
     unsafe {
-        std::env::set_var("AGENTSITE_TEST_GRANTED", "shared");
-        std::env::set_var("AGENTSITE_TEST_PRIVATE", "hunter2");
+        std::env::set_var("SNOOP_TEST_GRANTED", "shared");
+        std::env::set_var("SNOOP_TEST_PRIVATE", "hunter2");
     }
-    grant(&node, "hostile-snoop", &["env=AGENTSITE_TEST_GRANTED"]);
+    grant(&node, "hostile-snoop", &["env=SNOOP_TEST_GRANTED"]);
     let env = |name: &str| json!({ "name": name });
     assert_eq!(
-        result_of(&node, "hostile-snoop", "env", env("AGENTSITE_TEST_GRANTED")).await,
+        result_of(&node, "hostile-snoop", "env", env("SNOOP_TEST_GRANTED")).await,
         "shared"
     );
     assert_eq!(
-        result_of(&node, "hostile-snoop", "env", env("AGENTSITE_TEST_PRIVATE")).await,
+        result_of(&node, "hostile-snoop", "env", env("SNOOP_TEST_PRIVATE")).await,
         json!(null)
     );
     assert_eq!(
         result_of(&node, "hostile-snoop", "env_all", json!({})).await,
-        json!(["AGENTSITE_TEST_GRANTED=shared"])
+        json!(["SNOOP_TEST_GRANTED=shared"])
     );
 }
 

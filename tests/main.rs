@@ -21,6 +21,7 @@ mod goals_planet;
 mod hostile;
 mod hostile_grants;
 mod hostile_peers;
+mod hostile_reach;
 mod idle_connections;
 mod image;
 mod languages;

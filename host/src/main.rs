@@ -191,7 +191,14 @@ enum Command {
     /// With --from-policy, the items are read from a Wassette permission
     /// file (policy.yaml): storage folders, network hosts, environment
     /// variables and memory; what has no safe equivalent is refused with
-    /// its reason, and then nothing is granted.
+    /// its reason, and then nothing is granted. What it grants is printed,
+    /// and a broad grant (a writable folder outside the scratch area, every
+    /// host of a domain, every port) is asked about first.
+    ///
+    /// What reaches the node itself (its data directory, its configuration
+    /// and policy files, /proc, /sys, /dev, the host's root, the node's
+    /// secrets in its environment, every host, a metadata address) is
+    /// refused with the reason, unless --dangerously-allow-node-access.
     #[command(
         after_help = "Examples:\n  agentsite grant notes kv=1MiB\n  agentsite grant weather http=https://api.weather.gov env=WEATHER_KEY\n  agentsite grant --publisher 12D3KooW... llm peers=2/8\n  agentsite grant filesystem --from-policy policy.yaml"
     )]
@@ -201,6 +208,14 @@ enum Command {
         /// Also grant what this Wassette policy.yaml allows.
         #[arg(long, value_name = "FILE")]
         from_policy: Option<PathBuf>,
+        /// Grant what --from-policy allows without asking, broad or not.
+        #[arg(long, short = 'y', requires = "from_policy")]
+        yes: bool,
+        /// Grant items that reach the node itself: the agent can then read
+        /// the node's secrets or change its policy. Only for an agent you
+        /// trust as much as the node.
+        #[arg(long)]
+        dangerously_allow_node_access: bool,
     },
     /// Take back grants (kv, fs, fs=/guest, http=PATTERN, env=NAME, ..., or
     /// all); a less specific grant decides them again.
@@ -698,16 +713,26 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Call { .. } => unreachable!("handled above"),
         Command::Inspect { agent, json } => cli::inspect(&node, &agent, json),
         Command::Rm { agent, purge } => cli::remove(&node, &agent, purge),
-        Command::Grant { edit, from_policy } => {
+        Command::Grant {
+            edit,
+            from_policy,
+            yes,
+            dangerously_allow_node_access,
+        } => {
             let (subject, mut items) = policy_subject(&node, edit)?;
             if let Some(file) = from_policy {
-                items.extend(cli::policy::items_from_wassette(&file)?);
+                items.extend(cli::policy::items_from_wassette(&file, yes)?);
                 if items.is_empty() {
                     // A policy that allows nothing asks for the defaults.
                     return Ok(());
                 }
             }
-            cli::policy::grant(&node, &subject, &items)
+            let access = if dangerously_allow_node_access {
+                agentsite::policy::edit::NodeAccess::Allowed
+            } else {
+                agentsite::policy::edit::NodeAccess::Refused
+            };
+            cli::policy::grant(&node, &subject, &items, access)
         }
         Command::Revoke(edit) => {
             let (subject, items) = policy_subject(&node, edit)?;

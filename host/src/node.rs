@@ -18,9 +18,11 @@ use crate::capabilities::caller::{Caller, ChainCaller};
 use crate::capabilities::grant::Grants;
 use crate::capabilities::peers::grant::MAX_DEPTH;
 use crate::capabilities::peers::{Hop, PeerFailure};
+use crate::capabilities::wasi::exposure::NodeSelf;
 use crate::clock::unix_seconds;
 use crate::config::{DataDir, Limits};
 use crate::llm::LlmConfig;
+use crate::llm::config::Backend;
 use crate::llm::models::Models;
 use crate::policy::{PolicyFile, Refused};
 use crate::runtime::background::{BackgroundRuntime, RuntimeUnavailable};
@@ -88,6 +90,11 @@ pub enum NodeCallError {
     Runtime(#[from] RuntimeUnavailable),
     #[error(transparent)]
     Refused(#[from] Refused),
+    #[error(
+        "refused by policy: {agent}'s grant reaches the node itself: {reaches}; revoke it \
+         (`agentsite revoke {agent} ...`), or grant it with --dangerously-allow-node-access if it is meant to"
+    )]
+    ReachesNode { agent: String, reaches: String },
 }
 
 impl NodeCallError {
@@ -120,6 +127,34 @@ pub struct NodeConfig {
     pub llm: LlmConfig,
     /// The policy file, when not `<data-dir>/policy.toml`.
     pub policy: Option<PathBuf>,
+    /// The configuration file the node was started with, if any: no grant
+    /// may hand it to an agent.
+    pub config_file: Option<PathBuf>,
+}
+
+/// The node's own files and secrets, as no grant may hand them out.
+fn node_self(data: &DataDir, config: &NodeConfig, policy: &PolicyFile) -> NodeSelf {
+    let mut files = vec![(
+        policy.path().to_owned(),
+        "the node's policy file, where its grants are written",
+    )];
+    if let Some(file) = &config.config_file {
+        files.push((file.clone(), "the node's configuration file"));
+    }
+    let secrets = config
+        .llm
+        .models
+        .iter()
+        .filter_map(|model| match &model.backend {
+            Backend::Openai(openai) => openai.api_key_env.as_ref().map(|name| {
+                (
+                    name.clone(),
+                    format!("holds the key of the node's model {}", model.name),
+                )
+            }),
+            _ => None,
+        });
+    NodeSelf::new(data.root(), files, secrets)
 }
 
 /// A node: installed agents and the runtime that calls them.
@@ -131,6 +166,8 @@ pub struct Node {
     compiled: CompiledCache,
     catalog: Catalog,
     policy: PolicyFile,
+    /// What of the node no grant hands an agent unless the operator says so.
+    node_self: NodeSelf,
     audit: Arc<Audit>,
     models: Arc<Models>,
     loaded: Mutex<HashMap<AgentId, Arc<LoadedAgent>>>,
@@ -161,12 +198,14 @@ impl Node {
         let runtime = BackgroundRuntime::start(data.kv(), capacity, audit.clone(), models.clone());
         let fingerprint = crate::runtime::engine_fingerprint()?;
         let catalog = Catalog::new(data.agents());
+        let node_self = node_self(&data, &config, &policy);
         Ok(Node {
             blobs: BlobStore::new(data.blobs()),
             compiled: CompiledCache::new(data.compiled(), fingerprint),
             bridge: Bridge::new(catalog.clone()),
             catalog,
             policy,
+            node_self,
             audit,
             data,
             config,
@@ -194,6 +233,11 @@ impl Node {
         &self.policy
     }
 
+    /// What of the node no grant hands an agent unless the operator says so.
+    pub fn node_self(&self) -> &NodeSelf {
+        &self.node_self
+    }
+
     /// The node's audit trail and metrics.
     pub fn audit(&self) -> &Arc<Audit> {
         &self.audit
@@ -210,6 +254,16 @@ impl Node {
                 return Err(refused.into());
             }
         };
+        let refused = self.node_self.refused(&grant);
+        if !refused.is_empty() {
+            let reaches: Vec<String> = refused.iter().map(ToString::to_string).collect();
+            let error = NodeCallError::ReachesNode {
+                agent: agent.to_owned(),
+                reaches: reaches.join("; "),
+            };
+            self.audit.denied(agent, "policy", &error.to_string());
+            return Err(error);
+        }
         let grants = grant.resolve(self.config.limits);
         tracing::debug!(
             target: audit::TARGET,

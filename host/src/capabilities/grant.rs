@@ -141,6 +141,13 @@ macro_rules! capabilities {
             /// Calls of the agent that may run at once.
             #[serde(default, skip_serializing_if = "Option::is_none")]
             pub max_concurrent_calls: Option<u32>,
+            /// The entries of this table that reach the node itself (its
+            /// data, `/proc`, its secrets, every host), which the operator
+            /// granted deliberately with `--dangerously-allow-node-access`:
+            /// `fs /proc`, `env NAME`, `http PATTERN` (see
+            /// [`crate::capabilities::wasi::exposure`]).
+            #[serde(default, skip_serializing_if = "Vec::is_empty")]
+            pub node_access: Vec<String>,
         }
 
         /// Everything one call of an agent may reach, and its limits.
@@ -163,6 +170,12 @@ macro_rules! capabilities {
                     memory: self.memory.or(fallback.memory),
                     deadline: self.deadline.or(fallback.deadline),
                     max_concurrent_calls: self.max_concurrent_calls.or(fallback.max_concurrent_calls),
+                    node_access: self
+                        .node_access
+                        .iter()
+                        .chain(fallback.node_access.iter().filter(|e| !self.node_access.contains(e)))
+                        .cloned()
+                        .collect(),
                 }
             }
 
@@ -369,7 +382,12 @@ impl Grant {
             None => (item, None),
         };
         if let Some(revoked) = self.revoke_capability(item, name, entry) {
-            return revoked;
+            revoked?;
+            // What was allowed to reach the node goes with its entry: the
+            // same entry granted again is judged again.
+            let entries = crate::capabilities::wasi::exposure::entries(self);
+            self.node_access.retain(|entry| entries.contains(entry));
+            return Ok(());
         }
         match (name, entry) {
             ("all", None) => *self = Grant::default(),

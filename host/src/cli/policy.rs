@@ -5,9 +5,13 @@
 //! The grammar and the edits themselves are [`crate::policy::edit`]'s.
 
 use crate::Node;
+use crate::capabilities::wasi::exposure::broad;
 use crate::config::Limits;
-use crate::policy::edit::{Subject, add_grants, parse_publisher, remove_grants, set_trust};
+use crate::policy::edit::{
+    NodeAccess, Subject, add_grants, parse_publisher, remove_grants, set_trust,
+};
 use crate::policy::{Grant, Policy, PolicyFile};
+use std::io::IsTerminal as _;
 
 /// The subject named on the command line: an installed agent (name, id or
 /// prefix), any agent id (granted before it is fetched), a publisher key,
@@ -31,8 +35,13 @@ pub fn subject(
     }
 }
 
-/// `agentsite grant [AGENT | --publisher KEY] ITEM...`
-pub fn grant(node: &Node, subject: &Subject, items: &[String]) -> anyhow::Result<()> {
+/// `agentsite grant [AGENT | --publisher KEY] ITEM... [--dangerously-allow-node-access]`
+pub fn grant(
+    node: &Node,
+    subject: &Subject,
+    items: &[String],
+    access: NodeAccess,
+) -> anyhow::Result<()> {
     if let Subject::Agent(id) = subject
         && let Ok(record) = node.resolve(&id.to_string())
         && record.is_attached()
@@ -46,16 +55,23 @@ pub fn grant(node: &Node, subject: &Subject, items: &[String]) -> anyhow::Result
             record.card.name
         );
     }
-    let grant = add_grants(node.policy(), subject, items)?;
+    let grant = add_grants(node.policy(), subject, items, node.node_self(), access)?;
     eprintln!("granted to {subject} in {}", node.policy().path().display());
+    if access == NodeAccess::Allowed && !grant.node_access.is_empty() {
+        eprintln!(
+            "warning: {subject} may reach the node itself through: {}",
+            grant.node_access.join(", ")
+        );
+    }
     print_grant(&grant, node.config().limits);
     Ok(())
 }
 
 /// The grant items a Wassette `policy.yaml` allows (see
 /// [`crate::policy::wassette`]); printed, so the operator sees what they
-/// became.
-pub fn items_from_wassette(file: &std::path::Path) -> anyhow::Result<Vec<String>> {
+/// became. A file that grants something broad is granted only when the
+/// operator says yes, at the terminal or with `yes`.
+pub fn items_from_wassette(file: &std::path::Path, yes: bool) -> anyhow::Result<Vec<String>> {
     use crate::policy::wassette::{MAX_POLICY_FILE, grant_items};
     use std::io::Read as _;
     let mut text = String::new();
@@ -74,8 +90,29 @@ pub fn items_from_wassette(file: &std::path::Path) -> anyhow::Result<Vec<String>
         if items.is_empty() {
             "nothing".to_owned()
         } else {
-            items.join(" ")
+            crate::text::terminal_safe(&items.join(" ")).into_owned()
         }
+    );
+    let mut asked = Grant::default();
+    crate::policy::edit::apply_grants(&mut asked, &items)?;
+    let broad = broad(&asked);
+    if broad.is_empty() || yes {
+        return Ok(items);
+    }
+    for line in &broad {
+        eprintln!("  broad: {}", crate::text::terminal_safe(line));
+    }
+    let confirmed = std::io::stdin().is_terminal() && {
+        eprint!("grant it? [y/N] ");
+        let mut answer = String::new();
+        std::io::stdin().read_line(&mut answer)?;
+        matches!(answer.trim(), "y" | "Y" | "yes")
+    };
+    anyhow::ensure!(
+        confirmed,
+        "{} grants broadly ({}); nothing was granted: read it, then run again with --yes to grant it",
+        file.display(),
+        broad.join("; ")
     );
     Ok(items)
 }

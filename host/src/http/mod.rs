@@ -11,6 +11,8 @@
 //! - [`streams`]: server-sent events and newline-delimited JSON;
 //! - [`bounded`]: the body of an answer from a server the node does not
 //!   trust, read up to a bound;
+//! - [`destination`]: where no request the node makes may go (link-local
+//!   and metadata addresses);
 //! - [`options`]: where and how the node serves.
 //!
 //! A new endpoint is a router of its own domain's, put behind a
@@ -21,6 +23,7 @@
 pub(crate) mod body_limit;
 pub(crate) mod bounded;
 pub(crate) mod connections;
+pub mod destination;
 pub(crate) mod guard;
 mod idle_body;
 pub(crate) mod options;

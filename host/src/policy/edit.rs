@@ -19,6 +19,7 @@
 //! | `memory=128MiB`, `deadline=30s`, `concurrency=4` | limits              |
 
 use crate::AgentId;
+use crate::capabilities::wasi::exposure::{self, NodeSelf};
 use crate::policy::{Grant, Policy, PolicyFile};
 use anyhow::Context as _;
 use libp2p::PeerId;
@@ -79,15 +80,55 @@ pub fn apply_revokes(grant: &mut Grant, items: &[String]) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// Whether an edit may grant what reaches the node itself (see
+/// [`crate::capabilities::wasi::exposure`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeAccess {
+    /// Refused with the reason: what every edit gets unless the operator
+    /// names the flag.
+    Refused,
+    /// Granted, and written into the table as deliberate
+    /// (`--dangerously-allow-node-access`).
+    Allowed,
+}
+
 /// Grants `items` to `subject` in `file`; the subject's table as it is now.
-pub fn add_grants(file: &PolicyFile, subject: &Subject, items: &[String]) -> anyhow::Result<Grant> {
+/// Nothing is written when any item reaches the node and `access` does not
+/// allow it.
+pub fn add_grants(
+    file: &PolicyFile,
+    subject: &Subject,
+    items: &[String],
+    node: &NodeSelf,
+    access: NodeAccess,
+) -> anyhow::Result<Grant> {
     anyhow::ensure!(
         !items.is_empty(),
         "name what to grant, such as kv=1MiB or llm"
     );
     file.update(|policy| {
-        apply_grants(table(policy, subject), items)?;
-        Ok(table(policy, subject).clone())
+        let grant = table(policy, subject);
+        apply_grants(grant, items)?;
+        let mut refused = node.refused(grant);
+        if access == NodeAccess::Allowed {
+            // The flag allows what this edit names, not what the table
+            // held before it.
+            let mut asked = Grant::default();
+            apply_grants(&mut asked, items)?;
+            let asked = exposure::entries(&asked);
+            for reach in refused.iter().filter(|reach| asked.contains(&reach.entry)) {
+                grant.node_access.push(reach.entry.clone());
+            }
+            refused.retain(|reach| !asked.contains(&reach.entry));
+        }
+        if !refused.is_empty() {
+            let reaches: Vec<String> = refused.iter().map(ToString::to_string).collect();
+            anyhow::bail!(
+                "cannot grant it to {subject}, nothing was granted: {} (if the agent is meant to reach the node itself, grant it with --dangerously-allow-node-access)",
+                reaches.join("; ")
+            );
+        }
+        Ok(grant.clone())
     })
 }
 

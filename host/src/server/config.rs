@@ -210,6 +210,7 @@ impl Config {
             limits: self.limits,
             llm: self.llm.clone(),
             policy: self.policy.clone(),
+            config_file: self.source.clone(),
         }
     }
 }

@@ -165,6 +165,32 @@ impl HttpPattern {
         }
     }
 
+    /// Whether this pattern allows every host (`*`).
+    pub fn any_host(&self) -> bool {
+        self.host == HostPattern::Any
+    }
+
+    /// The one host it allows, when it names one exactly (lowercase).
+    pub fn exact_host(&self) -> Option<&str> {
+        match &self.host {
+            HostPattern::Exact(host) => Some(host),
+            _ => None,
+        }
+    }
+
+    /// The domain whose subdomains it allows (`*.example.com`).
+    pub fn subdomains_of(&self) -> Option<&str> {
+        match &self.host {
+            HostPattern::SubdomainOf(domain) => Some(domain),
+            _ => None,
+        }
+    }
+
+    /// Whether it allows every port of its hosts.
+    pub fn any_port(&self) -> bool {
+        self.port.is_none()
+    }
+
     /// Whether `uri` (absolute, as the guest sent it) is allowed.
     pub fn allows_uri(&self, uri: &http::Uri) -> bool {
         let (Some(scheme), Some(host)) = (uri.scheme_str().and_then(Scheme::parse), uri.host())

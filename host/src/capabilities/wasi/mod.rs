@@ -6,6 +6,7 @@
 //! lookup ever. Clocks and randomness work. Stdout and stderr go to the
 //! call's [`GuestLog`].
 
+pub mod exposure;
 pub mod grant;
 pub mod http_allow;
 

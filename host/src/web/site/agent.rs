@@ -11,7 +11,7 @@ use crate::agent::tool::ToolSpec;
 use crate::capabilities::peers::Hop;
 use crate::hub::{FetchProgress, Found, HubError};
 use crate::policy::Grant;
-use crate::policy::edit::{Subject, add_grants, remove_grants};
+use crate::policy::edit::{NodeAccess, Subject, add_grants, remove_grants};
 use crate::store::AgentRecord;
 use crate::store::Origin;
 use axum::extract::{Path, State};
@@ -354,7 +354,17 @@ pub async fn grant(
     Path(agent): Path<String>,
     JsonBody(items): JsonBody<Items>,
 ) -> Response {
-    edit(&site, &agent, &items, add_grants)
+    // The pages never grant what reaches the node itself: that takes the
+    // command line's deliberately named flag.
+    edit(&site, &agent, &items, |policy, subject, items| {
+        add_grants(
+            policy,
+            subject,
+            items,
+            site.node.node_self(),
+            NodeAccess::Refused,
+        )
+    })
 }
 
 /// `POST /hub/agents/{agent}/revoke` `{"items": [...]}`
@@ -370,7 +380,7 @@ fn edit(
     site: &Site,
     agent: &str,
     Items { items }: &Items,
-    change: fn(&crate::policy::PolicyFile, &Subject, &[String]) -> anyhow::Result<Grant>,
+    change: impl FnOnce(&crate::policy::PolicyFile, &Subject, &[String]) -> anyhow::Result<Grant>,
 ) -> Response {
     let subject = match subject(site, agent) {
         Ok(subject) => subject,
