@@ -22,6 +22,7 @@ mod hostile;
 mod hostile_grants;
 mod hostile_peers;
 mod hostile_reach;
+mod hostile_requests;
 mod idle_connections;
 mod image;
 mod languages;

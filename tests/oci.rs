@@ -140,19 +140,23 @@ fn credentials_open_a_private_registry_and_are_never_shown_or_kept() {
         );
     }
 
-    // The environment's credentials, then Docker's config.json.
+    // The environment's credentials, for the registry they name; then
+    // Docker's config.json.
     let from_env = Cli::new();
-    from_env
-        .run_fed(
-            &["-vvv", "add", &reference],
-            &[
-                ("AGENTSITE_REGISTRY_USERNAME", USER),
-                ("AGENTSITE_REGISTRY_PASSWORD", PASSWORD),
-            ],
-            "",
-            LIMIT,
-        )
-        .success();
+    let env_credentials = |registry: Option<&str>| {
+        let mut env = vec![
+            ("AGENTSITE_REGISTRY_USERNAME", USER),
+            ("AGENTSITE_REGISTRY_PASSWORD", PASSWORD),
+        ];
+        env.extend(registry.map(|named| ("AGENTSITE_REGISTRY", named)));
+        from_env.run_fed(&["-vvv", "add", &reference], &env, "", LIMIT)
+    };
+    env_credentials(None).failure(
+        "AGENTSITE_REGISTRY does not name the registry they are for: set AGENTSITE_REGISTRY=127.0.0.1:",
+    );
+    // Named for another registry, they are not offered to this one.
+    env_credentials(Some("ghcr.io")).failure("the registry asks for credentials");
+    env_credentials(Some(&registry.address)).success();
     let docker = tempfile::tempdir().unwrap();
     let auths = serde_json::json!({ "auths": { (registry.address.clone()): { "auth": basic } } });
     std::fs::write(docker.path().join("config.json"), auths.to_string()).unwrap();

@@ -86,8 +86,11 @@ enum Command {
     /// is pulled in the Wasm OCI artifact layout of wkg and Wassette.
     /// Credentials: --username with --password-stdin; else
     /// AGENTSITE_REGISTRY_TOKEN, or AGENTSITE_REGISTRY_USERNAME and
-    /// AGENTSITE_REGISTRY_PASSWORD; else the registry's entry in
-    /// $REGISTRY_AUTH_FILE or Docker's config.json; else anonymous.
+    /// AGENTSITE_REGISTRY_PASSWORD, for the registry AGENTSITE_REGISTRY
+    /// names; else the registry's entry in $REGISTRY_AUTH_FILE or Docker's
+    /// config.json; else anonymous. A token realm is sent them only on the
+    /// registry's own domain, over TLS (or the registry's own plain HTTP),
+    /// never at a link-local or metadata address.
     #[command(
         after_help = "Examples:\n  agentsite add target/wasm32-wasip2/release/echo.wasm\n  agentsite add oci://ghcr.io/OWNER/echo:1.0"
     )]

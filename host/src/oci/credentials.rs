@@ -12,6 +12,9 @@ use std::path::PathBuf;
 pub const TOKEN_VARIABLE: &str = "AGENTSITE_REGISTRY_TOKEN";
 pub const USERNAME_VARIABLE: &str = "AGENTSITE_REGISTRY_USERNAME";
 pub const PASSWORD_VARIABLE: &str = "AGENTSITE_REGISTRY_PASSWORD";
+/// The registry (`host[:port]`) the environment's credentials are for: they
+/// go to no other.
+pub const REGISTRY_VARIABLE: &str = "AGENTSITE_REGISTRY";
 
 /// The largest credentials file read (Docker's `config.json`, or the
 /// `auth.json` of podman, buildah and skopeo).
@@ -35,8 +38,9 @@ impl std::fmt::Debug for Given {
 }
 
 /// The credentials for `registry`, from the first of: the command line;
-/// `AGENTSITE_REGISTRY_TOKEN`; `AGENTSITE_REGISTRY_USERNAME` and
-/// `AGENTSITE_REGISTRY_PASSWORD`; the registry's entry in the credentials
+/// `AGENTSITE_REGISTRY_TOKEN`, or `AGENTSITE_REGISTRY_USERNAME` and
+/// `AGENTSITE_REGISTRY_PASSWORD`, when `AGENTSITE_REGISTRY` names this
+/// registry; the registry's entry in the credentials
 /// file of container tools (`$REGISTRY_AUTH_FILE`, then
 /// `$DOCKER_CONFIG/config.json` or `~/.docker/config.json`). Anonymous
 /// when none has any.
@@ -49,15 +53,8 @@ pub fn for_registry(registry: &str, given: Given) -> anyhow::Result<RegistryAuth
         (None, Some(_)) => anyhow::bail!("--password-stdin needs --username"),
         (None, None) => {}
     }
-    if let Some(token) = variable(TOKEN_VARIABLE) {
-        return Ok(RegistryAuth::Bearer(token));
-    }
-    match (variable(USERNAME_VARIABLE), variable(PASSWORD_VARIABLE)) {
-        (Some(username), Some(password)) => return Ok(RegistryAuth::Basic(username, password)),
-        (Some(_), None) | (None, Some(_)) => anyhow::bail!(
-            "{USERNAME_VARIABLE} and {PASSWORD_VARIABLE} go together: one is set without the other"
-        ),
-        (None, None) => {}
+    if let Some(auth) = from_environment(registry)? {
+        return Ok(auth);
     }
     for file in auth_files() {
         if let Some(auth) = from_auth_file(&file, registry)? {
@@ -65,6 +62,50 @@ pub fn for_registry(registry: &str, given: Given) -> anyhow::Result<RegistryAuth
         }
     }
     Ok(RegistryAuth::Anonymous)
+}
+
+/// The environment's credentials, when `AGENTSITE_REGISTRY` names
+/// `registry` as theirs. Set without it, they are an error: credentials
+/// that name no registry would go to whichever one asks.
+fn from_environment(registry: &str) -> anyhow::Result<Option<RegistryAuth>> {
+    let auth = match (
+        variable(TOKEN_VARIABLE),
+        variable(USERNAME_VARIABLE),
+        variable(PASSWORD_VARIABLE),
+    ) {
+        (Some(token), _, _) => RegistryAuth::Bearer(token),
+        (None, Some(username), Some(password)) => RegistryAuth::Basic(username, password),
+        (None, Some(_), None) | (None, None, Some(_)) => anyhow::bail!(
+            "{USERNAME_VARIABLE} and {PASSWORD_VARIABLE} go together: one is set without the other"
+        ),
+        (None, None, None) => return Ok(None),
+    };
+    match variable(REGISTRY_VARIABLE) {
+        Some(named) if same_registry(&named, registry) => Ok(Some(auth)),
+        Some(_) => Ok(None),
+        None => anyhow::bail!(
+            "registry credentials are set in the environment, but {REGISTRY_VARIABLE} does not name the registry they are for: \
+             set {REGISTRY_VARIABLE}={registry} to send them to {registry}"
+        ),
+    }
+}
+
+/// Whether two names of a registry (`host[:port]`, perhaps as a URL) are
+/// the same registry; Docker Hub answers to three.
+fn same_registry(a: &str, b: &str) -> bool {
+    let canonical = |name: &str| {
+        let name = name
+            .trim()
+            .trim_start_matches("https://")
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_ascii_lowercase();
+        match name.as_str() {
+            "docker.io" | "index.docker.io" | "registry-1.docker.io" => "docker.io".to_owned(),
+            _ => name,
+        }
+    };
+    canonical(a) == canonical(b)
 }
 
 fn variable(name: &str) -> Option<String> {

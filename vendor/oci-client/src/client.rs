@@ -920,6 +920,29 @@ impl Client {
         };
 
         let realm = challenge.realm.as_ref();
+        let registry = image.resolve_registry();
+        let registry_scheme = self.config.protocol.scheme_for(registry);
+        // The challenge comes from the registry's answer, which anyone on
+        // the way (or the registry itself) may write: its realm gets the
+        // credentials only where they were given for.
+        let authentication = match realm_for_credentials(registry_scheme, registry, realm) {
+            RealmTrust::Credentials => authentication,
+            RealmTrust::Anonymous(reason) => match authentication {
+                RegistryAuth::Anonymous => authentication,
+                _ => {
+                    return Err(OciDistributionError::RealmRefused {
+                        realm: realm.to_owned(),
+                        reason,
+                    })
+                }
+            },
+            RealmTrust::Never(reason) => {
+                return Err(OciDistributionError::RealmRefused {
+                    realm: realm.to_owned(),
+                    reason,
+                })
+            }
+        };
         let service = challenge.service.as_ref();
         let mut query = vec![("scope", &scope)];
 
@@ -2700,6 +2723,125 @@ impl ClientProtocol {
     }
 }
 
+/// Whether the token realm of a registry's challenge may be sent the
+/// registry's credentials.
+#[derive(Debug, PartialEq, Eq)]
+enum RealmTrust {
+    /// It may: the registry's own host, or a sibling host of its domain
+    /// (Docker Hub's `auth.docker.io` beside `registry-1.docker.io`), over
+    /// TLS or over the plain HTTP the registry was configured with.
+    Credentials,
+    /// Only an anonymous token request goes there, for this reason.
+    Anonymous(String),
+    /// No request goes there at all, for this reason.
+    Never(String),
+}
+
+/// Names and addresses of the cloud metadata services, which hand out the
+/// machine's own credentials to whoever on it asks.
+const METADATA_HOSTS: [&str; 7] = [
+    "169.254.169.254",
+    "100.100.100.200",
+    "fd00:ec2::254",
+    "metadata",
+    "metadata.google.internal",
+    "metadata.goog",
+    "instance-data.ec2.internal",
+];
+
+fn realm_for_credentials(registry_scheme: &str, registry: &str, realm: &str) -> RealmTrust {
+    let Ok(realm_url) = Url::parse(realm) else {
+        return RealmTrust::Never("is not a URL".into());
+    };
+    let Some(realm_host) = realm_url.host_str() else {
+        return RealmTrust::Never("names no host".into());
+    };
+    let realm_host = realm_host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim_end_matches('.')
+        .to_ascii_lowercase();
+    let link_local = match realm_host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => ip.is_link_local(),
+        Ok(std::net::IpAddr::V6(ip)) => {
+            ip.is_unicast_link_local() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_link_local())
+        }
+        Err(_) => false,
+    };
+    if link_local || METADATA_HOSTS.contains(&realm_host.as_str()) {
+        return RealmTrust::Never("is a link-local or cloud metadata address".into());
+    }
+    let scheme = realm_url.scheme();
+    if scheme != "https" && scheme != "http" {
+        return RealmTrust::Never("is neither https nor http".into());
+    }
+    let default_port = |scheme: &str| if scheme == "http" { 80 } else { 443 };
+    let registry_url = Url::parse(&format!("{registry_scheme}://{registry}"));
+    let (registry_host, registry_port) = match &registry_url {
+        Ok(url) => (
+            url.host_str()
+                .unwrap_or_default()
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_ascii_lowercase(),
+            url.port().unwrap_or(default_port(registry_scheme)),
+        ),
+        Err(_) => return RealmTrust::Anonymous(format!("is not on the registry's host {registry}")),
+    };
+    let realm_port = realm_url.port().unwrap_or(default_port(scheme));
+    let same_origin = realm_host == registry_host && realm_port == registry_port;
+    if scheme == "http" {
+        return if same_origin && registry_scheme == "http" {
+            RealmTrust::Credentials
+        } else {
+            RealmTrust::Anonymous(format!(
+                "is plain HTTP, and not the plain-HTTP registry {registry} itself"
+            ))
+        };
+    }
+    if same_origin || is_related(&realm_host, &registry_host) {
+        RealmTrust::Credentials
+    } else {
+        RealmTrust::Anonymous(format!("is not on the registry's host {registry} or its domain"))
+    }
+}
+
+/// Whether a realm's host is of the registry's own domain: the registry's
+/// host, a sibling (Docker Hub's `auth.docker.io` beside
+/// `registry-1.docker.io`, a self-hosted GitLab's `gitlab.example.com`
+/// beside `registry.example.com`), a host under it, or its parent domain
+/// (`gitlab.com` for `registry.gitlab.com`). A shared public suffix
+/// (`co.uk`, `com.au`) is no shared domain; addresses are related to
+/// themselves only.
+fn is_related(realm: &str, registry: &str) -> bool {
+    let parent = |host: &str| -> Option<String> {
+        if host.parse::<std::net::IpAddr>().is_ok() {
+            return None;
+        }
+        let (_, parent) = host.split_once('.')?;
+        is_domain(parent).then(|| parent.to_owned())
+    };
+    let (realm_parent, registry_parent) = (parent(realm), parent(registry));
+    realm_parent.as_deref() == Some(registry)
+        || (registry_parent.as_deref() == Some(realm))
+        || matches!((realm_parent, registry_parent), (Some(a), Some(b)) if a == b)
+}
+
+/// Whether `name` is a domain someone registers, not a public suffix, as
+/// far as can be told without the public suffix list: two labels or more,
+/// and not a country's second level (`co.uk`, `com.au`, `ne.jp`).
+fn is_domain(name: &str) -> bool {
+    const SECOND_LEVELS: [&str; 14] = [
+        "co", "com", "net", "org", "gov", "edu", "ac", "ne", "or", "go", "gob", "nic", "ltd",
+        "mil",
+    ];
+    let labels: Vec<&str> = name.split('.').collect();
+    if labels.len() < 2 || labels.iter().any(|label| label.is_empty()) {
+        return false;
+    }
+    !(labels.len() == 2 && labels[1].len() == 2 && SECOND_LEVELS.contains(&labels[0]))
+}
+
 #[derive(Clone, Debug)]
 struct BearerChallenge {
     pub realm: Box<str>,
@@ -2763,6 +2905,40 @@ impl TryFrom<&ChallengeRef<'_>> for BearerChallenge {
 #[cfg(test)]
 mod test {
     use super::*;
+
+    #[test]
+    fn credentials_go_only_to_a_realm_of_the_registrys_own_domain() {
+        use RealmTrust::*;
+        let trust = |scheme, registry, realm| realm_for_credentials(scheme, registry, realm);
+        for (scheme, registry, realm) in [
+            ("https", "ghcr.io", "https://ghcr.io/token"),
+            ("https", "registry-1.docker.io", "https://auth.docker.io/token"),
+            ("https", "registry.gitlab.com", "https://gitlab.com/jwt/auth"),
+            ("https", "registry.example.com", "https://gitlab.example.com/jwt/auth"),
+            ("http", "127.0.0.1:5000", "http://127.0.0.1:5000/token"),
+        ] {
+            assert_eq!(trust(scheme, registry, realm), Credentials, "{realm}");
+        }
+        for (scheme, registry, realm) in [
+            ("https", "ghcr.io", "http://ghcr.io/token"),
+            ("https", "ghcr.io", "https://evil.example/token"),
+            ("https", "registry.foo.co.uk", "https://evil.co.uk/token"),
+            ("https", "foo.co.uk", "https://evil.co.uk/token"),
+            ("http", "127.0.0.1:5000", "http://127.0.0.1:5001/token"),
+            ("http", "127.0.0.1:5000", "https://127.0.0.2:5000/token"),
+        ] {
+            assert!(matches!(trust(scheme, registry, realm), Anonymous(_)), "{realm}");
+        }
+        for realm in [
+            "http://169.254.169.254/latest/api/token",
+            "https://[fe80::1]/token",
+            "https://[::ffff:169.254.169.254]/token",
+            "http://metadata.google.internal/token",
+            "ftp://ghcr.io/token",
+        ] {
+            assert!(matches!(trust("https", "ghcr.io", realm), Never(_)), "{realm}");
+        }
+    }
     use std::convert::TryFrom;
     use std::fs;
     use std::path;

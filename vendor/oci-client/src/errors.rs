@@ -10,6 +10,15 @@ pub enum OciDistributionError {
     /// Authentication error
     #[error("Authentication failure: {0}")]
     AuthenticationFailure(String),
+    /// A registry's challenge named a token realm its credentials are not
+    /// sent to
+    #[error("the registry's token realm {realm} {reason}: its credentials were not sent there")]
+    RealmRefused {
+        /// The realm the challenge named
+        realm: String,
+        /// Why the credentials were not sent there
+        reason: String,
+    },
     #[error("Failed to convert Config into ConfigFile: {0}")]
     /// Transparent wrapper around `std::string::FromUtf8Error`
     ConfigConversionError(String),
