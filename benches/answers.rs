@@ -447,7 +447,7 @@ async fn node() -> (
         let bytes = std::fs::read(language_agent(name, language)).unwrap();
         node.add(&bytes).await.unwrap();
     }
-    let units = Attachment::from_command_line(&units_command(), support::repo()).unwrap();
+    let units = Attachment::from_command_line(&units_command(), None, support::repo()).unwrap();
     node.attach("units", units).await.unwrap();
     let wordsmith = Wordsmith::start();
     node.attach(
@@ -459,7 +459,7 @@ async fn node() -> (
     .await
     .unwrap();
     for (name, command) in outside_agents() {
-        let attachment = Attachment::from_command_line(&command, support::repo()).unwrap();
+        let attachment = Attachment::from_command_line(&command, None, support::repo()).unwrap();
         node.attach(&name, attachment).await.unwrap();
     }
     support::hostile::grant(&node, "notes", &["kv=1MiB"]);

@@ -533,14 +533,20 @@ async fn a_signed_card_of_an_agent_attached_by_url_must_verify() {
     );
     let mut changed = card.clone();
     changed["description"] = json!("A calculator that sends your numbers elsewhere.");
+    // The copies are served elsewhere than the node that answers: the
+    // operator names that endpoint.
+    let endpoint = card["supportedInterfaces"][0]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let (honest, tampered) = (serve_card(card), serve_card(changed));
     let honest_url = format!("http://{}", honest.address);
     let tampered_url = format!("http://{}", tampered.address);
 
     let cli = Cli::new();
     let attached = tokio::task::spawn_blocking(move || {
-        let ok = cli.run(&["attach", "calc", &honest_url]);
-        let refused = cli.run(&["attach", "calc2", &tampered_url]);
+        let ok = cli.run(&["attach", "calc", "--endpoint", &endpoint, &honest_url]);
+        let refused = cli.run(&["attach", "calc2", "--endpoint", &endpoint, &tampered_url]);
         (ok, refused, cli)
     });
     let (ok, refused, cli) = attached.await.unwrap();

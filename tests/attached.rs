@@ -220,7 +220,7 @@ fn an_http_mcp_server_is_an_agent_and_an_unreachable_one_a_clear_error() {
 fn stdio(script: &str, extra: &[&str]) -> Attachment {
     let mut target = vec![python(), script.to_owned()];
     target.extend(extra.iter().map(|s| s.to_string()));
-    Attachment::from_command_line(&target, repo()).unwrap()
+    Attachment::from_command_line(&target, None, repo()).unwrap()
 }
 
 /// The failure of a call that did not return a result.

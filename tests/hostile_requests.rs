@@ -157,3 +157,101 @@ fn a_registrys_challenge_cannot_send_its_credentials_elsewhere() {
     assert_eq!(basic(&seen), 1, "{:?}", seen.lock().unwrap());
     assert_eq!(cli.run(&["ls", "--json"]).json(), serde_json::json!([]));
 }
+
+/// A card on a loopback port of its own naming `endpoint` as where its
+/// agent takes JSON-RPC.
+fn card_naming(endpoint: &str) -> Served {
+    let card = serde_json::json!({
+        "name": "calc",
+        "description": "Adds numbers.",
+        "version": "1.0.0",
+        "supportedInterfaces": [{"url": endpoint, "protocolBinding": "JSONRPC",
+            "protocolVersion": "1.0"}],
+        "capabilities": {},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [{"id": "add", "name": "add", "description": "Adds numbers.", "tags": []}],
+    });
+    Served::start(axum::Router::new().route(
+        "/.well-known/agent-card.json",
+        axum::routing::get(move || {
+            let card = card.clone();
+            async move { axum::Json(card) }
+        }),
+    ))
+}
+
+#[test]
+fn an_a2a_card_cannot_point_the_node_at_another_service() {
+    // A service of this machine that is no A2A agent: it answers with an
+    // error page holding what it should not show.
+    let hits = Arc::new(Mutex::new(0));
+    let counted = hits.clone();
+    let internal = Served::start(axum::Router::new().fallback(move || {
+        *counted.lock().unwrap() += 1;
+        async {
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "INTERNAL-SECRET admin page",
+            )
+        }
+    }));
+    let endpoint = format!("http://{}/a2a", internal.address);
+    let card = card_naming(&endpoint);
+    let url = format!("http://{}", card.address);
+    let cli = Cli::new();
+
+    let line = cli
+        .run(&["attach", "calc", &url])
+        .failure("on another origin than the card");
+    assert!(line.contains(&format!("--endpoint {endpoint}")), "{line}");
+    assert_eq!(*hits.lock().unwrap(), 0);
+    assert_eq!(cli.run(&["ls", "--json"]).json(), serde_json::json!([]));
+
+    // A metadata address is refused even when named.
+    let metadata = "http://169.254.169.254/a2a";
+    let to_metadata = card_naming(metadata);
+    cli.run(&[
+        "attach",
+        "meta",
+        "--endpoint",
+        metadata,
+        &format!("http://{}", to_metadata.address),
+    ])
+    .failure("169.254.169.254, which is a cloud metadata service");
+
+    // Named by the operator, it is attached; what the service answers is
+    // not relayed to whoever calls the tool.
+    cli.run(&["attach", "calc", "--endpoint", &endpoint, &url])
+        .success();
+    let failed = cli.call("calc", "add", r#"{"message": "1 + 1"}"#);
+    let line = failed.failure("HTTP 500");
+    assert!(!failed.stderr().contains("INTERNAL-SECRET"), "{line}");
+    assert!(*hits.lock().unwrap() >= 1);
+}
+
+#[test]
+fn health_is_the_nodes_own_answer_never_a_redirects_target() {
+    let healthy = Served::start(axum::Router::new().route(
+        "/health",
+        axum::routing::get(|| async {
+            axum::Json(serde_json::json!({"status": "ok", "version": "9", "agents": 0, "tools": 0}))
+        }),
+    ));
+    let elsewhere = format!("http://{}/health", healthy.address);
+    let redirecting = Served::start(axum::Router::new().fallback(move || {
+        let elsewhere = elsewhere.clone();
+        async move { axum::response::Redirect::temporary(&elsewhere) }
+    }));
+    let cli = Cli::new();
+    cli.run(&["health", "--url", &format!("http://{}", healthy.address)])
+        .success();
+    cli.run(&[
+        "health",
+        "--url",
+        &format!("http://{}", redirecting.address),
+    ])
+    .failure(&format!("redirects to http://{}/health", healthy.address));
+    cli.run(&["health", "--url", "http://169.254.169.254"])
+        .failure("cloud metadata service");
+}

@@ -131,6 +131,11 @@ enum Command {
         /// A URL, or `--` and a command with its arguments.
         #[arg(required = true, num_args = 1.., value_name = "URL | -- COMMAND ARGS", allow_hyphen_values = true)]
         target: Vec<String>,
+        /// The JSON-RPC endpoint of an A2A agent whose card names one on
+        /// another origin than the card's: the node posts there only when
+        /// you name it.
+        #[arg(long, value_name = "URL")]
+        endpoint: Option<String>,
     },
     /// Detach an attached MCP server or A2A agent: its tools are no longer
     /// served and the node stops it.
@@ -709,7 +714,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
             reference,
             registry,
         } => cli::registry::push(&node, &agent, &reference, &registry.into()).await,
-        Command::Attach { name, target } => cli::attach(&node, &name, &target).await,
+        Command::Attach {
+            name,
+            target,
+            endpoint,
+        } => cli::attach(&node, &name, &target, endpoint.as_deref()).await,
         Command::Detach { agent } => cli::detach(&node, &agent),
         Command::Ls { json } => cli::list(&node, json),
         Command::Tools { agent, json } => cli::tools(&node, &agent, json),

@@ -47,7 +47,7 @@ pub fn client() -> reqwest::Client {
         wire::VERSION_HEADER,
         reqwest::header::HeaderValue::from_static(wire::VERSION),
     );
-    reqwest::Client::builder()
+    crate::http::destination::guarded(reqwest::Client::builder())
         .default_headers(headers)
         .connect_timeout(CONNECT_TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
@@ -66,8 +66,14 @@ pub fn card_url(url: &str) -> String {
 }
 
 /// The A2A agent's card at `url`, if one is there and it offers the
-/// JSON-RPC binding of A2A 1.0; why not otherwise.
-pub async fn discover(url: &str) -> Result<(String, A2aCard, String), String> {
+/// JSON-RPC binding of A2A 1.0; why not otherwise. The node posts to the
+/// endpoint a card names on the card's own origin, or to the one the
+/// operator named (`named_endpoint`) on another: a card is anyone's text,
+/// and its endpoint could be any service this node can reach.
+pub async fn discover(
+    url: &str,
+    named_endpoint: Option<&str>,
+) -> Result<(String, A2aCard, String), String> {
     let card_url = card_url(url);
     let fetch = async {
         let response = client()
@@ -110,6 +116,16 @@ pub async fn discover(url: &str) -> Result<(String, A2aCard, String), String> {
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(format!(
             "the Agent Card at {card_url} names {endpoint:?}, not an http(s) endpoint"
+        ));
+    }
+    let same_origin =
+        reqwest::Url::parse(&card_url).is_ok_and(|card| card.origin() == parsed.origin());
+    if !same_origin && named_endpoint != Some(endpoint.as_str()) {
+        return Err(format!(
+            "the Agent Card at {card_url} names its endpoint {}, on another origin than the card: \
+             the node posts there only if you name it (attach again with `--endpoint {}` before the URL)",
+            crate::text::terminal_safe(&endpoint),
+            crate::text::terminal_safe(&endpoint),
         ));
     }
     Ok((card_url, card, endpoint))
@@ -415,13 +431,18 @@ impl Peer<'_> {
             } else {
                 format!("what is not a JSON-RPC response ({e})")
             };
+            // An error page is not the agent's answer, and could be any
+            // service's: it goes to the log, not to whoever called the tool.
             let said = if status.is_success() {
                 format!("answered {method} with {what}")
             } else {
-                format!(
-                    "answered {method} with HTTP {status}: {}",
-                    crate::text::one_line(&String::from_utf8_lossy(&body), 200)
-                )
+                tracing::debug!(
+                    agent = name,
+                    %status,
+                    body = %crate::text::one_line(&String::from_utf8_lossy(&body), 200),
+                    "an A2A peer's error page"
+                );
+                format!("answered {method} with HTTP {status} and no JSON-RPC response")
             };
             CallError::Failed(format!("{name} {said}"))
         })?;

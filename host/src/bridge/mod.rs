@@ -164,7 +164,11 @@ pub async fn probe(
     };
     let mut no_card = None;
     if let Some(url) = card_at {
-        match crate::a2a::client::discover(url).await {
+        let named_endpoint = match attachment {
+            Attachment::A2a { endpoint, .. } => Some(endpoint.as_str()),
+            _ => None,
+        };
+        match crate::a2a::client::discover(url, named_endpoint).await {
             Ok((card_url, card, endpoint)) => {
                 let (card, tools) = crate::a2a::client::describe(name, &card)?;
                 let attachment = Attachment::A2a {

@@ -29,7 +29,15 @@ struct Health {
 /// unless the node answers that it serves.
 pub async fn health(data: &DataDir, url: Option<&str>, json: bool) -> anyhow::Result<()> {
     let base = match url {
-        Some(url) => url.trim_end_matches('/').to_owned(),
+        Some(url) => {
+            if let Ok(parsed) = reqwest::Url::parse(url)
+                && let Some(host) = parsed.host_str()
+                && let Some(why) = crate::http::destination::forbidden(host)
+            {
+                anyhow::bail!("{host} {why}: the node sends no request there");
+            }
+            url.trim_end_matches('/').to_owned()
+        }
         None => match crate::web::control::find(data)? {
             Some((node, _)) => node.api,
             None => anyhow::bail!(
@@ -63,9 +71,12 @@ pub async fn health(data: &DataDir, url: Option<&str>, json: bool) -> anyhow::Re
 /// The body of a successful answer to a GET of `address`, read to at most
 /// [`ANSWER_LIMIT`] bytes within [`ANSWER_WITHIN`].
 async fn fetch(address: &str) -> anyhow::Result<Vec<u8>> {
-    let http = reqwest::Client::builder()
+    // A redirect is not followed: whatever answers elsewhere is not the
+    // node asked about, however healthy it says it is.
+    let http = crate::http::destination::guarded(reqwest::Client::builder())
         .no_proxy()
         .timeout(ANSWER_WITHIN)
+        .redirect(reqwest::redirect::Policy::none())
         .build()
         .context("cannot make an HTTP client")?;
     let response = http
@@ -74,6 +85,17 @@ async fn fetch(address: &str) -> anyhow::Result<Vec<u8>> {
         .await
         .with_context(|| format!("nothing answers {address}"))?;
     let status = response.status();
+    if status.is_redirection() {
+        let elsewhere = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|location| location.to_str().ok())
+            .unwrap_or("elsewhere");
+        anyhow::bail!(
+            "{address} redirects to {}: a node answers /health itself, so this is not one",
+            safe(&crate::text::one_line(elsewhere, 200))
+        );
+    }
     anyhow::ensure!(
         status.is_success(),
         "{address} answered HTTP {status}: the node does not serve (or refuses this Host name)"

@@ -117,9 +117,14 @@ pub(crate) fn agent_name_from(text: &str) -> String {
 
 /// `agentsite attach NAME URL` or `agentsite attach NAME -- COMMAND ARGS...`:
 /// prints the new agent's id.
-pub async fn attach(node: &Node, name: &str, target: &[String]) -> anyhow::Result<()> {
+pub async fn attach(
+    node: &Node,
+    name: &str,
+    target: &[String],
+    endpoint: Option<&str>,
+) -> anyhow::Result<()> {
     let dir = std::env::current_dir().context("cannot read the current directory")?;
-    let attachment = crate::bridge::Attachment::from_command_line(target, dir)?;
+    let attachment = crate::bridge::Attachment::from_command_line(target, endpoint, dir)?;
     eprintln!("reaching {} to list its tools…", safe(&attachment.target()));
     let record = node
         .attach(name, attachment)

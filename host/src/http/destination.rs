@@ -5,7 +5,8 @@
 //! endpoint, a registry's realm, a grant from a policy file) may point it
 //! there.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 
 /// Names that resolve to a metadata service inside the clouds that use them.
 const METADATA_NAMES: [&str; 4] = [
@@ -50,6 +51,42 @@ pub fn forbidden_ip(ip: IpAddr) -> Option<&'static str> {
             Some("is a link-local address, where metadata services and unconfigured devices answer")
         }
         _ => None,
+    }
+}
+
+/// `builder` with a name resolver that never hands out a forbidden
+/// address: a name that resolves only to link-local or metadata addresses
+/// (as an attacker's DNS can make any name do) fails to resolve, naming
+/// why. Addresses written into a URL are not resolved: check them with
+/// [`forbidden`] where the URL is accepted.
+pub fn guarded(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
+    builder.dns_resolver(Arc::new(Resolver))
+}
+
+struct Resolver;
+
+impl reqwest::dns::Resolve for Resolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            if let Some(why) = forbidden(&host) {
+                return Err(format!("{host} {why}: the node sends no request there").into());
+            }
+            let found: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed: Vec<SocketAddr> = found
+                .iter()
+                .copied()
+                .filter(|address| forbidden_ip(address.ip()).is_none())
+                .collect();
+            if allowed.is_empty() && !found.is_empty() {
+                return Err(format!(
+                    "{host} resolves only to link-local or metadata addresses: the node sends no request there"
+                )
+                .into());
+            }
+            Ok(Box::new(allowed.into_iter()) as reqwest::dns::Addrs)
+        })
     }
 }
 

@@ -43,6 +43,7 @@ impl Attachment {
     /// `dir`.
     pub fn from_command_line(
         target: &[String],
+        endpoint: Option<&str>,
         dir: PathBuf,
     ) -> Result<Attachment, InvalidAttachment> {
         let Some((first, rest)) = target.split_first() else {
@@ -56,7 +57,19 @@ impl Attachment {
                     "a URL takes no arguments (got {rest:?}); a command goes after `--`"
                 )));
             }
-            Attachment::Http { url: first.clone() }
+            match endpoint {
+                // The operator names the endpoint of an A2A agent whose
+                // card puts it on another origin.
+                Some(endpoint) => Attachment::A2a {
+                    card: first.clone(),
+                    endpoint: endpoint.to_owned(),
+                },
+                None => Attachment::Http { url: first.clone() },
+            }
+        } else if endpoint.is_some() {
+            return Err(InvalidAttachment(
+                "--endpoint names an A2A agent's endpoint: attach the agent by its URL".into(),
+            ));
         } else {
             Attachment::Stdio {
                 command: first.clone(),
@@ -160,6 +173,13 @@ fn check_url(url: &str) -> Result<(), InvalidAttachment> {
             "{url:?} is not an http:// or https:// URL"
         )));
     }
+    if let Some(host) = parsed.host_str()
+        && let Some(why) = crate::http::destination::forbidden(host)
+    {
+        return Err(InvalidAttachment(format!(
+            "{url} names {host}, which {why}: the node sends no request there"
+        )));
+    }
     Ok(())
 }
 
@@ -175,14 +195,17 @@ mod tests {
     fn a_url_or_a_command_line_is_an_attachment() {
         let dir = PathBuf::from("/srv");
         assert_eq!(
-            Attachment::from_command_line(&args(&["https://example.com/mcp"]), dir.clone()),
+            Attachment::from_command_line(&args(&["https://example.com/mcp"]), None, dir.clone()),
             Ok(Attachment::Http {
                 url: "https://example.com/mcp".into()
             })
         );
-        let stdio =
-            Attachment::from_command_line(&args(&["python", "server.py", "a b"]), dir.clone())
-                .unwrap();
+        let stdio = Attachment::from_command_line(
+            &args(&["python", "server.py", "a b"]),
+            None,
+            dir.clone(),
+        )
+        .unwrap();
         assert_eq!(stdio.target(), "python server.py \"a b\"");
         assert_eq!(stdio.kind(), "MCP server (stdio)");
 
@@ -192,10 +215,11 @@ mod tests {
             (args(&["http://"]), "is not a URL"),
             (args(&["a\0b"]), "NUL"),
         ] {
-            let error = Attachment::from_command_line(&target, dir.clone()).unwrap_err();
+            let error = Attachment::from_command_line(&target, None, dir.clone()).unwrap_err();
             assert!(error.0.contains(says), "{target:?}: {error}");
         }
-        let relative = Attachment::from_command_line(&args(&["ls"]), "here".into()).unwrap_err();
+        let relative =
+            Attachment::from_command_line(&args(&["ls"]), None, "here".into()).unwrap_err();
         assert!(relative.0.contains("not an absolute directory"));
     }
 
