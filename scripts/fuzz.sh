@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes each target in fuzz/ (libFuzzer) for a bounded time:
-# the MCP request path, manifest decoding, component loading and OpenAI
-# answers. Seeds and
+# the MCP request path, manifest decoding, component loading, OpenAI
+# answers, policy files, A2A cards and did:keys. Seeds and
 # every input that once crashed live in fuzz/regressions/<target>/, which
 # the test suite replays (tests/fuzz_regressions.rs). A crash stops the run
 # and names the input to add there.
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-60}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(mcp_request manifest component openai)
+[ ${#targets[@]} -gt 0 ] || targets=(mcp_request manifest component openai policy_file card did_key)
 
 # The targets, instrumented for libFuzzer where the code under test is
 # (see scripts/fuzz-rustc.sh); their dependencies are those of the

@@ -55,3 +55,18 @@ fn components() {
 fn openai_answers_and_requests() {
     replay("openai", harness::openai);
 }
+
+#[test]
+fn policy_files() {
+    replay("policy_file", harness::policy_file);
+}
+
+#[test]
+fn a2a_cards() {
+    replay("card", harness::card);
+}
+
+#[test]
+fn did_keys() {
+    replay("did_key", harness::did_key);
+}

@@ -663,3 +663,55 @@ async fn a_card_signed_by_a_kid_longer_than_any_did_key_is_refused_by_its_length
     refused.failure("a did:key of 300009 bytes is longer than an ed25519 did:key (64 at most)");
     assert_eq!(listed.json(), json!([]));
 }
+
+/// A silent agent's listing deadline is no client's wait: `resources/list`,
+/// its templates and `prompts/list` answer from the agents that answered,
+/// the first time too, while an agent that never lists runs out its
+/// deadline in the background. A listing that waited for it would take the
+/// 120 s it is given; each is bounded at half that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listings_never_wait_out_a_silent_agents_deadline() {
+    use crate::mcp::{http_client, prompt_names, resource_uris};
+    use support::{Cli, Server};
+    let cli = Cli::new();
+    cli.add(&["notes", "hostile_stall"]);
+    cli.grant("notes", &["kv=1MiB"]);
+    cli.call("notes", "put", r#"{"title": "todo", "text": "ship it"}"#)
+        .success();
+    std::fs::write(
+        cli.data().join("config.toml"),
+        "[limits]\ndeadline = \"120s\"\nlisting_deadline = \"120s\"\n",
+    )
+    .unwrap();
+    let server = Server::start(cli.data(), &[]);
+    let client = http_client(server.url("/mcp")).await;
+    // Each listing is bounded at half the deadline a wait would take.
+    let bound = Duration::from_secs(60);
+    async fn answered<T>(what: &str, listing: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(Duration::from_secs(60), listing)
+            .await
+            .unwrap_or_else(|_| panic!("{what} waited for the silent agent"))
+    }
+    answered("resources/list", resource_uris(&client)).await;
+    answered(
+        "resources/templates/list",
+        client.list_all_resource_templates(),
+    )
+    .await
+    .unwrap();
+    answered("prompts/list", prompt_names(&client)).await;
+    // The agents that answer are listed, once their first answer is in.
+    support::eventually_async(bound, "notes listed beside the silent agent", async || {
+        let uris = answered("resources/list", resource_uris(&client)).await;
+        let prompts = answered("prompts/list", prompt_names(&client)).await;
+        if uris.contains(&"note://todo".to_owned())
+            && prompts.contains(&"notes.summarize".to_owned())
+        {
+            Ok(())
+        } else {
+            Err(format!("{uris:?} {prompts:?}"))
+        }
+    })
+    .await;
+    client.cancel().await.unwrap();
+}

@@ -229,3 +229,35 @@ fn a_strangers_policy_file_cannot_reach_the_node_and_asks_before_granting_broadl
     );
     assert!(policy_show().contains("node_access = [\"fs /proc\"]"));
 }
+
+/// A policy file nested 100,000 deep took 22 s to refuse (the YAML parser's
+/// work grows with the square of the depth): its brackets are counted
+/// first, and it is refused by its depth, naming it.
+#[test]
+fn a_policy_file_nested_past_the_bound_is_refused_by_its_depth() {
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    let folder = tempfile::tempdir().unwrap();
+    let file = folder.path().join("policy.yaml");
+    for deep in [
+        format!(
+            "permissions:\n  storage:\n    allow:\n      - uri: {}1\n",
+            "[".repeat(100_000)
+        ),
+        format!("{}1{}\n", "{a: ".repeat(50_000), "}".repeat(50_000)),
+    ] {
+        std::fs::write(&file, deep).unwrap();
+        cli.run_fed(
+            &[
+                "grant",
+                "calculator",
+                "--from-policy",
+                file.to_str().unwrap(),
+            ],
+            &[],
+            "",
+            std::time::Duration::from_secs(60),
+        )
+        .failure("deep, where a policy file has at most 64");
+    }
+}

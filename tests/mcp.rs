@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use support::{Cli, Server, eventually_async, tool_text as text};
 
-async fn http_client(url: String) -> RunningService<RoleClient, ()> {
+pub(crate) async fn http_client(url: String) -> RunningService<RoleClient, ()> {
     ().serve(StreamableHttpClientTransport::from_uri(url))
         .await
         .expect("MCP client connects and initializes")
@@ -68,7 +68,7 @@ fn jsonrpc_error(error: ServiceError) -> rmcp::ErrorData {
 }
 
 /// The URIs of every resource the client's server lists.
-async fn resource_uris<S: rmcp::Service<RoleClient>>(
+pub(crate) async fn resource_uris<S: rmcp::Service<RoleClient>>(
     client: &RunningService<RoleClient, S>,
 ) -> Vec<String> {
     let resources = client.list_all_resources().await.unwrap();
@@ -76,7 +76,7 @@ async fn resource_uris<S: rmcp::Service<RoleClient>>(
 }
 
 /// The names of every prompt the client's server lists.
-async fn prompt_names<S: rmcp::Service<RoleClient>>(
+pub(crate) async fn prompt_names<S: rmcp::Service<RoleClient>>(
     client: &RunningService<RoleClient, S>,
 ) -> Vec<String> {
     let prompts = client.list_all_prompts().await.unwrap();

@@ -159,3 +159,35 @@ pub fn openai(data: &[u8]) {
         }
     }
 }
+
+/// Reads `data` as a policy file: as Wassette's `policy.yaml` that
+/// `agentsite grant --from-policy` imports (a stranger's file), and as the
+/// node's own `policy.toml`.
+pub fn policy_file(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let _ = agentsite::policy::wassette::grant_items(
+        text,
+        std::path::Path::new("/nonexistent/policy.yaml"),
+    );
+    let _ = agentsite::policy::Policy::parse(text);
+}
+
+/// Reads `data` as the A2A Agent Card a peer answered: its signature, its
+/// fields, the endpoint it names.
+pub fn card(data: &[u8]) {
+    let _ = agentsite::testing::read_a2a_card(
+        "http://127.0.0.1:9/.well-known/agent-card.json",
+        data,
+        None,
+    );
+}
+
+/// Reads `data` as a did:key, as a signed card's `kid` or an operator's
+/// `trust` names one.
+pub fn did_key(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = agentsite::did::peer_of(text);
+    }
+}

@@ -51,6 +51,7 @@ pub(crate) mod web;
 /// the crate's own.
 #[doc(hidden)]
 pub mod testing {
+    pub use crate::a2a::client::read_card as read_a2a_card;
     pub use crate::capabilities::guest_log::FRAMING;
     pub use crate::capabilities::kv::ENTRY_OVERHEAD;
     pub use crate::capabilities::limits::{MAX_FIELDS_BYTES, MAX_HANDLES};

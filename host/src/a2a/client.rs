@@ -94,7 +94,19 @@ pub async fn discover(
                 CARD_TIMEOUT.as_secs()
             )
         })??;
-    let raw: serde_json::Value = serde_json::from_slice(&body)
+    let (card, endpoint) = read_card(&card_url, &body, named_endpoint)?;
+    Ok((card_url, card, endpoint))
+}
+
+/// The card `body` read from `card_url`: its signature checked when it has
+/// one, and the JSON-RPC endpoint it names, on the card's origin or the
+/// one the operator named; why not otherwise.
+pub fn read_card(
+    card_url: &str,
+    body: &[u8],
+    named_endpoint: Option<&str>,
+) -> Result<(A2aCard, String), String> {
+    let raw: serde_json::Value = serde_json::from_slice(body)
         .map_err(|e| format!("{card_url} is not an Agent Card: {e}"))?;
     // A signed card must verify; an unsigned one is taken as before.
     match crate::a2a::signed::check(&raw) {
@@ -119,7 +131,7 @@ pub async fn discover(
         ));
     }
     let same_origin =
-        reqwest::Url::parse(&card_url).is_ok_and(|card| card.origin() == parsed.origin());
+        reqwest::Url::parse(card_url).is_ok_and(|card| card.origin() == parsed.origin());
     if !same_origin && named_endpoint != Some(endpoint.as_str()) {
         return Err(format!(
             "the Agent Card at {card_url} names its endpoint {}, on another origin than the card: \
@@ -128,7 +140,7 @@ pub async fn discover(
             crate::text::terminal_safe(&endpoint),
         ));
     }
-    Ok((card_url, card, endpoint))
+    Ok((card, endpoint))
 }
 
 /// The card and tools of the A2A agent attached as `name`: a tool per

@@ -7,10 +7,11 @@
 
 use super::exposed::{Exposed, Scope};
 use super::listing::Listings;
-use crate::Node;
 use crate::agent::prompt::PromptSpec;
 use crate::agent::resource::ResourceCatalog;
+use crate::capabilities::grant::Grants;
 use crate::store::AgentRecord;
+use crate::{Node, NodeCallError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -69,6 +70,19 @@ impl Hosted {
         self.records.subscribe()
     }
 
+    /// Asks every installed agent that was never asked for its resources
+    /// and prompts, in the background (see [`super::listing`]).
+    pub fn warm(&self) {
+        let records = self.records();
+        let node = &self.node;
+        self.resources.warm(node, &records, |record, grants| {
+            resources_of(node.clone(), record, grants)
+        });
+        self.prompts.warm(node, &records, |record, grants| {
+            prompts_of(node.clone(), record, grants)
+        });
+    }
+
     /// Re-reads the catalog and publishes it if the set of agents changed.
     pub fn refresh(&self) {
         let records = match self.node.list() {
@@ -89,10 +103,12 @@ impl Hosted {
             *current = Arc::new(records);
             true
         });
+        self.warm();
     }
 
     /// Watches the catalog folder until `stop` is cancelled.
     pub async fn watch(self: Arc<Self>, stop: tokio_util::sync::CancellationToken) {
+        self.warm();
         let folder = self.node.data_dir().agents();
         let mut seen = folder_listing(&folder);
         let mut tick = tokio::time::interval(CATALOG_POLL);
@@ -109,6 +125,24 @@ impl Hosted {
             }
         }
     }
+}
+
+/// What `record` offers to read, under `grants`.
+pub(super) async fn resources_of(
+    node: Arc<Node>,
+    record: Arc<AgentRecord>,
+    grants: Grants,
+) -> Result<ResourceCatalog, NodeCallError> {
+    node.resources(&record, grants).await
+}
+
+/// The prompts `record` offers, under `grants`.
+pub(super) async fn prompts_of(
+    node: Arc<Node>,
+    record: Arc<AgentRecord>,
+    grants: Grants,
+) -> Result<Vec<PromptSpec>, NodeCallError> {
+    node.prompts(&record, grants).await
 }
 
 /// The names and modification times in `folder`: changes when a record is

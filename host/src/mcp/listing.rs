@@ -6,15 +6,18 @@
 //! of them may be slow or hostile. So agents are asked in parallel, each in
 //! a task of its own under the node's listing deadline (`[limits]
 //! listing_deadline`), and a listing waits for none beyond what is known of
-//! it: an agent asked for the first time is waited for (nothing else is
-//! known of it), one that answered within [`CUT_OFF`] last time is waited
-//! for up to that, and one that was slower or failed is not waited for at
-//! all. The listing then holds what arrived, or the agent's last answer
-//! while its grants are the same; the ask goes on in its task and its
-//! answer serves the next listing. An agent that failed to answer is
-//! logged, counted in `agentsite_listing_failures_total`, and not asked
-//! again for [`RETRY_AFTER`]. So no agent delays another's clients by more
-//! than one first ask.
+//! it: an agent asked for the first time, or that answered within
+//! [`CUT_OFF`] last time, is waited for up to that, and one that was slower
+//! or failed is not waited for at all. The listing then holds what
+//! arrived, or the agent's last answer while its grants are the same; the
+//! ask goes on in its task and its answer serves the next listing. The
+//! serving side asks every agent once when it starts and when agents are
+//! added ([`Listings::warm`]), so a client's first listing finds answers
+//! rather than first asks. An agent that failed to answer is logged,
+//! counted in `agentsite_listing_failures_total`, and not asked again for
+//! [`RETRY_AFTER`]. So no agent delays a listing by more than [`CUT_OFF`],
+//! however many are silent (`tools/list`, whose tools are in the cards,
+//! waits for none).
 //!
 //! An answer is kept while it still holds: the agent's grants are the same,
 //! no call that could change its state has run since (see
@@ -164,10 +167,11 @@ impl<T: Send + Sync + 'static> Listings<T> {
                     ended
                 }
             };
+            // Nothing known is not reason enough to wait out a silent
+            // agent's deadline: a first ask gets what a fast agent gets.
             let wait = match (&known.listed, known.slow) {
-                (None, _) => None,
-                (Some(_), false) => Some(CUT_OFF),
-                (Some(_), true) => Some(Duration::ZERO),
+                (None, _) | (Some(_), false) => CUT_OFF,
+                (Some(_), true) => Duration::ZERO,
             };
             let last = known
                 .listed
@@ -176,13 +180,10 @@ impl<T: Send + Sync + 'static> Listings<T> {
                 .and_then(|listed| listed.answer.clone());
             (ended, wait, last)
         };
-        let answered = match wait {
-            None => ended.wait_for(|ended| *ended).await.is_ok(),
-            Some(wait) => matches!(
-                tokio::time::timeout(wait, ended.wait_for(|ended| *ended)).await,
-                Ok(Ok(_))
-            ),
-        };
+        let answered = matches!(
+            tokio::time::timeout(wait, ended.wait_for(|ended| *ended)).await,
+            Ok(Ok(_))
+        );
         if answered
             && let Some(listed) = &self
                 .entries()
@@ -193,6 +194,30 @@ impl<T: Send + Sync + 'static> Listings<T> {
             return listed.answer.clone();
         }
         last
+    }
+
+    /// Asks each of `records` that was never asked for its list, in the
+    /// background, so that the first listing a client asks for finds its
+    /// answer.
+    pub fn warm<F, Fut>(&self, node: &Node, records: &[AgentRecord], ask: F)
+    where
+        F: Fn(Arc<AgentRecord>, Grants) -> Fut,
+        Fut: Future<Output = Result<T, NodeCallError>> + Send + 'static,
+    {
+        for record in records {
+            let Ok(grants) = node.grants(record) else {
+                continue;
+            };
+            let Ok(activity) = node.activity(record) else {
+                continue;
+            };
+            let record = Arc::new(record.clone());
+            let mut entries = self.entries();
+            let known = entries.entry(record.id).or_default();
+            if known.listed.is_none() && known.asking.is_none() {
+                known.asking = Some(self.ask_in_background(node, &record, grants, activity, &ask));
+            }
+        }
     }
 
     /// Asks `record` for its list in a task of its own, which records the

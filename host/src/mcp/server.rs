@@ -155,8 +155,7 @@ impl AgentServer {
         self.hosted
             .resources
             .of(node, exposed.agents(), |record, grants| {
-                let node = node.clone();
-                async move { node.resources(&record, grants).await }
+                super::hosted::resources_of(node.clone(), record, grants)
             })
             .await
     }
@@ -403,8 +402,7 @@ impl ServerHandler for AgentServer {
             .hosted
             .prompts
             .of(node, exposed.agents(), |record, grants| {
-                let node = node.clone();
-                async move { node.prompts(&record, grants).await }
+                super::hosted::prompts_of(node.clone(), record, grants)
             })
             .await;
         let prompts: Vec<_> = listed
