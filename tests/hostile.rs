@@ -715,3 +715,56 @@ async fn listings_never_wait_out_a_silent_agents_deadline() {
     .await;
     client.cancel().await.unwrap();
 }
+
+/// Numbers at the edges. JSON writes an infinite or not-a-number float as
+/// `null`, so `add(1e308, 1e308)` answered `{"result": null}`, which reads
+/// as "nothing". A result that overflowed is said as such, by an SDK agent
+/// and a plain component alike; a goal that writes a number beyond any
+/// float (`10^400`) gives that part up saying so, and names each part it
+/// could not do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_infinite_result_is_said_as_such_and_a_goal_names_what_it_could_not_do() {
+    let cli = support::Cli::new();
+    cli.add(&["calculator", "shapes"]);
+    for (agent, tool, args, said) in [
+        (
+            "calculator",
+            "add",
+            r#"{"a": 1e308, "b": 1e308}"#,
+            "the result is infinite",
+        ),
+        (
+            "calculator",
+            "add",
+            r#"{"a": -1e308, "b": -1e308}"#,
+            "the result is minus infinite",
+        ),
+        (
+            "shapes",
+            "area",
+            r#"{"shape": {"tag": "circle", "val": 1e200}}"#,
+            "the result is infinite",
+        ),
+    ] {
+        let line = cli.call(agent, tool, args).failure(said);
+        assert!(
+            line.contains("which JSON cannot carry"),
+            "{agent}.{tool}: {line}"
+        );
+    }
+    let finite = cli
+        .call("calculator", "add", r#"{"a": 1e307, "b": 1e307}"#)
+        .json();
+    assert_eq!(finite["structuredContent"]["result"], json!(2e307));
+
+    let _server = support::Server::start(cli.data(), &[]);
+    let goal = cli.run(&["goal", "Add 10^400 and 1, then add 1e308 and 1e308"]);
+    let line = format!("{}{}", goal.stdout(), goal.stderr());
+    assert!(line.contains("failed: not done"), "{line}");
+    for said in [
+        "\"Add 10^400 and 1\": 10^400 is beyond the largest number a tool takes",
+        "add(1e+308, 1e+308) failed: the result is infinite",
+    ] {
+        assert!(line.contains(said), "{said} not in {line}");
+    }
+}

@@ -205,7 +205,14 @@ function toResult(value) {
     throw new ToolError(`the tool returned ${value}, which JSON cannot hold`);
   }
   const structured = typeof value === "object" && !Array.isArray(value) ? value : { result: value };
-  const json = JSON.stringify(structured);
+  // JSON.stringify writes Infinity and NaN as null, anywhere in the value:
+  // an overflow would read as "nothing".
+  const json = JSON.stringify(structured, (_, v) => {
+    if (typeof v === "number" && !Number.isFinite(v)) {
+      throw new ToolError(`the result holds ${v}, which JSON cannot hold`);
+    }
+    return v;
+  });
   if (json === undefined) throw new ToolError("the tool returned something JSON cannot hold");
   return new ToolResult([text(json)], JSON.parse(json));
 }

@@ -55,6 +55,7 @@ pub mod bindings {
     });
 }
 
+mod finite;
 mod standard_schema;
 
 pub use bindings::agentsite::agent::types::{
@@ -899,6 +900,19 @@ pub mod __private {
     /// the type's schema is built (a cost paid on every call, since each call
     /// runs in a fresh instance) only when the value is an object.
     pub fn structured<T: Serialize + JsonSchema>(value: &T) -> Result<ToolResult, ToolError> {
+        // serde_json would write such a number as null: an overflow would
+        // read as "nothing".
+        if let Some(x) = crate::finite::first_non_finite(value) {
+            let what = if x.is_nan() {
+                "not a number (as 0/0 or the square root of -1 gives)".to_owned()
+            } else {
+                let sign = if x < 0.0 { "minus " } else { "" };
+                format!("{sign}infinite (beyond ±1.8e308: the computation overflowed)")
+            };
+            return Err(ToolError::Failed(format!(
+                "the result is {what}, which JSON cannot carry"
+            )));
+        }
         let json = serde_json::to_value(value)
             .map_err(|e| ToolError::Failed(format!("result is not serializable: {e}")))?;
         let text = json.to_string();

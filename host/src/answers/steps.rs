@@ -368,14 +368,31 @@ impl Steps {
         let words = terms(request)
             .filter(|t| !is_number(t) && !value_words.contains(t))
             .collect();
+        // A number beyond what a float holds (`10^400`) is no argument any
+        // tool takes: its part is given up at once, saying so, rather than
+        // left to a model that would write it as something else.
+        let beyond = |range: &Range<usize>| {
+            given
+                .iter()
+                .find(|g| {
+                    range.contains(&g.range.start)
+                        && matches!(g.value, Literal::Number(n) if !n.is_finite())
+                })
+                .map(|g| {
+                    format!(
+                        "{} is beyond the largest number a tool takes (about 1.8e308)",
+                        &request[g.range.clone()]
+                    )
+                })
+        };
         Steps {
             request: request.to_owned(),
             parts: ranges
                 .into_iter()
                 .map(|range| Part {
                     agreed: Vec::new(),
+                    gave_up: beyond(&range),
                     range,
-                    gave_up: None,
                 })
                 .collect(),
             given,
@@ -2478,6 +2495,26 @@ mod tests {
         let steps = Steps::new("What is the population of Kenya?");
         assert!(steps.next(&tools).is_none());
         assert_eq!(steps.undone(&tools)[0].why, "no tool at hand does this");
+    }
+
+    #[test]
+    fn a_number_beyond_any_float_gives_its_part_up_saying_so() {
+        let tools = tools();
+        let steps = Steps::new("Add 10^400 and 1, then add 1e308 and 2");
+        let undone = steps.undone(&tools);
+        assert_eq!(undone[0].part, "Add 10^400 and 1");
+        assert_eq!(
+            undone[0].why,
+            "10^400 is beyond the largest number a tool takes (about 1.8e308)"
+        );
+        // The other part is served, with the number it writes.
+        let step = steps.next(&tools).expect("the second part's step");
+        assert!(step.part.contains("1e308"), "{}", step.part);
+        assert!(
+            step.grounding
+                .all_values()
+                .any(|v| *v == Literal::Number(1e308))
+        );
     }
 
     #[test]

@@ -890,6 +890,23 @@ pub(crate) fn numbers_at(text: &str) -> Vec<(std::ops::Range<usize>, f64)> {
                 break;
             }
         }
+        // A power of ten written as scientific notation (`1e308`,
+        // `2.5E-3`) or a power (`10^400`) is one number, not two: read
+        // apart, "10^400" would be 10 and 400, which a tool would add.
+        if let Some((exponent, past)) = exponent_at(bytes, i) {
+            let value = match digits.parse::<f64>() {
+                Ok(base) if bytes[i] == b'^' => base.powf(exponent),
+                Ok(_) => format!("{digits}e{exponent}").parse().unwrap_or(f64::NAN),
+                Err(_) => f64::NAN,
+            };
+            i = past;
+            // One too large for any number a tool takes stays in the
+            // text as what it is: infinite, so no call is grounded in it.
+            if !value.is_nan() {
+                numbers.push((start..i, if negative { -value } else { value }));
+            }
+            continue;
+        }
         // A number glued to letters after it (`3rd`, `4x4`'s `4x`) is a
         // word, not a number.
         if bytes.get(i).is_some_and(|b| b.is_ascii_alphabetic()) {
@@ -905,6 +922,38 @@ pub(crate) fn numbers_at(text: &str) -> Vec<(std::ops::Range<usize>, f64)> {
         }
     }
     numbers
+}
+
+/// The exponent written at `at` right after a number's digits (`e308`,
+/// `E-3`, `^400`, `^-2`) and where it ends; not when letters follow it
+/// (`1em` is a length in a style sheet).
+fn exponent_at(bytes: &[u8], at: usize) -> Option<(f64, usize)> {
+    let marker = *bytes.get(at)?;
+    if !matches!(marker, b'e' | b'E' | b'^') {
+        return None;
+    }
+    let mut i = at + 1;
+    let negative = match bytes.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let digits = bytes[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+    // At most five digits: a larger exponent is as infinite as 99999's.
+    if digits == 0 || bytes.get(i + digits).is_some_and(|b| is_word_byte(*b)) {
+        return None;
+    }
+    let exponent: f64 = std::str::from_utf8(&bytes[i..i + digits.min(5)])
+        .ok()?
+        .parse()
+        .ok()?;
+    Some((if negative { -exponent } else { exponent }, i + digits))
 }
 
 /// The unit word ("one" to "nine") joined by a hyphen at `at` of
@@ -927,6 +976,21 @@ fn is_word_byte(b: u8) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn scientific_notation_and_powers_are_one_number() {
+        let numbers =
+            |text: &str| -> Vec<f64> { numbers_at(text).into_iter().map(|(_, n)| n).collect() };
+        assert_eq!(numbers("add 1e308 and 2.5E-3"), [1e308, 0.0025]);
+        assert_eq!(numbers("10^3 plus 2^-1"), [1000.0, 0.5]);
+        assert_eq!(
+            numbers("10^400 and -1e999"),
+            [f64::INFINITY, f64::NEG_INFINITY]
+        );
+        // Not an exponent: letters follow, or no digits do.
+        assert_eq!(numbers("1em, 3e and 4x4"), Vec::<f64>::new());
+        assert_eq!(numbers("2^ 3"), [2.0, 3.0]);
+    }
 
     #[test]
     fn a_number_of_two_words_joined_by_a_hyphen_is_one() {

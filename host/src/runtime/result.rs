@@ -474,9 +474,12 @@ pub(super) fn function_output(
     use wasmtime::component::Val;
     let limit = usize::try_from(limits.max_output.as_u64()).unwrap_or(usize::MAX);
     // Writing stops at the limit: the whole size is never known.
-    let too_large = || CallError::OutputTooLarge {
-        size: None,
-        limit: limits.max_output,
+    let unwritable = |why: json::Unwritable| match why {
+        json::Unwritable::OverBudget => CallError::OutputTooLarge {
+            size: None,
+            limit: limits.max_output,
+        },
+        non_finite => CallError::Failed(format!("the result is {non_finite}")),
     };
     let mut budget = limit;
     let value = match results.into_iter().next() {
@@ -490,17 +493,17 @@ pub(super) fn function_output(
         Some(Val::Result(Err(payload))) => {
             let message = match payload {
                 Some(payload) => {
-                    as_text(json::from_val(&payload, &mut budget).map_err(|_| too_large())?)
+                    as_text(json::from_val(&payload, &mut budget).map_err(unwritable)?)
                 }
                 None => "the function returned an error".to_owned(),
             };
             return Err(CallError::Failed(guest_message(message)));
         }
         Some(Val::Result(Ok(payload))) => match payload {
-            Some(payload) => json::from_val(&payload, &mut budget).map_err(|_| too_large())?,
+            Some(payload) => json::from_val(&payload, &mut budget).map_err(unwritable)?,
             None => serde_json::Value::Null,
         },
-        Some(value) => json::from_val(&value, &mut budget).map_err(|_| too_large())?,
+        Some(value) => json::from_val(&value, &mut budget).map_err(unwritable)?,
     };
     let structured = serde_json::json!({ "result": value });
     let text = as_text(value);

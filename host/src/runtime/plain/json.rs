@@ -281,18 +281,47 @@ fn shown(value: &Value) -> String {
 }
 
 /// Takes `bytes` from `budget`, or fails once it is spent.
-fn spend(budget: &mut usize, bytes: usize) -> Result<(), OverBudget> {
-    *budget = budget.checked_sub(bytes).ok_or(OverBudget)?;
+fn spend(budget: &mut usize, bytes: usize) -> Result<(), Unwritable> {
+    *budget = budget.checked_sub(bytes).ok_or(Unwritable::OverBudget)?;
     Ok(())
 }
 
-/// A result too large to write within its budget.
-#[derive(Debug)]
-pub struct OverBudget;
+/// Why a result cannot be written as JSON.
+#[derive(Debug, PartialEq)]
+pub enum Unwritable {
+    /// It is too large to write within its budget.
+    OverBudget,
+    /// It holds a number JSON cannot carry: infinite, or not a number.
+    /// (Written as `null`, an overflow would read as "nothing".)
+    NonFinite(f64),
+}
+
+impl std::fmt::Display for Unwritable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unwritable::OverBudget => f.write_str("larger than the output limit"),
+            Unwritable::NonFinite(x) if x.is_nan() => f.write_str(
+                "not a number (as 0/0 or the square root of -1 gives), which JSON cannot carry",
+            ),
+            Unwritable::NonFinite(x) => write!(
+                f,
+                "{}infinite (beyond ±1.8e308: the computation overflowed), which JSON cannot carry",
+                if *x < 0.0 { "minus " } else { "" }
+            ),
+        }
+    }
+}
+
+/// A finite number as JSON.
+fn number(x: f64) -> Result<Value, Unwritable> {
+    serde_json::Number::from_f64(x)
+        .map(Value::Number)
+        .ok_or(Unwritable::NonFinite(x))
+}
 
 /// Writes `val` as JSON, spending from `budget` (bytes, roughly as the
 /// JSON text will take them) and stopping once it is spent.
-pub fn from_val(val: &Val, budget: &mut usize) -> Result<Value, OverBudget> {
+pub fn from_val(val: &Val, budget: &mut usize) -> Result<Value, Unwritable> {
     spend(budget, 8)?;
     Ok(match val {
         Val::Bool(b) => Value::Bool(*b),
@@ -304,11 +333,8 @@ pub fn from_val(val: &Val, budget: &mut usize) -> Result<Value, OverBudget> {
         Val::U32(n) => (*n).into(),
         Val::S64(n) => (*n).into(),
         Val::U64(n) => (*n).into(),
-        // JSON has no NaN or infinities: they are written as null.
-        Val::Float32(x) => {
-            serde_json::Number::from_f64(f64::from(*x)).map_or(Value::Null, Value::Number)
-        }
-        Val::Float64(x) => serde_json::Number::from_f64(*x).map_or(Value::Null, Value::Number),
+        Val::Float32(x) => number(f64::from(*x))?,
+        Val::Float64(x) => number(*x)?,
         Val::Char(c) => Value::String(c.to_string()),
         Val::String(s) => {
             spend(budget, s.len())?;
