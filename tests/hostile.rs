@@ -768,3 +768,54 @@ async fn an_infinite_result_is_said_as_such_and_a_goal_names_what_it_could_not_d
         assert!(line.contains(said), "{said} not in {line}");
     }
 }
+
+/// On a node that asks for no token, every loopback client was one
+/// requester with the operator: 1,001 goals from HTTP made room by dropping
+/// the operator's own. A request that presents the node's token or the
+/// command line's control token is the operator's, whose goals no one
+/// else's make room by dropping (`requester::make_room`'s tests show the
+/// choice; this shows who is who).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operators_goals_are_kept_apart_from_anonymous_clients() {
+    let cli = support::Cli::new();
+    cli.add(&["calculator"]);
+    let server = support::Server::start(cli.data(), &[]);
+    let cli = tokio::task::spawn_blocking(move || {
+        cli.run(&["goal", "Add 2 and 3"]).success();
+        cli
+    })
+    .await
+    .unwrap();
+    let http = reqwest::Client::new();
+    for authorization in [None, Some("Bearer not-the-token")] {
+        let mut request = http
+            .post(server.url("/api/goals"))
+            .json(&json!({"text": "Add 4 and 5", "team": ["calculator"]}));
+        if let Some(value) = authorization {
+            request = request.header("authorization", value);
+        }
+        let created = request.send().await.unwrap();
+        assert_eq!(created.status(), 201);
+    }
+    let goals: serde_json::Value = http
+        .get(server.url("/api/goals"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut requesters: Vec<String> = goals
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|goal| goal["requester"].as_str().unwrap().to_owned())
+        .collect();
+    requesters.sort();
+    assert_eq!(
+        requesters,
+        ["http 127.0.0.1", "http 127.0.0.1", "operator"],
+        "{goals}"
+    );
+    drop(cli);
+}

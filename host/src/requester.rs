@@ -17,12 +17,28 @@ use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use std::time::Duration;
 
-/// Who asked: `"<way in> <address>"`, e.g. `a2a 203.0.113.7`.
+/// Who asked: `"<way in> <address>"`, e.g. `a2a 203.0.113.7`, or
+/// `operator`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Requester(String);
 
+/// Marks a request that presented the node's token or its command line's
+/// control token: the operator's, whatever address it came from.
+#[derive(Debug, Clone, Copy)]
+pub struct Operator;
+
 impl Requester {
+    /// The node's operator: its command line, or a client holding its
+    /// token. Its records are never dropped for another's.
+    pub fn operator() -> Requester {
+        Requester("operator".to_owned())
+    }
+
+    pub fn is_operator(&self) -> bool {
+        self.0 == "operator"
+    }
+
     /// A request that came in through `way` (`a2a`, `mcp`, `http`, ...)
     /// from `address` (`None`: not over the network, or not known).
     pub fn new(way: &str, address: Option<IpAddr>) -> Requester {
@@ -39,8 +55,12 @@ impl Requester {
         }
     }
 
-    /// The address a request came in from, as the front end recorded it.
+    /// Who sent a request, as the front end recorded it: the operator when
+    /// it presented a token, else the address it came in from.
     pub fn from_extensions(way: &str, extensions: &http::Extensions) -> Requester {
+        if extensions.get::<Operator>().is_some() {
+            return Requester::operator();
+        }
         let address = extensions
             .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
             .map(|info| info.0.ip());
@@ -140,9 +160,12 @@ pub fn make_room<'a, Id: Clone>(
         return Ok(room);
     }
     // Another's: the oldest finished record old enough to go, of whoever
-    // keeps the most, so that a small history outlasts a flood.
+    // keeps the most, so that a small history outlasts a flood. The
+    // operator's are never another's to drop.
     let min_age = u64::try_from(shares.min_age.as_millis()).unwrap_or(u64::MAX);
-    let old_enough = |k: &&Kept<'a, Id>| k.finished && now.saturating_sub(k.changed) >= min_age;
+    let old_enough = |k: &&Kept<'a, Id>| {
+        k.finished && !k.requester.is_operator() && now.saturating_sub(k.changed) >= min_age
+    };
     let mut counts: std::collections::HashMap<&Requester, usize> = Default::default();
     for k in kept {
         *counts.entry(k.requester).or_default() += 1;
@@ -183,6 +206,43 @@ mod tests {
             changed,
             finished,
         }
+    }
+
+    #[test]
+    fn the_operators_records_are_never_dropped_for_anothers() {
+        let operator = Requester::operator();
+        let flood = Requester::new("http", Some("127.0.0.1".parse().unwrap()));
+        let other = Requester::new("a2a", Some("10.0.0.9".parse().unwrap()));
+        // The store is full with the operator's old finished records and
+        // one of another's: that one goes, never the operator's.
+        let store = [
+            kept(1, &operator, 0, true),
+            kept(2, &operator, 1, true),
+            kept(3, &operator, 2, true),
+            kept(4, &other, 5, true),
+        ];
+        let now = 100 * HOUR;
+        assert_eq!(make_room(&store, &flood, &shares(), now), Ok(Room::Drop(4)));
+        let all_operators = [
+            kept(1, &operator, 0, true),
+            kept(2, &operator, 1, true),
+            kept(3, &operator, 2, true),
+            kept(4, &operator, 3, false),
+        ];
+        let mut big = shares();
+        big.per_requester = 10;
+        let refused = make_room(&all_operators, &flood, &big, now).unwrap_err();
+        assert!(refused.0.contains("none it could drop"), "{refused}");
+        // The operator makes room among its own.
+        assert_eq!(
+            make_room(&all_operators, &operator, &big, now),
+            Ok(Room::Drop(1))
+        );
+        // A request that presented a token is the operator's, whatever
+        // its address.
+        let mut extensions = http::Extensions::new();
+        extensions.insert(Operator);
+        assert!(Requester::from_extensions("http", &extensions).is_operator());
     }
 
     #[test]

@@ -90,13 +90,17 @@ fn body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
 async fn create(
     State(goals): State<Arc<Goals>>,
     from: Option<Extension<ConnectInfo<SocketAddr>>>,
+    operator: Option<Extension<crate::requester::Operator>>,
     bytes: axum::body::Bytes,
 ) -> Response {
     let new: NewGoal = match body(&bytes) {
         Ok(new) => new,
         Err(why) => return failure(StatusCode::BAD_REQUEST, why),
     };
-    let requester = Requester::new("http", from.map(|Extension(ConnectInfo(at))| at.ip()));
+    let requester = match operator {
+        Some(_) => Requester::operator(),
+        None => Requester::new("http", from.map(|Extension(ConnectInfo(at))| at.ip())),
+    };
     match goals.start(new, &requester).await {
         Ok(record) => (StatusCode::CREATED, Json(record)).into_response(),
         Err(error) => refused(error),

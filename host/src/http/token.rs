@@ -117,12 +117,21 @@ impl Gate {
     }
 }
 
-async fn require(State(gate): State<Arc<Gate>>, request: Request, next: Next) -> Response {
-    if gate.admits(request.headers()) {
-        next.run(request).await
-    } else {
-        gate.family.unauthorized(gate.hint)
+async fn require(State(gate): State<Arc<Gate>>, mut request: Request, next: Next) -> Response {
+    if !gate.admits(request.headers()) {
+        return gate.family.unauthorized(gate.hint);
     }
+    // A request with a token is the operator's, also on a node that asks
+    // for none: what it makes is kept as the operator's.
+    let headers = request.headers();
+    let operator = [&gate.token, &gate.also]
+        .into_iter()
+        .flatten()
+        .any(|token| bearer_matches(headers, token));
+    if operator {
+        request.extensions_mut().insert(crate::requester::Operator);
+    }
+    next.run(request).await
 }
 
 /// Whether `headers` carry `Authorization: Bearer <expected>`.
