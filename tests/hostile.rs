@@ -819,3 +819,123 @@ async fn the_operators_goals_are_kept_apart_from_anonymous_clients() {
     );
     drop(cli);
 }
+
+/// An MCP session `initialize` opened from `client` at `url`, announced as
+/// initialized; its id.
+async fn mcp_session(client: &reqwest::Client, url: &str) -> String {
+    let post = |body: serde_json::Value, session: Option<&str>| {
+        let mut request = client
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(id) = session {
+            request = request
+                .header("mcp-session-id", id)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        request.send()
+    };
+    let opened = post(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "flood", "version": "1"}}}),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(opened.status(), 200, "{url}");
+    let id = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let _ = opened.bytes().await;
+    let initialized = post(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        Some(&id),
+    )
+    .await
+    .unwrap();
+    assert_eq!(initialized.status(), 202);
+    id
+}
+
+/// The HTTP status a `ping` in session `id` gets.
+async fn ping_in(client: &reqwest::Client, url: &str, id: &str) -> u16 {
+    client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", id)
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&json!({"jsonrpc": "2.0", "id": 9, "method": "ping"}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// One client opened 30,007 MCP sessions with `initialize` alone in 7 s
+/// (1.7 GB), and after it named 64 `/mcp?agents=` sets every new set got
+/// 503 until the node restarted. Now a requester past its share of
+/// sessions or sets closes its own least recently used; another's session
+/// and set keep serving, and a new set is never refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_cannot_pile_up_sessions_or_sets_and_lock_others_out() {
+    use agentsite::mcp::http::{MAX_CHOSEN_SETS, SETS_PER_REQUESTER};
+    use agentsite::mcp::sessions::PER_REQUESTER;
+    let cli = support::Cli::new();
+    // Seven agents: 127 sets to name, past the 64 that locked others out.
+    let ids = cli.add(&[
+        "calculator",
+        "text",
+        "notes",
+        "timer",
+        "accountant",
+        "almanac",
+        "research",
+    ]);
+    let agents: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let server = support::Server::start(cli.data(), &[]);
+    let from = |address: &str| {
+        reqwest::Client::builder()
+            .local_address(address.parse::<std::net::IpAddr>().unwrap())
+            .build()
+            .unwrap()
+    };
+    let (calm, flood) = (from("127.0.0.2"), from("127.0.0.1"));
+    let all = server.url("/mcp");
+
+    // Sessions.
+    let calm_session = mcp_session(&calm, &all).await;
+    let first_flooded = mcp_session(&flood, &all).await;
+    for _ in 0..PER_REQUESTER + 10 {
+        mcp_session(&flood, &all).await;
+    }
+    assert_eq!(ping_in(&flood, &all, &first_flooded).await, 404);
+    assert_eq!(ping_in(&calm, &all, &calm_session).await, 200);
+
+    // Sets: what `agentsite mcp calculator notes` serves from.
+    let set = |names: &[&str]| server.url(&format!("/mcp?agents={}", names.join(",")));
+    let calm_set = set(&[agents[0], agents[2]]);
+    let calm_set_session = mcp_session(&calm, &calm_set).await;
+    // Every set of two agents or more but the last ones: 100 sets.
+    let subsets: Vec<Vec<&str>> = (1..128u32)
+        .filter(|bits| bits.count_ones() > 1)
+        .take(100)
+        .map(|bits| {
+            (0..7)
+                .filter(|i| bits & (1 << i) != 0)
+                .map(|i| agents[i])
+                .collect()
+        })
+        .collect();
+    assert!(subsets.len() > MAX_CHOSEN_SETS && MAX_CHOSEN_SETS > SETS_PER_REQUESTER);
+    for names in &subsets {
+        mcp_session(&flood, &set(names)).await;
+    }
+    assert_eq!(ping_in(&calm, &calm_set, &calm_set_session).await, 200);
+    // Anyone's new set is served: one of a single agent, not named yet.
+    mcp_session(&calm, &set(&[agents[6]])).await;
+}

@@ -11,9 +11,11 @@
 use super::exposed::Scope;
 use super::hosted::{Hosted, ScopedTools};
 use super::server::AgentServer;
+use super::sessions::SessionBook;
 use crate::AgentId;
 use crate::http::body_limit::BodyRefused;
 use crate::http::token::{Family, Gate};
+use crate::requester::Requester;
 use axum::extract::{Path, Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
@@ -24,6 +26,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Largest request body accepted, in bytes; larger ones get 413.
@@ -47,16 +50,34 @@ fn rmcp_config(stop: &CancellationToken) -> StreamableHttpServerConfig {
 
 type McpService = StreamableHttpService<AgentServer, LocalSessionManager>;
 
+/// One MCP endpoint: its service, and the sessions it keeps.
+#[derive(Clone)]
+struct Endpoint {
+    service: McpService,
+    sessions: Arc<LocalSessionManager>,
+}
+
 /// The state of the MCP endpoints.
 struct Front {
     hosted: Arc<Hosted>,
     stop: CancellationToken,
-    all: McpService,
-    /// One service per agent served at `/agents/<agent>/mcp`, made on first use.
-    per_agent: Mutex<HashMap<AgentId, McpService>>,
-    /// One service per set of agents chosen with `/mcp?agents=…`, made on
-    /// first use; at most [`MAX_CHOSEN_SETS`] of them.
-    chosen: Mutex<HashMap<Vec<AgentId>, McpService>>,
+    all: Endpoint,
+    /// One endpoint per agent served at `/agents/<agent>/mcp`, made on first use.
+    per_agent: Mutex<HashMap<AgentId, Endpoint>>,
+    /// One endpoint per set of agents chosen with `/mcp?agents=…`, made on
+    /// first use; at most [`SETS_PER_REQUESTER`] made by one requester and
+    /// [`MAX_CHOSEN_SETS`] in all.
+    chosen: Mutex<HashMap<Vec<AgentId>, Chosen>>,
+    /// Every endpoint's sessions, bounded per requester and overall.
+    book: SessionBook,
+}
+
+/// A set of agents chosen with `/mcp?agents=…`.
+struct Chosen {
+    endpoint: Endpoint,
+    /// Who named it first.
+    requester: Requester,
+    used: Instant,
 }
 
 /// The most agents one `/mcp?agents=…` may name.
@@ -64,24 +85,30 @@ pub const MAX_CHOSEN_AGENTS: usize = 64;
 
 /// The most distinct sets of agents `/mcp?agents=…` serves at once: each
 /// keeps its sessions, so a client naming new sets without end must not
-/// make the node keep services without end. Past it, new sets are refused
-/// and the sets in use keep working.
+/// make the node keep endpoints without end. Past it (or past
+/// [`SETS_PER_REQUESTER`]), the set used least recently goes, the
+/// requester's own first: a new set is never refused.
 pub const MAX_CHOSEN_SETS: usize = 64;
+
+/// The most sets of agents one requester's `/mcp?agents=…` keeps.
+pub const SETS_PER_REQUESTER: usize = 8;
 
 /// An MCP endpoint for the agents in `scope`; rmcp makes one `AgentServer`
 /// per session, all sharing the scope's tool snapshot.
-fn mcp_service(hosted: &Arc<Hosted>, stop: &CancellationToken, scope: Scope) -> McpService {
+fn mcp_service(hosted: &Arc<Hosted>, stop: &CancellationToken, scope: Scope) -> Endpoint {
     let hosted = hosted.clone();
     let tools = Arc::new(ScopedTools::new(scope));
-    StreamableHttpService::new(
+    let sessions = Arc::new(LocalSessionManager::default());
+    let service = StreamableHttpService::new(
         move || Ok(AgentServer::new(hosted.clone(), tools.clone())),
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         rmcp_config(stop),
-    )
+    );
+    Endpoint { service, sessions }
 }
 
 impl Front {
-    fn agent_service(&self, id: AgentId) -> McpService {
+    fn agent_service(&self, id: AgentId) -> Endpoint {
         let mut services = self
             .per_agent
             .lock()
@@ -92,21 +119,81 @@ impl Front {
             .clone()
     }
 
-    /// The service for the agents `ids` (sorted, without repeats), if it
-    /// exists or there is room for one more.
-    fn chosen_service(&self, ids: Vec<AgentId>) -> Option<McpService> {
-        let mut services = self.chosen.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(service) = services.get(&ids) {
-            return Some(service.clone());
+    /// The endpoint for the agents `ids` (sorted, without repeats), made
+    /// for `requester` when there is none: the set used least recently
+    /// goes to make room, the requester's own first.
+    fn chosen_service(&self, ids: Vec<AgentId>, requester: &Requester) -> Endpoint {
+        let mut sets = self.chosen.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(chosen) = sets.get_mut(&ids) {
+            chosen.used = Instant::now();
+            return chosen.endpoint.clone();
         }
-        if services.len() >= MAX_CHOSEN_SETS {
-            return None;
+        let own = sets.values().filter(|c| c.requester == *requester).count();
+        let oldest = |sets: &HashMap<Vec<AgentId>, Chosen>, mine: bool| {
+            sets.iter()
+                .filter(|(_, c)| !mine || c.requester == *requester)
+                .min_by_key(|(_, c)| c.used)
+                .map(|(ids, _)| ids.clone())
+        };
+        let going = if own >= SETS_PER_REQUESTER {
+            oldest(&sets, true)
+        } else if sets.len() >= MAX_CHOSEN_SETS {
+            oldest(&sets, false)
+        } else {
+            None
+        };
+        if let Some(gone) = going.and_then(|ids| sets.remove(&ids)) {
+            tracing::info!(
+                "a set of agents chosen with ?agents= goes to make room for {requester}'s"
+            );
+            self.book.forget_all_of(&gone.endpoint.sessions);
         }
-        let service = mcp_service(&self.hosted, &self.stop, Scope::Agents(ids.clone()));
-        services.insert(ids, service.clone());
-        Some(service)
+        let endpoint = mcp_service(&self.hosted, &self.stop, Scope::Agents(ids.clone()));
+        sets.insert(
+            ids,
+            Chosen {
+                endpoint: endpoint.clone(),
+                requester: requester.clone(),
+                used: Instant::now(),
+            },
+        );
+        endpoint
+    }
+
+    /// Serves `request` on `endpoint`, booking the session it opens (and
+    /// closing what that pushes past the bounds) and each use of one.
+    async fn serve(&self, endpoint: Endpoint, request: Request) -> Response {
+        let requester = Requester::from_extensions("mcp", request.extensions());
+        let session = request
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|id| id.to_str().ok())
+            .map(str::to_owned);
+        match &session {
+            Some(id) if request.method() == axum::http::Method::DELETE => self.book.forget(id),
+            Some(id) => self.book.touch(id),
+            None => {}
+        }
+        let response = endpoint.service.handle(request).await.into_response();
+        if session.is_none()
+            && let Some(opened) = response
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|id| id.to_str().ok())
+        {
+            let closing = self
+                .book
+                .opened(Arc::from(opened), requester, endpoint.sessions.clone());
+            if !closing.is_empty() {
+                tokio::spawn(super::sessions::close(closing));
+            }
+        }
+        response
     }
 }
+
+/// The header that carries an MCP session's id.
+const SESSION_HEADER: &str = "mcp-session-id";
 
 /// The MCP endpoints, `/health` and `/metrics`; all but `/health` behind
 /// `gate` (the node's token, refused as text).
@@ -117,6 +204,7 @@ pub fn router(hosted: Arc<Hosted>, gate: Gate, stop: CancellationToken) -> Route
         stop,
         per_agent: Mutex::new(HashMap::new()),
         chosen: Mutex::new(HashMap::new()),
+        book: SessionBook::default(),
     });
     let mcp = Router::new()
         .route("/mcp", any(all_agents))
@@ -130,27 +218,18 @@ pub fn router(hosted: Arc<Hosted>, gate: Gate, stop: CancellationToken) -> Route
 }
 
 async fn all_agents(State(front): State<Arc<Front>>, request: Request) -> Response {
-    let service = match chosen_agents(request.uri()) {
+    let endpoint = match chosen_agents(request.uri()) {
         None => front.all.clone(),
         Some(Err(refusal)) => return refusal,
         Some(Ok(names)) => match resolve_all(&front, &names) {
-            Ok(ids) => match front.chosen_service(ids) {
-                Some(service) => service,
-                None => {
-                    return (
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        format!(
-                            "this node already serves {MAX_CHOSEN_SETS} different sets of agents \
-                             chosen with ?agents=; use /mcp or /agents/<agent>/mcp\n"
-                        ),
-                    )
-                        .into_response();
-                }
-            },
+            Ok(ids) => {
+                let requester = Requester::from_extensions("mcp", request.extensions());
+                front.chosen_service(ids, &requester)
+            }
             Err(e) => return (StatusCode::NOT_FOUND, format!("{e}\n")).into_response(),
         },
     };
-    service.handle(request).await.into_response()
+    front.serve(endpoint, request).await
 }
 
 /// The agents named by `?agents=a,b` in `uri`, if it names any.
@@ -200,11 +279,10 @@ async fn one_agent(
 ) -> Response {
     // Resolved in the watched snapshot of the catalog: no disk access per request.
     match crate::store::resolve_in(&front.hosted.records(), &agent) {
-        Ok(record) => front
-            .agent_service(record.id)
-            .handle(request)
-            .await
-            .into_response(),
+        Ok(record) => {
+            let endpoint = front.agent_service(record.id);
+            front.serve(endpoint, request).await
+        }
         Err(e) => (StatusCode::NOT_FOUND, format!("{e}\n")).into_response(),
     }
 }

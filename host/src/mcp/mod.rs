@@ -9,6 +9,7 @@ pub mod http;
 pub mod listing;
 pub(crate) mod relay;
 pub(crate) mod server;
+pub mod sessions;
 pub(crate) mod stdio;
 
 pub use exposed::Scope;
