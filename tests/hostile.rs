@@ -939,3 +939,106 @@ async fn one_client_cannot_pile_up_sessions_or_sets_and_lock_others_out() {
     // Anyone's new set is served: one of a single agent, not named yet.
     mcp_session(&calm, &set(&[agents[6]])).await;
 }
+
+/// Calls whose answers are larger than the sockets' buffers can hold
+/// (each "ΐ" of 3 MB is three letters of six bytes in upper case), sent on
+/// `n` connections to `server` and never read.
+async fn unread_calls(server: &support::Server, n: usize) -> Vec<tokio::net::TcpStream> {
+    use tokio::io::AsyncWriteExt as _;
+    let address: std::net::SocketAddr = server.base.trim_start_matches("http://").parse().unwrap();
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+    "name": "text.upper", "arguments": {"text": "ΐ".repeat(3 << 19)},
+    "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "unread", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    }}})
+    .to_string();
+    let mut unread = Vec::new();
+    for _ in 0..n {
+        let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+             Mcp-Method: tools/call\r\nMcp-Name: text.upper\r\nContent-Length: {}\r\n\r\n",
+            call.len()
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(call.as_bytes()).await.unwrap();
+        unread.push(stream);
+    }
+    unread
+}
+
+/// A node with the text agent, an allowance of `per_address` connections
+/// an address and `write_idle` for a response nobody reads.
+fn node_for_unread(per_address: usize, write_idle: &str) -> (support::Cli, support::Server) {
+    let cli = support::Cli::new();
+    cli.add(&["text"]);
+    std::fs::write(
+        cli.data().join("config.toml"),
+        format!(
+            "[limits]\nmax_output = \"32 MiB\"\n\n[serve]\nmax_connections_per_address = {per_address}\n\
+             request_head_timeout = \"120s\"\nresponse_write_idle_timeout = \"{write_idle}\"\n"
+        ),
+    )
+    .unwrap();
+    let server = support::Server::start(cli.data(), &[]);
+    (cli, server)
+}
+
+/// Slow readers: `/v1` streams from one address that were never read kept
+/// their connections and shut that address's other requests out for the
+/// whole minute. A response whose client reads none of it makes way for a
+/// newcomer of its address once it has waited a moment, long before its
+/// write-idle timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_left_unread_make_way_for_their_addresss_next_request() {
+    const ALLOWANCE: usize = 4;
+    let (_cli, server) = node_for_unread(ALLOWANCE, "10m");
+    let _unread = unread_calls(&server, ALLOWANCE).await;
+    let client = reqwest::Client::new();
+
+    support::eventually_async(
+        Duration::from_secs(30),
+        "a request beside unread responses is served",
+        async || {
+            let response = client
+                .get(server.url("/health"))
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
+            if response.status().is_success() {
+                Ok(())
+            } else {
+                Err(response.status().to_string())
+            }
+        },
+    )
+    .await;
+}
+
+/// A response nobody reads ends its connection at the write-idle timeout:
+/// reading afterwards finds a cut-off response and the connection's end,
+/// not a whole response on a connection kept open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_left_unread_ends_at_the_write_idle_timeout() {
+    use tokio::io::AsyncReadExt as _;
+    let (_cli, server) = node_for_unread(8, "2s");
+    let unread = unread_calls(&server, 2).await;
+    // The timeout is what is tested: it runs on the node's clock, and
+    // reading before it passed would let the response go out.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    for mut stream in unread {
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut answer))
+            .await
+            .expect("an unread response's connection ends")
+            .ok();
+        assert!(
+            answer.len() < 9 << 20,
+            "the whole response ({} bytes) went out",
+            answer.len()
+        );
+    }
+}

@@ -15,12 +15,17 @@
 //! - at most `total` connections are open, and at most `per_address` from
 //!   one address, both below the process's file-descriptor limit. A
 //!   connection past a cap takes the place of the oldest one (of its
-//!   address, or of all) that has not yet sent a whole request; when every
-//!   open connection has, the newcomer is closed. A flood of unfinished
-//!   requests therefore pushes out only its own kind, and a client that
-//!   sends its request is served while it lasts.
+//!   address, or of all) that has not yet sent a whole request, or else of
+//!   the one whose client has left a response unread longest (for at least
+//!   [`STALLED_FOR`]); when every open connection is busy and read, the
+//!   newcomer is closed. A flood of unfinished requests or unread
+//!   responses therefore pushes out only its own kind, and a client that
+//!   sends its request and reads its answer is served while it lasts;
+//! - a response its client leaves unread for `write_idle_timeout` ends
+//!   its connection ([`super::write_idle`]).
 
 use super::guard::Rules;
+use super::write_idle::{Stalled, WriteIdle};
 use axum::Router;
 use axum::response::IntoResponse;
 use futures::future::Either;
@@ -46,6 +51,11 @@ const RESERVED_DESCRIPTORS: usize = 256;
 /// before the next: the connections it has may end meanwhile.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 
+/// How long a response must have waited on its client before its
+/// connection makes way for a newcomer: a client reading at all keeps the
+/// socket's buffer from staying full this long.
+pub const STALLED_FOR: Duration = Duration::from_secs(1);
+
 /// The bounds on the front end's connections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionLimits {
@@ -57,6 +67,8 @@ pub struct ConnectionLimits {
     pub head_timeout: Duration,
     /// Time a request body may go without a byte arriving.
     pub body_idle_timeout: Duration,
+    /// Time a response may wait on a client that reads none of it.
+    pub write_idle_timeout: Duration,
 }
 
 impl Default for ConnectionLimits {
@@ -66,6 +78,7 @@ impl Default for ConnectionLimits {
             per_address: 128,
             head_timeout: Duration::from_secs(15),
             body_idle_timeout: Duration::from_secs(30),
+            write_idle_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -111,6 +124,8 @@ struct Held {
     id: u64,
     /// Whether a whole request head has arrived on it.
     requested: Arc<AtomicBool>,
+    /// Since when its response waits on the client, if it does.
+    stalled: Stalled,
     /// Closes it.
     close: CancellationToken,
 }
@@ -125,9 +140,10 @@ struct Open {
 
 impl Open {
     /// Makes room for a connection from `address` within `limits`: nothing
-    /// to do under the caps; else the oldest connection without a request
-    /// (of `address` when its own cap is reached, of any address when the
-    /// total is) is closed. False when no connection can make way.
+    /// to do under the caps; else the oldest connection without a request,
+    /// or failing that the one whose response has waited longest on its
+    /// client (of `address` when its own cap is reached, of any address
+    /// when the total is) is closed. False when no connection can make way.
     fn make_room(&mut self, address: IpAddr, limits: &ConnectionLimits) -> bool {
         let own = self.by_address.get(&address).map_or(0, Vec::len);
         let in_scope = if own >= limits.per_address {
@@ -137,14 +153,24 @@ impl Open {
         } else {
             return true;
         };
-        let victim = self
-            .by_address
-            .iter()
-            .filter(|(a, _)| in_scope.is_none_or(|scope| **a == scope))
-            .flat_map(|(a, held)| held.iter().map(move |h| (*a, h)))
+        let candidates = || {
+            self.by_address
+                .iter()
+                .filter(|(a, _)| in_scope.is_none_or(|scope| **a == scope))
+                .flat_map(|(a, held)| held.iter().map(move |h| (*a, h)))
+        };
+        let unrequested = candidates()
             .filter(|(_, h)| !h.requested.load(Ordering::Relaxed))
             .min_by_key(|(_, h)| h.id)
             .map(|(a, h)| (a, h.id));
+        let stalled = || {
+            candidates()
+                .filter_map(|(a, h)| Some((a, h.id, h.stalled.for_how_long()?)))
+                .filter(|(_, _, stalled)| *stalled >= STALLED_FOR)
+                .max_by_key(|(_, _, stalled)| *stalled)
+                .map(|(a, id, _)| (a, id))
+        };
+        let victim = unrequested.or_else(stalled);
         match victim {
             Some((victim_address, id)) => {
                 if let Some(held) = self.remove(victim_address, id) {
@@ -156,15 +182,21 @@ impl Open {
         }
     }
 
-    fn insert(&mut self, address: IpAddr) -> (u64, Arc<AtomicBool>, CancellationToken) {
+    fn insert(&mut self, address: IpAddr) -> (u64, Arc<AtomicBool>, CancellationToken, Stalled) {
         let id = self.next_id;
         self.next_id += 1;
         let held = Held {
             id,
             requested: Arc::new(AtomicBool::new(false)),
+            stalled: Stalled::new(),
             close: CancellationToken::new(),
         };
-        let handles = (id, held.requested.clone(), held.close.clone());
+        let handles = (
+            id,
+            held.requested.clone(),
+            held.close.clone(),
+            held.stalled.clone(),
+        );
         self.by_address.entry(address).or_default().push(held);
         self.total += 1;
         handles
@@ -226,19 +258,19 @@ pub async fn serve(
             },
         };
         let address = peer.ip().to_canonical();
-        let (slot, requested, close) = {
+        let (slot, requested, close, stalled) = {
             let mut table = open.lock().unwrap_or_else(|e| e.into_inner());
             if !table.make_room(address, &limits) {
                 tracing::debug!("refused a connection from {address}: too many open");
                 continue;
             }
-            let (id, requested, close) = table.insert(address);
+            let (id, requested, close, stalled) = table.insert(address);
             let slot = Slot {
                 open: open.clone(),
                 address,
                 id,
             };
-            (slot, requested, close)
+            (slot, requested, close, stalled)
         };
         // Responses go out in several writes (headers, SSE event, end of
         // stream); without TCP_NODELAY, Nagle's algorithm and the client's
@@ -272,7 +304,10 @@ pub async fn serve(
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.head_timeout)
                 .max_buf_size(MAX_HEAD_BUFFER)
-                .serve_connection(TokioIo::new(stream), service);
+                .serve_connection(
+                    TokioIo::new(WriteIdle::new(stream, limits.write_idle_timeout, stalled)),
+                    service,
+                );
             let mut connection = std::pin::pin!(connection);
             tokio::select! {
                 result = connection.as_mut() => {
@@ -281,7 +316,7 @@ pub async fn serve(
                     }
                 }
                 () = close.cancelled() => {
-                    tracing::debug!("closed a connection from {peer} that sent no request, for a newer one");
+                    tracing::debug!("closed a connection from {peer} that sent no request or left its response unread, for a newer one");
                 }
                 () = stop.cancelled() => {
                     connection.as_mut().graceful_shutdown();
@@ -318,16 +353,16 @@ mod tests {
             assert!(open.make_room(address, &limits));
             open.insert(address)
         };
-        let (_, _, a1) = connect(a);
-        let (_, _, a2) = connect(a);
+        let (_, _, a1, _) = connect(a);
+        let (_, _, a2, _) = connect(a);
         // a's own cap: a's oldest without a request makes way.
-        let (_, a3_requested, a3) = connect(a);
+        let (_, a3_requested, a3, _) = connect(a);
         assert!(a1.is_cancelled() && !a2.is_cancelled());
         a3_requested.store(true, Ordering::Relaxed);
-        let (_, _, b1) = connect(b);
+        let (_, _, b1, _) = connect(b);
         assert!(!a2.is_cancelled() && !b1.is_cancelled());
         // The total: the oldest without a request, whoever it is from.
-        let (_, _, b2) = connect(b);
+        let (_, _, b2, _) = connect(b);
         assert!(a2.is_cancelled() && !b1.is_cancelled());
         // b's own cap: b's oldest goes; a's, which sent a request, stays.
         connect(b);
@@ -342,7 +377,7 @@ mod tests {
         let limits = limits(2, 2);
         for _ in 0..2 {
             assert!(open.make_room(a, &limits));
-            let (_, requested, _) = open.insert(a);
+            let (_, requested, _, _) = open.insert(a);
             requested.store(true, Ordering::Relaxed);
         }
         assert!(!open.make_room(a, &limits));

@@ -13,6 +13,7 @@
 //!   trust, read up to a bound;
 //! - [`destination`]: where no request the node makes may go (link-local
 //!   and metadata addresses);
+//! - [`write_idle`]: a connection whose client stops reading its response;
 //! - [`options`]: where and how the node serves.
 //!
 //! A new endpoint is a router of its own domain's, put behind a
@@ -29,5 +30,6 @@ mod idle_body;
 pub(crate) mod options;
 pub(crate) mod streams;
 pub mod token;
+pub(crate) mod write_idle;
 
 pub use options::HttpOptions;

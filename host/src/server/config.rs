@@ -135,6 +135,9 @@ pub struct ServeConfig {
     /// Time a request body may go without a byte arriving.
     #[serde(with = "humantime_serde_compat")]
     pub request_body_idle_timeout: Duration,
+    /// Time a response may wait on a client that reads none of it.
+    #[serde(with = "humantime_serde_compat")]
+    pub response_write_idle_timeout: Duration,
 }
 
 /// Where `agentsite serve` listens unless told otherwise.
@@ -154,6 +157,7 @@ impl Default for ServeConfig {
             max_connections_per_address: connections.per_address,
             request_head_timeout: connections.head_timeout,
             request_body_idle_timeout: connections.body_idle_timeout,
+            response_write_idle_timeout: connections.write_idle_timeout,
         }
     }
 }
@@ -166,6 +170,7 @@ impl ServeConfig {
             per_address: self.max_connections_per_address,
             head_timeout: self.request_head_timeout,
             body_idle_timeout: self.request_body_idle_timeout,
+            write_idle_timeout: self.response_write_idle_timeout,
         }
     }
 }
