@@ -387,3 +387,68 @@ fn crate_paths_are_read_as_rust_writes_them() {
         ["a2a::server::tasks::T", "a2a::wire::M", "a2a::client"]
     );
 }
+
+/// Every `crate::` path the files of `module` (a folder or a file of
+/// host/src) name, as written (a re-export at the crate's root by its own
+/// name), with the file it is in.
+fn paths_named_in(
+    source: &Path,
+    module: &str,
+    drawn: &BTreeSet<String>,
+) -> Vec<(Vec<String>, String)> {
+    let mut files = Vec::new();
+    rust_files(source, &mut files);
+    files.sort();
+    let mut named = Vec::new();
+    for file in files {
+        let here = module_path(source, &file);
+        if drawn_module(&here, drawn).as_deref() != Some(module) {
+            continue;
+        }
+        let text = code(&std::fs::read_to_string(&file).unwrap());
+        let place = file.strip_prefix(source).unwrap().display().to_string();
+        for path in crate_paths(&text) {
+            named.push((path, place.clone()));
+        }
+    }
+    named
+}
+
+#[test]
+fn modules_know_only_what_architecture_md_says() {
+    let page = std::fs::read_to_string(repo().join("ARCHITECTURE.md")).unwrap();
+    let drawn: BTreeSet<String> = floors(&page).into_keys().collect();
+    let source = repo().join("host/src");
+    let rules = block(&page, "knows");
+    assert!(!rules.is_empty(), "ARCHITECTURE.md's knows block is empty");
+    let mut broken = Vec::new();
+    for rule in &rules {
+        let mut words = rule.split_whitespace();
+        let (Some(module), Some(kind)) = (words.next(), words.next()) else {
+            panic!("a knows line is `MODULE only PATH...` or `MODULE never MODULE...`: {rule}");
+        };
+        assert!(drawn.contains(module), "{module} has no floor: {rule}");
+        let listed: Vec<Vec<&str>> = words.map(|w| w.split("::").collect()).collect();
+        for (path, place) in paths_named_in(&source, module, &drawn) {
+            let starts = |prefix: &Vec<&str>| {
+                prefix.len() <= path.len() && prefix.iter().zip(&path).all(|(a, b)| a == b)
+            };
+            let wrong = match kind {
+                "only" => {
+                    drawn_module(&path, &drawn).as_deref() != Some(module)
+                        && !listed.iter().any(starts)
+                }
+                "never" => listed.iter().any(starts),
+                other => panic!("{other:?} is neither only nor never: {rule}"),
+            };
+            if wrong {
+                broken.push(format!("{place} names crate::{} ({rule})", path.join("::")));
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "modules that know more than ARCHITECTURE.md says:\n{}",
+        broken.join("\n")
+    );
+}
