@@ -83,6 +83,13 @@ impl Hosted {
         });
     }
 
+    /// [`Hosted::warm`] off the runtime's threads: an agent asked for the
+    /// first time is loaded first, which may take a while.
+    fn warm_in_background(self: &Arc<Self>) {
+        let hosted = self.clone();
+        tokio::task::spawn_blocking(move || hosted.warm());
+    }
+
     /// Re-reads the catalog and publishes it if the set of agents changed.
     pub fn refresh(&self) {
         let records = match self.node.list() {
@@ -103,12 +110,11 @@ impl Hosted {
             *current = Arc::new(records);
             true
         });
-        self.warm();
     }
 
     /// Watches the catalog folder until `stop` is cancelled.
     pub async fn watch(self: Arc<Self>, stop: tokio_util::sync::CancellationToken) {
-        self.warm();
+        self.warm_in_background();
         let folder = self.node.data_dir().agents();
         let mut seen = folder_listing(&folder);
         let mut tick = tokio::time::interval(CATALOG_POLL);
@@ -122,6 +128,7 @@ impl Hosted {
             if listing != seen {
                 seen = listing;
                 self.refresh();
+                self.warm_in_background();
             }
         }
     }
