@@ -231,7 +231,7 @@ fn an_a2a_card_cannot_point_the_node_at_another_service() {
 }
 
 #[test]
-fn health_is_the_nodes_own_answer_never_a_redirects_target() {
+fn health_follows_no_redirect_and_asks_no_metadata_address() {
     let healthy = Served::start(axum::Router::new().route(
         "/health",
         axum::routing::get(|| async {
