@@ -55,21 +55,36 @@ impl Requester {
         }
     }
 
+    /// The operator when `operator` (the request presented a token), else
+    /// the requester of `way` at `address`.
+    pub fn of(way: &str, address: Option<IpAddr>, operator: bool) -> Requester {
+        if operator {
+            Requester::operator()
+        } else {
+            Requester::new(way, address)
+        }
+    }
+
     /// Who sent a request, as the front end recorded it: the operator when
     /// it presented a token, else the address it came in from.
     pub fn from_extensions(way: &str, extensions: &http::Extensions) -> Requester {
-        if extensions.get::<Operator>().is_some() {
-            return Requester::operator();
-        }
-        let address = extensions
-            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-            .map(|info| info.0.ip());
-        Requester::new(way, address)
+        let (address, operator) = sender(extensions);
+        Requester::of(way, address, operator)
     }
 
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// The address a request came in from and whether it presented a token,
+/// as the front end recorded them: what names its requester, read without
+/// building the name (a path that keeps nothing need not).
+pub fn sender(extensions: &http::Extensions) -> (Option<IpAddr>, bool) {
+    let address = extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|info| info.0.ip());
+    (address, extensions.get::<Operator>().is_some())
 }
 
 impl std::fmt::Display for Requester {

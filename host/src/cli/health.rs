@@ -32,9 +32,9 @@ pub async fn health(data: &DataDir, url: Option<&str>, json: bool) -> anyhow::Re
         Some(url) => {
             if let Ok(parsed) = reqwest::Url::parse(url)
                 && let Some(host) = parsed.host_str()
-                && let Some(why) = crate::http::destination::forbidden(host)
+                && let Some(refusal) = crate::http::destination::refusal(host)
             {
-                anyhow::bail!("{host} {why}: the node sends no request there");
+                anyhow::bail!(refusal);
             }
             url.trim_end_matches('/').to_owned()
         }

@@ -97,10 +97,11 @@ async fn create(
         Ok(new) => new,
         Err(why) => return failure(StatusCode::BAD_REQUEST, why),
     };
-    let requester = match operator {
-        Some(_) => Requester::operator(),
-        None => Requester::new("http", from.map(|Extension(ConnectInfo(at))| at.ip())),
-    };
+    let requester = Requester::of(
+        "http",
+        from.map(|Extension(ConnectInfo(at))| at.ip()),
+        operator.is_some(),
+    );
     match goals.start(new, &requester).await {
         Ok(record) => (StatusCode::CREATED, Json(record)).into_response(),
         Err(error) => refused(error),

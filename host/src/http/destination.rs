@@ -29,6 +29,12 @@ pub fn forbidden(host: &str) -> Option<&'static str> {
         .then_some("is a cloud metadata service, which hands out this machine's credentials")
 }
 
+/// The one line that refuses a request to `host`, when [`forbidden`] says
+/// it is never made.
+pub fn refusal(host: &str) -> Option<String> {
+    forbidden(host).map(|why| format!("{host} {why}: the node sends no request there"))
+}
+
 /// Why a request to `ip` is never made, or `None` when it may be.
 pub fn forbidden_ip(ip: IpAddr) -> Option<&'static str> {
     let ip = match ip {
@@ -69,8 +75,8 @@ impl reqwest::dns::Resolve for Resolver {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let host = name.as_str().to_owned();
         Box::pin(async move {
-            if let Some(why) = forbidden(&host) {
-                return Err(format!("{host} {why}: the node sends no request there").into());
+            if let Some(refusal) = refusal(&host) {
+                return Err(refusal.into());
             }
             let found: Vec<SocketAddr> =
                 tokio::net::lookup_host((host.as_str(), 0)).await?.collect();

@@ -163,7 +163,8 @@ impl Front {
     /// Serves `request` on `endpoint`, booking the session it opens (and
     /// closing what that pushes past the bounds) and each use of one.
     async fn serve(&self, endpoint: Endpoint, request: Request) -> Response {
-        let requester = Requester::from_extensions("mcp", request.extensions());
+        // Named only if the request opens a session: most keep nothing.
+        let (address, operator) = crate::requester::sender(request.extensions());
         let session = request
             .headers()
             .get(SESSION_HEADER)
@@ -181,6 +182,7 @@ impl Front {
                 .get(SESSION_HEADER)
                 .and_then(|id| id.to_str().ok())
         {
+            let requester = Requester::of("mcp", address, operator);
             let closing = self
                 .book
                 .opened(Arc::from(opened), requester, endpoint.sessions.clone());
