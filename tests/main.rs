@@ -20,6 +20,7 @@ mod goals;
 mod goals_planet;
 mod hostile;
 mod hostile_grants;
+mod hostile_network;
 mod hostile_peers;
 mod hostile_reach;
 mod hostile_requests;

@@ -40,9 +40,9 @@ struct LiarBehaviour {
     black_hole: libp2p::swarm::behaviour::toggle::Toggle<request_response::Behaviour<BlackHole>>,
 }
 
-/// Takes a DHT request's stream and never reads or answers it.
+/// Takes a request's stream and never reads or answers it.
 #[derive(Clone, Default)]
-struct BlackHole;
+pub struct BlackHole;
 
 impl request_response::Codec for BlackHole {
     type Protocol = StreamProtocol;

@@ -6,6 +6,7 @@
 pub mod behind_nat;
 pub mod dns;
 pub mod hostile;
+pub mod hostile_peer;
 pub mod image;
 pub mod liars;
 pub mod lookups;

@@ -8,6 +8,7 @@
 //! AutoNAT v2 (client and server), circuit relay v2 (client and service) and
 //! DCUtR hole punching.
 
+use super::dial_back::OwnAddressOnly;
 use super::keep_alive::OwnKeepAlive;
 use super::loopback::LocalLoopback;
 use super::{NetConfig, Transports, dht, fetch, gossip, one_host, rpc, strikes};
@@ -47,8 +48,9 @@ pub(super) struct Behaviour {
     pub mdns: Toggle<mdns::tokio::Behaviour>,
     /// Asks peers to dial this node back: is it reachable?
     pub autonat: Toggle<autonat::v2::client::Behaviour>,
-    /// Dials peers back when they ask.
-    pub autonat_server: Toggle<autonat::v2::server::Behaviour>,
+    /// Dials peers back when they ask, at the IPs they are connected from
+    /// only (see [`OwnAddressOnly`]).
+    pub autonat_server: Toggle<OwnAddressOnly<autonat::v2::server::Behaviour>>,
     /// Reservations on relays, and connections through them.
     pub relay_client: relay::client::Behaviour,
     /// Relaying for others (its status follows [`super::reach::RelayService`]).
@@ -91,7 +93,9 @@ impl Behaviour {
             rpc: rpc::behaviour(),
             mdns: mdns.into(),
             autonat: reach.then(autonat::v2::client::Behaviour::default).into(),
-            autonat_server: reach.then(autonat::v2::server::Behaviour::default).into(),
+            autonat_server: reach
+                .then(|| OwnAddressOnly::new(autonat::v2::server::Behaviour::default()))
+                .into(),
             relay_client,
             relay: reach
                 .then(|| relay::Behaviour::new(peer_id, config.relay_limits.config()))

@@ -139,12 +139,20 @@ pub(super) fn routing_table(kad: &mut kad::Behaviour<MemoryStore>) -> Vec<PeerId
 /// At most this many peers at one public IP address share a bucket.
 pub const PEERS_PER_IP_IN_BUCKET: usize = 2;
 
+/// Addresses kept and dialed per peer, at most. A node has a few: TCP and
+/// QUIC over IPv4 and IPv6, one through each of its relays, a LAN address
+/// or two. A peer naming thousands (in identify, or for others in its
+/// Kademlia answers) would make each dial to it a scan of whatever hosts it
+/// names, and its routing-table entry grow with every identify it sends.
+pub const ADDRESSES_PER_PEER: usize = 16;
+
 /// Adds `peer` at `address` to the routing table if its bucket has room
 /// (or already holds it). A full bucket is left as it is, and so is a bucket
 /// holding [`PEERS_PER_IP_IN_BUCKET`] peers at `address`'s public IP: one
 /// host making identities by the thousand fills no bucket, and so cannot
 /// decide whom this node sends a lookup to. (Private and loopback addresses
-/// are exempt: nodes on one machine or LAN are one operator's.)
+/// are exempt: nodes on one machine or LAN are one operator's.) A peer
+/// already holding [`ADDRESSES_PER_PEER`] addresses gets no more.
 ///
 /// kad's own insertion, when a bucket is full, dials the bucket's least
 /// recently seen peer to see whether it is still alive, and keeps it if it
@@ -161,7 +169,7 @@ pub(super) fn learn(kad: &mut kad::Behaviour<MemoryStore>, peer: PeerId, address
         let mut same_host = 0;
         for entry in bucket.iter() {
             if *entry.node.key.preimage() == peer {
-                return true;
+                return entry.node.value.len() < ADDRESSES_PER_PEER;
             }
             if ip.is_some()
                 && entry

@@ -975,7 +975,7 @@ impl EventLoop {
                             .values()
                             .any(|(address, _)| reach::is_loopback(address))
                     });
-                    for address in &info.listen_addrs {
+                    for address in info.listen_addrs.iter().take(dht::ADDRESSES_PER_PEER) {
                         if reach::is_loopback(address) && !local_peer {
                             continue;
                         }
@@ -997,11 +997,16 @@ impl EventLoop {
                 if let Some(peer) = self.peers.get_mut(&peer_id) {
                     peer.agentsite = agentsite;
                     peer.offers_relay = info.protocols.contains(&relay::HOP_PROTOCOL_NAME);
-                    peer.agent_version = Some(info.agent_version);
-                    // What it says now, and where this node reached it: a peer
-                    // that identifies itself again and again with new
-                    // addresses does not make the list grow.
-                    peer.addresses = info.listen_addrs.into_iter().collect();
+                    peer.agent_version = Some(shown_agent_version(&info.agent_version));
+                    // What it says now (its first few addresses), and where
+                    // this node reached it: a peer that identifies itself
+                    // again and again with new addresses does not make the
+                    // list grow.
+                    peer.addresses = info
+                        .listen_addrs
+                        .into_iter()
+                        .take(dht::ADDRESSES_PER_PEER)
+                        .collect();
                     peer.addresses.extend(
                         peer.connections
                             .values()
@@ -1438,4 +1443,39 @@ fn refuse_if_taken(address: &Multiaddr) -> anyhow::Result<()> {
     std::net::TcpListener::bind((ip, port))
         .map(drop)
         .map_err(|e| crate::http::options::cannot_listen(&address.to_string(), &e, "--p2p-listen"))
+}
+
+/// What a peer calls itself (identify's agent version), as this node keeps
+/// and shows it: at most [`AGENT_VERSION_CHARS`] characters, control
+/// characters left out. Identify lets a peer say up to 4 KiB of anything,
+/// and the name is shown on the network page and in logs.
+fn shown_agent_version(said: &str) -> String {
+    let mut shown: String = said
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(AGENT_VERSION_CHARS + 1)
+        .collect();
+    if shown.chars().count() > AGENT_VERSION_CHARS {
+        shown = shown.chars().take(AGENT_VERSION_CHARS - 1).collect();
+        shown.push('…');
+    }
+    shown
+}
+
+/// Characters of a peer's agent version kept, at most ("agentsite/0.1.0"
+/// is 15, "rust-libp2p/0.57.0" 18, kubo's a few dozen).
+const AGENT_VERSION_CHARS: usize = 64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_s_name_is_kept_short_and_printable() {
+        assert_eq!(shown_agent_version("agentsite/0.1.0"), "agentsite/0.1.0");
+        assert_eq!(shown_agent_version("evil\u{1b}[2J\r\nname"), "evil[2Jname");
+        let long = shown_agent_version(&"x".repeat(4000));
+        assert_eq!(long.chars().count(), AGENT_VERSION_CHARS);
+        assert!(long.ends_with('…'));
+    }
 }

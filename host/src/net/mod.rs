@@ -10,6 +10,7 @@
 
 mod behaviour;
 pub mod dht;
+mod dial_back;
 mod event_loop;
 pub mod fetch;
 mod fetch_codec;
@@ -20,6 +21,7 @@ mod loopback;
 mod mesh;
 mod one_host;
 pub mod reach;
+mod relay_hosts;
 pub mod rpc;
 mod strikes;
 mod wrapped;

@@ -54,12 +54,17 @@ pub struct RelayLimits {
     /// Reservations held at once, in all and per peer.
     pub reservations: usize,
     pub reservations_per_peer: usize,
+    /// Live reservations per host (an IPv4 address, an IPv6 /64), whatever
+    /// its peer ids (see [`super::relay_hosts`]).
+    pub reservations_per_ip: usize,
     /// How long a reservation lasts before the peer must renew it.
     #[serde(with = "crate::config::humantime_serde_compat")]
     pub reservation_duration: Duration,
     /// Circuits (relayed connections) at once, in all and per peer.
     pub circuits: usize,
     pub circuits_per_peer: usize,
+    /// Live circuits opened from one host.
+    pub circuits_per_ip: usize,
     /// How long one circuit may last, and how many bytes it may carry each
     /// way, before the relay closes it: enough for a call and to punch a
     /// hole, not to serve as a free tunnel.
@@ -73,9 +78,11 @@ impl Default for RelayLimits {
         RelayLimits {
             reservations: 128,
             reservations_per_peer: 2,
+            reservations_per_ip: 8,
             reservation_duration: Duration::from_secs(60 * 60),
             circuits: 32,
             circuits_per_peer: 4,
+            circuits_per_ip: 8,
             circuit_duration: Duration::from_secs(2 * 60),
             circuit_bytes: 4 << 20,
         }
@@ -84,10 +91,12 @@ impl Default for RelayLimits {
 
 impl RelayLimits {
     /// libp2p's relay settings for these limits, with its per-peer and
-    /// per-IP rate limits on new reservations and circuits.
+    /// per-IP rate limits on new reservations and circuits, and the limits
+    /// per host consulted last (when the relay is about to grant).
     pub(super) fn config(&self) -> relay::Config {
+        use super::relay_hosts::{Counted, LiveAtHost};
         let per_minute = |n: u32| NonZeroU32::new(n).expect("a positive rate");
-        relay::Config {
+        let mut config = relay::Config {
             max_reservations: self.reservations,
             max_reservations_per_peer: self.reservations_per_peer,
             reservation_duration: self.reservation_duration,
@@ -101,7 +110,22 @@ impl RelayLimits {
         .reservation_rate_per_peer(per_minute(30), Duration::from_secs(120))
         .reservation_rate_per_ip(per_minute(60), Duration::from_secs(60))
         .circuit_src_per_peer(per_minute(30), Duration::from_secs(120))
-        .circuit_src_per_ip(per_minute(60), Duration::from_secs(60))
+        .circuit_src_per_ip(per_minute(60), Duration::from_secs(60));
+        config
+            .reservation_rate_limiters
+            .push(Box::new(LiveAtHost::new(
+                self.reservations_per_ip,
+                self.reservation_duration,
+                Counted::Peers,
+            )));
+        config
+            .circuit_src_rate_limiters
+            .push(Box::new(LiveAtHost::new(
+                self.circuits_per_ip,
+                self.circuit_duration,
+                Counted::Grants,
+            )));
+        config
     }
 }
 

@@ -110,12 +110,17 @@ impl NetworkBehaviour for Watched {
         addresses: &[Multiaddr],
         effective_role: Endpoint,
     ) -> Result<Vec<Multiaddr>, ConnectionDenied> {
-        self.0.handle_pending_outbound_connection(
+        // Kademlia offers the routing table's addresses first, then those
+        // its running queries heard from other peers, which any peer can
+        // fill: a dial tries the first few only.
+        let mut offered = self.0.handle_pending_outbound_connection(
             connection_id,
             maybe_peer,
             addresses,
             effective_role,
-        )
+        )?;
+        offered.truncate(super::dht::ADDRESSES_PER_PEER);
+        Ok(offered)
     }
 
     fn on_swarm_event(&mut self, event: FromSwarm) {

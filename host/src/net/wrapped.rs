@@ -1,6 +1,7 @@
 //! What a behaviour that wraps another, keeping its connection handler,
 //! passes on unchanged: the connection checks and its handler's events.
-//! The wrappers (`strikes::Watched`, `loopback::LocalLoopback`) write the
+//! The wrappers (`strikes::Watched`, `loopback::LocalLoopback`,
+//! `dial_back::OwnAddressOnly`) write the
 //! methods they change themselves.
 
 /// The pass-through methods of `NetworkBehaviour` for a wrapper whose
