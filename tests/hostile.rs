@@ -940,6 +940,125 @@ async fn one_client_cannot_pile_up_sessions_or_sets_and_lock_others_out() {
     mcp_session(&calm, &set(&[agents[6]])).await;
 }
 
+/// How many MCP sessions `server` keeps awake and asleep, as its
+/// `/metrics` says.
+async fn sessions_kept(client: &reqwest::Client, server: &support::Server) -> (u64, u64) {
+    let text = client
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let count = |state: &str| {
+        let prefix = format!("agentsite_mcp_sessions{{state=\"{state}\"}} ");
+        text.lines()
+            .find_map(|line| line.strip_prefix(&prefix))
+            .map_or(0, |n| n.trim().parse().unwrap())
+    };
+    (count("awake"), count("asleep"))
+}
+
+/// `method` with `params` in session `id`: the result (the last JSON-RPC
+/// message of the answer's event stream).
+async fn request_in(
+    client: &reqwest::Client,
+    url: &str,
+    id: &str,
+    method: &str,
+    params: serde_json::Value,
+) -> serde_json::Value {
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", id)
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{method} in {id}");
+    let text = response.text().await.unwrap();
+    let last = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .rfind(|data| !data.trim().is_empty())
+        .unwrap_or_else(|| panic!("no message in {text:?}"));
+    let message: serde_json::Value = serde_json::from_str(last.trim()).unwrap();
+    message["result"].clone()
+}
+
+/// An idle session kept a live one's tasks and channels, about 60 KB, for
+/// five minutes. Now a session with no request open for
+/// `mcp_session_dormant_after` is put to sleep, with only its `initialize`
+/// kept (2.3 KiB of resident set: BENCHMARKS.md), and its next request wakes it and is
+/// served as any other. One that set a log level keeps it, awake; one its
+/// client ended is not woken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_sessions_sleep_and_their_next_request_wakes_them() {
+    let cli = support::Cli::new();
+    cli.add(&["calculator"]);
+    std::fs::write(
+        cli.data().join("config.toml"),
+        "[serve]\nmcp_session_dormant_after = \"300ms\"\n",
+    )
+    .unwrap();
+    let server = support::Server::start(cli.data(), &[]);
+    let client = reqwest::Client::new();
+    let all = server.url("/mcp");
+    let mut sleepers = Vec::new();
+    for _ in 0..20 {
+        sleepers.push(mcp_session(&client, &all).await);
+    }
+    let keeps_a_level = mcp_session(&client, &all).await;
+    request_in(
+        &client,
+        &all,
+        &keeps_a_level,
+        "logging/setLevel",
+        json!({"level": "error"}),
+    )
+    .await;
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let (awake, asleep) = sessions_kept(&client, &server).await;
+        if asleep == 20 {
+            assert_eq!(awake, 1, "the session with a log level stays awake");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{asleep} asleep, {awake} awake"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for id in &sleepers {
+        let sum = request_in(
+            &client,
+            &all,
+            id,
+            "tools/call",
+            json!({"name": "calculator.add", "arguments": {"a": 20, "b": 22}}),
+        )
+        .await;
+        assert_eq!(sum["structuredContent"]["result"], json!(42.0), "{sum}");
+    }
+    // Ended by its client while asleep: gone for good.
+    let ended = client
+        .delete(&all)
+        .header("mcp-session-id", &sleepers[0])
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ended.status(), 200);
+    assert_eq!(ping_in(&client, &all, &sleepers[0]).await, 404);
+    assert_eq!(ping_in(&client, &all, &sleepers[1]).await, 200);
+}
+
 /// Calls whose answers are larger than the sockets' buffers can hold
 /// (each "ΐ" of 3 MB is three letters of six bytes in upper case), sent on
 /// `n` connections to `server` and never read.

@@ -75,6 +75,7 @@ fn front() -> &'static Front {
                 hosted,
                 Gate::new(None, Family::Text),
                 tokio_util::sync::CancellationToken::new(),
+                agentsite::mcp::sessions::DORMANT_AFTER,
             )
         });
         Front {

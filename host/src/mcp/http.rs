@@ -8,6 +8,7 @@
 //! (403 otherwise), the server binds loopback by default, and binding any
 //! other address requires a bearer token.
 
+use super::dormant::{Dormant, Hibernating};
 use super::exposed::Scope;
 use super::hosted::{Hosted, ScopedTools};
 use super::server::AgentServer;
@@ -22,7 +23,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use axum::{Json, Router};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -32,12 +32,13 @@ use tokio_util::sync::CancellationToken;
 /// Largest request body accepted, in bytes; larger ones get 413.
 pub const MAX_REQUEST_BODY: usize = crate::http::body_limit::MAX_REQUEST_BODY;
 
-/// rmcp's settings for the node's MCP endpoints.
-fn rmcp_config(stop: &CancellationToken) -> StreamableHttpServerConfig {
+/// rmcp's settings for an MCP endpoint whose sleeping sessions are kept
+/// in `dormant`.
+fn rmcp_config(stop: &CancellationToken, dormant: Arc<Dormant>) -> StreamableHttpServerConfig {
     // The Host and Origin rules are the front end's, checked once for
     // every route where a connection hands a request to the router
     // (crate::http::connections::serve): rmcp does not check them again.
-    StreamableHttpServerConfig::default()
+    let mut config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .disable_allowed_origins()
         .with_max_request_body_bytes(MAX_REQUEST_BODY)
@@ -45,16 +46,18 @@ fn rmcp_config(stop: &CancellationToken) -> StreamableHttpServerConfig {
         // before its result is answered with plain JSON, not a one-event
         // SSE stream; one that reports progress or logs still streams.
         .with_json_response(true)
-        .with_cancellation_token(stop.child_token())
+        .with_cancellation_token(stop.child_token());
+    config.session_store = Some(dormant);
+    config
 }
 
-type McpService = StreamableHttpService<AgentServer, LocalSessionManager>;
+type McpService = StreamableHttpService<AgentServer, Hibernating>;
 
 /// One MCP endpoint: its service, and the sessions it keeps.
 #[derive(Clone)]
 struct Endpoint {
     service: McpService,
-    sessions: Arc<LocalSessionManager>,
+    sessions: Arc<Hibernating>,
 }
 
 /// The state of the MCP endpoints.
@@ -69,7 +72,7 @@ struct Front {
     /// [`MAX_CHOSEN_SETS`] in all.
     chosen: Mutex<HashMap<Vec<AgentId>, Chosen>>,
     /// Every endpoint's sessions, bounded per requester and overall.
-    book: SessionBook,
+    book: Arc<SessionBook>,
 }
 
 /// A set of agents chosen with `/mcp?agents=…`.
@@ -98,11 +101,12 @@ pub const SETS_PER_REQUESTER: usize = 8;
 fn mcp_service(hosted: &Arc<Hosted>, stop: &CancellationToken, scope: Scope) -> Endpoint {
     let hosted = hosted.clone();
     let tools = Arc::new(ScopedTools::new(scope));
-    let sessions = Arc::new(LocalSessionManager::default());
+    let dormant = Arc::new(Dormant::default());
+    let sessions = Arc::new(Hibernating::new(dormant.clone()));
     let service = StreamableHttpService::new(
         move || Ok(AgentServer::new(hosted.clone(), tools.clone())),
         sessions.clone(),
-        rmcp_config(stop),
+        rmcp_config(stop, dormant),
     );
     Endpoint { service, sessions }
 }
@@ -161,7 +165,8 @@ impl Front {
     }
 
     /// Serves `request` on `endpoint`, booking the session it opens (and
-    /// closing what that pushes past the bounds) and each use of one.
+    /// ending what that pushes past the bounds) and counting each request
+    /// of one until its response has been sent.
     async fn serve(&self, endpoint: Endpoint, request: Request) -> Response {
         // Named only if the request opens a session: most keep nothing.
         let (address, operator) = crate::requester::sender(request.extensions());
@@ -170,12 +175,26 @@ impl Front {
             .get(SESSION_HEADER)
             .and_then(|id| id.to_str().ok())
             .map(str::to_owned);
+        let mut in_flight = None;
         match &session {
             Some(id) if request.method() == axum::http::Method::DELETE => self.book.forget(id),
-            Some(id) => self.book.touch(id),
+            Some(id) => {
+                if request.extensions().get::<KeepsSessionState>().is_some() {
+                    self.book.pin(id);
+                }
+                in_flight = self.book.began(id).await;
+            }
             None => {}
         }
         let response = endpoint.service.handle(request).await.into_response();
+        if let Some(in_flight) = in_flight {
+            return response.map(|body| {
+                axum::body::Body::new(Counted {
+                    body,
+                    _in_flight: in_flight,
+                })
+            });
+        }
         if session.is_none()
             && let Some(opened) = response
                 .headers()
@@ -194,19 +213,67 @@ impl Front {
     }
 }
 
+/// A response body that keeps its session's request counted until it has
+/// been sent (or dropped).
+struct Counted {
+    body: axum::body::Body,
+    /// Held for its drop.
+    _in_flight: super::sessions::InFlight,
+}
+
+impl hyper::body::Body for Counted {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// Marks a request that makes its session keep state of its own (a log
+/// level, a subscription), which putting the session to sleep would lose.
+#[derive(Clone, Copy)]
+struct KeepsSessionState;
+
+/// The methods that make a session keep state beyond its `initialize`.
+const STATEFUL_METHODS: [&str; 2] = ["logging/setLevel", "resources/subscribe"];
+
 /// The header that carries an MCP session's id.
 const SESSION_HEADER: &str = "mcp-session-id";
 
 /// The MCP endpoints, `/health` and `/metrics`; all but `/health` behind
-/// `gate` (the node's token, refused as text).
-pub fn router(hosted: Arc<Hosted>, gate: Gate, stop: CancellationToken) -> Router {
+/// `gate` (the node's token, refused as text). A session idle for
+/// `dormant_after` is put to sleep (see [`super::dormant`]).
+pub fn router(
+    hosted: Arc<Hosted>,
+    gate: Gate,
+    stop: CancellationToken,
+    dormant_after: std::time::Duration,
+) -> Router {
+    let book = Arc::new(SessionBook::default());
+    tokio::spawn(super::sessions::keep_tidy(
+        book.clone(),
+        dormant_after,
+        stop.child_token(),
+    ));
     let front = Arc::new(Front {
         all: mcp_service(&hosted, &stop, Scope::All),
         hosted,
         stop,
         per_agent: Mutex::new(HashMap::new()),
         chosen: Mutex::new(HashMap::new()),
-        book: SessionBook::default(),
+        book,
     });
     let mcp = Router::new()
         .route("/mcp", any(all_agents))
@@ -306,6 +373,10 @@ async fn health(State(front): State<Arc<Front>>) -> Response {
 async fn metrics(State(front): State<Arc<Front>>) -> Response {
     let audit = front.hosted.node().audit();
     audit.agents_installed(front.hosted.records().len());
+    let (awake, asleep) = front.book.awake_and_asleep();
+    audit
+        .section::<super::metrics::SessionMetrics>()
+        .kept(awake, asleep);
     (
         [(
             header::CONTENT_TYPE,
@@ -339,11 +410,15 @@ async fn check_jsonrpc(request: Request, next: Next) -> Response {
         Ok(bytes) => bytes,
         Err(refusal) => return refusal,
     };
-    if let Some(refusal) = refusal(&bytes) {
-        return refusal;
+    let mut request = Request::from_parts(parts, axum::body::Body::from(bytes.clone()));
+    match read_envelope(&bytes) {
+        Read::Refused(refusal) => return refusal,
+        Read::Message(Some(method)) if STATEFUL_METHODS.contains(&method.as_ref()) => {
+            request.extensions_mut().insert(KeepsSessionState);
+        }
+        Read::Message(_) => {}
     }
-    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
-        .await
+    next.run(request).await
 }
 
 /// The whole body if it is at most [`MAX_REQUEST_BODY`] bytes; else the
@@ -367,10 +442,20 @@ async fn read_limited(body: axum::body::Body) -> Result<bytes::Bytes, Response> 
 struct Envelope<'a> {
     #[serde(borrow)]
     jsonrpc: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    method: Option<std::borrow::Cow<'a, str>>,
 }
 
-/// The answer refusing a body that is not one JSON-RPC 2.0 message, if it is not.
-fn refusal(bytes: &[u8]) -> Option<Response> {
+/// What a POST body is to the endpoints' first check.
+enum Read<'a> {
+    /// One JSON-RPC 2.0 message, with its method (none for a response).
+    Message(Option<std::borrow::Cow<'a, str>>),
+    /// Not one: the answer saying why.
+    Refused(Response),
+}
+
+/// Reads the envelope of a POST body (see [`Read`]).
+fn read_envelope(bytes: &[u8]) -> Read<'_> {
     let invalid = |reason: &str| {
         jsonrpc_error(
             StatusCode::BAD_REQUEST,
@@ -381,19 +466,21 @@ fn refusal(bytes: &[u8]) -> Option<Response> {
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
         // Still a parse error if the batch is not even JSON.
         if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-            return Some(parse_error(&e));
+            return Read::Refused(parse_error(&e));
         }
-        return Some(invalid(
+        return Read::Refused(invalid(
             "JSON-RPC batches are not supported by MCP; send one message per request",
         ));
     }
     match serde_json::from_slice::<Envelope>(bytes) {
-        Ok(envelope) if envelope.jsonrpc.as_deref() == Some("2.0") => None,
-        Ok(_) => Some(invalid("\"jsonrpc\" must be \"2.0\"")),
-        Err(e) if e.is_data() => Some(invalid(&format!(
+        Ok(envelope) if envelope.jsonrpc.as_deref() == Some("2.0") => {
+            Read::Message(envelope.method)
+        }
+        Ok(_) => Read::Refused(invalid("\"jsonrpc\" must be \"2.0\"")),
+        Err(e) if e.is_data() => Read::Refused(invalid(&format!(
             "a message is a JSON object whose \"jsonrpc\" is \"2.0\" ({e})"
         ))),
-        Err(e) => Some(parse_error(&e)),
+        Err(e) => Read::Refused(parse_error(&e)),
     }
 }
 

@@ -3,10 +3,12 @@
 //! runs in a fresh WebAssembly instance under the node's limits.
 
 mod caller;
+mod dormant;
 pub(crate) mod exposed;
 pub mod hosted;
 pub mod http;
 pub mod listing;
+mod metrics;
 pub(crate) mod relay;
 pub(crate) mod server;
 pub mod sessions;

@@ -138,6 +138,10 @@ pub struct ServeConfig {
     /// Time a response may wait on a client that reads none of it.
     #[serde(with = "humantime_serde_compat")]
     pub response_write_idle_timeout: Duration,
+    /// Time an MCP session idles, with no request open, before it is put
+    /// to sleep: its tasks end and the next request wakes it.
+    #[serde(with = "humantime_serde_compat")]
+    pub mcp_session_dormant_after: Duration,
 }
 
 /// Where `agentsite serve` listens unless told otherwise.
@@ -158,6 +162,7 @@ impl Default for ServeConfig {
             request_head_timeout: connections.head_timeout,
             request_body_idle_timeout: connections.body_idle_timeout,
             response_write_idle_timeout: connections.write_idle_timeout,
+            mcp_session_dormant_after: crate::mcp::sessions::DORMANT_AFTER,
         }
     }
 }

@@ -141,8 +141,13 @@ impl Server {
             config.web.public_read,
         )?;
         let token_required = options.token.as_deref().is_some_and(|t| !t.is_empty());
-        let mut router = crate::mcp::http::router(hosted.clone(), gate.clone(), stop.clone())
-            .merge(crate::v1::router(node.models().clone(), gate.clone()));
+        let mut router = crate::mcp::http::router(
+            hosted.clone(),
+            gate.clone(),
+            stop.clone(),
+            config.serve.mcp_session_dormant_after,
+        )
+        .merge(crate::v1::router(node.models().clone(), gate.clone()));
         router = router.merge(crate::web::api::node_router(
             node.clone(),
             hub.clone(),
