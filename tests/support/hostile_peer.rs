@@ -259,15 +259,27 @@ impl Hostile {
     /// each other (the target then knows what this peer claims).
     pub async fn connect(&mut self, target: &Multiaddr) {
         self.swarm.dial(target.clone()).expect("a dial starts");
-        self.run_until(|event| {
-            matches!(
-                event,
-                SwarmEvent::Behaviour(HostileBehaviourEvent::Identify(
-                    identify::Event::Received { .. }
-                ))
-            )
-        })
-        .await;
+        let event = self
+            .run_until(|event| {
+                matches!(
+                    event,
+                    SwarmEvent::Behaviour(HostileBehaviourEvent::Identify(
+                        identify::Event::Received { .. } | identify::Event::Error { .. }
+                    )) | SwarmEvent::OutgoingConnectionError { .. }
+                        | SwarmEvent::ConnectionClosed { .. }
+                )
+            })
+            .await;
+        // A connection that failed or closed first says why here, not as
+        // a timeout.
+        if !matches!(
+            event,
+            SwarmEvent::Behaviour(HostileBehaviourEvent::Identify(
+                identify::Event::Received { .. }
+            ))
+        ) {
+            panic!("connecting to {target} ended otherwise: {event:?}");
+        }
     }
 
     /// Drives the swarm until `done` holds for one of its events; fails the
@@ -285,7 +297,12 @@ impl Hostile {
             }
         })
         .await
-        .expect("the hostile peer's step ends in time")
+        .unwrap_or_else(|_| {
+            panic!(
+                "the hostile peer's step did not end within {STEP:?}; it is connected to {:?}",
+                self.swarm.connected_peers().collect::<Vec<_>>()
+            )
+        })
     }
 
     /// Asks `relay` for a reservation: what the relay answered.
