@@ -57,11 +57,6 @@ impl Dormant {
     pub fn remove(&self, id: &str) {
         self.kept().remove(id);
     }
-
-    /// Bytes kept for session `id` (its serialized parameters).
-    pub fn size_of(&self, id: &str) -> Option<usize> {
-        self.kept().get(id).map(|kept| kept.len())
-    }
 }
 
 #[async_trait::async_trait]
