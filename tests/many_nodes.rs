@@ -16,7 +16,9 @@ const PUBLISHERS: usize = 8;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_node_finds_every_published_agent() {
     let _alone = support::testnet::alone().await;
-    let net = tokio::time::timeout(Duration::from_secs(180), Testnet::start(NODES, 7))
+    // A bound for a network that never settles, not a measure of speed
+    // (the join time is printed): 146 s here, on two cores, alone.
+    let net = tokio::time::timeout(Duration::from_secs(400), Testnet::start(NODES, 7))
         .await
         .expect("the network settles");
     let (smallest, median, _) = net.routing;
