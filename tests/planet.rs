@@ -179,6 +179,95 @@ fn a_port_another_node_holds_is_refused_at_start_p2p_as_http() {
     drop(node);
 }
 
+#[test]
+fn the_start_banner_names_every_address_and_says_peers_are_open_on_the_defaults() {
+    // A host of its own (a network namespace): the defaults listen for
+    // peers on every interface, which here are its loopback and 203.0.113.1.
+    let Some(mut internet) = support::netns::Internet::new() else {
+        return;
+    };
+    let host = internet.public_host(1);
+    let cli = Cli::new();
+    let mut command = host.command(env!("CARGO_BIN_EXE_agentsite"));
+    command
+        .arg("--data-dir")
+        .arg(cli.data())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env_remove("AGENTSITE_CONFIG")
+        .env_remove("AGENTSITE_TOKEN");
+    let node = Server::spawn(command, "banner");
+    let log = eventually(Duration::from_secs(30), "the banner's last line", || {
+        let log = node.log();
+        match log.contains("  HTTP: ") {
+            true => Ok(log),
+            false => Err(log),
+        }
+    });
+    let peer_id = node.peer_id().unwrap().to_owned();
+    let listening = log
+        .lines()
+        .find(|line| line.starts_with("peer id "))
+        .unwrap();
+    for address in [
+        "/ip4/127.0.0.1/tcp/4077",
+        "/ip4/203.0.113.1/tcp/4077",
+        "/ip4/127.0.0.1/udp/4077/quic-v1",
+        "/ip4/203.0.113.1/udp/4077/quic-v1",
+    ] {
+        assert!(
+            listening.contains(&format!("{address}/p2p/{peer_id}")),
+            "{address} missing from {listening}"
+        );
+    }
+    assert!(
+        log.contains(
+            "  peers: other machines can connect (/ip4/0.0.0.0/tcp/4077, /ip4/0.0.0.0/udp/4077/quic-v1); to keep peers on this machine: agentsite serve --p2p-listen /ip4/127.0.0.1/tcp/4077 --p2p-listen /ip4/127.0.0.1/udp/4077/quic-v1"
+        ),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!(
+            "at {}/mcp and the node's models at {}/v1",
+            node.base, node.base
+        )),
+        "{log}"
+    );
+    assert!(log.contains("  HTTP: this machine only"), "{log}");
+    drop(node);
+    // Told to keep peers here, it says so.
+    let here = Server::start(cli.data(), &["--p2p-listen", "/ip4/127.0.0.1/tcp/0"]);
+    let log = eventually(Duration::from_secs(30), "the banner's last line", || {
+        let log = here.log();
+        match log.contains("  HTTP: ") {
+            true => Ok(log),
+            false => Err(log),
+        }
+    });
+    assert!(log.contains("  peers: this machine only"), "{log}");
+}
+
+#[test]
+fn a_second_node_on_one_data_directory_is_refused_with_the_first_ones_address() {
+    let cli = Cli::new();
+    let first = Server::start(cli.data(), &["--p2p-listen", "/ip4/127.0.0.1/tcp/0"]);
+    let peer_id = first.p2p.as_deref().unwrap().rsplit('/').next().unwrap();
+    // Another port and no network: only the data directory is shared.
+    cli.run(&["serve", "--listen", "127.0.0.1:0", "--no-p2p"])
+        .failure(&format!(
+            "another agentsite node serves {} (pid {}) at {} as peer {peer_id}; stop it, or give this one another --data-dir",
+            cli.data().display(),
+            first.pid(),
+            first.base,
+        ));
+    // The first one still serves, and the command line still finds it
+    // (`peers` asks the running node, and says when none runs).
+    cli.run(&["peers"]).success();
+    drop(first);
+    // Once it has stopped, the directory is free again.
+    let second = Server::start(cli.data(), &[]);
+    drop(second);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_published_alone_is_announced_when_the_first_peer_comes() {
     let (a, b) = (Cli::new(), Cli::new());

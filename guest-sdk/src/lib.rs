@@ -35,10 +35,21 @@
 //!   structured content with an output schema (and its JSON as text, for
 //!   clients that only read text). Values that are not JSON objects are
 //!   wrapped as `{"result": value}`, because MCP structured content is an object.
+//!   A struct of your own gets both from the [`data`] attribute, with no
+//!   `serde` or `schemars` dependency to add:
+//!
+//! ```ignore
+//! #[agentsite_sdk::data]
+//! struct Conversion {
+//!     /// The converted amount.
+//!     value: f64,
+//!     unit: String,
+//! }
+//! ```
 //! * `Result<T, E>` returns `T` as above, or a tool error: `E` may be
 //!   [`ToolError`] itself or anything that implements `Display`.
 
-pub use agentsite_sdk_macros::agent;
+pub use agentsite_sdk_macros::{agent, data};
 
 /// Bindings generated from the WIT contract. Most agents never need them
 /// directly; the re-exports below cover the common cases.

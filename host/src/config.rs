@@ -185,6 +185,12 @@ impl DataDir {
         self.root.join("node.json")
     }
 
+    /// Held locked by the one `agentsite serve` of this directory, which
+    /// writes its process id in it.
+    pub fn serve_lock(&self) -> PathBuf {
+        self.root.join("serve.lock")
+    }
+
     /// The default config file.
     pub fn config_file(&self) -> PathBuf {
         self.root.join("config.toml")

@@ -164,7 +164,8 @@ enum Command {
         agent: String,
         /// Tool name.
         tool: String,
-        /// Arguments, a JSON object.
+        /// Arguments, a JSON object; @FILE reads them from a file, - from
+        /// standard input.
         #[arg(default_value = "{}")]
         arguments: String,
         /// Wall-clock limit for this call, such as 500ms or 30s.
@@ -297,11 +298,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Make a new agent: a Rust crate with one tool, ready to build with
-    /// `cargo build --release --target wasm32-wasip2`.
+    /// Make a new agent: a project in Rust, Python or JavaScript with two
+    /// tools (text and structured output), built with the SDK this binary
+    /// carries.
     New {
-        /// The agent's name (a-z 0-9 - _), also its crate's.
+        /// The agent's name (a-z 0-9 - _), also its project's.
         name: String,
+        /// The language it is written in.
+        #[arg(long, value_enum, default_value = "rust")]
+        lang: cli::Lang,
         /// The folder to make [default: ./NAME].
         #[arg(long, value_name = "DIR")]
         path: Option<PathBuf>,
@@ -602,7 +607,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
     // runtime of its own.
     let command = match args.command {
         Command::Keygen { force } => return cli::policy::keygen(&data, force),
-        Command::New { name, path } => return cli::new(&name, path.as_deref()),
+        Command::New { name, lang, path } => {
+            return cli::new(&data, &name, lang, path.as_deref());
+        }
         Command::Id { json } => return cli::id(&data, json).await,
         Command::Health { url, json } => return cli::health(&data, url.as_deref(), json).await,
         Command::Peers { json } => return cli::peers(&data, json).await,
@@ -666,7 +673,15 @@ async fn run(args: Args) -> anyhow::Result<()> {
             remote: true,
             json,
             ..
-        } => return cli::call_remote(&data, &agent, &tool, &arguments, deadline, json).await,
+        } => {
+            let outcome = match cli::arguments_text(arguments) {
+                Ok(arguments) => {
+                    cli::call_remote(&data, &agent, &tool, &arguments, deadline, json).await
+                }
+                Err(e) => Err(e),
+            };
+            return cli::call_outcome(json, outcome);
+        }
         // Beside a running node, the command line and an MCP client reach
         // the agents through it: it holds their stores.
         Command::Call {
@@ -678,19 +693,23 @@ async fn run(args: Args) -> anyhow::Result<()> {
             json,
             remote: false,
         } => {
-            let call = cli::LocalCall {
-                agent,
-                tool,
-                arguments,
-                deadline,
-                memory: memory.map(|m| m.as_u64()),
-            };
-            if cli::node_running(&data, &named)? {
-                return cli::call_through_node(&data, call, json).await;
+            let outcome = async {
+                let call = cli::LocalCall {
+                    agent,
+                    tool,
+                    arguments: cli::arguments_text(arguments)?,
+                    deadline,
+                    memory: memory.map(|m| m.as_u64()),
+                };
+                if cli::node_running(&data, &named)? {
+                    return cli::call_through_node(&data, call, json).await;
+                }
+                let node = Node::open(data, config.node(), Capacity::OneShot)
+                    .context("cannot open the node")?;
+                cli::call(&node, &call, json).await
             }
-            let node = Node::open(data, config.node(), Capacity::OneShot)
-                .context("cannot open the node")?;
-            return cli::call(&node, &call, json).await;
+            .await;
+            return cli::call_outcome(json, outcome);
         }
         Command::Mcp { agents } if cli::node_running(&data, &named)? => {
             return cli::mcp_through_node(&data, &agents).await;

@@ -116,6 +116,15 @@ pub fn examples() -> &'static Path {
     })
 }
 
+/// Where the suite builds Rust agents made by `agentsite new`: outside the
+/// clone, so that the SDK's dependencies are compiled once across runs.
+pub fn scaffold_target() -> PathBuf {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    home.join(".cache/agentsite-scaffolds")
+}
+
 /// The path of an example agent's component.
 pub fn wasm(name: &str) -> PathBuf {
     let path = examples().join(format!("{name}.wasm"));

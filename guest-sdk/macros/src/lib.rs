@@ -34,6 +34,44 @@ pub fn agent(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
+/// Makes a struct or enum data a tool can take or return: derives serde's
+/// `Serialize` and `Deserialize` and schemars' `JsonSchema` through the
+/// SDK's own copies, so the agent's crate needs no `serde` or `schemars`
+/// dependency of its own. Its doc comments, and its fields', describe it
+/// in the tool's schema; `#[serde(...)]` attributes on it still apply.
+///
+/// ```ignore
+/// #[agentsite_sdk::data]
+/// struct Conversion {
+///     /// The converted amount.
+///     value: f64,
+///     unit: String,
+/// }
+/// ```
+#[proc_macro_attribute]
+pub fn data(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        return syn::Error::new(
+            TokenStream2::from(attr).span(),
+            "#[data] takes no options (serde's and schemars' own attributes go on the item)",
+        )
+        .to_compile_error()
+        .into();
+    }
+    let item = TokenStream2::from(item);
+    quote! {
+        #[derive(
+            ::agentsite_sdk::__private::serde::Serialize,
+            ::agentsite_sdk::__private::serde::Deserialize,
+            ::agentsite_sdk::__private::schemars::JsonSchema
+        )]
+        #[serde(crate = "::agentsite_sdk::__private::serde")]
+        #[schemars(crate = "::agentsite_sdk::__private::schemars")]
+        #item
+    }
+    .into()
+}
+
 #[derive(Default)]
 struct AgentOptions {
     name: Option<LitStr>,

@@ -64,6 +64,10 @@ pub struct Conversation {
     /// The goal its "team up" messages carry on, once there is one.
     #[serde(default)]
     pub goal: Option<String>,
+    /// Whether its title was given (when it was started, or renamed); a
+    /// conversation without one is titled by its first message.
+    #[serde(default)]
+    pub titled: bool,
 }
 
 /// One step of a conversation.
@@ -182,6 +186,37 @@ fn check_title(title: &str) -> Result<String, ChatError> {
     Ok(title.to_owned())
 }
 
+/// A title made of a conversation's first message: its first line, cut at
+/// a word to at most [`TITLE_FROM_MESSAGE`] characters.
+fn title_from(message: &str) -> String {
+    let line = message
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let line: String = line.chars().filter(|c| !c.is_control()).collect();
+    // At most so many characters, and within a title's bytes with the "…".
+    let mut cut = String::new();
+    for c in line.chars() {
+        if cut.chars().count() == TITLE_FROM_MESSAGE || cut.len() + c.len_utf8() > MAX_TITLE - 3 {
+            break;
+        }
+        cut.push(c);
+    }
+    if cut.len() == line.len() {
+        return line;
+    }
+    let at_word = match cut.rfind(char::is_whitespace) {
+        Some(space) if space > cut.len() / 2 => &cut[..space],
+        _ => &cut,
+    };
+    let at_word = at_word.trim_end_matches(|c: char| c.is_whitespace() || ",;:.".contains(c));
+    format!("{at_word}…")
+}
+
+/// How long a title made from a message is, at most, in characters.
+const TITLE_FROM_MESSAGE: usize = 60;
+
 /// The names a message mentions with `@`, in order, each once.
 pub fn mentions(text: &str) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
@@ -244,6 +279,7 @@ impl Chats {
                 .map_err(ChatError::NotFound)?;
             agents.push(found.name);
         }
+        let titled = title.is_some();
         let title = match title {
             Some(title) => check_title(title)?,
             None => match agents.first() {
@@ -259,6 +295,7 @@ impl Chats {
             updated_at: now,
             agents,
             goal: None,
+            titled,
         };
         self.store.save(conversation.clone()).await?;
         Ok(conversation)
@@ -282,6 +319,7 @@ impl Chats {
     pub async fn rename(&self, id: &str, title: &str) -> Result<Conversation, ChatError> {
         let mut conversation = self.get(id).await?;
         conversation.title = check_title(title)?;
+        conversation.titled = true;
         self.store.save(conversation.clone()).await?;
         Ok(conversation)
     }
@@ -380,6 +418,10 @@ impl Chats {
             }
         };
         conversation.updated_at = unix_millis();
+        if !conversation.titled && entry.seq == 1 {
+            conversation.title = title_from(text);
+            conversation.titled = true;
+        }
         let _ = self.store.save(conversation.clone()).await;
         let chats = self.clone();
         let text = text.to_owned();
@@ -850,6 +892,25 @@ fn as_message(entry: &Entry) -> Option<Message> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_conversation_is_titled_by_its_first_line_cut_at_a_word() {
+        assert_eq!(
+            title_from("  What is 6 times 7?\nand more"),
+            "What is 6 times 7?"
+        );
+        let long = "Convert these recipes from cups and ounces to grams, then scale them for twelve people";
+        let title = title_from(long);
+        assert_eq!(
+            title,
+            "Convert these recipes from cups and ounces to grams, then…"
+        );
+        // Text without spaces is cut where it must be, within a title's bytes.
+        let wide = "字".repeat(200);
+        let title = title_from(&wide);
+        assert!(title.len() <= MAX_TITLE && title.ends_with('…'), "{title}");
+        check_title(&title).unwrap();
+    }
 
     #[test]
     fn a_message_without_its_mentions_is_what_it_asks() {

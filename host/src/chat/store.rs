@@ -271,6 +271,7 @@ mod tests {
             updated_at,
             agents: Vec::new(),
             goal: None,
+            titled: true,
         }
     }
 

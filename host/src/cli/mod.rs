@@ -4,13 +4,15 @@
 //! Output meant for programs (ids, results, `--json`) goes to stdout; notes
 //! for people go to stderr, so that `agentsite add x.wasm` can be captured.
 
+mod banner;
 pub mod goals;
 mod health;
 pub mod models;
 mod network;
-mod new;
+pub mod new;
 pub mod policy;
 pub mod registry;
+mod sdk;
 mod shown;
 
 /// What `agentsite call` asks a running node to do.
@@ -19,7 +21,7 @@ pub use health::health;
 pub use network::{
     call_remote, call_through_node, fetch, id, network_models, peers, publish, search,
 };
-pub use new::new;
+pub use new::{Lang, new};
 
 use crate::Node;
 use crate::agent::tool::ToolSpec;
@@ -224,15 +226,60 @@ pub(crate) fn print_result(
             .lines()
             .find(|l| !l.trim().is_empty())
             .unwrap_or("(no text)");
-        anyhow::bail!(
+        return Err(ToolReportedError(format!(
             "{agent}.{tool} reported an error: {}",
             crate::text::excerpt(first, 4096)
-        );
+        ))
+        .into());
     }
     if !for_program {
         print!("{}", shown::for_person(output));
     }
     Ok(())
+}
+
+/// A tool's own error result, already printed as its JSON for a program.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct ToolReportedError(String);
+
+/// What `call` ended with, for a program (`--json`): a call that failed
+/// before the tool could answer (an unknown agent or tool, arguments the
+/// schema refuses, a grant missing, a deadline) is printed as the tool's
+/// own failures are, an MCP result with `isError` and the reason as text,
+/// so that a program reads one shape whatever happened. The error line on
+/// stderr and the exit status stay as they are.
+pub fn call_outcome(json: bool, outcome: anyhow::Result<()>) -> anyhow::Result<()> {
+    if let Err(error) = &outcome
+        && json
+        && error.downcast_ref::<ToolReportedError>().is_none()
+    {
+        print_json(&serde_json::json!({
+            "content": [{ "type": "text", "text": format!("{error:#}") }],
+            "isError": true,
+        }))?;
+    }
+    outcome
+}
+
+/// A call's arguments as given: JSON text, `@FILE` for a file's, or `-`
+/// (or `@-`) for standard input's.
+pub fn arguments_text(given: String) -> anyhow::Result<String> {
+    use std::io::Read as _;
+    let from = match given.as_str() {
+        "-" | "@-" => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("cannot read the arguments from standard input")?;
+            return Ok(text);
+        }
+        _ => match given.strip_prefix('@') {
+            Some(path) => path,
+            None => return Ok(given),
+        },
+    };
+    std::fs::read_to_string(from).with_context(|| format!("cannot read the arguments from {from}"))
 }
 
 /// `agentsite inspect AGENT`
@@ -256,7 +303,8 @@ pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
     // Everything the agent wrote is shown escaped, each on its own line:
     // a description cannot pose as, or hide, the lines the node writes.
     out.push_str(&format!("{} {}\n", card.name, safe(&card.version)));
-    out.push_str(&format!("  {}\n\n", safe(&card.description)));
+    push_lines(&mut out, "  ", "  ", &card.description);
+    out.push('\n');
     out.push_str(&format!("id:        {}\n", record.id));
     match &record.attached {
         Some(attachment) => {
@@ -335,6 +383,22 @@ pub fn inspect(node: &Node, agent: &str, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `text` (an agent's words, such as a doc comment of several lines) line
+/// by line, each escaped: the first after `first`, the others after
+/// `then`, so that a description keeps its lines and its indentation under
+/// the heading it belongs to, and no line of it can pose as the node's.
+fn push_lines(out: &mut String, first: &str, then: &str, text: &str) {
+    let mut lines = text.trim_end().lines();
+    out.push_str(first);
+    out.push_str(&safe(lines.next().unwrap_or_default()));
+    out.push('\n');
+    for line in lines {
+        out.push_str(then);
+        out.push_str(&safe(line));
+        out.push('\n');
+    }
+}
+
 /// `agentsite rm AGENT`
 pub fn remove(node: &Node, agent: &str, purge: bool) -> anyhow::Result<()> {
     let record = node.remove(agent, purge)?;
@@ -378,16 +442,11 @@ fn describe_tool(out: &mut String, tool: &ToolSpec) {
         } else {
             ", optional"
         };
-        let description = schema
-            .get("description")
-            .and_then(|d| d.as_str())
-            .map(|d| format!(": {}", safe(d)))
-            .unwrap_or_default();
-        out.push_str(&format!(
-            "    - {} ({}{optional}){description}\n",
-            safe(name),
-            safe(&kind)
-        ));
+        let argument = format!("    - {} ({}{optional})", safe(name), safe(&kind));
+        match schema.get("description").and_then(|d| d.as_str()) {
+            Some(description) => push_lines(out, &format!("{argument}: "), "        ", description),
+            None => out.push_str(&format!("{argument}\n")),
+        }
     }
     let hints = &tool.annotations;
     let flags: Vec<&str> = [
@@ -517,20 +576,23 @@ pub async fn serve(
     options: crate::http::HttpOptions,
     p2p: Option<crate::server::P2pOptions>,
 ) -> anyhow::Result<()> {
+    let listen = p2p
+        .as_ref()
+        .map(|p2p| p2p.net.listen.clone())
+        .unwrap_or_default();
     let server = crate::server::Server::start(node, config, options, p2p).await?;
-    if let Some(hub) = server.hub() {
-        eprintln!(
-            "peer id {} listening on {}",
-            hub.peer_id(),
-            server.p2p_addresses().join(" ")
-        );
+    let banner = banner::Listening {
+        peers: server.hub().map(|hub| banner::Peers {
+            peer_id: hub.peer_id().to_string(),
+            addresses: server.p2p_addresses(),
+            listen: &listen,
+        }),
+        http: server.address(),
+        agents: server.agents(),
+    };
+    for line in banner::lines(&banner) {
+        eprintln!("{line}");
     }
-    // The address line is the one a script or test waits for.
-    let (address, agents) = (server.address(), server.agents());
-    eprintln!(
-        "serving {} over MCP at http://{address}/mcp and the node's models at http://{address}/v1 (health: /health); pages at http://{address}/",
-        counted(agents, "agent")
-    );
     let stop = server.stopper();
     tokio::spawn(async move {
         shutdown_signal().await;

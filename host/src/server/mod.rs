@@ -20,7 +20,7 @@ use crate::http::{HttpOptions, connections};
 use crate::hub::{Hub, HubOptions};
 use crate::mcp::Hosted;
 use crate::net::NetConfig;
-use crate::web::control::{NodeFile, NodeFiles};
+use crate::web::control::{NodeFile, NodeFiles, Serving};
 use crate::web::site::{Site, session::Sessions};
 use anyhow::Context as _;
 use axum::Router;
@@ -53,6 +53,8 @@ pub struct Server {
     watcher: JoinHandle<()>,
     /// The files the command line finds the node by, removed when it ends.
     _node_files: NodeFiles,
+    /// This node's claim on its data directory, let go when it ends.
+    _serving: Serving,
 }
 
 impl Server {
@@ -65,6 +67,7 @@ impl Server {
         options: HttpOptions,
         p2p: Option<P2pOptions>,
     ) -> anyhow::Result<Server> {
+        let serving = crate::web::control::claim(node.data_dir())?;
         let listener = bind(&options).await?;
         let hub = match p2p {
             Some(p2p) => {
@@ -77,7 +80,7 @@ impl Server {
             }
             None => None,
         };
-        Server::assemble(listener, node, config, options, hub).await
+        Server::assemble(serving, listener, node, config, options, hub).await
     }
 
     /// The same for a node already on the network as `hub` (a test's or a
@@ -88,11 +91,13 @@ impl Server {
         options: HttpOptions,
         hub: Arc<Hub>,
     ) -> anyhow::Result<Server> {
+        let serving = crate::web::control::claim(node.data_dir())?;
         let listener = bind(&options).await?;
-        Server::assemble(listener, node, config, options, Some(hub)).await
+        Server::assemble(serving, listener, node, config, options, Some(hub)).await
     }
 
     async fn assemble(
+        serving: Serving,
         listener: TcpListener,
         node: Arc<Node>,
         config: &Config,
@@ -205,6 +210,7 @@ impl Server {
             stop,
             watcher,
             _node_files: node_files,
+            _serving: serving,
         })
     }
 

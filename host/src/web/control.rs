@@ -6,6 +6,10 @@
 //! `<data-dir>/control.token`, readable only by its owner. Whoever can read
 //! the token can drive the node, exactly as whoever can write the data
 //! directory can change its agents. Both files go when the node stops.
+//!
+//! One node serves a data directory at a time ([`claim`]): a second would
+//! run with the same peer id, find its databases taken, and leave the
+//! command line without the first node's files when it stopped.
 
 use crate::config::DataDir;
 use crate::store::{Existing, write_private};
@@ -87,6 +91,65 @@ pub fn find(data: &DataDir) -> anyhow::Result<Option<(NodeFile, String)>> {
     Ok(Some((node, token.trim().to_owned())))
 }
 
+/// The claim of the one node serving a data directory: an exclusive lock
+/// on `serve.lock`, which the operating system lets go when the process
+/// ends, however it ends. Held for as long as the node serves.
+pub struct Serving {
+    _lock: std::fs::File,
+}
+
+/// Claims `data` for a node serving it, or says which node already does.
+pub fn claim(data: &DataDir) -> anyhow::Result<Serving> {
+    use std::io::{Read as _, Seek as _, Write as _};
+    let path = data.serve_lock();
+    std::fs::create_dir_all(data.root())
+        .with_context(|| format!("cannot make {}", data.root().display()))?;
+    let mut lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut pid = String::new();
+            let _ = lock.read_to_string(&mut pid);
+            anyhow::bail!("{}", already_served(data, pid.trim()));
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(e).with_context(|| format!("cannot lock {}", path.display()));
+        }
+    }
+    // The pid names this node to a second one before node.json exists.
+    lock.set_len(0)?;
+    lock.rewind()?;
+    write!(lock, "{}", std::process::id())?;
+    Ok(Serving { _lock: lock })
+}
+
+/// What a second node on `data` is told: the first one's pid and, once
+/// it has written them, its addresses.
+fn already_served(data: &DataDir, pid: &str) -> String {
+    let running = find(data).ok().flatten().map(|(node, _)| node);
+    let pid = match &running {
+        Some(node) => node.pid.to_string(),
+        None if !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) => pid.to_owned(),
+        None => "unknown".to_owned(),
+    };
+    let at = match &running {
+        Some(node) if node.peer_id.is_empty() => format!(" at {}", node.api),
+        Some(node) => format!(" at {} as peer {}", node.api, node.peer_id),
+        // It is still starting.
+        None => String::new(),
+    };
+    format!(
+        "another agentsite node serves {} (pid {pid}){at}; stop it, or give this one another --data-dir",
+        data.root().display()
+    )
+}
+
 /// `path` as the node and the command line compare it: absolute, with
 /// symbolic links resolved where the file exists.
 pub fn absolute(path: &std::path::Path) -> PathBuf {
@@ -147,5 +210,49 @@ mod tests {
         };
         let (_files, token) = NodeFiles::write(&data, &alive).unwrap();
         assert_eq!(find(&data).unwrap().unwrap().1, token);
+    }
+
+    #[test]
+    fn a_data_directory_is_served_by_one_node_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::new(dir.path().join("data"));
+        let first = claim(&data).unwrap();
+        // Before the first node has written node.json: its pid alone.
+        let refused = claim(&data).err().unwrap().to_string();
+        assert_eq!(
+            refused,
+            format!(
+                "another agentsite node serves {} (pid {}); stop it, or give this one another --data-dir",
+                data.root().display(),
+                std::process::id()
+            )
+        );
+        let node = NodeFile {
+            api: "http://127.0.0.1:7777".into(),
+            peer_id: "12D3KooWexample".into(),
+            addresses: vec![],
+            pid: std::process::id(),
+            config: None,
+            policy: None,
+        };
+        let (_files, _) = NodeFiles::write(&data, &node).unwrap();
+        let refused = claim(&data).err().unwrap().to_string();
+        assert!(
+            refused.ends_with(&format!(
+                "(pid {}) at http://127.0.0.1:7777 as peer 12D3KooWexample; stop it, or give this one another --data-dir",
+                std::process::id()
+            )),
+            "{refused}"
+        );
+        // The claim ends with the node. A process another test spawns
+        // holds a copy of every descriptor from its fork until its exec
+        // closes them, the lock's among them: the claim is free again once
+        // such a child has started.
+        drop(first);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while let Err(e) = claim(&data) {
+            assert!(std::time::Instant::now() < deadline, "{e}");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 }
