@@ -34,7 +34,19 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "==> the Rust SDK's crates package and build as crates.io would take them"
 # Together, so that each finds the others it depends on as packaged; the
 # package must carry all it builds from (the WIT contract included).
-cargo package --quiet --allow-dirty \
+# cargo takes a crate from a registry for unchanging, so the packaged SDK
+# crates (the same version each run) are checked in a target folder of
+# their own, rid of the last run's builds of them: in the shared one a
+# change to the SDK's macros was checked against an earlier run's build.
+package_target="$CARGO_TARGET_DIR/sdk-package"
+for unpacked in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/agentsite-{json-words,sdk}-*; do
+    case "$unpacked" in
+        */index.crates.io-*) ;;
+        *) rm -rf "$unpacked" ;;
+    esac
+done
+find "$package_target" -name '*agentsite*' -prune -exec rm -rf {} + 2>/dev/null || true
+cargo package --quiet --allow-dirty --target-dir "$package_target" \
   -p agentsite-json-words -p agentsite-sdk-macros -p agentsite-sdk
 
 echo "==> cargo test"
