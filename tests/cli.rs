@@ -680,6 +680,80 @@ fn build_new_agent(cli: &Cli, lang: &str, dir: &std::path::Path, told: &str) -> 
     }
 }
 
+/// Edit, rebuild, add: the new build of an agent replaces the installed one
+/// by name and keeps its grants and its key-value data; `--keep-both`
+/// installs beside; `rm` takes the agent's grants with it.
+#[test]
+fn a_rebuilt_agent_replaces_the_installed_one_and_keeps_its_grants_and_data() {
+    let cli = Cli::new();
+    let notes = std::fs::read(wasm("notes")).unwrap();
+    // Builds that do the same with ids of their own, as an edit makes.
+    let build = |n: usize| {
+        let mut bytes = notes.clone();
+        bytes.extend(support::numbered_section(n));
+        let path = cli.data().join(format!("notes-build-{n}.wasm"));
+        std::fs::write(&path, bytes).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let first = cli.run(&["add", &build(1)]).success();
+    let first = first.trim().to_owned();
+    cli.grant("notes", &["kv=1MiB", "deadline=5s"]);
+    cli.call(
+        "notes",
+        "put",
+        r#"{"title": "plan", "text": "kept across builds"}"#,
+    )
+    .success();
+
+    let added = cli.run(&["add", &build(2)]);
+    let second = added.success().trim().to_owned();
+    assert_ne!(first, second);
+    assert!(
+        added.stderr().contains(&format!(
+            "replaced notes 0.1.0 ({first}) with 0.1.0 ({second}): its grants and key-value data stay with the name"
+        )),
+        "{}",
+        added.stderr()
+    );
+    let listed = cli.run(&["ls", "--json"]).json();
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|agent| agent["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [second.as_str()]);
+    let granted = cli.run(&["inspect", "notes", "--json"]).json()["granted"].to_string();
+    assert!(granted.contains("kv       quota 1.0 MiB"), "{granted}");
+    assert!(granted.contains("5s"), "{granted}");
+    let kept = cli.call("notes", "get", r#"{"title": "plan"}"#).json();
+    assert_eq!(kept["content"][0]["text"], "kept across builds", "{kept}");
+    let policy = cli.run(&["policy", "show"]).success();
+    assert!(policy.contains("[agents.notes]"), "{policy}");
+    assert!(!policy.contains("sha256:"), "{policy}");
+
+    // Beside it, on request: then the name is ambiguous and ids tell them apart.
+    let third = cli.run(&["add", &build(3), "--keep-both"]).success();
+    let third = third.trim().to_owned();
+    cli.call("notes", "list", "{}").failure("matches 2 agents");
+    cli.run(&["rm", &third]).success();
+    // The grants stay while a build of notes is installed ...
+    let policy = cli.run(&["policy", "show"]).success();
+    assert!(policy.contains("[agents.notes]"), "{policy}");
+    // ... and go with the last one.
+    let removed = cli.run(&["rm", "notes"]);
+    removed.success();
+    assert!(
+        removed
+            .stderr()
+            .contains("its grants went with it: [agents.\"notes\"] removed from"),
+        "{}",
+        removed.stderr()
+    );
+    let policy = cli.run(&["policy", "show"]).success();
+    assert!(!policy.contains("notes"), "{policy}");
+}
+
 /// Arguments from a file (`@FILE`) or standard input (`-`), and, for a
 /// program, a call that fails before the tool answers printed as a result
 /// with `isError`, the shape a tool's own failure has.

@@ -76,7 +76,7 @@ fn a_node_killed_mid_add_and_fetch_restarts_whole() {
         std::fs::write(&file, support::padded_agent("calculator", mib << 20)).unwrap();
         published.push(
             provider
-                .run(&["add", file.to_str().unwrap()])
+                .run(&["add", file.to_str().unwrap(), "--keep-both"])
                 .success()
                 .trim()
                 .to_owned(),
@@ -117,7 +117,8 @@ fn a_node_killed_mid_add_and_fetch_restarts_whole() {
         let stop = Arc::new(AtomicBool::new(false));
         let mut workers = Vec::new();
         for file in &local {
-            let args = vec!["add".to_owned(), file.clone()];
+            // Builds of one agent, each kept beside the others.
+            let args = vec!["add".to_owned(), file.clone(), "--keep-both".to_owned()];
             workers.push(keep_running(victim.data().to_owned(), args, stop.clone()));
         }
         for id in &published {
@@ -153,7 +154,7 @@ fn a_node_killed_mid_add_and_fetch_restarts_whole() {
         ],
     );
     for file in &local {
-        victim.run(&["add", file]).success();
+        victim.run(&["add", file, "--keep-both"]).success();
     }
     for id in &published {
         eventually(Duration::from_secs(60), "the fetch succeeds", || {

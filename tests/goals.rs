@@ -202,7 +202,7 @@ async fn a_two_part_goal_calls_each_tool_where_its_agent_lives_and_concludes_fro
         results(&messages),
         [
             (true, "1545".to_owned()),
-            (true, "words 4, bytes 19, characters 19, lines 1".to_owned())
+            (true, "words 4, lines 1, characters 19, bytes 19".to_owned())
         ]
     );
     // The conclusion states both results, in the model's words, said by

@@ -419,7 +419,7 @@ async fn a_grant_sets_one_agents_limits_for_its_next_call() {
     // Revoked: the node's own deadline applies again, from the next call.
     let id = node.resolve("hostile-loop").unwrap().id;
     node.policy()
-        .update(|policy| Ok(policy.agents.remove(&id)))
+        .update(|policy| Ok(policy.agents.remove(&agentsite::AgentKey::Id(id))))
         .unwrap();
     let error = error_of(&node, "hostile-loop", "spin", "{}").await;
     assert_eq!(error, "deadline exceeded after 2s");

@@ -22,7 +22,9 @@ fn items(list: &[String]) -> Vec<String> {
 async fn grants_that_reach_the_node_are_refused_with_the_reason_unless_named_deliberately() {
     let (node, dir) = node_with(&["hostile_escape", "hostile_snoop"], test_limits()).await;
     let data = dir.path().to_owned();
-    let escape = Subject::Agent(node.resolve("hostile-escape").unwrap().id);
+    let escape = Subject::Agent(agentsite::AgentKey::Id(
+        node.resolve("hostile-escape").unwrap().id,
+    ));
     let policy = node.policy().path().to_owned();
     let _ = std::fs::write(&policy, "");
     let before = std::fs::read_to_string(&policy).unwrap();

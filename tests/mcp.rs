@@ -175,6 +175,8 @@ async fn tool_failures_are_results_and_unknown_tools_are_protocol_errors() {
     let log = server.log();
     assert!(!log.contains("WARN"), "{log}");
     assert!(!log.contains("ErrorData"), "{log}");
+    // One node serves a data directory at a time.
+    drop(server);
     let verbose = Server::start(cli.data(), &["-v"]);
     let client = http_client(verbose.url("/mcp")).await;
     call(&client, "calculator.cube_root", json!({}))

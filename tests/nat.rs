@@ -129,7 +129,7 @@ fn homes_behind_nats(transport: Transport, second: Nat) {
             bytes.extend(support::numbered_section(1));
             std::fs::write(second_file.path(), bytes).unwrap();
             let second_id = h1
-                .run(&["add", second_file.path().to_str().unwrap()])
+                .run(&["add", second_file.path().to_str().unwrap(), "--keep-both"])
                 .success()
                 .trim()
                 .to_owned();

@@ -61,4 +61,7 @@ pub mod testing {
 }
 
 pub use agent::id::{AgentId, ParseAgentIdError};
-pub use node::{AddError, AttachError, Node, NodeCallError, NodeConfig};
+pub use agent::key::AgentKey;
+pub use node::{
+    AddError, AttachError, Installed, Node, NodeCallError, NodeConfig, Removed, SameName,
+};

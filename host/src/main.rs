@@ -82,6 +82,10 @@ enum Command {
     /// Add agents from component files or OCI registries; prints the id of
     /// each.
     ///
+    /// A new build of an installed agent replaces it, and keeps its grants
+    /// and key-value data, which follow the agent's name; --keep-both
+    /// installs it beside.
+    ///
     /// A registry reference (oci://REGISTRY/REPOSITORY:TAG or @sha256:...)
     /// is pulled in the Wasm OCI artifact layout of wkg and Wassette.
     /// Credentials: --username with --password-stdin; else
@@ -102,6 +106,11 @@ enum Command {
         /// component carries no card) [default: its file's or repository's name].
         #[arg(long)]
         name: Option<String>,
+        /// Install beside an agent of the same name instead of replacing
+        /// it (by default a new build replaces the installed one and keeps
+        /// its grants and key-value data).
+        #[arg(long)]
+        keep_both: bool,
         #[command(flatten)]
         registry: RegistryAccess,
     },
@@ -727,7 +736,22 @@ async fn run(args: Args) -> anyhow::Result<()> {
             sources,
             name,
             registry,
-        } => cli::add(&node, &sources, name.as_deref(), &registry.into()).await,
+            keep_both,
+        } => {
+            let same_name = if keep_both {
+                agentsite::SameName::KeepBoth
+            } else {
+                agentsite::SameName::Replace
+            };
+            cli::add(
+                &node,
+                &sources,
+                name.as_deref(),
+                &registry.into(),
+                same_name,
+            )
+            .await
+        }
         Command::Push {
             agent,
             reference,

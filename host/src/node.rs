@@ -9,6 +9,7 @@
 //! process) → fresh instance → result.
 
 use crate::AgentId;
+use crate::agent::key::AgentKey;
 use crate::agent::prompt::{PromptOutput, PromptSpec};
 use crate::agent::resource::{ResourceCatalog, ResourceContents};
 use crate::agent::tool::ToolOutput;
@@ -48,6 +49,32 @@ pub enum AddError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Runtime(#[from] RuntimeUnavailable),
+    #[error("it was added, but the build it replaces could not be removed: {0}")]
+    Replace(String),
+}
+
+/// What `install` does with an installed agent of the same name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SameName {
+    /// The new build takes its place, its grants and its data.
+    Replace,
+    /// Both stay installed (each then named by id).
+    KeepBoth,
+}
+
+/// An agent `install` added, and the builds it replaced.
+#[derive(Debug)]
+pub struct Installed {
+    pub record: AgentRecord,
+    pub replaced: Vec<AgentRecord>,
+}
+
+/// An agent `remove` took away, and its tables in the policy file that
+/// went with it.
+#[derive(Debug)]
+pub struct Removed {
+    pub record: AgentRecord,
+    pub grants: Vec<AgentKey>,
 }
 
 /// Why a server was not attached. Nothing is recorded when attaching fails.
@@ -72,6 +99,8 @@ pub enum AttachError {
 pub enum NodeCallError {
     #[error(transparent)]
     Resolve(#[from] ResolveError),
+    #[error("cannot update the policy file: {0}")]
+    Policy(String),
     #[error("{agent} has no tool named {tool:?}; {hint}its tools are: {known}")]
     UnknownTool {
         agent: String,
@@ -247,7 +276,8 @@ impl Node {
     /// The decision goes to the audit trail.
     pub fn grants(&self, record: &AgentRecord) -> Result<Grants, NodeCallError> {
         let agent = record.card.name.as_str();
-        let (grant, source) = match self.policy.current().grant_for(&record.id, &record.origin) {
+        let policy = self.policy.current();
+        let (grant, source) = match policy.grant_for(&record.id, agent, &record.origin) {
             Ok(decided) => decided,
             Err(refused) => {
                 self.audit.denied(agent, "policy", &refused.to_string());
@@ -453,7 +483,8 @@ impl Node {
                 &component,
                 &self.config.limits,
             )
-            .map_err(|e| load_error(e.to_string()))?;
+            .map_err(|e| load_error(e.to_string()))?
+            .keeping_data_under(record.key());
         // Two first calls may load concurrently: the first one stored wins,
         // so that every call shares one set of concurrency slots.
         let agent = self
@@ -646,26 +677,89 @@ impl Node {
             .await?)
     }
 
-    /// Uninstalls the agent meant by `query`; with `purge`, deletes its
-    /// key-value data too.
-    pub fn remove(&self, query: &str, purge: bool) -> Result<AgentRecord, NodeCallError> {
+    /// Uninstalls the agent meant by `query`, with its tables in the policy
+    /// file (its build's, and its name's unless another build of it stays
+    /// installed); with `purge`, deletes its key-value data too.
+    pub fn remove(&self, query: &str, purge: bool) -> Result<Removed, NodeCallError> {
         let record = self.resolve(query)?;
+        self.uninstall(&record)?;
+        let key = record.key();
+        let stays = self.list()?.iter().any(|other| other.key() == key);
+        let mut keys = vec![AgentKey::Id(record.id)];
+        if !stays && key != keys[0] {
+            keys.push(key.clone());
+        }
+        let grants = crate::policy::edit::forget(&self.policy, &keys)
+            .map_err(|e| NodeCallError::Policy(format!("{e:#}")))?;
+        if purge && !stays && !record.is_attached() {
+            let kv = self.runtime()?.kv();
+            for store in [key, AgentKey::Id(record.id)] {
+                kv.close(&store);
+                crate::store::remove_file(&kv.path(&store))?;
+            }
+        }
+        Ok(Removed { record, grants })
+    }
+
+    /// Takes `record` out of the catalog and its files off the disk (its
+    /// grants and key-value data stay).
+    fn uninstall(&self, record: &AgentRecord) -> Result<(), NodeCallError> {
         // The record goes first: from then on the agent is not installed,
         // whatever happens to the files after it.
         self.catalog.remove(&record.id)?;
         if record.is_attached() {
             self.bridge.detach(&record.id);
-            return Ok(record);
+            return Ok(());
         }
         self.loaded_agents().remove(&record.id);
         self.compiled.remove(&record.id)?;
         self.blobs.remove(&record.id)?;
-        if purge {
-            let kv = self.runtime()?.kv();
-            kv.close(&record.id);
-            crate::store::remove_file(&kv.path(&record.id))?;
+        Ok(())
+    }
+
+    /// Adds the component `bytes` from `origin` (named `name` if it is
+    /// one of plain functions) as [`Node::add_named`] does; an agent the
+    /// operator installed under the same name is replaced unless
+    /// `same_name` says to keep both. The new build keeps the old one's
+    /// grants and key-value data, which follow the name
+    /// ([`AgentRecord::key`]).
+    pub async fn install(
+        &self,
+        bytes: &[u8],
+        origin: Origin,
+        name: Option<&str>,
+        same_name: SameName,
+    ) -> Result<Installed, AddError> {
+        let record = self.add_named(bytes, origin, name).await?;
+        let key = record.key();
+        if same_name == SameName::KeepBoth || key == AgentKey::Id(record.id) {
+            return Ok(Installed {
+                record,
+                replaced: Vec::new(),
+            });
         }
-        Ok(record)
+        let older: Vec<AgentRecord> = self
+            .list()?
+            .into_iter()
+            .filter(|other| other.id != record.id && other.key() == key)
+            .collect();
+        for old in &older {
+            if let Ok(runtime) = self.runtime() {
+                runtime
+                    .kv()
+                    .adopt(&key, &old.id)
+                    .map_err(|e| AddError::Replace(e.to_string()))?;
+            }
+            crate::policy::edit::follow_name(&self.policy, old.id, &record.card.name)
+                .map_err(|e| AddError::Replace(format!("{e:#}")))?;
+            self.uninstall(old)
+                .map_err(|e| AddError::Replace(e.to_string()))?;
+            tracing::info!(agent = %record.card.name, old = %old.id, new = %record.id, "replaced");
+        }
+        Ok(Installed {
+            record,
+            replaced: older,
+        })
     }
 }
 

@@ -41,7 +41,13 @@ pub fn grant(node: &Node, agent: &str, items: &[&str]) {
     let items: Vec<String> = items.iter().map(|s| s.to_string()).collect();
     node.policy()
         .update(|policy| {
-            agentsite::policy::edit::apply_grants(policy.agents.entry(id).or_default(), &items)
+            agentsite::policy::edit::apply_grants(
+                policy
+                    .agents
+                    .entry(agentsite::AgentKey::Id(id))
+                    .or_default(),
+                &items,
+            )
         })
         .unwrap();
 }

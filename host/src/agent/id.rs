@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use std::fmt;
 use std::str::FromStr;
 
-const PREFIX: &str = "sha256:";
+pub(super) const PREFIX: &str = "sha256:";
 
 /// The content id of an agent: the sha256 digest of its component bytes.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -5,6 +5,7 @@
 //! cross out of a guest; every floor above speaks them.
 
 pub(crate) mod id;
+pub mod key;
 pub(crate) mod prompt;
 pub(crate) mod resource;
 pub mod tool;

@@ -38,6 +38,7 @@ pub(crate) mod user;
 pub mod wasi;
 
 use crate::AgentId;
+use crate::agent::key::AgentKey;
 use crate::audit::{Audit, Denials};
 use crate::llm::models::Models;
 use caller::{Caller, CallerLink};
@@ -103,6 +104,8 @@ impl Services {
 pub(crate) struct CallSetup<'a> {
     pub agent: AgentId,
     pub name: Arc<str>,
+    /// Whose stored data the call reads and writes (see [`AgentKey`]).
+    pub store: &'a AgentKey,
     pub grants: &'a Grants,
     /// The MCP client or agent on whose behalf the call runs, if any.
     pub caller: Option<Arc<dyn Caller>>,
@@ -112,6 +115,7 @@ pub(crate) struct CallSetup<'a> {
 /// What a capability's part of a call is made from.
 pub(crate) struct CallContext<'a> {
     pub agent: AgentId,
+    pub store: &'a AgentKey,
     pub grants: &'a Grants,
     pub caller: &'a CallerLink,
     pub deadline: Instant,
@@ -190,6 +194,7 @@ impl CallState {
         let CallSetup {
             agent,
             name,
+            store,
             grants,
             caller,
             deadline,
@@ -202,6 +207,7 @@ impl CallState {
         table.set_max_capacity(limits::MAX_HANDLES);
         let call = CallContext {
             agent,
+            store,
             grants,
             caller: &caller,
             deadline,

@@ -42,6 +42,7 @@ pub async fn add(
     sources: &[String],
     name: Option<&str>,
     access: &registry::Access,
+    same_name: crate::SameName,
 ) -> anyhow::Result<()> {
     anyhow::ensure!(
         name.is_none() || sources.len() == 1,
@@ -49,7 +50,7 @@ pub async fn add(
     );
     for source in sources {
         if crate::oci::is_registry(source) {
-            registry::add(node, source, name, access).await?;
+            registry::add(node, source, name, access, same_name).await?;
             continue;
         }
         let file = Path::new(source);
@@ -58,16 +59,18 @@ pub async fn add(
         let fallback = file
             .file_stem()
             .map(|stem| agent_name_from(&stem.to_string_lossy()));
-        let record = node
-            .add_named(
+        let installed = node
+            .install(
                 &bytes,
                 crate::store::Origin::Local,
                 name.or(fallback.as_deref()),
+                same_name,
             )
             .await
             .with_context(|| format!("cannot add {}", file.display()))?;
+        let record = &installed.record;
         println!("{}", record.id);
-        note_name_not_taken(name, &record);
+        note_name_not_taken(name, record);
         eprintln!(
             "added {} {} ({}: {})",
             record.card.name,
@@ -75,8 +78,23 @@ pub async fn add(
             counted(record.tools.len(), "tool"),
             tool_names(&record.tools)
         );
+        note_replaced(&installed);
     }
     Ok(())
+}
+
+/// Says which builds a new one replaced, and what it kept of them.
+pub(crate) fn note_replaced(installed: &crate::Installed) {
+    for old in &installed.replaced {
+        eprintln!(
+            "replaced {} {} ({}) with {} ({}): its grants and key-value data stay with the name (--keep-both installs beside instead)",
+            old.card.name,
+            safe(&old.card.version),
+            old.id,
+            safe(&installed.record.card.version),
+            installed.record.id,
+        );
+    }
 }
 
 /// Says so when `--name` did not name the agent: a component of the agent
@@ -401,9 +419,26 @@ fn push_lines(out: &mut String, first: &str, then: &str, text: &str) {
 
 /// `agentsite rm AGENT`
 pub fn remove(node: &Node, agent: &str, purge: bool) -> anyhow::Result<()> {
-    let record = node.remove(agent, purge)?;
+    let removed = node.remove(agent, purge)?;
+    let record = &removed.record;
     println!("{}", record.id);
-    eprintln!("removed {} {}", record.card.name, record.card.version);
+    eprintln!(
+        "removed {} {}",
+        record.card.name,
+        safe(&record.card.version)
+    );
+    if !removed.grants.is_empty() {
+        let tables: Vec<String> = removed
+            .grants
+            .iter()
+            .map(|key| format!("[agents.{}]", toml::Value::String(key.to_string())))
+            .collect();
+        eprintln!(
+            "its grants went with it: {} removed from {}",
+            tables.join(" and "),
+            node.policy().path().display()
+        );
+    }
     Ok(())
 }
 

@@ -5,17 +5,19 @@
 //! The grammar and the edits themselves are [`crate::policy::edit`]'s.
 
 use crate::Node;
+use crate::agent::key::AgentKey;
 use crate::capabilities::wasi::exposure::broad;
 use crate::config::Limits;
 use crate::policy::edit::{
-    NodeAccess, Subject, add_grants, parse_publisher, remove_grants, set_trust,
+    NodeAccess, Subject, add_grants, parse_publisher, remove_grants, set_trust, subject_of,
 };
 use crate::policy::{Grant, Policy, PolicyFile};
 use std::io::IsTerminal as _;
 
 /// The subject named on the command line: an installed agent (name, id or
-/// prefix), any agent id (granted before it is fetched), a publisher key,
-/// or the defaults.
+/// prefix: its name's table for an agent the operator installed, see
+/// [`subject_of`]), any agent id (granted before it is fetched), a
+/// publisher key, or the defaults.
 pub fn subject(
     node: &Node,
     agent: Option<&str>,
@@ -23,10 +25,10 @@ pub fn subject(
 ) -> anyhow::Result<Subject> {
     match (agent, publisher) {
         (Some(agent), None) => match node.resolve(agent) {
-            Ok(record) => Ok(Subject::Agent(record.id)),
-            Err(_) if agent.starts_with("sha256:") => Ok(Subject::Agent(
+            Ok(record) => Ok(subject_of(&record, agent)),
+            Err(_) if agent.starts_with("sha256:") => Ok(Subject::Agent(AgentKey::Id(
                 agent.parse().map_err(|e| anyhow::anyhow!("{e}"))?,
-            )),
+            ))),
             Err(e) => Err(e.into()),
         },
         (None, Some(key)) => Ok(Subject::Publisher(parse_publisher(key)?)),
@@ -42,8 +44,8 @@ pub fn grant(
     items: &[String],
     access: NodeAccess,
 ) -> anyhow::Result<()> {
-    if let Subject::Agent(id) = subject
-        && let Ok(record) = node.resolve(&id.to_string())
+    if let Subject::Agent(key) = subject
+        && let Ok(record) = node.resolve(&key.to_string())
         && record.is_attached()
         && let Some(item) = items
             .iter()

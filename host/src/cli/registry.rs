@@ -43,6 +43,7 @@ pub async fn add(
     argument: &str,
     name: Option<&str>,
     access: &Access,
+    same_name: crate::SameName,
 ) -> anyhow::Result<()> {
     let reference = oci::parse(argument)?;
     let registry = access.registry(&reference)?;
@@ -55,16 +56,18 @@ pub async fn add(
         .next()
         .unwrap_or_default();
     let fallback = super::agent_name_from(repository);
-    let record = node
-        .add_named(
+    let installed = node
+        .install(
             &pulled.bytes,
             pulled.origin,
             Some(name.unwrap_or(&fallback)),
+            same_name,
         )
         .await
         .with_context(|| format!("cannot add {}", safe(argument)))?;
+    let record = &installed.record;
     println!("{}", record.id);
-    super::note_name_not_taken(name, &record);
+    super::note_name_not_taken(name, record);
     eprintln!(
         "added {} {} from {} ({}, {}: {})",
         record.card.name,
@@ -74,6 +77,7 @@ pub async fn add(
         super::counted(record.tools.len(), "tool"),
         super::tool_names(&record.tools)
     );
+    super::note_replaced(&installed);
     Ok(())
 }
 

@@ -730,7 +730,8 @@ impl Hub {
             publisher: manifest.publisher_id(),
         };
         // An agent the policy would not run is not downloaded either.
-        node.policy().current().grant_for(&id, &origin)?;
+        let name = &manifest.manifest().card.name;
+        node.policy().current().grant_for(&id, name, &origin)?;
         let providers = self.providers(id, 8).await?;
         if providers.is_empty() {
             return Err(HubError::NoProvider(id));

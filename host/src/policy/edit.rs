@@ -19,15 +19,17 @@
 //! | `memory=128MiB`, `deadline=30s`, `concurrency=4` | limits              |
 
 use crate::AgentId;
+use crate::agent::key::AgentKey;
 use crate::capabilities::wasi::exposure::{self, NodeSelf};
 use crate::policy::{Grant, Policy, PolicyFile};
+use crate::store::AgentRecord;
 use anyhow::Context as _;
 use libp2p::PeerId;
 
 /// Whose grant table an edit changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Subject {
-    Agent(AgentId),
+    Agent(AgentKey),
     Publisher(PeerId),
     Defaults,
 }
@@ -35,11 +37,55 @@ pub enum Subject {
 impl std::fmt::Display for Subject {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Subject::Agent(id) => write!(f, "agent {id}"),
+            Subject::Agent(key) => write!(f, "agent {key}"),
             Subject::Publisher(key) => write!(f, "publisher {key}"),
             Subject::Defaults => f.write_str("the defaults"),
         }
     }
+}
+
+/// The table a grant to the installed agent `record`, named `asked`, goes
+/// to: its name's for an agent the operator installed, so that it holds
+/// for the next build too, unless `asked` is the build's full id.
+pub fn subject_of(record: &AgentRecord, asked: &str) -> Subject {
+    if asked == record.id.to_string() {
+        return Subject::Agent(AgentKey::Id(record.id));
+    }
+    Subject::Agent(record.key())
+}
+
+/// When the build `old` of the agent `name` gives way to another: its
+/// table by id, if it has one, becomes the name's (unless the name has a
+/// table already, which then decides), so that what the operator granted
+/// that build holds for the next.
+pub fn follow_name(file: &PolicyFile, old: AgentId, name: &str) -> anyhow::Result<()> {
+    if !file.current().agents.contains_key(&AgentKey::Id(old)) {
+        return Ok(());
+    }
+    file.update(|policy| {
+        if let Some(grant) = policy.agents.remove(&AgentKey::Id(old)) {
+            policy
+                .agents
+                .entry(AgentKey::Name(name.to_owned()))
+                .or_insert(grant);
+        }
+        Ok(())
+    })
+}
+
+/// Removes the tables of `keys`; the ones there were.
+pub fn forget(file: &PolicyFile, keys: &[AgentKey]) -> anyhow::Result<Vec<AgentKey>> {
+    let current = file.current();
+    if !keys.iter().any(|key| current.agents.contains_key(key)) {
+        return Ok(Vec::new());
+    }
+    file.update(|policy| {
+        Ok(keys
+            .iter()
+            .filter(|key| policy.agents.remove(key).is_some())
+            .cloned()
+            .collect())
+    })
 }
 
 pub fn parse_publisher(key: &str) -> anyhow::Result<PeerId> {
@@ -55,7 +101,7 @@ pub fn parse_publisher(key: &str) -> anyhow::Result<PeerId> {
 
 fn table<'a>(policy: &'a mut Policy, subject: &Subject) -> &'a mut Grant {
     match subject {
-        Subject::Agent(id) => policy.agents.entry(*id).or_default(),
+        Subject::Agent(key) => policy.agents.entry(key.clone()).or_default(),
         Subject::Publisher(key) => policy.publishers.entry(*key).or_default(),
         Subject::Defaults => &mut policy.defaults,
     }
@@ -149,10 +195,10 @@ pub fn remove_grants(
         let left = grant.clone();
         // An agent's empty table says nothing: drop it. A publisher's empty
         // table still says "trusted"; `untrust` removes it.
-        if let Subject::Agent(id) = subject
+        if let Subject::Agent(key) = subject
             && left.is_empty()
         {
-            policy.agents.remove(id);
+            policy.agents.remove(key);
         }
         Ok(left)
     })

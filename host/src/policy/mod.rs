@@ -16,7 +16,7 @@
 //! [publishers."12D3KooW..."]  # trusted publisher key, with what its agents get
 //! llm = true
 //!
-//! [agents."sha256:..."]       # one agent, by content id
+//! [agents.notes]              # the agent installed as notes here, every build of it
 //! fs = [{ host = "/srv/notes", guest = "/notes", access = "read-write" }]
 //! http = ["https://api.example.com", "http://127.0.0.1:*"]
 //! env = ["API_KEY"]
@@ -24,6 +24,9 @@
 //! peers = { depth = 2, fanout = 4 }
 //! deadline = "30s"
 //! max_concurrent_calls = 4
+//!
+//! [agents."sha256:..."]       # one build, by content id (as for an agent from the network)
+//! deadline = "5s"
 //! ```
 
 pub mod edit;
@@ -32,6 +35,7 @@ pub mod wassette;
 pub use crate::capabilities::grant::{Grant, GrantError, Grants};
 
 use crate::AgentId;
+use crate::agent::key::AgentKey;
 use crate::store::Origin;
 use anyhow::Context as _;
 use libp2p::PeerId;
@@ -58,9 +62,10 @@ pub struct Policy {
         deserialize_with = "publisher_keys"
     )]
     pub publishers: BTreeMap<PeerId, Grant>,
-    /// Grants to single agents, by content id.
+    /// Grants to single agents: by name for the agents the operator
+    /// installs (every build of one), by content id for one build.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub agents: BTreeMap<AgentId, Grant>,
+    pub agents: BTreeMap<AgentKey, Grant>,
 }
 
 /// The publishers' tables, keyed by peer id or did:key (both name the
@@ -142,10 +147,30 @@ impl Policy {
         Ok(())
     }
 
+    /// The table of the agent itself: its build's (by id) if there is
+    /// one, else, for an agent the operator installed, its name's. An
+    /// agent from the network never gets a name's table: another
+    /// publisher's agent of the same name is not the operator's.
+    pub fn own(&self, agent: &AgentId, name: &str, origin: &Origin) -> Option<&Grant> {
+        self.agents
+            .get(&AgentKey::Id(*agent))
+            .or_else(|| match origin {
+                Origin::Network { .. } => None,
+                Origin::Local | Origin::Registry { .. } | Origin::Attached => {
+                    self.agents.get(&AgentKey::Name(name.to_owned()))
+                }
+            })
+    }
+
     /// The grant table that applies to `agent` from `origin`, and which
     /// tables it was assembled from, or why it may not run.
-    pub fn grant_for(&self, agent: &AgentId, origin: &Origin) -> Result<(Grant, Source), Refused> {
-        let own = self.agents.get(agent);
+    pub fn grant_for(
+        &self,
+        agent: &AgentId,
+        name: &str,
+        origin: &Origin,
+    ) -> Result<(Grant, Source), Refused> {
+        let own = self.own(agent, name, origin);
         let (base, source) = match origin {
             Origin::Local | Origin::Registry { .. } | Origin::Attached => {
                 (self.defaults.clone(), Source::Defaults)
@@ -314,14 +339,14 @@ mod tests {
         let kib = |n| Some(bytesize::ByteSize::kib(n));
 
         // Added here: the defaults.
-        let (grant, source) = policy.grant_for(&other, &Origin::Local).unwrap();
+        let (grant, source) = policy.grant_for(&other, "x", &Origin::Local).unwrap();
         assert_eq!(
             (grant.kv, grant.llm.clone(), source),
             (kib(64), None, Source::Defaults)
         );
         // From a trusted publisher: its table over the defaults.
         let from_trusted = Origin::Network { publisher: trusted };
-        let (grant, source) = policy.grant_for(&other, &from_trusted).unwrap();
+        let (grant, source) = policy.grant_for(&other, "x", &from_trusted).unwrap();
         assert_eq!(
             (grant.kv, grant.llm.clone(), source),
             (kib(64), Some(LlmSetting::Switch(true)), Source::Publisher)
@@ -330,17 +355,52 @@ mod tests {
         let from_stranger = Origin::Network {
             publisher: stranger,
         };
-        let (grant, source) = policy.grant_for(&other, &from_stranger).unwrap();
+        let (grant, source) = policy.grant_for(&other, "x", &from_stranger).unwrap();
         assert_eq!((grant, source), (Grant::default(), Source::Untrusted));
         // The agent's own table wins field by field, wherever it came from;
         // from a stranger it stands alone.
-        let (grant, source) = policy.grant_for(&own, &from_trusted).unwrap();
+        let (grant, source) = policy.grant_for(&own, "x", &from_trusted).unwrap();
         assert_eq!(
             (grant.kv, grant.llm.clone(), source),
             (kib(1024), Some(LlmSetting::Switch(true)), Source::Agent)
         );
-        let (grant, _) = policy.grant_for(&own, &from_stranger).unwrap();
+        let (grant, _) = policy.grant_for(&own, "x", &from_stranger).unwrap();
         assert_eq!((grant.kv, grant.llm), (kib(1024), None));
+    }
+
+    #[test]
+    fn a_name_table_follows_the_operators_builds_and_no_strangers() {
+        let policy = Policy::parse(
+            r#"
+            [agents.notes]
+            kv = "1 MiB"
+            deadline = "5s"
+            "#,
+        )
+        .unwrap();
+        let kib = |n| Some(bytesize::ByteSize::kib(n));
+        for origin in [
+            Origin::Local,
+            Origin::Registry {
+                reference: "ghcr.io/me/notes:1".into(),
+                manifest: "sha256:00".into(),
+            },
+        ] {
+            let (grant, source) = policy
+                .grant_for(&AgentId::of(b"any build"), "notes", &origin)
+                .unwrap();
+            assert_eq!((grant.kv, source), (kib(1024), Source::Agent), "{origin:?}");
+        }
+        let from_network = Origin::Network {
+            publisher: PeerId::random(),
+        };
+        let (grant, _) = policy
+            .grant_for(&AgentId::of(b"theirs"), "notes", &from_network)
+            .unwrap();
+        assert_eq!(grant, Grant::default());
+        // The file keeps the name as written.
+        let written = toml::to_string(&policy).unwrap();
+        assert!(written.contains("[agents.notes]"), "{written}");
     }
 
     #[test]
@@ -352,14 +412,14 @@ mod tests {
             publisher: stranger,
         };
         assert_eq!(
-            policy.grant_for(&other, &from_stranger),
+            policy.grant_for(&other, "x", &from_stranger),
             Err(Refused {
                 agent: other,
                 publisher: stranger
             })
         );
         // An agent the operator granted by id was vetted as these bytes.
-        assert!(policy.grant_for(&own, &from_stranger).is_ok());
-        assert!(policy.grant_for(&other, &Origin::Local).is_ok());
+        assert!(policy.grant_for(&own, "x", &from_stranger).is_ok());
+        assert!(policy.grant_for(&other, "x", &Origin::Local).is_ok());
     }
 }

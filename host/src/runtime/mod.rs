@@ -24,6 +24,7 @@ pub use error::CallError;
 pub use slots::CallSlots;
 
 use crate::AgentId;
+use crate::agent::key::AgentKey;
 use crate::agent::prompt::{PromptOutput, PromptSpec};
 use crate::agent::resource::{ResourceCatalog, ResourceContents};
 use crate::agent::tool::{AgentCard, ToolOutput, ToolSpec};
@@ -48,6 +49,9 @@ use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 pub struct LoadedAgent {
     id: AgentId,
     name: Arc<str>,
+    /// Whose stored data its calls use: its own id's unless
+    /// [`LoadedAgent::keeping_data_under`] says otherwise.
+    store: AgentKey,
     pre: InstancePre<CallState>,
     kind: Kind,
     slots: CallSlots,
@@ -65,6 +69,12 @@ enum Kind {
 impl LoadedAgent {
     pub fn id(&self) -> &AgentId {
         &self.id
+    }
+
+    /// The agent with its calls' stored data kept under `store` (its
+    /// name, for an agent the operator installed).
+    pub fn keeping_data_under(self, store: AgentKey) -> Self {
+        LoadedAgent { store, ..self }
     }
 
     /// Whether the agent is a component of plain functions, which carries
@@ -316,6 +326,7 @@ impl Runtime {
         Ok(LoadedAgent {
             id,
             name: name.into(),
+            store: AgentKey::Id(id),
             pre,
             kind,
             slots: CallSlots::new(slots),
@@ -584,6 +595,7 @@ impl Runtime {
         let setup = CallSetup {
             agent: agent.id,
             name: agent.name.clone(),
+            store: &agent.store,
             grants,
             caller,
             deadline,

@@ -67,6 +67,8 @@ impl Server {
         options: HttpOptions,
         p2p: Option<P2pOptions>,
     ) -> anyhow::Result<Server> {
+        // What is wrong with the command itself is said first.
+        options.check()?;
         let serving = crate::web::control::claim(node.data_dir())?;
         let listener = bind(&options).await?;
         let hub = match p2p {
@@ -91,6 +93,7 @@ impl Server {
         options: HttpOptions,
         hub: Arc<Hub>,
     ) -> anyhow::Result<Server> {
+        options.check()?;
         let serving = crate::web::control::claim(node.data_dir())?;
         let listener = bind(&options).await?;
         Server::assemble(serving, listener, node, config, options, Some(hub)).await

@@ -5,6 +5,7 @@
 use super::Origin;
 use super::{StoreError, remove_if_present, write_atomic};
 use crate::AgentId;
+use crate::agent::key::AgentKey;
 use crate::agent::tool::{AgentCard, ToolSpec};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -39,6 +40,20 @@ impl AgentRecord {
     /// not sandboxed by the node and never fetchable by hash.
     pub fn is_attached(&self) -> bool {
         self.attached.is_some()
+    }
+
+    /// Whose grants and data it has: its name when the operator installed
+    /// it (a file, a registry, an attached server), so that they follow
+    /// the agent from one build to the next; its id when it came from the
+    /// network, so that another publisher's agent of the same name gets
+    /// nothing of them.
+    pub fn key(&self) -> AgentKey {
+        match self.origin {
+            Origin::Network { .. } => AgentKey::Id(self.id),
+            Origin::Local | Origin::Registry { .. } | Origin::Attached => {
+                AgentKey::Name(self.card.name.clone())
+            }
+        }
     }
 
     /// Whether the agent asks for an import from `interface` (such as `agentsite:agent/kv`).

@@ -15,6 +15,7 @@ pub mod grant;
 
 use super::{CallContext, CallPart, CallState};
 use crate::AgentId;
+use crate::agent::key::AgentKey;
 use crate::audit::Denials;
 use crate::capabilities::bindings::agentsite::agent::kv::{self, KvError};
 use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
@@ -49,10 +50,12 @@ pub const MAX_VALUE: usize = 1 << 20;
 /// Most keys returned by one `list-keys`.
 pub const MAX_LIST: u32 = 1000;
 
-/// The key-value databases of all agents on a node.
+/// The key-value databases of all agents on a node: one per agent name
+/// for the agents the operator installed (every build of an agent reads
+/// the data the last one wrote), one per id for agents from the network.
 pub struct KvStores {
     dir: PathBuf,
-    open: Mutex<HashMap<AgentId, Arc<redb::Database>>>,
+    open: Mutex<HashMap<AgentKey, Arc<redb::Database>>>,
 }
 
 impl KvStores {
@@ -63,34 +66,57 @@ impl KvStores {
         }
     }
 
-    /// The database file of `agent`.
-    pub fn path(&self, agent: &AgentId) -> PathBuf {
-        self.dir.join(format!("{}.redb", agent.hex()))
+    /// The database file of `store`. Agent names are a-z 0-9 - _, and ids
+    /// 64 hex digits: the two never name the same file.
+    pub fn path(&self, store: &AgentKey) -> PathBuf {
+        match store {
+            AgentKey::Id(id) => self.dir.join(format!("{}.redb", id.hex())),
+            AgentKey::Name(name) => self.dir.join(format!("name-{name}.redb")),
+        }
     }
 
-    fn database(&self, agent: &AgentId) -> Result<Arc<redb::Database>, KvError> {
+    /// Makes the data the build `build` kept under its id (before stores
+    /// followed names) `store`'s, unless `store` has data of its own.
+    pub fn adopt(&self, store: &AgentKey, build: &AgentId) -> Result<(), KvError> {
+        let from = self.path(&AgentKey::Id(*build));
+        let to = self.path(store);
+        if matches!(store, AgentKey::Id(_)) || to.exists() || !from.exists() {
+            return Ok(());
+        }
+        self.close(&AgentKey::Id(*build));
+        std::fs::rename(&from, &to).map_err(|e| storage("cannot keep the agent's kv data", e))
+    }
+
+    fn database(&self, store: &AgentKey, build: &AgentId) -> Result<Arc<redb::Database>, KvError> {
         let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(db) = open.get(agent) {
+        if let Some(db) = open.get(store) {
             return Ok(db.clone());
         }
         std::fs::create_dir_all(&self.dir).map_err(|e| storage("cannot create kv folder", e))?;
-        let db = redb::Database::create(self.path(agent)).map_err(|e| match e {
+        // Data this build wrote under its id before stores followed names.
+        let legacy = self.path(&AgentKey::Id(*build));
+        let path = self.path(store);
+        if !path.exists() && legacy.exists() {
+            std::fs::rename(&legacy, &path)
+                .map_err(|e| storage("cannot keep the agent's kv data", e))?;
+        }
+        let db = redb::Database::create(path).map_err(|e| match e {
             redb::DatabaseError::DatabaseAlreadyOpen => KvError::Storage(
                 "the kv store is in use by another agentsite process; retry when it is done".into(),
             ),
             other => storage("cannot open kv store", other),
         })?;
         let db = Arc::new(db);
-        open.insert(*agent, db.clone());
+        open.insert(store.clone(), db.clone());
         Ok(db)
     }
 
-    /// Closes the database of `agent` (before its file is removed).
-    pub fn close(&self, agent: &AgentId) {
+    /// Closes the database of `store` (before its file is removed or moved).
+    pub fn close(&self, store: &AgentKey) {
         self.open
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(agent);
+            .remove(store);
     }
 }
 
@@ -115,18 +141,28 @@ fn check_key(key: &str) -> Result<(), KvError> {
 /// quota, when it has one.
 pub struct KvState {
     stores: Arc<KvStores>,
-    agent: AgentId,
+    /// Whose database it is.
+    store: AgentKey,
+    /// The build that calls.
+    build: AgentId,
     quota: Option<u64>,
     denials: Option<Denials>,
 }
 
 impl KvState {
-    /// `quota` is the bytes of keys and values the agent may hold; `None`
-    /// when the policy grants it no store.
-    pub(crate) fn new(stores: Arc<KvStores>, agent: AgentId, quota: Option<u64>) -> Self {
+    /// The build `build` using the database of `store`; `quota` is the
+    /// bytes of keys and values the agent may hold, `None` when the policy
+    /// grants it no store.
+    pub(crate) fn new(
+        stores: Arc<KvStores>,
+        store: AgentKey,
+        build: AgentId,
+        quota: Option<u64>,
+    ) -> Self {
         KvState {
             stores,
-            agent,
+            store,
+            build,
             quota,
             denials: None,
         }
@@ -155,7 +191,7 @@ impl KvState {
                     .into(),
             ));
         }
-        self.stores.database(&self.agent)
+        self.stores.database(&self.store, &self.build)
     }
 
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, KvError> {
@@ -328,7 +364,10 @@ impl kv::Host for KvState {
 impl CallPart for KvState {
     fn for_call(call: &CallContext<'_>) -> anyhow::Result<KvState> {
         let stores = call.services.kv.clone();
-        Ok(KvState::new(stores, call.agent, call.grants.kv).reporting(call.denials.clone()))
+        Ok(
+            KvState::new(stores, call.store.clone(), call.agent, call.grants.kv)
+                .reporting(call.denials.clone()),
+        )
     }
 
     fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
@@ -340,9 +379,44 @@ impl CallPart for KvState {
 mod tests {
     use super::*;
 
+    #[test]
+    fn every_build_of_a_named_agent_reads_the_data_the_last_one_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores = Arc::new(KvStores::new(dir.path().to_owned()));
+        let name = AgentKey::Name("notes".into());
+        let (first, second) = (AgentId::of(b"notes 1"), AgentId::of(b"notes 2"));
+        // The first build wrote under its id, before stores followed names.
+        let legacy = KvState::new(stores.clone(), AgentKey::Id(first), first, Some(1 << 20));
+        legacy.set("greeting", b"hello").unwrap();
+        stores.close(&AgentKey::Id(first));
+        stores.adopt(&name, &first).unwrap();
+        let next = KvState::new(stores.clone(), name.clone(), second, Some(1 << 20));
+        assert_eq!(
+            next.get("greeting").unwrap().as_deref(),
+            Some(&b"hello"[..])
+        );
+        next.set("greeting", b"hi").unwrap();
+        // A later build, in another process once this one has let the
+        // database go, finds it too.
+        drop(next);
+        stores.close(&name);
+        let later = KvState::new(
+            Arc::new(KvStores::new(dir.path().to_owned())),
+            name,
+            AgentId::of(b"notes 3"),
+            Some(1 << 20),
+        );
+        assert_eq!(later.get("greeting").unwrap().as_deref(), Some(&b"hi"[..]));
+        // An agent from the network with the same name has a store of its own.
+        let stranger = AgentId::of(b"someone else's notes");
+        let theirs = KvState::new(stores, AgentKey::Id(stranger), stranger, Some(1 << 20));
+        assert_eq!(theirs.get("greeting").unwrap(), None);
+    }
+
     fn state(dir: &std::path::Path, agent: &[u8]) -> KvState {
         KvState::new(
             Arc::new(KvStores::new(dir.to_owned())),
+            AgentKey::Id(AgentId::of(agent)),
             AgentId::of(agent),
             Some(1 << 20),
         )
@@ -352,8 +426,18 @@ mod tests {
     fn values_persist_and_agents_are_isolated() {
         let dir = tempfile::tempdir().unwrap();
         let stores = Arc::new(KvStores::new(dir.path().to_owned()));
-        let notes = KvState::new(stores.clone(), AgentId::of(b"notes"), Some(1 << 20));
-        let other = KvState::new(stores.clone(), AgentId::of(b"other"), Some(1 << 20));
+        let notes = KvState::new(
+            stores.clone(),
+            AgentKey::Id(AgentId::of(b"notes")),
+            AgentId::of(b"notes"),
+            Some(1 << 20),
+        );
+        let other = KvState::new(
+            stores.clone(),
+            AgentKey::Id(AgentId::of(b"other")),
+            AgentId::of(b"other"),
+            Some(1 << 20),
+        );
         notes.set("a", b"1").unwrap();
         assert_eq!(notes.get("a").unwrap(), Some(b"1".to_vec()));
         assert_eq!(other.get("a").unwrap(), None);
@@ -404,7 +488,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let stores = Arc::new(KvStores::new(dir.path().to_owned()));
         let quota = 100 + ENTRY_OVERHEAD;
-        let kv = KvState::new(stores.clone(), AgentId::of(b"notes"), Some(quota));
+        let kv = KvState::new(
+            stores.clone(),
+            AgentKey::Id(AgentId::of(b"notes")),
+            AgentId::of(b"notes"),
+            Some(quota),
+        );
         kv.set("a", &[0; 60]).unwrap();
         // Replacing a value counts the difference only.
         kv.set("a", &[0; 90]).unwrap();
@@ -414,7 +503,12 @@ mod tests {
         assert!(kv.delete("a").unwrap());
         kv.set("b", &[0; 90]).unwrap();
         // A shrinking write is allowed even over a lowered quota.
-        let lowered = KvState::new(stores, AgentId::of(b"notes"), Some(10));
+        let lowered = KvState::new(
+            stores,
+            AgentKey::Id(AgentId::of(b"notes")),
+            AgentId::of(b"notes"),
+            Some(10),
+        );
         lowered.set("b", &[0; 20]).unwrap();
         assert!(matches!(
             lowered.set("c", b"x"),
@@ -426,7 +520,12 @@ mod tests {
     fn empty_values_cost_their_entries() {
         let dir = tempfile::tempdir().unwrap();
         let stores = Arc::new(KvStores::new(dir.path().to_owned()));
-        let kv = KvState::new(stores, AgentId::of(b"hoard"), Some(8 * 1024));
+        let kv = KvState::new(
+            stores,
+            AgentKey::Id(AgentId::of(b"hoard")),
+            AgentId::of(b"hoard"),
+            Some(8 * 1024),
+        );
         let mut stored = 0;
         while kv.set(&format!("{stored}"), b"").is_ok() {
             stored += 1;
@@ -440,9 +539,19 @@ mod tests {
     fn without_a_grant_there_is_no_store() {
         let dir = tempfile::tempdir().unwrap();
         let stores = Arc::new(KvStores::new(dir.path().to_owned()));
-        let granted = KvState::new(stores.clone(), AgentId::of(b"notes"), Some(100));
+        let granted = KvState::new(
+            stores.clone(),
+            AgentKey::Id(AgentId::of(b"notes")),
+            AgentId::of(b"notes"),
+            Some(100),
+        );
         granted.set("a", b"1").unwrap();
-        let revoked = KvState::new(stores, AgentId::of(b"notes"), None);
+        let revoked = KvState::new(
+            stores,
+            AgentKey::Id(AgentId::of(b"notes")),
+            AgentId::of(b"notes"),
+            None,
+        );
         assert!(matches!(revoked.get("a"), Err(KvError::NotGranted(_))));
         assert!(matches!(
             revoked.set("a", b"2"),

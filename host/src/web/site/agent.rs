@@ -11,7 +11,7 @@ use crate::agent::tool::ToolSpec;
 use crate::capabilities::peers::Hop;
 use crate::hub::{FetchProgress, Found, HubError};
 use crate::policy::Grant;
-use crate::policy::edit::{NodeAccess, Subject, add_grants, remove_grants};
+use crate::policy::edit::{NodeAccess, Subject, add_grants, remove_grants, subject_of};
 use crate::store::AgentRecord;
 use crate::store::Origin;
 use axum::extract::{Path, State};
@@ -144,24 +144,27 @@ pub async fn page(
         Ok(known) => known,
         Err((status, message)) => return site.error_page(Some(access), status, &message),
     };
-    let (view, tools, id, origin): (AgentView, &[ToolSpec], AgentId, Origin) = match &known {
-        Known::Installed(record, found) => (
-            site.installed_view(record, found.as_ref(), &site.trust()),
-            &record.tools,
-            record.id,
-            record.origin.clone(),
-        ),
-        Known::Network(found) => (
-            site.found_view(found, &site.trust()),
-            &found.tools,
-            found.id,
-            Origin::Network {
-                publisher: found.publisher.parse().unwrap_or(site.node_peer()),
-            },
-        ),
-    };
+    let (view, tools, id, name, origin): (AgentView, &[ToolSpec], AgentId, &str, Origin) =
+        match &known {
+            Known::Installed(record, found) => (
+                site.installed_view(record, found.as_ref(), &site.trust()),
+                &record.tools,
+                record.id,
+                &record.card.name,
+                record.origin.clone(),
+            ),
+            Known::Network(found) => (
+                site.found_view(found, &site.trust()),
+                &found.tools,
+                found.id,
+                &found.card.name,
+                Origin::Network {
+                    publisher: found.publisher.parse().unwrap_or(site.node_peer()),
+                },
+            ),
+        };
     let policy = site.node.policy().current();
-    let (granted, refused, source) = match policy.grant_for(&id, &origin) {
+    let (granted, refused, source) = match policy.grant_for(&id, name, &origin) {
         Ok((grant, source)) => (
             grant.resolve(site.node.config().limits).describe(),
             None,
@@ -170,8 +173,7 @@ pub async fn page(
         Err(refused) => (Vec::new(), Some(refused.to_string()), None),
     };
     let own: Vec<_> = policy
-        .agents
-        .get(&id)
+        .own(&id, name, &origin)
         .map(Grant::revocable)
         .unwrap_or_default()
         .into_iter()
@@ -325,9 +327,12 @@ pub async fn publish(State(site): State<Arc<Site>>, Path(agent): Path<String>) -
 /// `POST /hub/agents/{agent}/remove`
 pub async fn remove(State(site): State<Arc<Site>>, Path(agent): Path<String>) -> Response {
     match site.node.remove(&agent, false) {
-        Ok(record) => {
-            Json(json!({ "removed": record.id, "name": record.card.name })).into_response()
-        }
+        Ok(removed) => Json(json!({
+            "removed": removed.record.id,
+            "name": removed.record.card.name,
+            "grants_removed": removed.grants.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        }))
+        .into_response(),
         Err(e) => failure(StatusCode::NOT_FOUND, e),
     }
 }
@@ -343,8 +348,10 @@ pub struct Items {
 /// agent id (granted before it is fetched).
 fn subject(site: &Site, agent: &str) -> Result<Subject, crate::ParseAgentIdError> {
     match site.node.resolve(agent) {
-        Ok(record) => Ok(Subject::Agent(record.id)),
-        Err(_) => agent.parse().map(Subject::Agent),
+        Ok(record) => Ok(subject_of(&record, agent)),
+        Err(_) => agent
+            .parse()
+            .map(|id| Subject::Agent(crate::agent::key::AgentKey::Id(id))),
     }
 }
 
