@@ -75,18 +75,7 @@ impl FromStr for AgentId {
     }
 }
 
-impl serde::Serialize for AgentId {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for AgentId {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
-    }
-}
+super::serde_as_text!(AgentId);
 
 #[cfg(test)]
 mod tests {

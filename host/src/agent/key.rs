@@ -52,18 +52,7 @@ impl FromStr for AgentKey {
     }
 }
 
-impl serde::Serialize for AgentKey {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for AgentKey {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
-    }
-}
+super::serde_as_text!(AgentKey);
 
 #[cfg(test)]
 mod tests {
