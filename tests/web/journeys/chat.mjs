@@ -32,6 +32,19 @@ async function send(page, text, { teamUp = false } = {}) {
   await page.getByRole("button", { name: "Send" }).click();
 }
 
+/** Types `lines` into the composer as a person does, Shift+Enter between
+ * them, and sends with Enter. */
+async function typeAndSend(page, lines) {
+  await page.locator("#send:not([disabled])").waitFor();
+  const box = page.getByRole("textbox", { name: /^Message/ });
+  await box.fill("");
+  for (const [n, line] of lines.entries()) {
+    if (n) await box.press("Shift+Enter");
+    await box.pressSequentially(line);
+  }
+  await box.press("Enter");
+}
+
 await run(async (browser) => {
   const page = await newPage(browser);
   await recordEvents(page);
@@ -75,6 +88,10 @@ await run(async (browser) => {
   const said = await page.evaluate(() => window.workingSaid);
   assert.ok(said.some((s) => s === "calling calculator.add(2, 3)…"), `the call was shown as it ran: ${JSON.stringify(said)}`);
   await page.locator(".working").waitFor({ state: "detached" });
+  // The first message titled the conversation, in the list too.
+  await page.locator("#title").getByText("Add 2 and 3.").waitFor();
+  assert.equal(await page.locator("#conversation-list a[aria-current=page]").textContent(), "Add 2 and 3.");
+  assert.match(await page.title(), /^Add 2 and 3\. · Chat/);
 
   // The tool call: folded, with where it ran; its arguments and result inside.
   const call = page.locator("details.tool-use").first();
@@ -86,7 +103,12 @@ await run(async (browser) => {
 
   // A mistyped @name is not quietly taken for another agent: the page
   // says which was meant, and nothing is called.
-  await send(page, "@calculater what is 6 times 7?");
+  // Typed, with a line break (Shift+Enter), and sent with Enter.
+  await typeAndSend(page, ["@calculater what is 6", "times 7?"]);
+  const typed = page.locator(".bubble.person").last();
+  await typed.getByText(/times 7\?/).waitFor();
+  assert.equal(await typed.evaluate((b) => b.lastChild.textContent), "@calculater what is 6\ntimes 7?");
+  assert.match(await typed.innerText(), /what is 6\ntimes 7\?/, "shown on two lines");
   await page.locator(".note.problem").getByText("no agent named @calculater is installed here or found on the network; did you mean @calculator?").waitFor();
   assert.equal(await page.locator("details.tool-use").count(), 1, "no call was made for it");
 
@@ -145,7 +167,7 @@ await run(async (browser) => {
   assert.match(await page.evaluate(() => window.streamLost), /connection to the node was lost; reconnecting/);
   const people = await page.locator(".bubble.person").allTextContents();
   assert.deepEqual(people.map((t) => t.replace(/^you( · team up)?/, "")), [
-    "Add 2 and 3.", "@calculater what is 6 times 7?", "Add 2 and 2, and what is the weather in Lyon?",
+    "Add 2 and 3.", "@calculater what is 6\ntimes 7?", "Add 2 and 2, and what is the weather in Lyon?",
     "Add 2 and 3 as a team.", "Now multiply it by 2.", "@calculator and add 4 and 4?",
   ], "each message once, in order");
   assert.equal(await page.locator("details.tool-use").count(), 3);
@@ -156,6 +178,8 @@ await run(async (browser) => {
   await page.getByText("The calculator says 4 plus 4 is 8.").waitFor();
   await page.locator("section.goal").getByText("concluded").waitFor();
   assert.equal(await page.locator("#conversation-list a").getByText("Sums with the calculator").count(), 1);
+  // The conversation links to its team's goal.
+  assert.match(await page.locator("#conversation-goal").getAttribute("href"), /^\/chat\/goals\/[^/]+$/);
 
   // The goal has a page of its own, listed beside the conversations.
   await page.locator("#goal-list").getByRole("link", { name: "Add 2 and 3 as a team." }).click();

@@ -175,8 +175,9 @@ pub struct Said {
     team_up: bool,
 }
 
-/// `POST /chat/{id}/messages` `{"text", "team_up"?}` (202): the answer
-/// follows on the conversation's events.
+/// `POST /chat/{id}/messages` `{"text", "team_up"?}` (202): the entry and
+/// the conversation's `title`; the answer follows on the conversation's
+/// events.
 pub async fn say(
     State(site): State<Arc<Site>>,
     Path(id): Path<String>,
@@ -184,12 +185,17 @@ pub async fn say(
     JsonBody(said): JsonBody<Said>,
 ) -> Result<Response, Response> {
     let requester = Requester::new("chat", from.map(|Extension(ConnectInfo(at))| at.ip()));
-    let entry = site
-        .chats()?
+    let chats = site.chats()?;
+    let entry = chats
         .send(&id, &said.text, said.team_up, &requester)
         .await
         .map_err(refused)?;
-    Ok((StatusCode::ACCEPTED, Json(entry)).into_response())
+    // With the conversation's title, which a first message may have made.
+    let mut answer = serde_json::to_value(&entry).unwrap_or_default();
+    if let Ok(conversation) = chats.get(&id).await {
+        answer["title"] = conversation.title.into();
+    }
+    Ok((StatusCode::ACCEPTED, Json(answer)).into_response())
 }
 
 #[derive(Deserialize)]

@@ -129,8 +129,12 @@ function follow(id, operator) {
 
   if (!operator) return;
   const message = document.getElementById("message");
+  // Enter sends; Shift+Enter breaks the line (and Enter that ends an
+  // input method's composition only ends it).
   message.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) form.requestSubmit();
+    if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+    event.preventDefault();
+    if (!send.disabled) form.requestSubmit();
   });
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -139,22 +143,27 @@ function follow(id, operator) {
     send.disabled = true;
     showWorking("sending…");
     try {
-      await postJson(`/chat/${encodeURIComponent(id)}/messages`, { text, team_up: document.getElementById("team-up")?.checked ?? false });
+      const said = await postJson(`/chat/${encodeURIComponent(id)}/messages`, { text, team_up: document.getElementById("team-up")?.checked ?? false });
       message.value = "";
+      // The first message titles a conversation that had no title given.
+      if (said.title) showTitle(said.title);
     } catch (e) {
       toast(e.message, true);
       hideWorking();
       send.disabled = false;
     }
   });
+  function showTitle(title) {
+    document.getElementById("title").textContent = title;
+    const listed = document.querySelector(`#conversation-list a[href="/chat/${id}"]`);
+    if (listed) listed.textContent = title;
+    document.title = `${title} · Chat · agentsite`;
+  }
   document.getElementById("rename").addEventListener("click", async () => {
     const title = prompt("A new title for this conversation", document.getElementById("title").textContent);
     if (!title) return;
     try {
-      const renamed = await postJson(`/chat/${encodeURIComponent(id)}/rename`, { title });
-      document.getElementById("title").textContent = renamed.title;
-      document.querySelector(`#conversation-list a[href="/chat/${id}"]`).textContent = renamed.title;
-      document.title = `${renamed.title} · Chat · agentsite`;
+      showTitle((await postJson(`/chat/${encodeURIComponent(id)}/rename`, { title })).title);
     } catch (e) {
       toast(e.message, true);
     }

@@ -35,8 +35,12 @@ export function markdown(text) {
   const lines = text.split("\n");
   let paragraph = [];
   let list = null;
+  // A line break inside a paragraph is kept (as in a chat, not as in
+  // CommonMark, where it would be a space).
   const flush = () => {
-    if (paragraph.length) root.append(h("p", {}, inline(paragraph.join(" "))));
+    if (paragraph.length) {
+      root.append(h("p", {}, paragraph.flatMap((line, n) => (n ? [h("br"), ...inline(line)] : inline(line)))));
+    }
     paragraph = [];
   };
   for (let i = 0; i < lines.length; i++) {
