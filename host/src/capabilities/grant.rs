@@ -87,7 +87,7 @@ pub(crate) fn value_of<'a>(
 
 pub(crate) fn parse_size(text: &str) -> anyhow::Result<ByteSize> {
     text.parse()
-        .map_err(|e| anyhow::anyhow!("{text:?} is not a size such as 1MiB: {e}"))
+        .map_err(|_| anyhow::anyhow!("{text:?} is not a size such as 1MiB, 512KiB or 2GB"))
 }
 
 pub(crate) fn parse_bool(text: &str) -> anyhow::Result<bool> {
@@ -356,14 +356,15 @@ impl Grant {
             }
             "deadline" => {
                 let text = value_of(name, value, "DURATION, such as 30s")?;
-                self.deadline = Some(
-                    humantime::parse_duration(text)
-                        .map_err(|e| anyhow::anyhow!("{text:?} is not a duration: {e}"))?,
-                )
+                self.deadline = Some(humantime::parse_duration(text).map_err(|_| {
+                    anyhow::anyhow!("{text:?} is not a duration such as 30s, 2m or 500ms")
+                })?)
             }
             "concurrency" => {
                 let text = value_of(name, value, "N")?;
-                self.max_concurrent_calls = Some(text.parse().context("not a number")?)
+                self.max_concurrent_calls = Some(text.parse().map_err(|_| {
+                    anyhow::anyhow!("{text:?} is not a whole number of calls, such as 4")
+                })?)
             }
             other => anyhow::bail!(
                 "unknown grant {other:?}: grants are {}",

@@ -283,12 +283,37 @@ mod tests {
             ("fs=/nonexistent-agentsite-folder:/d", "nonexistent"),
             ("fs=/tmp", "fs=/host/folder:/guest/path"),
             ("peers=2", "DEPTH/FANOUT"),
+            (
+                "peers=2/x",
+                "the fan-out \"x\" is not a whole number, such as peers=2/8",
+            ),
+            (
+                "memory=lots",
+                "\"lots\" is not a size such as 1MiB, 512KiB or 2GB",
+            ),
+            (
+                "deadline=soon",
+                "\"soon\" is not a duration such as 30s, 2m or 500ms",
+            ),
+            (
+                "concurrency=many",
+                "\"many\" is not a whole number of calls, such as 4",
+            ),
             ("http=example.com", "scheme://host"),
             ("network", "unknown grant"),
         ] {
             let error = apply_grants(&mut Grant::default(), &items(&[item])).unwrap_err();
             let error = format!("{error:#}");
             assert!(error.contains(reason), "{item}: {error}");
+            // In the user's words: no parser's own text after the reason.
+            for library in [
+                "ByteSize",
+                "invalid digit",
+                "expected number",
+                "cannot parse",
+            ] {
+                assert!(!error.contains(library), "{item}: {error}");
+            }
         }
         let error = apply_revokes(&mut Grant::default(), &items(&["env=HOME"])).unwrap_err();
         assert!(error.to_string().contains("not granted"), "{error}");

@@ -63,12 +63,14 @@ impl Capability for Peers {
         let (depth, fanout) = value
             .split_once('/')
             .context("write it as peers=DEPTH/FANOUT, such as peers=2/8")?;
+        let whole = |text: &str, what: &str| {
+            text.trim().parse().map_err(|_| {
+                anyhow::anyhow!("the {what} {text:?} is not a whole number, such as peers=2/8")
+            })
+        };
         Ok(PeersGrant {
-            depth: depth.trim().parse().context("the depth is not a number")?,
-            fanout: fanout
-                .trim()
-                .parse()
-                .context("the fan-out is not a number")?,
+            depth: whole(depth, "depth")?,
+            fanout: whole(fanout, "fan-out")?,
         })
     }
 
