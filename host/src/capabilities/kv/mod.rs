@@ -78,13 +78,19 @@ impl KvStores {
     /// Makes the data the build `build` kept under its id (before stores
     /// followed names) `store`'s, unless `store` has data of its own.
     pub fn adopt(&self, store: &AgentKey, build: &AgentId) -> Result<(), KvError> {
-        let from = self.path(&AgentKey::Id(*build));
-        let to = self.path(store);
-        if matches!(store, AgentKey::Id(_)) || to.exists() || !from.exists() {
+        let Some((from, to)) = self.build_data_to_move(store, build) else {
             return Ok(());
-        }
+        };
         self.close(&AgentKey::Id(*build));
         std::fs::rename(&from, &to).map_err(|e| storage("cannot keep the agent's kv data", e))
+    }
+
+    /// Where the data `build` kept under its id is, and where it goes to be
+    /// `store`'s: only when `store` is not that id and has no data yet.
+    fn build_data_to_move(&self, store: &AgentKey, build: &AgentId) -> Option<(PathBuf, PathBuf)> {
+        let from = self.path(&AgentKey::Id(*build));
+        let to = self.path(store);
+        (!matches!(store, AgentKey::Id(_)) && !to.exists() && from.exists()).then_some((from, to))
     }
 
     fn database(&self, store: &AgentKey, build: &AgentId) -> Result<Arc<redb::Database>, KvError> {
@@ -94,12 +100,11 @@ impl KvStores {
         }
         std::fs::create_dir_all(&self.dir).map_err(|e| storage("cannot create kv folder", e))?;
         // Data this build wrote under its id before stores followed names.
-        let legacy = self.path(&AgentKey::Id(*build));
-        let path = self.path(store);
-        if !path.exists() && legacy.exists() {
-            std::fs::rename(&legacy, &path)
+        if let Some((from, to)) = self.build_data_to_move(store, build) {
+            std::fs::rename(&from, &to)
                 .map_err(|e| storage("cannot keep the agent's kv data", e))?;
         }
+        let path = self.path(store);
         let db = redb::Database::create(path).map_err(|e| match e {
             redb::DatabaseError::DatabaseAlreadyOpen => KvError::Storage(
                 "the kv store is in use by another agentsite process; retry when it is done".into(),

@@ -64,7 +64,7 @@ impl Lang {
 
 /// Where a build of the agent `name` in `lang` writes its component,
 /// relative to its project folder.
-pub fn component(name: &str, lang: Lang) -> PathBuf {
+fn component(name: &str, lang: Lang) -> PathBuf {
     match lang {
         Lang::Rust => PathBuf::from(format!(
             "target/wasm32-wasip2/release/{}.wasm",
