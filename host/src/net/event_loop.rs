@@ -6,6 +6,7 @@
 
 use super::behaviour::{Behaviour, BehaviourEvent};
 use super::fetch::{FetchRequest, FetchResponse};
+use super::listeners;
 use super::reach::{self, Reach, RelayCandidate, RelayService};
 use super::rpc;
 use super::{
@@ -234,11 +235,14 @@ impl EventLoop {
         library: Arc<dyn Library>,
         commands: mpsc::Receiver<Command>,
     ) -> anyhow::Result<()> {
+        let interfaces = listeners::interface_addresses();
+        let mut startup = listeners::Startup::default();
         for address in &config.listen {
             refuse_if_taken(address)?;
-            swarm
+            let listener = swarm
                 .listen_on(address.clone())
                 .map_err(|e| anyhow::anyhow!("cannot listen on {address}: {e}"))?;
+            startup.opened(listener, address, &interfaces);
         }
         let (answers, answered) = mpsc::unbounded_channel();
         let mut event_loop = EventLoop {
@@ -268,7 +272,7 @@ impl EventLoop {
         // The relay service's status is the node's to set, not the
         // external addresses' (every listen address counts as one).
         event_loop.reachability_changed();
-        event_loop.wait_for_listeners(config.listen.len()).await?;
+        event_loop.wait_for_listeners(startup).await?;
         for address in &config.bootstrap {
             event_loop.join_through(address.clone())?;
         }
@@ -285,17 +289,36 @@ impl EventLoop {
         Ok(())
     }
 
-    async fn wait_for_listeners(&mut self, listeners: usize) -> anyhow::Result<()> {
+    /// Waits until every listener has reported its addresses (see
+    /// [`listeners`]), so that what the node says it listens on is whole.
+    /// A listener with no address within 10 s is an error; one that has
+    /// some but not yet each interface's within 3 s more (an interface went
+    /// away since they were read, say) is left to report the rest later.
+    async fn wait_for_listeners(&mut self, mut startup: listeners::Startup) -> anyhow::Result<()> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        let mut ready = HashSet::new();
-        while ready.len() < listeners {
-            let event = tokio::time::timeout_at(deadline, self.swarm.select_next_some())
-                .await
-                .map_err(|_| anyhow::anyhow!("the network listeners did not start within 10 s"))?;
-            match &event {
-                SwarmEvent::NewListenAddr { listener_id, .. } => {
-                    ready.insert(*listener_id);
+        let mut rest_by = None;
+        while !startup.complete() {
+            if rest_by.is_none() && startup.each_has_an_address() {
+                rest_by = Some(tokio::time::Instant::now() + Duration::from_secs(3));
+            }
+            let event = match tokio::time::timeout_at(
+                rest_by.unwrap_or(deadline),
+                self.swarm.select_next_some(),
+            )
+            .await
+            {
+                Ok(event) => event,
+                Err(_) if rest_by.is_some() => {
+                    tracing::debug!("not every interface's listen address reported at start");
+                    break;
                 }
+                Err(_) => anyhow::bail!("the network listeners did not start within 10 s"),
+            };
+            match &event {
+                SwarmEvent::NewListenAddr {
+                    listener_id,
+                    address,
+                } => startup.reported(*listener_id, address),
                 SwarmEvent::ListenerError { error, .. } => {
                     anyhow::bail!("cannot listen: {error}");
                 }

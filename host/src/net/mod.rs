@@ -17,6 +17,7 @@ mod fetch_codec;
 pub mod gossip;
 pub mod identity;
 mod keep_alive;
+mod listeners;
 mod loopback;
 mod mesh;
 mod one_host;
