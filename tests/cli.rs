@@ -680,6 +680,93 @@ fn build_new_agent(cli: &Cli, lang: &str, dir: &std::path::Path, told: &str) -> 
     }
 }
 
+/// `agentsite dev`: the scaffold is built, added and served; a saved edit
+/// is built again and replaces it, keeping its grant; a build that fails
+/// leaves the last good one serving.
+#[test]
+fn dev_builds_serves_and_replaces_the_agent_on_each_saved_change() {
+    let cli = Cli::new();
+    let made = tempfile::tempdir().unwrap();
+    let dir = made.path().join("tally");
+    cli.run(&["new", "tally", "--path", dir.to_str().unwrap()])
+        .success();
+    let mut dev = cli.command(&[
+        "dev",
+        dir.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--debounce",
+        "50ms",
+    ]);
+    // The SDK's dependencies are built once, for every run.
+    dev.env("CARGO_TARGET_DIR", support::scaffold_target())
+        .env_remove("RUSTFLAGS");
+    let dev = support::Server::spawn(dev, "dev");
+    let log_has = |what: &str, times: usize, limit: u64| {
+        support::eventually(
+            std::time::Duration::from_secs(limit),
+            &format!("{times} of {what:?} in dev's log"),
+            || {
+                let log = dev.log();
+                match log.matches(what).count() >= times {
+                    true => Ok(log),
+                    false => Err(log),
+                }
+            },
+        )
+    };
+    // The first build of a fresh machine builds the SDK's dependencies.
+    let log = log_has("serving tally: 2 tools (greet, count)", 1, 900);
+    assert!(
+        log.contains(&format!("at {}/agents/tally/mcp", dev.base)),
+        "{log}"
+    );
+    cli.grant("tally", &["deadline=5s"]);
+    let hello = cli.call("tally", "greet", r#"{"name": "world"}"#).json();
+    assert_eq!(hello["content"][0]["text"], "Hello, world!");
+
+    let source = dir.join("src/lib.rs");
+    let text = std::fs::read_to_string(&source).unwrap();
+    assert!(text.contains("\"Hello\""), "{text}");
+    std::fs::write(&source, text.replace("\"Hello\"", "\"Howdy\"")).unwrap();
+    let log = log_has("serving tally: 2 tools", 2, 600);
+    assert!(log.contains("changed: src/lib.rs"), "{log}");
+    assert!(
+        log.contains("it replaces 0.1.0 (sha256:")
+            && log.contains("the grants and key-value data stay with the name"),
+        "{log}"
+    );
+    let howdy = cli.call("tally", "greet", r#"{"name": "world"}"#).json();
+    assert_eq!(howdy["content"][0]["text"], "Howdy, world!");
+    // Served over MCP at the address it printed.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let counted = runtime.block_on(support::mcp_call(
+        dev.url("/agents/tally/mcp"),
+        "count",
+        json!({"text": "one two three"}),
+    ));
+    assert_eq!(counted["words"], 3, "{counted}");
+    let listed = cli.run(&["ls", "--json"]).json();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    let policy = std::fs::read_to_string(cli.data().join("policy.toml")).unwrap();
+    assert!(
+        policy.contains("[agents.tally]") && policy.contains("deadline = \"5s\""),
+        "{policy}"
+    );
+
+    // A save that does not build: said, and the last good build serves on.
+    std::fs::write(
+        &source,
+        text.replace("\"Hello\"", "\"Howdy\"") + "\nfn broken(\n",
+    )
+    .unwrap();
+    let log = log_has("cargo build failed", 1, 600);
+    assert!(log.contains("still serves"), "{log}");
+    let still = cli.call("tally", "greet", r#"{"name": "world"}"#).json();
+    assert_eq!(still["content"][0]["text"], "Howdy, world!");
+    drop(dev);
+}
+
 /// Edit, rebuild, add: the new build of an agent replaces the installed one
 /// by name and keeps its grants and its key-value data; `--keep-both`
 /// installs beside; `rm` takes the agent's grants with it.

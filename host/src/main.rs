@@ -320,6 +320,25 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         path: Option<PathBuf>,
     },
+    /// Build the agent project in PATH, add it and serve it, and again on
+    /// each saved change: the new build replaces the one before and keeps
+    /// its grants and key-value data. Rust (a Cargo.toml), Python (app.py)
+    /// or JavaScript (app.js). Serves on HTTP only, or adds each build to
+    /// the node already serving the data directory.
+    #[command(
+        after_help = "Examples:\n  agentsite new tally && agentsite dev tally\n  agentsite dev --listen 127.0.0.1:8080 path/to/agent\n  agentsite dev app.py"
+    )]
+    Dev {
+        /// The project folder, or a Python or JavaScript program.
+        #[arg(default_value = ".")]
+        path: PathBuf,
+        /// Address and port to listen on [default: 127.0.0.1:7777, or `listen` in the config].
+        #[arg(long, value_name = "ADDR:PORT")]
+        listen: Option<std::net::SocketAddr>,
+        /// How long to wait after a change for the next before building.
+        #[arg(long, default_value = "300ms", value_parser = humantime::parse_duration, value_name = "DURATION")]
+        debounce: Duration,
+    },
     /// Make a publisher key (ed25519) that signs the agents this node
     /// publishes from now on; prints it in the form operators trust.
     Keygen {
@@ -459,7 +478,10 @@ enum PolicyCommand {
 impl Command {
     /// Whether the command runs until stopped, serving many calls.
     fn serves(&self) -> bool {
-        matches!(self, Command::Serve { .. } | Command::Mcp { .. })
+        matches!(
+            self,
+            Command::Serve { .. } | Command::Mcp { .. } | Command::Dev { .. }
+        )
     }
 }
 
@@ -469,7 +491,7 @@ const COMMAND_GROUPS: [(&str, &[&str]); 5] = [
     (
         "Agents on this node",
         &[
-            "new", "add", "ls", "tools", "call", "inspect", "rm", "attach", "detach", "push",
+            "new", "dev", "add", "ls", "tools", "call", "inspect", "rm", "attach", "detach", "push",
         ],
     ),
     ("Serving them", &["serve", "mcp", "health"]),
@@ -725,7 +747,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
         }
         local => local,
     };
-    let capacity = if command.serves() {
+    // `dev` beside a running node adds its builds to it and serves nothing.
+    let dev_beside_a_node =
+        matches!(command, Command::Dev { .. }) && cli::node_running(&data, &named)?;
+    let capacity = if command.serves() && !dev_beside_a_node {
         Capacity::SERVER
     } else {
         Capacity::OneShot
@@ -824,6 +849,26 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 connections: serve.connections(),
             };
             cli::serve(std::sync::Arc::new(node), &config, options, p2p).await
+        }
+        Command::Dev {
+            path,
+            listen,
+            debounce,
+        } => {
+            let serve = &config.serve;
+            let http = (!dev_beside_a_node).then(|| agentsite::http::HttpOptions {
+                listen: listen.unwrap_or(serve.listen),
+                token: serve.token.clone(),
+                allowed_hosts: serve.allowed_hosts.clone(),
+                allowed_origins: serve.allowed_origins.clone(),
+                connections: serve.connections(),
+            });
+            let options = cli::dev::DevOptions {
+                project: path,
+                debounce,
+                http,
+            };
+            cli::dev::dev(std::sync::Arc::new(node), &config, options).await
         }
         Command::Id { .. }
         | Command::Health { .. }

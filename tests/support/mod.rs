@@ -371,6 +371,14 @@ impl Cli {
         }
     }
 
+    /// The command `agentsite ARGS` on this data dir, to start as the
+    /// test likes (a long-running one under [`Server::spawn`], say).
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agentsite"));
+        self.prepare(&mut command, args, &[]);
+        command
+    }
+
     /// The command line of a run on this data dir, with none of the
     /// environment's settings of the node.
     fn prepare(&self, command: &mut Command, args: &[&str], env: &[(&str, &str)]) {

@@ -5,6 +5,7 @@
 //! for people go to stderr, so that `agentsite add x.wasm` can be captured.
 
 mod banner;
+pub mod dev;
 pub mod goals;
 mod health;
 pub mod models;

@@ -227,6 +227,12 @@ impl Server {
         self.hosted.records().len()
     }
 
+    /// What it serves: told of a change to the catalog, it serves it at
+    /// once instead of at its next look.
+    pub fn hosted(&self) -> Arc<Hosted> {
+        self.hosted.clone()
+    }
+
     /// The node on the network, when it joined one.
     pub fn hub(&self) -> Option<&Arc<Hub>> {
         self.hub.as_ref()

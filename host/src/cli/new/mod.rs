@@ -43,7 +43,7 @@ pub fn new(data: &DataDir, name: &str, lang: Lang, path: Option<&Path>) -> anyho
     }
     println!("{}", dir.display());
     eprintln!(
-        "made the agent {name} ({}) in {}; build it, add it and call its tools:\n  cd {}\n{}  agentsite call {name} greet '{{\"name\": \"world\"}}'\n  agentsite call {name} count '{{\"text\": \"a tiny example sentence\"}}'",
+        "made the agent {name} ({}) in {}; build it, add it and call its tools:\n  cd {}\n{}  agentsite call {name} greet '{{\"name\": \"world\"}}'\n  agentsite call {name} count '{{\"text\": \"a tiny example sentence\"}}'\nor let `agentsite dev` in the folder build, add and serve it, and again on each save",
         lang.name(),
         dir.display(),
         dir.display(),
