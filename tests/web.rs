@@ -231,6 +231,98 @@ fn chat_with_a_tool_call_and_a_team_goal_shown_live() {
     assert_eq!(restarts.finish(), 1, "the journey restarted the node once");
 }
 
+/// `agentsite chat` at a terminal, as a person types into it: the reply
+/// streams in piece by piece, the tool call is shown as it ran, a partial
+/// answer is marked, and the conversation is the chat page's (listed,
+/// shown there, carried on with `--resume`).
+#[test]
+fn chat_at_the_terminal_streams_the_reply_and_shows_the_tool_call() {
+    let model = ModelServer::start(chat_model);
+    let here = Cli::new();
+    here.add(&["calculator"]);
+    std::fs::write(here.data().join("config.toml"), model.node_config()).unwrap();
+    let node = Server::start(here.data(), &[]);
+    let terminal = here.at_terminal_typing(
+        &["chat", "@calculator"],
+        "Add 2 and 3.\nAdd 2 and 2, and what is the weather in Lyon?\n/bye\n",
+        Duration::from_secs(180),
+    );
+    let shown = &terminal.shown;
+    assert!(terminal.ok, "{shown}");
+    assert!(
+        shown.contains("✓ calculator.add {\"a\":2.0,\"b\":3.0} = 5.0 · "),
+        "the call is shown: {shown}"
+    );
+    assert!(
+        shown.contains("The calculator says 2 plus 3 is 5.\n"),
+        "{shown}"
+    );
+    let reply_pieces = terminal
+        .pieces
+        .iter()
+        .filter(|piece| {
+            "The calculator says 2 plus 3 is 5.".contains(piece.trim()) && !piece.trim().is_empty()
+        })
+        .count();
+    assert!(
+        reply_pieces >= 3,
+        "the reply streamed in as written, not at once: {:?}",
+        terminal.pieces
+    );
+    assert!(
+        shown.contains("Not done: \"what is the weather in Lyon?\"")
+            && shown.contains("(partly answered"),
+        "{shown}"
+    );
+    let id = shown
+        .split("conversation ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no conversation id shown: {shown}"))
+        .to_owned();
+    assert!(
+        shown.contains(&format!("agentsite chat --resume {id}")),
+        "{shown}"
+    );
+
+    // The chat page has it, titled by its first message.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let page = runtime.block_on(async {
+        reqwest::get(node.url(&format!("/chat/{id}")))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    });
+    assert!(page.contains("Add 2 and 3."), "{page}");
+    let listed = here.run(&["chat", "--list"]).success();
+    assert!(
+        listed.contains(&id) && listed.contains("Add 2 and 3."),
+        "{listed}"
+    );
+
+    // Carried on from a script: the history on stderr, the reply on stdout.
+    let resumed = here.run(&["chat", "--resume", &id, "Add 2 and 3."]);
+    let reply = resumed.success();
+    assert_eq!(
+        reply.trim(),
+        "The calculator says 2 plus 3 is 5.",
+        "{}",
+        resumed.stderr()
+    );
+    assert!(
+        resumed
+            .stderr()
+            .contains(">>> Add 2 and 2, and what is the weather in Lyon?"),
+        "{}",
+        resumed.stderr()
+    );
+    // A conversation that is not there is said so.
+    here.run(&["chat", "--resume", "c-0000000000000000", "hello"])
+        .failure("no conversation");
+}
+
 /// Restarts a node, on the same address and data, each time its journey
 /// asks: the journey writes `restart` in the signals folder and waits for
 /// `restarted`.

@@ -372,6 +372,29 @@ enum Command {
         after_help = "Examples:\n  agentsite goal \"count the words of 'to be or not to be' and double the count\"\n  agentsite goal --team calculator,text --max-turns 6 \"...\"\n  agentsite goal show g1a2b3c4d5e6f7a8b\n  agentsite goal say g1a2b3c4d5e6f7a8b \"now in upper case\""
     )]
     Goal(Box<cli::goals::GoalArgs>),
+    /// Talk with the running node's agents at the terminal: replies
+    /// streamed as written, tool calls shown as they run, in one of the
+    /// node's conversations (the chat page's too).
+    ///
+    /// `agentsite chat @AGENT` talks to one agent (others join with @name
+    /// in a message); a MESSAGE after it is sent and answered, and the
+    /// command ends. Without one, each line read is a message until /bye;
+    /// """ opens and closes a message of several lines; /team MESSAGE asks
+    /// the agents to team up on it.
+    #[command(
+        after_help = "Examples:\n  agentsite chat @calculator\n  agentsite chat @calculator \"add 2 and 3\"\n  agentsite chat --list\n  agentsite chat --resume c-1a2b3c4d5e6f7a8b"
+    )]
+    Chat {
+        /// `@AGENT`, then a message to send.
+        #[arg(value_name = "@AGENT MESSAGE")]
+        words: Vec<String>,
+        /// Carry on a conversation (its id, as --list or the chat page shows it).
+        #[arg(long, value_name = "ID", conflicts_with = "list")]
+        resume: Option<String>,
+        /// List the node's conversations.
+        #[arg(long)]
+        list: bool,
+    },
     /// List the running node's goals: state, age, team, cost.
     Goals {
         /// Print JSON.
@@ -503,7 +526,10 @@ const COMMAND_GROUPS: [(&str, &[&str]); 5] = [
         "The network (through the running node)",
         &["id", "peers", "publish", "search", "fetch"],
     ),
-    ("Goals and models", &["goal", "goals", "models"]),
+    (
+        "Goals, chat and models",
+        &["goal", "goals", "chat", "models"],
+    ),
 ];
 
 /// The command line, with `--help`'s commands in [`COMMAND_GROUPS`], each
@@ -662,6 +688,21 @@ async fn run(args: Args) -> anyhow::Result<()> {
             return Ok(());
         }
         Command::Goals { json } => return cli::goals::list(&data, json).await,
+        Command::Chat {
+            words,
+            resume,
+            list,
+        } => {
+            let args = cli::chat::ChatArgs {
+                words,
+                resume,
+                list,
+            };
+            if !cli::chat::chat(&data, args).await? {
+                std::process::exit(1);
+            }
+            return Ok(());
+        }
         Command::Models {
             command:
                 Some(ModelsCommand::Add {
@@ -880,6 +921,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         | Command::Fetch { .. }
         | Command::Goal(_)
         | Command::Goals { .. }
+        | Command::Chat { .. }
         | Command::Models { .. } => unreachable!("network commands returned above"),
         Command::Mcp { agents } => cli::mcp(std::sync::Arc::new(node), &agents).await,
     }

@@ -428,16 +428,9 @@ impl Cli {
     /// succeeded and what the terminal showed (stdout and stderr together,
     /// lines ending in `\n`).
     pub fn at_terminal(&self, args: &[&str]) -> (bool, String) {
-        let quote = |word: &str| format!("'{}'", word.replace('\'', r"'\''"));
-        let mut line = vec![
-            quote(env!("CARGO_BIN_EXE_agentsite")),
-            "--data-dir".into(),
-            quote(self.data().to_str().unwrap()),
-        ];
-        line.extend(args.iter().map(|a| quote(a)));
         let output = Command::new("script")
             .args(["--quiet", "--return", "--command"])
-            .arg(line.join(" "))
+            .arg(self.command_line(args))
             .arg("/dev/null")
             .env_remove("AGENTSITE_CONFIG")
             .env_remove("AGENTSITE_POLICY")
@@ -448,6 +441,94 @@ impl Cli {
         let shown = String::from_utf8_lossy(&output.stdout).replace("\r\n", "\n");
         (output.status.success(), shown)
     }
+
+    /// Runs a command at a terminal (as [`Cli::at_terminal`]) while a
+    /// person types `typed` into it; the terminal stays open until the
+    /// command ends, killed (and the test failed) past `limit`. Returns
+    /// what the terminal showed, also in the pieces it came in.
+    pub fn at_terminal_typing(&self, args: &[&str], typed: &str, limit: Duration) -> AtTerminal {
+        use std::io::Write as _;
+        let logs = tempfile::tempdir().unwrap();
+        let (out, timing) = (logs.path().join("out"), logs.path().join("timing"));
+        let mut child = Command::new("script")
+            .args(["--quiet", "--return", "--log-out"])
+            .arg(&out)
+            .arg("--log-timing")
+            .arg(&timing)
+            .arg("--command")
+            .arg(self.command_line(args))
+            .env_remove("AGENTSITE_CONFIG")
+            .env_remove("AGENTSITE_POLICY")
+            .env_remove("AGENTSITE_LOG")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("script (util-linux) runs");
+        // Held open until the command ends: `script` stops passing on the
+        // command's output in pieces once its input ends.
+        let mut keyboard = child.stdin.take().unwrap();
+        keyboard.write_all(typed.as_bytes()).unwrap();
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                let shown =
+                    String::from_utf8_lossy(&std::fs::read(&out).unwrap_or_default()).into_owned();
+                panic!(
+                    "agentsite {args:?} did not end within {limit:?}; the terminal showed:\n{shown}"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        drop(keyboard);
+        let logged = std::fs::read(&out).unwrap();
+        // The log starts with a line of its own ("Script started on …").
+        let mut at = logged.iter().position(|&b| b == b'\n').map_or(0, |n| n + 1);
+        let mut pieces = Vec::new();
+        for line in std::fs::read_to_string(&timing).unwrap().lines() {
+            let Some(length) = line
+                .split_whitespace()
+                .nth(1)
+                .and_then(|n| n.parse::<usize>().ok())
+            else {
+                continue;
+            };
+            let end = (at + length).min(logged.len());
+            pieces.push(String::from_utf8_lossy(&logged[at..end]).replace("\r\n", "\n"));
+            at = end;
+        }
+        AtTerminal {
+            ok: status.success(),
+            shown: pieces.concat(),
+            pieces,
+        }
+    }
+
+    /// `agentsite ARGS` on this data dir as one line for a shell.
+    fn command_line(&self, args: &[&str]) -> String {
+        let quote = |word: &str| format!("'{}'", word.replace('\'', r"'\''"));
+        let mut line = vec![
+            quote(env!("CARGO_BIN_EXE_agentsite")),
+            "--data-dir".into(),
+            quote(self.data().to_str().unwrap()),
+        ];
+        line.extend(args.iter().map(|a| quote(a)));
+        line.join(" ")
+    }
+}
+
+/// What a terminal showed of a command.
+pub struct AtTerminal {
+    pub ok: bool,
+    /// All of it, lines ending in `\n`.
+    pub shown: String,
+    /// As it came, piece by piece.
+    pub pieces: Vec<String>,
 }
 
 /// An `agentsite serve` process on a free loopback port, stopped on drop.

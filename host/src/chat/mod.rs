@@ -10,6 +10,7 @@
 //! loses its stream catches up from the store; the reply's text also
 //! streams as the model writes it.
 
+pub mod api;
 pub(crate) mod store;
 
 use crate::Node;

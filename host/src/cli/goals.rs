@@ -153,16 +153,10 @@ pub async fn list(data: &DataDir, json: bool) -> anyhow::Result<()> {
     let rows: Vec<[String; 6]> = goals
         .iter()
         .map(|g| {
-            let age = Duration::from_secs(now.saturating_sub(g.created_at) / 1000);
             [
                 g.id.clone(),
                 g.state.as_str().to_owned(),
-                humantime::format_duration(age)
-                    .to_string()
-                    .split(' ')
-                    .take(2)
-                    .collect::<Vec<_>>()
-                    .join(" "),
+                super::age(now, g.created_at),
                 terminal_safe(&g.team.join(",")).into_owned(),
                 format!(
                     "{} turns, {} tokens, {} calls",
@@ -197,16 +191,9 @@ async fn follow(client: &NodeClient, id: &str, after: u64) -> anyhow::Result<boo
     // A stream that breaks (the node restarting, a proxy) is opened again
     // from the last message seen.
     for _attempt in 0..5 {
-        let response = client
-            .stream(
-                &format!("/api/goals/{id}/events"),
-                &[("after", &after.to_string())],
-            )
+        let mut events = client
+            .events(&format!("/api/goals/{id}/events"), after)
             .await?;
-        let bytes = response
-            .bytes_stream()
-            .map(|c| c.map_err(|e| crate::llm::openai::StreamBroke(e.to_string())));
-        let mut events = sse_stream::SseStream::from_bytes_stream(bytes);
         loop {
             let event = tokio::select! {
                 event = events.next() => event,

@@ -5,6 +5,7 @@
 //! for people go to stderr, so that `agentsite add x.wasm` can be captured.
 
 mod banner;
+pub mod chat;
 pub mod dev;
 pub mod goals;
 mod health;
@@ -589,6 +590,18 @@ pub(crate) fn print_table<const N: usize>(header: [&str; N], rows: &[[String; N]
         line(row.iter().map(String::as_str).collect());
     }
     print!("{out}");
+}
+
+/// How long before `now` the moment `then` was (both in milliseconds
+/// since the Unix epoch), in its two largest units: `3m 12s`.
+pub(crate) fn age(now: u64, then: u64) -> String {
+    let age = std::time::Duration::from_secs(now.saturating_sub(then) / 1000);
+    humantime::format_duration(age)
+        .to_string()
+        .split(' ')
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// JSON on stdout: indented for a person at a terminal, one line for a pipe.

@@ -101,14 +101,24 @@ impl NodeClient {
             .context("the node's answer is not what this command expects")
     }
 
-    /// A GET whose answer is read as it arrives (server-sent events).
-    pub(crate) async fn stream(
+    /// The server-sent events at `path` after number `after`, read as
+    /// they arrive.
+    pub(crate) async fn events(
         &self,
         path: &str,
-        query: &[(&str, &str)],
-    ) -> anyhow::Result<reqwest::Response> {
+        after: u64,
+    ) -> anyhow::Result<
+        impl futures::Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Unpin + use<>,
+    > {
         let url = format!("{}{path}", self.node.api);
-        self.send(self.http.get(url).query(query)).await
+        let after = after.to_string();
+        let response = self
+            .send(self.http.get(url).query(&[("after", after.as_str())]))
+            .await?;
+        let bytes = futures::StreamExt::map(response.bytes_stream(), |c| {
+            c.map_err(|e| crate::llm::openai::StreamBroke(e.to_string()))
+        });
+        Ok(sse_stream::SseStream::from_bytes_stream(bytes))
     }
 
     pub(crate) async fn post(&self, path: &str, body: Value) -> anyhow::Result<reqwest::Response> {

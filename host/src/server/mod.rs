@@ -171,6 +171,10 @@ impl Server {
                 tracing::warn!("chat is unavailable on this node: {e}");
                 format!("chat is unavailable on this node: {e}")
             });
+        router = router.merge(match &chats {
+            Ok(chats) => crate::chat::api::router(chats.clone(), gate.clone()),
+            Err(why) => crate::chat::api::unavailable(why.clone(), gate.clone()),
+        });
         router = router.merge(crate::web::site::router(Site::new(
             node.clone(),
             hub.clone(),

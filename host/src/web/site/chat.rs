@@ -5,11 +5,11 @@
 
 use super::session::Access;
 use super::{JsonBody, Site, failure};
-use crate::chat::{ChatError, ChatEvent, Chats};
+use crate::chat::Chats;
+use crate::chat::api::{NewConversation, Said, refused};
 use crate::requester::Requester;
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::sse::Event;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use minijinja::value::Serde;
@@ -43,16 +43,6 @@ impl Site {
             .cloned()
             .ok_or_else(|| Unavailable(NO_GOALS.to_owned()))
     }
-}
-
-fn refused(error: ChatError) -> Response {
-    let status = match &error {
-        ChatError::Invalid(_) => StatusCode::BAD_REQUEST,
-        ChatError::NotFound(_) => StatusCode::NOT_FOUND,
-        ChatError::Busy(_) => StatusCode::CONFLICT,
-        ChatError::Storage(_) => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    failure(status, error)
 }
 
 /// Goals listed beside the conversations (the newest).
@@ -140,16 +130,6 @@ pub async fn goal(
     chat_page(&site, access, Shown::Goal(goal)).await
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NewConversation {
-    #[serde(default)]
-    title: Option<String>,
-    /// An agent (name or id) to talk to.
-    #[serde(default)]
-    agent: Option<String>,
-}
-
 /// `POST /chat` `{"title"?, "agent"?}`: a new conversation, `{"id", "url"}`.
 pub async fn create(
     State(site): State<Arc<Site>>,
@@ -165,14 +145,6 @@ pub async fn create(
         Json(json!({ "id": conversation.id, "url": format!("/chat/{}", conversation.id) })),
     )
         .into_response())
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Said {
-    text: String,
-    #[serde(default)]
-    team_up: bool,
 }
 
 /// `POST /chat/{id}/messages` `{"text", "team_up"?}` (202): the entry and
@@ -233,25 +205,6 @@ pub struct After {
     after: u64,
 }
 
-fn chat_event(event: ChatEvent) -> Event {
-    match event {
-        ChatEvent::Entry(entry) => Event::default()
-            .event("entry")
-            .id(entry.seq.to_string())
-            .json_data(&entry)
-            .unwrap_or_default(),
-        ChatEvent::Delta(text) => Event::default()
-            .event("delta")
-            .json_data(&text)
-            .unwrap_or_default(),
-        ChatEvent::Working(text) => Event::default()
-            .event("working")
-            .json_data(&text)
-            .unwrap_or_default(),
-        ChatEvent::Idle => Event::default().event("idle").data("idle"),
-    }
-}
-
 /// `GET /chat/{id}/events?after=N`: `entry` events (with the entry's
 /// number as id), `working` (what the node does for the answer now),
 /// `delta` (text of the reply being written) and `idle`.
@@ -269,7 +222,10 @@ pub async fn events(
         crate::http::streams::resume_from(&headers, query.after),
         sender,
     ));
-    Ok(crate::http::streams::event_stream(receiver, chat_event))
+    Ok(crate::http::streams::event_stream(
+        receiver,
+        crate::chat::api::sse_event,
+    ))
 }
 
 /// `GET /chat/goals/{goal}/events?after=N`: the goal's messages and states,
