@@ -72,14 +72,9 @@ impl Limits {
             !self.deadline.is_zero(),
             "limits.deadline must be above zero"
         );
-        anyhow::ensure!(
-            self.memory.as_u64() >= 64 * 1024,
-            "limits.memory must be at least 64 KiB (one WebAssembly page)"
-        );
-        anyhow::ensure!(
-            self.memory.as_u64() <= 4 * 1024 * 1024 * 1024,
-            "limits.memory must be at most 4 GiB (the 32-bit address space)"
-        );
+        if let Some(why) = memory_refused(self.memory) {
+            anyhow::bail!("limits.memory {why}");
+        }
         anyhow::ensure!(
             self.max_concurrent_calls >= 1,
             "limits.max_concurrent_calls must be at least 1"
@@ -93,6 +88,42 @@ impl Limits {
             "limits.compile_deadline must be above zero"
         );
         Ok(())
+    }
+}
+
+/// Where byte `at` of a TOML `text` is, for an error: `, line 2
+/// (limits.deadline)`, the key written as its table and name; just the
+/// line where the line is not a key's (a table's header, say).
+pub(crate) fn where_in_toml(text: &str, at: usize) -> String {
+    let before = &text[..crate::text::floor_char_boundary(text, at)];
+    let number = before.matches('\n').count() + 1;
+    let line = text.lines().nth(number - 1).unwrap_or_default().trim();
+    let table = before
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('[') && l.ends_with(']'))
+        .map(|header| header.trim_matches(|c| c == '[' || c == ']').trim());
+    let key = line
+        .split_once('=')
+        .map(|(key, _)| key.trim().trim_matches('"'))
+        .filter(|key| !key.is_empty() && !line.starts_with('['));
+    let key = match (table, key) {
+        (_, None) => return format!(", line {number}"),
+        (Some(table), Some(key)) => format!("{table}.{key}"),
+        (None, Some(key)) => key.to_owned(),
+    };
+    format!(", line {number} ({})", crate::text::terminal_safe(&key))
+}
+
+/// Why `memory` cannot be what one instance may grow to, if it cannot.
+pub(crate) fn memory_refused(memory: ByteSize) -> Option<&'static str> {
+    if memory.as_u64() < 64 * 1024 {
+        Some("must be at least 64 KiB (one WebAssembly page)")
+    } else if memory.as_u64() > 4 * 1024 * 1024 * 1024 {
+        Some("must be at most 4 GiB (the 32-bit address space)")
+    } else {
+        None
     }
 }
 

@@ -90,6 +90,11 @@ pub(crate) fn parse_size(text: &str) -> anyhow::Result<ByteSize> {
         .map_err(|_| anyhow::anyhow!("{text:?} is not a size such as 1MiB, 512KiB or 2GB"))
 }
 
+pub(crate) fn parse_duration(text: &str) -> anyhow::Result<Duration> {
+    humantime::parse_duration(text)
+        .map_err(|_| anyhow::anyhow!("{text:?} is not a duration such as 30s, 2m or 500ms"))
+}
+
 pub(crate) fn parse_bool(text: &str) -> anyhow::Result<bool> {
     match text {
         "true" | "yes" | "on" => Ok(true),
@@ -129,7 +134,11 @@ macro_rules! capabilities {
                 pub $name: Option<<$capability as Capability>::Grant>,
             )*
             /// Linear memory one instance may grow to.
-            #[serde(default, skip_serializing_if = "Option::is_none")]
+            #[serde(
+                default,
+                skip_serializing_if = "Option::is_none",
+                with = "optional_size"
+            )]
             pub memory: Option<ByteSize>,
             /// Wall-clock time a call may run.
             #[serde(
@@ -289,9 +298,24 @@ impl Grant {
     /// Checks what can be checked without touching the host.
     pub fn validate(&self) -> Result<(), GrantError> {
         self.validate_capabilities()?;
-        self.limits_over(Limits::default())
-            .validate()
-            .map_err(|e| GrantError(e.to_string()))
+        // Said in words that fit the command line's items and the policy
+        // file's keys alike.
+        if let Some(why) = self.memory.and_then(crate::config::memory_refused) {
+            return Err(GrantError(format!(
+                "the memory limit {why}, such as memory=128MiB"
+            )));
+        }
+        if self.deadline.is_some_and(|d| d.is_zero()) {
+            return Err(GrantError(
+                "the deadline must be above zero, such as deadline=30s".into(),
+            ));
+        }
+        if self.max_concurrent_calls == Some(0) {
+            return Err(GrantError(
+                "the number of concurrent calls must be at least 1, such as concurrency=4".into(),
+            ));
+        }
+        Ok(())
     }
 
     /// `base` with the limits this grant sets.
@@ -356,9 +380,7 @@ impl Grant {
             }
             "deadline" => {
                 let text = value_of(name, value, "DURATION, such as 30s")?;
-                self.deadline = Some(humantime::parse_duration(text).map_err(|_| {
-                    anyhow::anyhow!("{text:?} is not a duration such as 30s, 2m or 500ms")
-                })?)
+                self.deadline = Some(parse_duration(text)?)
             }
             "concurrency" => {
                 let text = value_of(name, value, "N")?;
@@ -456,9 +478,35 @@ mod optional_duration {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         let text = String::deserialize(d)?;
-        humantime::parse_duration(&text)
+        super::parse_duration(&text)
             .map(Some)
             .map_err(serde::de::Error::custom)
+    }
+}
+
+/// A size in the policy file, read as the command line reads one.
+mod optional_size {
+    use bytesize::ByteSize;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &Option<ByteSize>, s: S) -> Result<S::Ok, S::Error> {
+        value.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<ByteSize>, D::Error> {
+        // A number of bytes, as bytesize also writes one, or a text.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Bytes(u64),
+            Text(String),
+        }
+        match Written::deserialize(d)? {
+            Written::Bytes(bytes) => Ok(Some(ByteSize::b(bytes))),
+            Written::Text(text) => super::parse_size(&text)
+                .map(Some)
+                .map_err(serde::de::Error::custom),
+        }
     }
 }
 
@@ -536,10 +584,23 @@ max_concurrent_calls = 4
                 "twice",
             ),
             (r#"env = ["A=B"]"#, "variable name"),
-            ("peers = { depth = 0, fanout = 1 }", "peers.depth"),
-            ("peers = { depth = 1, fanout = 0 }", "peers.fanout"),
-            ("max_concurrent_calls = 0", "max_concurrent_calls"),
-            (r#"memory = "1 KiB""#, "memory"),
+            (
+                "peers = { depth = 0, fanout = 1 }",
+                "depth of calls through peers",
+            ),
+            (
+                "peers = { depth = 1, fanout = 0 }",
+                "fan-out of calls through peers",
+            ),
+            (
+                "max_concurrent_calls = 0",
+                "concurrent calls must be at least 1",
+            ),
+            (
+                r#"memory = "1 KiB""#,
+                "memory limit must be at least 64 KiB",
+            ),
+            (r#"deadline = "0s""#, "deadline must be above zero"),
         ] {
             let error = grant(text).validate().unwrap_err().to_string();
             assert!(error.contains(reason), "{text}: {error}");

@@ -113,6 +113,11 @@ pub fn apply_grants(grant: &mut Grant, items: &[String]) -> anyhow::Result<()> {
         grant
             .apply(item)
             .with_context(|| format!("cannot grant {item:?}"))?;
+        // What the item set is checked now, so that the error names it
+        // rather than the policy table it would be written to.
+        grant
+            .validate()
+            .map_err(|e| anyhow::anyhow!("cannot grant {item:?}: {e}"))?;
     }
     Ok(())
 }
@@ -301,12 +306,32 @@ mod tests {
             ),
             ("http=example.com", "scheme://host"),
             ("network", "unknown grant"),
+            // Values that parse but cannot be: said of the item, not of
+            // the policy table it would be written to.
+            (
+                "peers=99/8",
+                "cannot grant \"peers=99/8\": the depth of calls through peers must be 1 to 8",
+            ),
+            (
+                "concurrency=0",
+                "cannot grant \"concurrency=0\": the number of concurrent calls must be at least 1",
+            ),
+            (
+                "memory=1KiB",
+                "cannot grant \"memory=1KiB\": the memory limit must be at least 64 KiB",
+            ),
+            (
+                "deadline=0s",
+                "cannot grant \"deadline=0s\": the deadline must be above zero",
+            ),
         ] {
             let error = apply_grants(&mut Grant::default(), &items(&[item])).unwrap_err();
             let error = format!("{error:#}");
             assert!(error.contains(reason), "{item}: {error}");
             // In the user's words: no parser's own text after the reason.
             for library in [
+                "[agents",
+                "limits.",
                 "ByteSize",
                 "invalid digit",
                 "expected number",

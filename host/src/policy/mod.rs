@@ -126,8 +126,18 @@ pub enum Source {
 impl Policy {
     /// Parses and checks a policy file's text.
     pub fn parse(text: &str) -> anyhow::Result<Policy> {
-        let policy: Policy =
-            toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.message().trim()))?;
+        let policy: Policy = toml::from_str(text).map_err(|e| {
+            // The line and key it is at, as the config's errors say them;
+            // the message without the TOML parser's rendering of the line.
+            match e.span() {
+                Some(span) => {
+                    let place = crate::config::where_in_toml(text, span.start);
+                    let place = place.trim_start_matches(", ");
+                    anyhow::anyhow!("{place}: {}", e.message().trim())
+                }
+                None => anyhow::anyhow!("{}", e.message().trim()),
+            }
+        })?;
         policy.validate()?;
         Ok(policy)
     }
@@ -329,6 +339,32 @@ mod tests {
             "#
         ))
         .unwrap()
+    }
+
+    #[test]
+    fn a_bad_policy_file_is_said_with_its_line_and_key_in_the_users_words() {
+        let error = Policy::parse("[agents.notes]\nkv = \"1MiB\"\nmemory = \"lots\"\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "line 3 (agents.notes.memory): \"lots\" is not a size such as 1MiB, 512KiB or 2GB"
+        );
+        let error = format!(
+            "{:#}",
+            Policy::parse("[agents.notes]\nmax_concurrent_calls = 0\n").unwrap_err()
+        );
+        assert!(
+            error.contains("the number of concurrent calls must be at least 1"),
+            "{error}"
+        );
+        // A size written as a number of bytes, as older files have it, still reads.
+        let policy = Policy::parse("[agents.notes]\nmemory = 134217728\n").unwrap();
+        let notes = AgentKey::Name("notes".into());
+        assert_eq!(
+            policy.agents[&notes].memory,
+            Some(bytesize::ByteSize::mib(128))
+        );
     }
 
     #[test]

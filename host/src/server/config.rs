@@ -196,7 +196,7 @@ impl Config {
         let mut config: Config = toml::from_str(&text).map_err(|e| {
             let place = e
                 .span()
-                .map(|span| where_in(&text, span.start))
+                .map(|span| crate::config::where_in_toml(&text, span.start))
                 .unwrap_or_default();
             anyhow::anyhow!(
                 "invalid config {}{place}: {}",
@@ -223,31 +223,6 @@ impl Config {
             config_file: self.source.clone(),
         }
     }
-}
-
-/// Where byte `at` of a TOML `text` is, for an error: `, line 2
-/// (limits.deadline)`, the key written as its table and name; just the
-/// line where the line is not a key's (a table's header, say).
-fn where_in(text: &str, at: usize) -> String {
-    let before = &text[..crate::text::floor_char_boundary(text, at)];
-    let number = before.matches('\n').count() + 1;
-    let line = text.lines().nth(number - 1).unwrap_or_default().trim();
-    let table = before
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|l| l.starts_with('[') && l.ends_with(']'))
-        .map(|header| header.trim_matches(|c| c == '[' || c == ']').trim());
-    let key = line
-        .split_once('=')
-        .map(|(key, _)| key.trim().trim_matches('"'))
-        .filter(|key| !key.is_empty() && !line.starts_with('['));
-    let key = match (table, key) {
-        (_, None) => return format!(", line {number}"),
-        (Some(table), Some(key)) => format!("{table}.{key}"),
-        (None, Some(key)) => key.to_owned(),
-    };
-    format!(", line {number} ({})", crate::text::terminal_safe(&key))
 }
 
 #[cfg(test)]

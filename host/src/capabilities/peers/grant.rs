@@ -43,10 +43,14 @@ impl Capability for Peers {
 
     fn validate(peers: &PeersGrant) -> Result<(), String> {
         if peers.depth == 0 || peers.depth > MAX_DEPTH {
-            return Err(format!("peers.depth must be 1 to {MAX_DEPTH}"));
+            return Err(format!(
+                "the depth of calls through peers must be 1 to {MAX_DEPTH}, such as peers=2/8"
+            ));
         }
         if peers.fanout == 0 {
-            return Err("peers.fanout must be at least 1".into());
+            return Err(
+                "the fan-out of calls through peers must be at least 1, such as peers=2/8".into(),
+            );
         }
         Ok(())
     }
