@@ -3,7 +3,8 @@
 # wasm32-wasip2 target, the test tools (the MCP conformance suite, the MCP
 # Python SDK, ...) and the embedded language model if needed, builds
 # the example agents, then runs the format check, the check of the vendored
-# crates, clippy, the SDK's packaging, every test and a bounded fuzz run of
+# crates, clippy, the SDK's packaging, the README's install (an empty
+# CARGO_HOME), every test and a bounded fuzz run of
 # each fuzz target. CI
 # runs this through .ci/run.
 set -euo pipefail
@@ -48,6 +49,9 @@ done
 find "$package_target" -name '*agentsite*' -prune -exec rm -rf {} + 2>/dev/null || true
 cargo package --quiet --allow-dirty --target-dir "$package_target" \
   -p agentsite-json-words -p agentsite-sdk-macros -p agentsite-sdk
+
+echo "==> the README's install, with an empty CARGO_HOME"
+bash scripts/install-check.sh
 
 echo "==> cargo test"
 log=$(mktemp)

@@ -896,6 +896,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
             listen,
             debounce,
         } => {
+            if dev_beside_a_node && listen.is_some() {
+                eprintln!(
+                    "note: --listen is not taken: the node already serving this data directory serves the builds"
+                );
+            }
             let serve = &config.serve;
             let http = (!dev_beside_a_node).then(|| agentsite::http::HttpOptions {
                 listen: listen.unwrap_or(serve.listen),
