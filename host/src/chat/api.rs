@@ -15,6 +15,7 @@
 //! Errors are `{"error": "<one line>"}`.
 
 use super::{ChatError, ChatEvent, Chats, Conversation, Entry};
+use crate::http::json_error::{body, failure};
 use crate::http::token::{Family, Gate};
 use crate::requester::Requester;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Extension, Path, Query, State};
@@ -24,7 +25,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -70,11 +70,6 @@ pub fn unavailable(reason: String, gate: Gate) -> Router {
     )
 }
 
-fn failure(status: StatusCode, message: impl std::fmt::Display) -> Response {
-    let message = crate::text::one_line(&message.to_string(), 500);
-    (status, Json(json!({ "error": message }))).into_response()
-}
-
 /// The status and one-line body of a refused chat request.
 pub(crate) fn refused(error: ChatError) -> Response {
     let status = match &error {
@@ -84,12 +79,6 @@ pub(crate) fn refused(error: ChatError) -> Response {
         ChatError::Storage(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
     failure(status, error)
-}
-
-/// A JSON body, or the one-line reason it is not one.
-fn body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| format!("the request body is not what this endpoint takes: {e}"))
 }
 
 /// `{"title"?, "agent"?}`

@@ -13,6 +13,7 @@
 //! Errors are `{"error": "<one line>"}`.
 
 use super::{GoalError, GoalEvent, GoalRecord, Goals, Message, NewGoal};
+use crate::http::json_error::{body, failure};
 use crate::http::token::{Family, Gate};
 use crate::requester::Requester;
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Extension, Path, Query, State};
@@ -65,11 +66,6 @@ pub fn unavailable(reason: String, gate: Gate) -> Router {
     )
 }
 
-fn failure(status: StatusCode, message: impl std::fmt::Display) -> Response {
-    let message = crate::text::one_line(&message.to_string(), 500);
-    (status, Json(json!({ "error": message }))).into_response()
-}
-
 fn refused(error: GoalError) -> Response {
     let status = match &error {
         GoalError::Invalid(_) => StatusCode::BAD_REQUEST,
@@ -79,12 +75,6 @@ fn refused(error: GoalError) -> Response {
         GoalError::Storage(_) => StatusCode::INTERNAL_SERVER_ERROR,
     };
     failure(status, error)
-}
-
-/// A JSON body, or the one-line reason it is not one.
-fn body<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| format!("the request body is not what this endpoint takes: {e}"))
 }
 
 async fn create(

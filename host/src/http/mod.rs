@@ -9,6 +9,7 @@
 //!   error body each family of clients reads;
 //! - [`body_limit`]: a request body read whole up to a limit;
 //! - [`streams`]: server-sent events and newline-delimited JSON;
+//! - [`json_error`]: a JSON API's refusal, and why a body is not one;
 //! - [`bounded`]: the body of an answer from a server the node does not
 //!   trust, read up to a bound;
 //! - [`destination`]: where no request the node makes may go (link-local
@@ -27,6 +28,7 @@ pub(crate) mod connections;
 pub mod destination;
 pub(crate) mod guard;
 mod idle_body;
+pub(crate) mod json_error;
 pub(crate) mod options;
 pub(crate) mod streams;
 pub mod token;

@@ -24,6 +24,7 @@ pub(crate) mod session;
 mod views;
 
 use crate::Node;
+use crate::http::json_error::failure;
 use crate::hub::Hub;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
@@ -242,11 +243,6 @@ impl<T: serde::de::DeserializeOwned, S: Send + Sync> axum::extract::FromRequest<
 }
 
 /// `{"error": "<one line>"}` with `status`: what scripts read.
-fn failure(status: StatusCode, message: impl std::fmt::Display) -> Response {
-    let message = crate::text::one_line(&message.to_string(), 500);
-    (status, Json(serde_json::json!({ "error": message }))).into_response()
-}
-
 fn url_encoded(pairs: &[(&str, &str)]) -> String {
     serde_urlencoded::to_string(pairs).unwrap_or_default()
 }
