@@ -169,6 +169,220 @@ fn a_gguf_file_is_checked_and_added_as_a_model() {
     assert_eq!(config.matches("[[llm.models]]").count(), 2, "{config}");
 }
 
+/// What the loopback file server of the download test does.
+#[derive(Default)]
+struct Hosting {
+    model: Vec<u8>,
+    /// The next whole-file answer breaks off after this many bytes.
+    cut_after: std::sync::Mutex<Option<usize>>,
+    /// The `X-Linked-Etag` it sends (Hugging Face's sha256 of the file).
+    vouches: std::sync::Mutex<String>,
+    /// The `Range` headers it was sent.
+    ranges: std::sync::Mutex<Vec<String>>,
+    /// Bytes of the endless wrong-family file it sent.
+    sent_of_qwen: std::sync::atomic::AtomicUsize,
+}
+
+/// `/m/...`: the model, with ranges, a validator, a cut and a vouched
+/// sha256; `/page.gguf`: a web page; `/qwen.gguf`: a qwen2 header, then
+/// 64 MiB of nothing.
+fn model_server(hosting: std::sync::Arc<Hosting>) -> support::served::Served {
+    use axum::http::{HeaderMap, StatusCode, header};
+    use axum::response::IntoResponse;
+    let model = {
+        let hosting = hosting.clone();
+        move |headers: HeaderMap| {
+            let hosting = hosting.clone();
+            async move {
+                let length = hosting.model.len();
+                let vouches = format!("\"{}\"", hosting.vouches.lock().unwrap());
+                let range = headers
+                    .get(header::RANGE)
+                    .map(|v| v.to_str().unwrap().to_owned());
+                let from = match range {
+                    Some(range) => {
+                        hosting.ranges.lock().unwrap().push(range.clone());
+                        let from: usize = range["bytes=".len()..range.len() - 1].parse().unwrap();
+                        assert_eq!(headers[header::IF_RANGE], "\"v1\"");
+                        from
+                    }
+                    None => 0,
+                };
+                let cut = hosting.cut_after.lock().unwrap().take();
+                let body = hosting.model[from..].to_vec();
+                let stream = futures::stream::iter(
+                    body.chunks(64 << 10)
+                        .scan(from, move |at, chunk| {
+                            *at += chunk.len();
+                            Some(match cut {
+                                Some(cut) if *at > cut => Err(std::io::Error::other("cut")),
+                                _ => Ok(axum::body::Bytes::copy_from_slice(chunk)),
+                            })
+                        })
+                        .collect::<Vec<_>>(),
+                );
+                let status = if from > 0 {
+                    StatusCode::PARTIAL_CONTENT
+                } else {
+                    StatusCode::OK
+                };
+                let mut response = (
+                    status,
+                    [
+                        (header::ETAG, "\"v1\"".to_owned()),
+                        (header::CONTENT_LENGTH, (length - from).to_string()),
+                        (header::HeaderName::from_static("x-linked-etag"), vouches),
+                    ],
+                    axum::body::Body::from_stream(stream),
+                )
+                    .into_response();
+                if from > 0 {
+                    response.headers_mut().insert(
+                        header::CONTENT_RANGE,
+                        format!("bytes {from}-{}/{length}", length - 1)
+                            .parse()
+                            .unwrap(),
+                    );
+                }
+                response
+            }
+        }
+    };
+    let qwen = move || {
+        let hosting = hosting.clone();
+        async move {
+            let mut start = gguf_of_architecture("qwen2");
+            start.resize(1 << 20, 0);
+            let chunks = std::iter::once(start).chain(std::iter::repeat_n(vec![0u8; 1 << 20], 63));
+            let stream = futures::stream::iter(chunks).map(move |chunk| {
+                hosting
+                    .sent_of_qwen
+                    .fetch_add(chunk.len(), std::sync::atomic::Ordering::SeqCst);
+                Ok::<_, std::io::Error>(axum::body::Bytes::from(chunk))
+            });
+            (
+                [(header::CONTENT_LENGTH, (64u64 << 20).to_string())],
+                axum::body::Body::from_stream(stream),
+            )
+        }
+    };
+    use futures::StreamExt as _;
+    support::served::Served::start(
+        axum::Router::new()
+            .route("/m/{file}", axum::routing::get(model))
+            .route("/qwen.gguf", axum::routing::get(qwen))
+            .route(
+                "/page.gguf",
+                axum::routing::get(|| async {
+                    axum::response::Html("<html>the model's page</html>")
+                }),
+            ),
+    )
+}
+
+/// `models add URL`: downloaded into the data directory with the sha256
+/// the server vouches for checked, resumed where it broke off; a wrong
+/// sha256, a file past --max-size, a web page and a model of a family the
+/// node does not run are refused (the last at its header, not at its end)
+/// and leave nothing behind.
+#[test]
+fn a_model_is_downloaded_resumed_checked_and_added() {
+    use sha2::Digest as _;
+    let cli = Cli::new();
+    let model = std::fs::read(default_model_path()).expect("the test set-up obtains the model");
+    let sha256 = hex::encode(sha2::Sha256::digest(&model));
+    let hosting = std::sync::Arc::new(Hosting {
+        cut_after: std::sync::Mutex::new(Some(model.len() / 3)),
+        vouches: std::sync::Mutex::new(sha256.clone()),
+        model,
+        ..Hosting::default()
+    });
+    let served = model_server(hosting.clone());
+    let url = |path: &str| format!("http://{}{path}", served.address);
+    let models = cli.data().join("models");
+    let listed = |dir: &std::path::Path| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+
+    let file_url = url("/m/SmolLM2-135M-Instruct.Q4_1.gguf");
+    cli.run(&["models", "add", &file_url])
+        .failure("the same command resumes it");
+    assert_eq!(
+        listed(&models),
+        [
+            "SmolLM2-135M-Instruct.Q4_1.gguf.part",
+            "SmolLM2-135M-Instruct.Q4_1.gguf.part.json"
+        ]
+    );
+    let kept = std::fs::metadata(models.join("SmolLM2-135M-Instruct.Q4_1.gguf.part"))
+        .unwrap()
+        .len();
+    assert!(kept > 0 && kept <= hosting.model.len() as u64 / 3, "{kept}");
+
+    let run = cli.run(&["models", "add", &file_url]);
+    assert_eq!(run.success().trim(), "smollm2-135m-instruct");
+    let told = run.stderr();
+    assert!(told.contains("resuming at"), "{told}");
+    assert!(
+        told.contains(&format!(
+            "sha256 {sha256} as the server's X-Linked-Etag says"
+        )),
+        "{told}"
+    );
+    assert_eq!(*hosting.ranges.lock().unwrap(), [format!("bytes={kept}-")]);
+    let fetched = models.join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert!(std::fs::read(&fetched).unwrap() == hosting.model);
+    assert_eq!(listed(&models), ["SmolLM2-135M-Instruct.Q4_1.gguf"]);
+    let listing = cli.run(&["models", "--json"]).json();
+    assert_eq!(listing[1]["name"], "smollm2-135m-instruct", "{listing}");
+
+    // A sha256 other than the file's, the operator's or the server's.
+    let wrong = "0".repeat(64);
+    cli.run(&[
+        "models", "add", &file_url, "--name", "other", "--sha256", &wrong,
+    ])
+    .failure(&format!(
+        "the file's sha256 is {sha256}, not {wrong} as --sha256 says; nothing was kept"
+    ));
+    *hosting.vouches.lock().unwrap() = wrong.clone();
+    cli.run(&["models", "add", &file_url, "--name", "other"])
+        .failure("as the server's X-Linked-Etag says; nothing was kept");
+    cli.run(&[
+        "models",
+        "add",
+        &file_url,
+        "--name",
+        "other",
+        "--max-size",
+        "1MiB",
+    ])
+    .failure("more than the 1.0 MiB a download may take (--max-size)");
+    cli.run(&["models", "add", &url("/page.gguf")])
+        .failure("is not a GGUF file (text/html; charset=utf-8); for a Hugging Face file, use its /resolve/ link");
+    cli.run(&["models", "add", &url("/qwen.gguf")])
+        .failure("holds a model of the \"qwen2\" family");
+    let sent = hosting
+        .sent_of_qwen
+        .load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        sent < 32 << 20,
+        "the qwen2 file was refused after {sent} bytes"
+    );
+    cli.run(&["models", "add", "http://example.com/"])
+        .failure("the URL does not end with a .gguf file name");
+    assert_eq!(listed(&models), ["SmolLM2-135M-Instruct.Q4_1.gguf"]);
+    let config = std::fs::read_to_string(cli.data().join("config.toml")).unwrap();
+    assert_eq!(config.matches("[[llm.models]]").count(), 2, "{config}");
+}
+
 #[test]
 fn bad_model_configs_are_one_line_errors() {
     let cli = Cli::new();

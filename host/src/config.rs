@@ -223,6 +223,11 @@ impl DataDir {
     }
 
     /// The default config file.
+    /// Model files `models add` downloaded.
+    pub fn models(&self) -> PathBuf {
+        self.root.join("models")
+    }
+
     pub fn config_file(&self) -> PathBuf {
         self.root.join("config.toml")
     }

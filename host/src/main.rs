@@ -474,17 +474,27 @@ enum ModelsCommand {
         #[arg(long, value_parser = humantime::parse_duration, default_value = "60s")]
         deadline: Duration,
     },
-    /// Register a llama-family GGUF file as a model of the node (checked,
-    /// then written to the config file as a [[llm.models]] table).
+    /// Register a GGUF file, on disk or downloaded from a URL, as a model of
+    /// the node (checked, then written to the config file as a
+    /// [[llm.models]] table). A download goes to <data-dir>/models, resumes
+    /// where it broke off when run again, and is checked against --sha256
+    /// or the sha256 the server names.
     Add {
-        /// The GGUF file.
-        file: PathBuf,
+        /// The GGUF file, or an http(s) URL of one.
+        #[arg(value_name = "FILE|URL")]
+        source: String,
         /// The model's name [default: from the file's name].
         #[arg(long)]
         name: Option<String>,
         /// Tokens one request may fill, prompt and answer.
         #[arg(long, default_value_t = agentsite::llm::embedded::DEFAULT_CONTEXT)]
         context: usize,
+        /// The sha256 the downloaded file must have (64 hex digits).
+        #[arg(long, value_name = "HEX")]
+        sha256: Option<String>,
+        /// The largest file a download may bring.
+        #[arg(long, value_name = "SIZE", default_value = "32GiB")]
+        max_size: ByteSize,
     },
 }
 
@@ -706,14 +716,24 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Command::Models {
             command:
                 Some(ModelsCommand::Add {
-                    file,
+                    source,
                     name,
                     context,
+                    sha256,
+                    max_size,
                 }),
             ..
         } => {
             let config_file = args.config.clone().unwrap_or_else(|| data.config_file());
-            return cli::models::add(&config_file, &config.llm, &file, name.as_deref(), context);
+            let addition = cli::models::Addition {
+                source: &source,
+                name: name.as_deref(),
+                context,
+                sha256: sha256.as_deref(),
+                max_size: max_size.as_u64(),
+                models_dir: &data.models(),
+            };
+            return cli::models::add(&config_file, &config.llm, addition).await;
         }
         Command::Models {
             command: None,

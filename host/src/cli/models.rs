@@ -2,9 +2,9 @@
 
 use super::{print_json, print_table};
 use crate::llm::config::{Backend, GgufConfig, LlmConfig, ModelConfig};
-use crate::llm::embedded;
 use crate::llm::models::Models;
 use crate::llm::{ChatRequest, Delta, Message};
+use crate::llm::{download, embedded};
 use crate::text::terminal_safe as safe;
 use anyhow::Context as _;
 use bytesize::ByteSize;
@@ -109,19 +109,47 @@ pub async fn test(
     Ok(())
 }
 
-/// `agentsite models add FILE.gguf`: checks that the file holds a model the
-/// node can run and registers it in the config file under `name` (the
-/// file's name when not given). A config with no models gets the embedded
-/// default registered too, so that it stays.
-pub fn add(
+/// Where `models add` finds the model and what it must be.
+pub struct Addition<'a> {
+    /// A GGUF file's path, or an http(s) URL to download it from.
+    pub source: &'a str,
+    pub name: Option<&'a str>,
+    pub context: usize,
+    /// The sha256 a downloaded file must have.
+    pub sha256: Option<&'a str>,
+    /// The largest file a download may bring.
+    pub max_size: u64,
+    /// Where downloaded files are kept.
+    pub models_dir: &'a Path,
+}
+
+/// `agentsite models add FILE.gguf|URL`: downloads the file if given a URL,
+/// checks that it holds a model the node can run and registers it in the
+/// config file under `name` (the file's name when not given). A config
+/// with no models gets the embedded default registered too, so that it
+/// stays.
+pub async fn add(
     config_file: &Path,
     llm: &LlmConfig,
-    file: &Path,
-    name: Option<&str>,
-    context: usize,
+    addition: Addition<'_>,
 ) -> anyhow::Result<()> {
-    let path =
-        std::fs::canonicalize(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let name = addition.name;
+    if let Some(name) = name {
+        crate::llm::config::valid_model_name(name)?;
+    }
+    let path = if addition.source.starts_with("http://") || addition.source.starts_with("https://")
+    {
+        download(&addition).await?
+    } else {
+        anyhow::ensure!(
+            addition.sha256.is_none(),
+            "--sha256 checks a download; for a file on disk, compare `sha256sum {}` yourself",
+            addition.source
+        );
+        let file = Path::new(addition.source);
+        std::fs::canonicalize(file).with_context(|| format!("cannot read {}", file.display()))?
+    };
+    let context = addition.context;
     let facts = embedded::inspect_file(&path).map_err(anyhow::Error::msg)?;
     let name = match name {
         Some(name) => name.to_owned(),
@@ -196,6 +224,95 @@ pub fn add(
     Ok(())
 }
 
+/// Downloads the model file at `addition.source` into the models folder,
+/// with a progress bar at a terminal; returns its path.
+async fn download(addition: &Addition<'_>) -> anyhow::Result<std::path::PathBuf> {
+    let request = download::Request {
+        url: addition.source,
+        dir: addition.models_dir,
+        file_name: addition.name.map(|name| format!("{name}.gguf")),
+        sha256: addition.sha256,
+        max_bytes: addition.max_size,
+    };
+    let mut bar = Bar::new(addition.source);
+    let fetched = download::fetch(request, &mut bar).await?;
+    let checked = match fetched.vouched {
+        _ if fetched.already_there => format!("already downloaded (sha256 {})", fetched.sha256),
+        download::Vouched::Operator => format!("sha256 {} as given", fetched.sha256),
+        download::Vouched::Server(header) => {
+            format!("sha256 {} as the server's {header} says", fetched.sha256)
+        }
+        download::Vouched::Nobody => format!(
+            "sha256 {}, unchecked: the server named none; pass --sha256 to check it",
+            fetched.sha256
+        ),
+    };
+    eprintln!(
+        "{}: {}, {checked}",
+        fetched.path.display(),
+        ByteSize(fetched.bytes)
+    );
+    Ok(fetched.path)
+}
+
+/// A download's progress on stderr: a bar at a terminal, else a line as it
+/// starts.
+struct Bar {
+    url: String,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Bar {
+    fn new(url: &str) -> Self {
+        Bar {
+            url: safe(url).into_owned(),
+            bar: None,
+        }
+    }
+}
+
+impl download::Progress for Bar {
+    fn begin(&mut self, have: u64, total: Option<u64>) {
+        let resuming = match (have, total) {
+            (0, _) => String::new(),
+            (have, Some(total)) => {
+                format!(" (resuming at {} of {})", ByteSize(have), ByteSize(total))
+            }
+            (have, None) => format!(" (resuming at {})", ByteSize(have)),
+        };
+        if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            let size = total
+                .map(|t| format!(", {}", ByteSize(t)))
+                .unwrap_or_default();
+            eprintln!("downloading {}{size}{resuming}", self.url);
+            return;
+        }
+        let bar = indicatif::ProgressBar::new(total.unwrap_or(0));
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        bar.set_message(format!("downloading{resuming}"));
+        bar.set_position(have);
+        self.bar = Some(bar);
+    }
+
+    fn advanced(&mut self, have: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(have);
+        }
+    }
+
+    fn end(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
 fn gguf_entry(name: &str, path: &Path, context: usize) -> ModelConfig {
     ModelConfig {
         name: name.to_owned(),
@@ -208,30 +325,49 @@ fn gguf_entry(name: &str, path: &Path, context: usize) -> ModelConfig {
     }
 }
 
-/// A model name from a file name: `SmolLM2-360M-Instruct.Q8_0.gguf` is
-/// `smollm2-360m-instruct`.
+/// A model name from a file name, without the file's quantization:
+/// `SmolLM2-360M-Instruct.Q8_0.gguf` is `smollm2-360m-instruct`,
+/// `Qwen3-0.6B-Q4_K_M.gguf` is `qwen3-0.6b`.
 fn name_of_file(path: &Path) -> String {
-    let stem = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .and_then(|n| n.split('.').next())
-        .unwrap_or("model");
+    let file = path.file_name().and_then(|n| n.to_str()).unwrap_or("model");
+    let mut stem = match file.len().checked_sub(".gguf".len()) {
+        Some(at) if file.is_char_boundary(at) && file[at..].eq_ignore_ascii_case(".gguf") => {
+            &file[..at]
+        }
+        _ => file,
+    };
+    if let Some(at) = stem
+        .char_indices()
+        .filter(|(_, c)| matches!(c, '.' | '-'))
+        .map(|(at, _)| at)
+        .rfind(|&at| is_quantization(&stem[at + 1..]))
+        && at > 0
+    {
+        stem = &stem[..at];
+    }
     let name: String = stem
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
+        .map(|c| match c {
+            c if c.is_ascii_alphanumeric() => c.to_ascii_lowercase(),
+            '-' | '_' | '.' => c,
+            _ => '-',
         })
         .take(64)
         .collect();
-    if name.is_empty() {
-        "model".to_owned()
-    } else {
-        name
+    match name.trim_matches('.') {
+        "" => "model".to_owned(),
+        name => name.to_owned(),
     }
+}
+
+/// Whether `tag` names a GGUF quantization: `Q4_K_M`, `IQ2_XS`, `f16`.
+fn is_quantization(tag: &str) -> bool {
+    let tag = tag.to_ascii_uppercase();
+    let quantized = tag
+        .strip_prefix("IQ")
+        .or_else(|| tag.strip_prefix('Q'))
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+    quantized || matches!(tag.as_str(), "F16" | "BF16" | "F32")
 }
 
 /// `134.5M`, `7.2B`.
@@ -240,5 +376,28 @@ fn parameters(count: u64) -> String {
         n if n >= 1_000_000_000 => format!("{:.1}B", n as f64 / 1e9),
         n if n >= 1_000_000 => format!("{:.1}M", n as f64 / 1e6),
         n => n.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_is_named_after_its_file_without_the_quantization() {
+        let name = |file: &str| name_of_file(Path::new(file));
+        assert_eq!(
+            name("SmolLM2-135M-Instruct.Q4_1.gguf"),
+            "smollm2-135m-instruct"
+        );
+        assert_eq!(name("/m/Qwen3-0.6B-Q4_K_M.gguf"), "qwen3-0.6b");
+        assert_eq!(name("gemma-3-270m-it-Q8_0.gguf"), "gemma-3-270m-it");
+        assert_eq!(
+            name("Llama-3.2-1B-Instruct-f16.gguf"),
+            "llama-3.2-1b-instruct"
+        );
+        assert_eq!(name("tiny.IQ2_XS.GGUF"), "tiny");
+        assert_eq!(name("Q4_0.gguf"), "q4_0");
+        assert_eq!(name("my model (v2).gguf"), "my-model--v2-");
     }
 }

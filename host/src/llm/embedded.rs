@@ -10,7 +10,7 @@
 //! ([`DEFAULT_FILE`]), which the set-up scripts put in [`models_dir`].
 
 use super::{ChatModel, ChatRequest, Completion, DeltaSink, LlmFailure, ModelStatus};
-pub use engine::{FileFacts, inspect as inspect_file};
+pub use engine::{FileFacts, inspect as inspect_file, inspect_partial};
 use engine::{Loaded, generate, read_model};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -12,6 +12,7 @@
 //! use, and bounds how many requests each runs at once.
 
 pub mod config;
+pub mod download;
 pub mod embedded;
 pub(crate) mod fair;
 pub mod grounding;

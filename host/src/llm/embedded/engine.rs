@@ -70,6 +70,28 @@ pub fn inspect(path: &Path) -> Result<FileFacts, String> {
     })
 }
 
+/// [`inspect`] of a file still being written: `None` while its header is
+/// not all there.
+pub fn inspect_partial(path: &Path) -> Option<Result<FileFacts, String>> {
+    fn cut_short(error: &candle_core::Error) -> bool {
+        match error {
+            candle_core::Error::Io(e) => e.kind() == std::io::ErrorKind::UnexpectedEof,
+            candle_core::Error::WithBacktrace { inner, .. }
+            | candle_core::Error::Context { inner, .. }
+            | candle_core::Error::WithPath { inner, .. } => cut_short(inner),
+            _ => false,
+        }
+    }
+    let mut file = match open(path) {
+        Ok(file) => file,
+        Err(why) => return Some(Err(why)),
+    };
+    match gguf_file::Content::read(&mut file) {
+        Err(e) if cut_short(&e) => None,
+        _ => Some(inspect(path)),
+    }
+}
+
 fn open(path: &Path) -> Result<std::fs::File, String> {
     std::fs::File::open(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => format!(
