@@ -123,9 +123,11 @@ fn bad_model_files_are_one_line_errors() {
     cli.run(&["--config", config, "models", "test", "m"])
         .failure("is not a complete GGUF file");
 
-    std::fs::write(&missing, gguf_of_architecture("qwen2")).unwrap();
+    std::fs::write(&missing, gguf_of_architecture("mamba")).unwrap();
     cli.run(&["--config", config, "models", "test", "m"])
-        .failure("holds a model of the \"qwen2\" family; the node runs the llama family");
+        .failure(
+            "holds a model of the \"mamba\" family; the engine runs llama, qwen2, qwen3 and gemma3",
+        );
 
     cli.run(&["--config", config, "models", "test", "nope"])
         .failure("this node has no model \"nope\"; it has m");
@@ -159,10 +161,12 @@ fn a_gguf_file_is_checked_and_added_as_a_model() {
 
     cli.run(&["models", "add", file.to_str().unwrap(), "--name", "small"])
         .failure("the config already has a model called \"small\"; choose another with --name");
-    let qwen = cli.data().join("Qwen2-0.5B.gguf");
-    std::fs::write(&qwen, gguf_of_architecture("qwen2")).unwrap();
-    cli.run(&["models", "add", qwen.to_str().unwrap()])
-        .failure("holds a model of the \"qwen2\" family; the node runs the llama family");
+    let mamba = cli.data().join("mamba-130m.gguf");
+    std::fs::write(&mamba, gguf_of_architecture("mamba")).unwrap();
+    cli.run(&["models", "add", mamba.to_str().unwrap()])
+        .failure(
+            "holds a model of the \"mamba\" family; the engine runs llama, qwen2, qwen3 and gemma3",
+        );
     cli.run(&["models", "add", "/nowhere/model.gguf"])
         .failure("cannot read /nowhere/model.gguf");
     let config = std::fs::read_to_string(cli.data().join("config.toml")).unwrap();
@@ -180,11 +184,11 @@ struct Hosting {
     /// The `Range` headers it was sent.
     ranges: std::sync::Mutex<Vec<String>>,
     /// Bytes of the endless wrong-family file it sent.
-    sent_of_qwen: std::sync::atomic::AtomicUsize,
+    sent_of_mamba: std::sync::atomic::AtomicUsize,
 }
 
 /// `/m/...`: the model, with ranges, a validator, a cut and a vouched
-/// sha256; `/page.gguf`: a web page; `/qwen.gguf`: a qwen2 header, then
+/// sha256; `/page.gguf`: a web page; `/mamba.gguf`: a mamba header, then
 /// 64 MiB of nothing.
 fn model_server(hosting: std::sync::Arc<Hosting>) -> support::served::Served {
     use axum::http::{HeaderMap, StatusCode, header};
@@ -248,15 +252,15 @@ fn model_server(hosting: std::sync::Arc<Hosting>) -> support::served::Served {
             }
         }
     };
-    let qwen = move || {
+    let mamba = move || {
         let hosting = hosting.clone();
         async move {
-            let mut start = gguf_of_architecture("qwen2");
+            let mut start = gguf_of_architecture("mamba");
             start.resize(1 << 20, 0);
             let chunks = std::iter::once(start).chain(std::iter::repeat_n(vec![0u8; 1 << 20], 63));
             let stream = futures::stream::iter(chunks).map(move |chunk| {
                 hosting
-                    .sent_of_qwen
+                    .sent_of_mamba
                     .fetch_add(chunk.len(), std::sync::atomic::Ordering::SeqCst);
                 Ok::<_, std::io::Error>(axum::body::Bytes::from(chunk))
             });
@@ -270,7 +274,7 @@ fn model_server(hosting: std::sync::Arc<Hosting>) -> support::served::Served {
     support::served::Served::start(
         axum::Router::new()
             .route("/m/{file}", axum::routing::get(model))
-            .route("/qwen.gguf", axum::routing::get(qwen))
+            .route("/mamba.gguf", axum::routing::get(mamba))
             .route(
                 "/page.gguf",
                 axum::routing::get(|| async {
@@ -367,14 +371,14 @@ fn a_model_is_downloaded_resumed_checked_and_added() {
     .failure("more than the 1.0 MiB a download may take (--max-size)");
     cli.run(&["models", "add", &url("/page.gguf")])
         .failure("is not a GGUF file (text/html; charset=utf-8); for a Hugging Face file, use its /resolve/ link");
-    cli.run(&["models", "add", &url("/qwen.gguf")])
-        .failure("holds a model of the \"qwen2\" family");
+    cli.run(&["models", "add", &url("/mamba.gguf")])
+        .failure("holds a model of the \"mamba\" family");
     let sent = hosting
-        .sent_of_qwen
+        .sent_of_mamba
         .load(std::sync::atomic::Ordering::SeqCst);
     assert!(
         sent < 32 << 20,
-        "the qwen2 file was refused after {sent} bytes"
+        "the mamba file was refused after {sent} bytes"
     );
     cli.run(&["models", "add", "http://example.com/"])
         .failure("the URL does not end with a .gguf file name");
@@ -1117,4 +1121,163 @@ async fn a_prompt_longer_than_the_window_is_refused_before_it_is_tokenized() {
         "refusing a 3.9 MB prompt raised the node's peak memory by {} MiB",
         grown >> 20
     );
+}
+
+/// A model of random weights of `family` whose vocabulary can write any
+/// text and whose file carries `template` (see agentsite_llama::synthetic).
+fn chatting_model(
+    path: &std::path::Path,
+    family: &'static str,
+    chat: agentsite_llama::synthetic::Chat,
+) {
+    use agentsite_llama::synthetic::{Recipe, write};
+    let recipe = Recipe::chatting(family, candle_core::quantized::GgmlDType::Q8_0, chat);
+    let mut file = std::fs::File::create(path).unwrap();
+    write(&recipe, &mut file).unwrap();
+}
+
+fn template_fixture(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/../tests/fixtures/templates/{name}.jinja",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// A FunctionGemma-style template: tools declared in the first turn, past
+/// calls written as `<start_function_call>call:name{…}<end_function_call>`.
+const FUNCTION_GEMMA: &str = "{{ bos_token }}{% for m in messages %}{{ '<start_of_turn>' + ('model' if m.role == 'assistant' else 'user') + '\\n' }}{% if loop.first and tools %}{% for t in tools %}{{ '<start_function_declaration>declaration:' + t.function.name + '{description:<escape>' + t.function.description + '<escape>}<end_function_declaration>' }}{% endfor %}{% endif %}{{ m.content }}{% if m.tool_calls %}{% for c in m.tool_calls %}{{ '<start_function_call>call:' + c.function.name + '{}<end_function_call>' }}{% endfor %}{% endif %}{{ '<end_of_turn>\\n' }}{% endfor %}{{ '<start_of_turn>model\\n' }}";
+
+/// Each family's tool calls, in its own form, come out of `/v1` as OpenAI
+/// tool calls held to the tool's schema: a model of random weights can
+/// only be right because the template, the tokenizer, the grammar and the
+/// reading of its answer each do their part.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_familys_tool_calls_come_out_of_v1_held_to_the_schema() {
+    use agentsite_llama::synthetic::Chat;
+    let qwen = Chat {
+        sentence_piece: false,
+        controls: strings(&["<|endoftext|>", "<|im_start|>", "<|im_end|>"]),
+        user_defined: strings(&["<tool_call>", "</tool_call>", "<think>", "</think>"]),
+        bos: "<|endoftext|>".into(),
+        eos: "<|im_end|>".into(),
+        add_bos: false,
+        template: Some(template_fixture("qwen3")),
+    };
+    let llama = Chat {
+        sentence_piece: false,
+        controls: strings(&[
+            "<|begin_of_text|>",
+            "<|end_of_text|>",
+            "<|start_header_id|>",
+            "<|end_header_id|>",
+            "<|eot_id|>",
+            "<|eom_id|>",
+            "<|python_tag|>",
+        ]),
+        user_defined: Vec::new(),
+        bos: "<|begin_of_text|>".into(),
+        eos: "<|eot_id|>".into(),
+        add_bos: true,
+        template: Some(template_fixture("llama3.2")),
+    };
+    let gemma_controls = [
+        "<pad>",
+        "<eos>",
+        "<bos>",
+        "<start_of_turn>",
+        "<end_of_turn>",
+    ];
+    let gemma = Chat {
+        sentence_piece: true,
+        controls: strings(&gemma_controls),
+        user_defined: Vec::new(),
+        bos: "<bos>".into(),
+        eos: "<eos>".into(),
+        add_bos: true,
+        template: None,
+    };
+    let function_gemma = Chat {
+        controls: strings(
+            &[
+                &gemma_controls[..],
+                &[
+                    "<start_function_declaration>",
+                    "<end_function_declaration>",
+                    "<start_function_call>",
+                    "<end_function_call>",
+                    "<escape>",
+                ],
+            ]
+            .concat(),
+        ),
+        template: Some(FUNCTION_GEMMA.into()),
+        ..gemma.clone()
+    };
+    let cases = [
+        ("qwen3", qwen.clone(), "qwen3 (Hermes <tool_call>)"),
+        ("qwen2", qwen, "qwen2"),
+        ("llama", llama, "llama (Llama 3 JSON)"),
+        ("gemma3", gemma, "gemma3 without a template (listed calls)"),
+        ("gemma3", function_gemma, "gemma3 (FunctionGemma)"),
+    ];
+    let tool = ToolSpec {
+        name: "weather".into(),
+        description: "The weather in a city.".into(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {"city": {"enum": ["Oslo", "Rome"]}},
+            "required": ["city"],
+        }),
+    };
+    for (family, chat, case) in cases {
+        let cli = Cli::new();
+        let path = cli.data().join("synthetic.gguf");
+        chatting_model(&path, family, chat);
+        config_with_model(&cli, &path);
+        let server = Server::start(cli.data(), &[]);
+        let model = OpenAiModel::new(
+            "m",
+            &OpenAiConfig {
+                base_url: format!("{}/v1", server.base),
+                model: "m".into(),
+                api_key_env: None,
+                timeout: Duration::from_secs(120),
+                connect_timeout: Duration::from_secs(5),
+                headers: Default::default(),
+            },
+        )
+        .unwrap();
+        let answer = model
+            .complete(
+                ChatRequest {
+                    tools: vec![tool.clone()],
+                    tool_choice: ToolChoice::Required,
+                    // One call: a model of random weights would otherwise
+                    // go on calling until its tokens run out.
+                    parallel_tool_calls: Some(false),
+                    ..question("What's the weather in Oslo?", 200)
+                },
+                Instant::now() + Duration::from_secs(120),
+                None,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{case}: {e}"));
+        assert_eq!(
+            answer.stop_reason,
+            StopReason::ToolCalls,
+            "{case}: {answer:?}"
+        );
+        assert_eq!(answer.tool_calls[0].name, "weather", "{case}");
+        let arguments: serde_json::Value =
+            serde_json::from_str(&answer.tool_calls[0].arguments).unwrap();
+        assert!(
+            ["Oslo", "Rome"].contains(&arguments["city"].as_str().unwrap_or_default()),
+            "{case}: {arguments}"
+        );
+    }
 }

@@ -2,7 +2,7 @@
 //! `cargo run --release -p agentsite-llama --example forward -- FILE [PROMPT_TOKENS] [GENERATED]`.
 //! The prompt is token ids counting up (the text does not change the work).
 
-use agentsite_llama::{Llama, Session};
+use agentsite_llama::{Model, Session};
 use std::time::Instant;
 
 fn main() -> Result<(), String> {
@@ -21,7 +21,7 @@ fn main() -> Result<(), String> {
     let mut file = std::io::BufReader::new(std::fs::File::open(&path).map_err(|e| e.to_string())?);
     let content =
         candle_core::quantized::gguf_file::Content::read(&mut file).map_err(|e| e.to_string())?;
-    let model = Llama::read(&content, &mut file).map_err(|e| e.to_string())?;
+    let model = Model::read(&content, &mut file).map_err(|e| e.to_string())?;
     let tokens: Vec<u32> = (0..prompt as u32).map(|t| 100 + t).collect();
     // As the node runs a request: on one of the pool's threads, so that
     // sharing out a product is a push onto a queue, not a wake-up of
@@ -32,7 +32,7 @@ fn main() -> Result<(), String> {
         .install(|| run(&model, &tokens, generated))
 }
 
-fn run(model: &Llama, tokens: &[u32], generated: usize) -> Result<(), String> {
+fn run(model: &Model, tokens: &[u32], generated: usize) -> Result<(), String> {
     let prompt = tokens.len();
     for _ in 0..3 {
         let mut session = Session::new(model, prompt + generated);

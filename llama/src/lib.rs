@@ -1,9 +1,16 @@
-//! The llama architecture run on the CPU, for the node's embedded models.
+//! The model families of llama.cpp's GGUF files the node runs, on the CPU,
+//! for the node's embedded models.
 //!
-//! [`Llama::read`] takes the weights from a GGUF file; a [`Session`] runs
-//! tokens through them, one request's key-value cache at a time.
+//! [`Model::read`] takes the weights from a GGUF file; a [`Session`] runs
+//! tokens through them, one request's key-value cache at a time. What sets
+//! each family apart is described in [`arch`], one file each.
 
+pub mod arch;
 mod model;
+mod ops;
 mod quant;
+mod session;
+pub mod synthetic;
 
-pub use model::{Llama, ReadError, Session};
+pub use model::{Model, ReadError};
+pub use session::Session;

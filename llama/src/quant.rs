@@ -62,6 +62,9 @@ pub fn quantize(values: &[f32], blocks: &mut [Q8Block]) {
             *q = (scaled + 0.5f32.copysign(scaled)) as i8;
             sum += i32::from(*q);
         }
+        // Kept as llama.cpp keeps it, in f16: the engine's products then
+        // round as llama.cpp's do.
+        let scale = half::f16::from_f32(scale).to_f32();
         block.scale = scale;
         block.scaled_sum = scale * sum as f32;
     }

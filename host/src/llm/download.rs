@@ -363,11 +363,9 @@ impl Download {
     /// Whether the file so far holds a whole header of a model the node
     /// runs; refuses one it does not run. `last`: the header must be in.
     fn check_header(&self, last: bool) -> Result<bool, Broken> {
-        match embedded::inspect_partial(&self.part) {
+        match embedded::inspect_partial(&self.part, self.url.as_str()) {
             Some(Ok(_)) => Ok(true),
-            Some(Err(why)) => Err(refused(
-                why.replace(&self.part.display().to_string(), self.url.as_str()),
-            )),
+            Some(Err(why)) => Err(refused(why)),
             None if last => Err(refused(format!("{} holds no whole GGUF header", self.url))),
             None => Ok(false),
         }

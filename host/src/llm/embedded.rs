@@ -1,4 +1,5 @@
-//! A GGUF model of the llama family, run inside the node (agentsite-llama).
+//! A GGUF model of a family the engine runs (llama, qwen2, qwen3, gemma3),
+//! run inside the node (agentsite-llama).
 //!
 //! The file is read once, on first use, into weights every request shares;
 //! each request gets its own key-value cache, sized for what it may fill,
@@ -30,6 +31,8 @@ mod engine;
 mod engine;
 #[cfg(feature = "embedded-model")]
 mod schema_lark;
+#[cfg(feature = "embedded-model")]
+mod vocabulary;
 
 /// The embedded default model's file name.
 pub const DEFAULT_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";

@@ -11,6 +11,8 @@
 //! [`Models`] holds a node's models by name, loads the embedded one on first
 //! use, and bounds how many requests each runs at once.
 
+#[cfg_attr(not(feature = "embedded-model"), allow(dead_code))]
+mod call_format;
 pub mod config;
 pub mod download;
 pub mod embedded;

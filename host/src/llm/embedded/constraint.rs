@@ -4,16 +4,16 @@
 //! Before each token the grammar says which tokens may come next
 //! (llguidance, which builds the JSON-schema and Lark grammars and the
 //! token masks) and every other token's logit is set to minus infinity; so
-//! even a tiny model answers with valid JSON and well-formed tool calls. The
-//! tool-call form is the one the prompt teaches (see `template`):
-//! `<tool_call>[{"name": …, "arguments": {…}}]</tool_call>`.
+//! even a tiny model answers with valid JSON and well-formed tool calls, in
+//! the form its family writes them (see `call_format`).
 
+use super::super::call_format::CallFormat;
 use super::super::{ChatRequest, LlmFailure, ToolChoice};
 use super::call_grammar::{grounded_answer, grounded_free_text, tool_grammar};
+use super::vocabulary::Vocabulary;
 use llguidance::api::TopLevelGrammar;
 use llguidance::toktrie::{TokEnv, TokRxInfo, TokTrie, TokenId, TokenizerEnv};
 use llguidance::{Matcher, ParserFactory};
-use std::collections::HashMap;
 use std::sync::Arc;
 use tokenizers::Tokenizer;
 
@@ -21,28 +21,37 @@ use tokenizers::Tokenizer;
 /// bytes (the token trie), built once when the model loads.
 pub struct Grammars {
     factory: ParserFactory,
+    /// The form the model writes tool calls in.
+    format: CallFormat,
 }
 
 impl Grammars {
-    /// For a byte-level BPE `tokenizer` (the kind GGUF files of the llama
-    /// family carry), whose turns end with any of `stop_tokens`.
-    pub fn new(tokenizer: &Tokenizer, stop_tokens: &[u32]) -> Result<Self, String> {
-        let env = TokenizerBytes::new(tokenizer.clone(), stop_tokens)?;
-        Self::with_env(Arc::new(env))
+    /// For a model of `vocabulary` whose turns end with any of
+    /// `stop_tokens` and which calls tools in `format`.
+    pub fn new(
+        vocabulary: &Vocabulary,
+        stop_tokens: &[u32],
+        format: CallFormat,
+    ) -> Result<Self, String> {
+        let env = TokenizerBytes::new(vocabulary, stop_tokens)?;
+        Self::with_env(Arc::new(env), format)
     }
 
-    fn with_env(env: TokEnv) -> Result<Self, String> {
+    fn with_env(env: TokEnv, format: CallFormat) -> Result<Self, String> {
         let mut factory = ParserFactory::new_simple(&env)
             .map_err(|e| format!("cannot prepare constrained generation: {e}"))?;
         // Warnings go to our own errors, not to the node's stderr.
         factory.quiet();
-        Ok(Grammars { factory })
+        Ok(Grammars { factory, format })
     }
 
     /// The constraint `request` puts on the answer, if any: a JSON schema, or
     /// tool calls (required, or allowed after free text).
     pub fn for_request(&self, request: &ChatRequest) -> Result<Option<Constraint>, LlmFailure> {
-        let grammar = match (&request.response_schema, tool_grammar(request)?) {
+        let grammar = match (
+            &request.response_schema,
+            tool_grammar(request, self.format)?,
+        ) {
             (Some(_), Some(_)) if request.tool_choice != ToolChoice::Auto => {
                 return Err(LlmFailure::InvalidRequest(
                     "a request may require tool calls or a JSON answer, not both".into(),
@@ -111,52 +120,43 @@ fn failed(e: impl std::fmt::Display) -> LlmFailure {
     ))
 }
 
-/// A byte-level BPE vocabulary as the bytes each token stands for, which
-/// is what the grammar engine matches against.
+/// A vocabulary as the bytes each token stands for, which is what the
+/// grammar engine matches against.
 struct TokenizerBytes {
     trie: TokTrie,
     tokenizer: Tokenizer,
 }
 
 impl TokenizerBytes {
-    fn new(tokenizer: Tokenizer, stop_tokens: &[u32]) -> Result<Self, String> {
-        let vocab_size = tokenizer.get_vocab_size(true);
-        let specials: HashMap<u32, bool> = tokenizer
-            .get_added_tokens_decoder()
-            .into_iter()
-            .map(|(id, token)| (id, token.special))
-            .collect();
-        let chars = byte_level_chars();
-        let mut words = Vec::with_capacity(vocab_size);
-        for id in 0..vocab_size as u32 {
-            let Some(name) = tokenizer.id_to_token(id) else {
-                words.push(Vec::new());
-                continue;
-            };
-            let word = if specials.get(&id) == Some(&true) {
+    fn new(vocabulary: &Vocabulary, stop_tokens: &[u32]) -> Result<Self, String> {
+        let size = vocabulary.size();
+        let mut words = Vec::with_capacity(size);
+        for id in 0..size as u32 {
+            let word = match vocabulary.bytes_of(id) {
+                Some(bytes) => bytes,
                 // The grammar never produces these unless asked by name.
-                let mut bytes = vec![TokTrie::SPECIAL_TOKEN_MARKER];
-                bytes.extend_from_slice(name.as_bytes());
-                bytes
-            } else {
-                name.chars()
-                    .map(|c| chars.get(&c).copied())
-                    .collect::<Option<Vec<u8>>>()
-                    // A token outside the byte-level alphabet (an added
-                    // plain-text token): its text is its bytes.
-                    .unwrap_or_else(|| name.as_bytes().to_vec())
+                None => {
+                    let mut bytes = vec![TokTrie::SPECIAL_TOKEN_MARKER];
+                    if let Some(name) = vocabulary.tokenizer.id_to_token(id) {
+                        bytes.extend_from_slice(name.as_bytes());
+                    }
+                    bytes
+                }
             };
             words.push(word);
         }
         let eos = *stop_tokens
             .first()
             .ok_or("the model names no end-of-turn token")?;
-        let info = TokRxInfo::new(vocab_size as u32, eos);
+        let info = TokRxInfo::new(size as u32, eos);
         let mut trie = TokTrie::from(&info, &words);
         if stop_tokens.len() > 1 {
             trie = trie.with_eos_tokens(stop_tokens);
         }
-        Ok(TokenizerBytes { trie, tokenizer })
+        Ok(TokenizerBytes {
+            trie,
+            tokenizer: vocabulary.tokenizer.clone(),
+        })
     }
 }
 
@@ -175,40 +175,12 @@ impl TokenizerEnv for TokenizerBytes {
     }
 }
 
-/// GPT-2's byte-level alphabet backwards: the character each byte is
-/// written as in a vocabulary, mapped to the byte. Printable bytes stand for
-/// themselves; the others were moved to U+0100 and up, in byte order.
-fn byte_level_chars() -> HashMap<char, u8> {
-    let printable = |b: u8| matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
-    let mut moved = 0x100u32;
-    (0..=255u8)
-        .map(|byte| {
-            if printable(byte) {
-                (byte as char, byte)
-            } else {
-                let c = char::from_u32(moved).expect("below the surrogates");
-                moved += 1;
-                (c, byte)
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::llm::ToolSpec;
     use crate::llm::grounding::Grounding;
     use serde_json::json;
-
-    #[test]
-    fn the_byte_level_alphabet_covers_every_byte_once() {
-        let chars = byte_level_chars();
-        assert_eq!(chars.len(), 256);
-        assert_eq!(chars[&'Ġ'], b' ');
-        assert_eq!(chars[&'Ċ'], b'\n');
-        assert_eq!(chars[&'a'], b'a');
-    }
 
     fn search_request(choice: ToolChoice) -> ChatRequest {
         ChatRequest {
@@ -246,7 +218,7 @@ mod tests {
     #[test]
     fn free_text_may_turn_into_a_tool_call_which_must_then_be_well_formed() {
         let env = llguidance::toktrie::ApproximateTokEnv::single_byte_env();
-        let grammars = Grammars::with_env(env.clone()).unwrap();
+        let grammars = Grammars::with_env(env.clone(), CallFormat::Listed).unwrap();
 
         let auto = search_request(ToolChoice::Auto);
         let mut constraint = grammars.for_request(&auto).unwrap().unwrap();
@@ -269,7 +241,7 @@ mod tests {
     #[test]
     fn a_required_call_names_an_offered_tool_with_arguments_of_its_schema() {
         let env = llguidance::toktrie::ApproximateTokEnv::single_byte_env();
-        let grammars = Grammars::with_env(env.clone()).unwrap();
+        let grammars = Grammars::with_env(env.clone(), CallFormat::Listed).unwrap();
         let mut constraint = grammars
             .for_request(&search_request(ToolChoice::Required))
             .unwrap()
@@ -285,10 +257,107 @@ mod tests {
         assert!(constraint.is_finished());
     }
 
+    /// A request offering `weather(city, days?)`.
+    fn weather_request(choice: ToolChoice) -> ChatRequest {
+        ChatRequest {
+            tools: vec![ToolSpec {
+                name: "weather".into(),
+                description: "The weather.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                    "required": ["city"],
+                }),
+            }],
+            tool_choice: choice,
+            ..ChatRequest::default()
+        }
+    }
+
+    #[test]
+    fn each_family_is_held_to_its_own_form_of_call() {
+        let env = llguidance::toktrie::ApproximateTokEnv::single_byte_env();
+        let cases = [
+            (
+                CallFormat::Hermes,
+                "Checking. <tool_call>",
+                "\n{\"name\": \"weather\", \"arguments\": {\"city\":\"Oslo\"}}\n</tool_call>",
+            ),
+            (
+                CallFormat::Llama3,
+                "",
+                "{\"name\": \"weather\", \"parameters\": {\"city\":\"Oslo\",\"days\":2}}",
+            ),
+            (
+                CallFormat::FunctionGemma,
+                "<start_function_call>",
+                "call:weather{city:<escape>Oslo<escape>,days:2}<end_function_call>",
+            ),
+        ];
+        for (format, opening, call) in cases {
+            let grammars = Grammars::with_env(env.clone(), format).unwrap();
+            let mut constraint = grammars
+                .for_request(&weather_request(ToolChoice::Auto))
+                .unwrap()
+                .unwrap();
+            write(&mut constraint, &env, opening);
+            write(&mut constraint, &env, call);
+            let (_, found) = format
+                .parse(
+                    &format!("{opening}{call}"),
+                    &weather_request(ToolChoice::Auto).tools,
+                    || "call_1".into(),
+                )
+                .unwrap();
+            assert_eq!(found.len(), 1, "{format:?}");
+            assert_eq!(
+                serde_json::from_str::<serde_json::Value>(&found[0].arguments).unwrap()["city"],
+                "Oslo"
+            );
+
+            // A required call names the tool and gives its required city.
+            let mut constraint = grammars
+                .for_request(&weather_request(ToolChoice::Required))
+                .unwrap()
+                .unwrap();
+            let before_name = match format {
+                CallFormat::Hermes => "<tool_call>\n{\"name\": \"",
+                CallFormat::Llama3 => "{\"name\": \"",
+                _ => "<start_function_call>call:",
+            };
+            write(&mut constraint, &env, before_name);
+            assert!(allowed(&mut constraint, &env, "w"), "{format:?}");
+            assert!(!allowed(&mut constraint, &env, "x"), "{format:?}");
+        }
+        // Llama 3's free text may not open as a call does.
+        let grammars = Grammars::with_env(env.clone(), CallFormat::Llama3).unwrap();
+        let mut constraint = grammars
+            .for_request(&weather_request(ToolChoice::Auto))
+            .unwrap()
+            .unwrap();
+        write(&mut constraint, &env, "{\"name\": \"");
+        assert!(!allowed(&mut constraint, &env, "x"));
+        // FunctionGemma leaves out the optional days, never the city.
+        let grammars = Grammars::with_env(env.clone(), CallFormat::FunctionGemma).unwrap();
+        let one_call = ChatRequest {
+            parallel_tool_calls: Some(false),
+            ..weather_request(ToolChoice::Required)
+        };
+        let mut constraint = grammars.for_request(&one_call).unwrap().unwrap();
+        write(&mut constraint, &env, "<start_function_call>call:weather{");
+        assert!(!allowed(&mut constraint, &env, "d"));
+        write(
+            &mut constraint,
+            &env,
+            "city:<escape>Rome<escape>}<end_function_call>",
+        );
+        assert!(constraint.is_finished());
+    }
+
     #[test]
     fn a_grounded_call_copies_its_values_from_the_sources() {
         let env = llguidance::toktrie::ApproximateTokEnv::single_byte_env();
-        let grammars = Grammars::with_env(env.clone()).unwrap();
+        let grammars = Grammars::with_env(env.clone(), CallFormat::Listed).unwrap();
         let request = ChatRequest {
             tools: vec![
                 ToolSpec {
@@ -338,7 +407,7 @@ mod tests {
     #[test]
     fn a_schema_that_cannot_be_compiled_is_an_invalid_request() {
         let env = llguidance::toktrie::ApproximateTokEnv::single_byte_env();
-        let grammars = Grammars::with_env(env).unwrap();
+        let grammars = Grammars::with_env(env, CallFormat::Listed).unwrap();
         let request = ChatRequest {
             response_schema: Some(json!({"type": "frobnicate"})),
             ..ChatRequest::default()

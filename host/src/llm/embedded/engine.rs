@@ -7,16 +7,15 @@ use super::super::{
     ChatRequest, Completion, Delta, DeltaSink, LlmFailure, StopReason, ToolChoice, ToolSpec, Usage,
 };
 use super::constraint::{Constraint, Grammars};
-use agentsite_llama::{Llama, ReadError, Session};
+use super::vocabulary::Vocabulary;
+use agentsite_llama::{Model, ReadError, Session};
 use candle_core::quantized::gguf_file;
-use candle_core::quantized::tokenizer::TokenizerFromGguf;
 use rand::{Rng as _, SeedableRng as _};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
-use tokenizers::Tokenizer;
 
 /// Tokens generated when a request does not say.
 const DEFAULT_MAX_TOKENS: usize = 512;
@@ -27,8 +26,10 @@ const PREFILL_CHUNK: usize = 64;
 
 /// A model read into memory.
 pub struct Loaded {
-    weights: Llama,
-    tokenizer: Tokenizer,
+    weights: Model,
+    vocabulary: Vocabulary,
+    /// The token a prompt starts with, for models that were trained so.
+    begin: Option<u32>,
     template: ChatTemplate,
     /// Holds answers to a schema or to the tool-call form.
     grammars: Grammars,
@@ -50,29 +51,17 @@ pub struct FileFacts {
     pub trained_context: Option<usize>,
 }
 
-/// Checks that the GGUF file at `path` holds a llama-family model with a
-/// tokenizer the node can run, reading only its header.
+/// Checks that the GGUF file at `path` holds a model of a family the
+/// engine runs, with a tokenizer the node can run, reading only its header.
 pub fn inspect(path: &Path) -> Result<FileFacts, String> {
     let mut file = open(path)?;
     let content = read_header(path, &mut file)?;
-    tokenizer_of(path, &content)?;
-    Ok(FileFacts {
-        parameters: content
-            .tensor_infos
-            .values()
-            .map(|info| info.shape.elem_count() as u64)
-            .sum(),
-        trained_context: content
-            .metadata
-            .get("llama.context_length")
-            .and_then(|v| v.to_u32().ok())
-            .map(|n| n as usize),
-    })
+    facts_of(&path.display().to_string(), &content)
 }
 
 /// [`inspect`] of a file still being written: `None` while its header is
-/// not all there.
-pub fn inspect_partial(path: &Path) -> Option<Result<FileFacts, String>> {
+/// not all there. Messages call the file `called` (the URL it comes from).
+pub fn inspect_partial(path: &Path, called: &str) -> Option<Result<FileFacts, String>> {
     fn cut_short(error: &candle_core::Error) -> bool {
         match error {
             candle_core::Error::Io(e) => e.kind() == std::io::ErrorKind::UnexpectedEof,
@@ -82,14 +71,41 @@ pub fn inspect_partial(path: &Path) -> Option<Result<FileFacts, String>> {
             _ => false,
         }
     }
-    let mut file = match open(path) {
+    let mut file = match std::fs::File::open(path) {
         Ok(file) => file,
-        Err(why) => return Some(Err(why)),
+        Err(e) => return Some(Err(format!("cannot open {}: {e}", path.display()))),
     };
     match gguf_file::Content::read(&mut file) {
         Err(e) if cut_short(&e) => None,
-        _ => Some(inspect(path)),
+        Err(e) => Some(Err(not_gguf(called, e))),
+        Ok(content) => Some(facts_of(called, &content)),
     }
+}
+
+/// What the header `content` of the file `called` says, once its family
+/// and tokenizer are known to run.
+fn facts_of(called: &str, content: &gguf_file::Content) -> Result<FileFacts, String> {
+    check_family(called, content)?;
+    vocabulary_of(called, content)?;
+    Ok(FileFacts {
+        parameters: content
+            .tensor_infos
+            .values()
+            .map(|info| info.shape.elem_count() as u64)
+            .sum(),
+        trained_context: trained_context(content),
+    })
+}
+
+/// The context the model was trained for, in tokens, as its family's
+/// metadata says.
+fn trained_context(content: &gguf_file::Content) -> Option<usize> {
+    let family = Model::family_of(content).ok()?;
+    content
+        .metadata
+        .get(&format!("{family}.context_length"))
+        .and_then(|v| v.to_u32().ok())
+        .map(|n| n as usize)
 }
 
 fn open(path: &Path) -> Result<std::fs::File, String> {
@@ -102,23 +118,23 @@ fn open(path: &Path) -> Result<std::fs::File, String> {
     })
 }
 
-/// The header of the GGUF file at `path`, refused unless of the llama family.
+/// The header of the GGUF file at `path`, refused unless of a family the
+/// engine runs.
 fn read_header(path: &Path, file: &mut std::fs::File) -> Result<gguf_file::Content, String> {
-    let content = gguf_file::Content::read(file)
-        .map_err(|e| format!("{} is not a complete GGUF file: {e}", path.display()))?;
-    let architecture = content
-        .metadata
-        .get("general.architecture")
-        .and_then(|v| v.to_string().ok())
-        .cloned()
-        .unwrap_or_default();
-    if architecture != "llama" {
-        return Err(format!(
-            "{} holds a model of the {architecture:?} family; the node runs the llama family",
-            path.display()
-        ));
-    }
+    let called = path.display().to_string();
+    let content = gguf_file::Content::read(file).map_err(|e| not_gguf(&called, e))?;
+    check_family(&called, &content)?;
     Ok(content)
+}
+
+fn not_gguf(called: &str, error: candle_core::Error) -> String {
+    format!("{called} is not a complete GGUF file: {error}")
+}
+
+fn check_family(called: &str, content: &gguf_file::Content) -> Result<(), String> {
+    Model::family_of(content)
+        .map(|_| ())
+        .map_err(|why| format!("{called} cannot be run: {why}"))
 }
 
 /// Reads and checks the GGUF file at `path`.
@@ -140,37 +156,72 @@ pub fn read_model(
         std::io::Seek::rewind(&mut file).map_err(|e| e.to_string())?;
     }
     let content = read_header(path, &mut file)?;
-    let tokenizer = tokenizer_of(path, &content)?;
+    let vocabulary = vocabulary_of(&path.display().to_string(), &content)?;
+    let tokenizer = &vocabulary.tokenizer;
+    let token_id = |key: &str| {
+        content
+            .metadata
+            .get(key)
+            .and_then(|v| v.to_u32().ok())
+            .filter(|id| (*id as usize) < vocabulary.size())
+    };
+    let token_text = |id: Option<u32>| {
+        id.and_then(|id| tokenizer.id_to_token(id))
+            .unwrap_or_default()
+    };
     let chat_template = content
         .metadata
         .get("tokenizer.chat_template")
         .and_then(|v| v.to_string().ok())
-        .cloned();
-    let template = ChatTemplate::new(chat_template.as_deref())?;
-    let trained_context = content
+        .cloned()
+        .or_else(|| {
+            tokenizer
+                .token_to_id("<start_of_turn>")
+                .map(|_| template::GEMMA_TURNS.to_owned())
+        });
+    let template = ChatTemplate::new(chat_template.as_deref())?.with_special_tokens(
+        token_text(token_id("tokenizer.ggml.bos_token_id")),
+        token_text(token_id("tokenizer.ggml.eos_token_id")),
+    );
+    let begins_with_bos = content
         .metadata
-        .get("llama.context_length")
-        .and_then(|v| v.to_u32().ok())
-        .map_or(context, |n| n as usize);
+        .get("tokenizer.ggml.add_bos_token")
+        .and_then(|v| v.to_bool().ok())
+        .unwrap_or(false);
+    let begin = token_id("tokenizer.ggml.bos_token_id").filter(|_| begins_with_bos);
+    let trained_context = trained_context(&content).unwrap_or(context);
     let mut stop_tokens = Vec::new();
-    if let Some(eos) = content
-        .metadata
-        .get("tokenizer.ggml.eos_token_id")
-        .and_then(|v| v.to_u32().ok())
-    {
-        stop_tokens.push(eos);
+    for key in [
+        "tokenizer.ggml.eos_token_id",
+        "tokenizer.ggml.eot_token_id",
+        "tokenizer.ggml.eom_token_id",
+    ] {
+        if let Some(id) = token_id(key)
+            && !stop_tokens.contains(&id)
+        {
+            stop_tokens.push(id);
+        }
     }
-    for marker in ["<|im_end|>", "<|eot_id|>", "<|end|>", "</s>"] {
+    // Each family's end of a turn, for files whose header names only the
+    // end of the text.
+    for marker in [
+        "<|im_end|>",
+        "<|eot_id|>",
+        "<|eom_id|>",
+        "<end_of_turn>",
+        "<|end|>",
+        "</s>",
+    ] {
         if let Some(id) = tokenizer.token_to_id(marker)
             && !stop_tokens.contains(&id)
         {
             stop_tokens.push(id);
         }
     }
-    let grammars =
-        Grammars::new(&tokenizer, &stop_tokens).map_err(|e| format!("{}: {e}", path.display()))?;
+    let grammars = Grammars::new(&vocabulary, &stop_tokens, template.format())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let weights =
-        Llama::read(&content, &mut std::io::BufReader::new(file)).map_err(|e| match e {
+        Model::read(&content, &mut std::io::BufReader::new(file)).map_err(|e| match e {
             ReadError::CutShort(why) => {
                 format!("{} is not a complete GGUF file: {why}", path.display())
             }
@@ -188,7 +239,8 @@ pub fn read_model(
         .max(1);
     Ok(Loaded {
         weights,
-        tokenizer,
+        vocabulary,
+        begin,
         template,
         grammars,
         stop_tokens,
@@ -197,35 +249,10 @@ pub fn read_model(
     })
 }
 
-/// The tokenizer the GGUF file at `path` carries.
-fn tokenizer_of(path: &Path, content: &gguf_file::Content) -> Result<Tokenizer, String> {
-    let mut tokenizer = Tokenizer::from_gguf(content)
-        .map_err(|e| format!("{} carries no usable tokenizer: {e}", path.display()))?;
-    without_prefix_space(&mut tokenizer);
-    Ok(tokenizer)
-}
-
-/// Stops the tokenizer from putting a space before every piece of text.
-///
-/// candle builds GGUF byte-level tokenizers with GPT-2's pre-tokenizer
-/// defaults, which add a space before the text of each segment: after
-/// every `<|im_start|>` of the chat template the model would read
-/// " system", " user", " assistant", which is not what it was trained on
-/// (the models' own tokenizers, and llama.cpp, add none); and text held to
-/// a grammar would be tokenized with a space the grammar does not allow.
-fn without_prefix_space(tokenizer: &mut Tokenizer) {
-    use tokenizers::PreTokenizerWrapper;
-    fn fix(pre: &mut PreTokenizerWrapper) {
-        match pre {
-            PreTokenizerWrapper::ByteLevel(byte_level) => byte_level.add_prefix_space = false,
-            PreTokenizerWrapper::Sequence(sequence) => sequence.as_mut().iter_mut().for_each(fix),
-            _ => {}
-        }
-    }
-    if let Some(mut pre) = tokenizer.get_pre_tokenizer().cloned() {
-        fix(&mut pre);
-        tokenizer.with_pre_tokenizer(Some(pre));
-    }
+/// The tokenizer the GGUF file `called` carries.
+fn vocabulary_of(called: &str, content: &gguf_file::Content) -> Result<Vocabulary, String> {
+    Vocabulary::from_gguf(content)
+        .map_err(|why| format!("{called} carries no usable tokenizer: {why}"))
 }
 
 fn sha256_of(file: &mut std::fs::File) -> std::io::Result<String> {
@@ -287,10 +314,17 @@ pub fn generate(
             )));
         }
         let mut constraint = loaded.grammars.for_request(&request)?;
-        let encoding = loaded.tokenizer.encode(prompt, false).map_err(|e| {
+        let encoding = loaded.vocabulary.tokenizer.encode(prompt, false).map_err(|e| {
             LlmFailure::InvalidRequest(format!("cannot tokenize the conversation: {e}"))
         })?;
-        let prompt_ids = encoding.get_ids();
+        // One begin-of-text token, whether or not the template wrote it.
+        let prompt_ids: Vec<u32> = match loaded.begin {
+            Some(begin) if encoding.get_ids().first() != Some(&begin) => {
+                std::iter::once(begin).chain(encoding.get_ids().iter().copied()).collect()
+            }
+            _ => encoding.get_ids().to_vec(),
+        };
+        let prompt_ids = prompt_ids.as_slice();
         let max_tokens = request
             .max_tokens
             .map_or(DEFAULT_MAX_TOKENS, |n| n as usize)
@@ -353,6 +387,7 @@ pub fn generate(
             generated.push(next);
             penalties.count(next);
             text = loaded
+                .vocabulary
                 .tokenizer
                 .decode(&generated, true)
                 .map_err(|e| LlmFailure::Unavailable(format!("cannot decode the answer: {e}")))?;
@@ -377,7 +412,7 @@ pub fn generate(
                 && let Some(keep) = looping(&generated)
             {
                 generated.truncate(keep);
-                text = loaded.tokenizer.decode(&generated, true).map_err(|e| {
+                text = loaded.vocabulary.tokenizer.decode(&generated, true).map_err(|e| {
                     LlmFailure::Unavailable(format!("cannot decode the answer: {e}"))
                 })?;
                 stop_reason = StopReason::EndTurn;
@@ -393,7 +428,7 @@ pub fn generate(
         }
 
         let mut call_number = 0;
-        let parsed = template::parse_answer(&text, tools, || {
+        let parsed = loaded.template.format().parse(&text, tools, || {
             call_number += 1;
             format!("call_{call_number}")
         });

@@ -19,7 +19,7 @@ pub fn inspect(path: &Path) -> Result<FileFacts, String> {
     read_model(path, None, 0).map(|loaded| match loaded {})
 }
 
-pub fn inspect_partial(path: &Path) -> Option<Result<FileFacts, String>> {
+pub fn inspect_partial(path: &Path, _called: &str) -> Option<Result<FileFacts, String>> {
     Some(inspect(path))
 }
 

@@ -1,0 +1,29 @@
+//! Writes a small model of random weights (see `agentsite_llama::synthetic`):
+//! `cargo run -p agentsite-llama --example synthetic -- FAMILY FORMAT OUT.gguf`,
+//! FORMAT one of q4_0, q4_k, q5_k, q6_k, q8_0, f16, bf16.
+
+use agentsite_llama::synthetic::{Recipe, write};
+use candle_core::quantized::GgmlDType;
+
+fn main() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [family, format, out] = &args[..] else {
+        return Err("usage: synthetic FAMILY FORMAT OUT.gguf".into());
+    };
+    let format = match format.as_str() {
+        "q4_0" => GgmlDType::Q4_0,
+        "q4_1" => GgmlDType::Q4_1,
+        "q4_k" => GgmlDType::Q4K,
+        "q5_k" => GgmlDType::Q5K,
+        "q6_k" => GgmlDType::Q6K,
+        "q8_0" => GgmlDType::Q8_0,
+        "f16" => GgmlDType::F16,
+        "bf16" => GgmlDType::BF16,
+        other => return Err(format!("no format {other:?}")),
+    };
+    let family = agentsite_llama::arch::named(family)
+        .ok_or_else(|| format!("the engine runs no family {family:?}"))?
+        .name;
+    let mut file = std::fs::File::create(out).map_err(|e| e.to_string())?;
+    write(&Recipe::small(family, format), &mut file)
+}
