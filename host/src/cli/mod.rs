@@ -604,6 +604,21 @@ pub(crate) fn age(now: u64, then: u64) -> String {
         .join(" ")
 }
 
+/// A bar of bytes on stderr, as `fetch` and `models add` draw one: how
+/// many of how many, the rate, and how long is left.
+pub(crate) fn byte_bar(total: u64, message: String) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(total);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.set_message(message);
+    bar
+}
+
 /// JSON on stdout: indented for a person at a terminal, one line for a pipe.
 pub(crate) fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
     let stdout = std::io::stdout();

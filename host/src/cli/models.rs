@@ -287,15 +287,7 @@ impl download::Progress for Bar {
             eprintln!("downloading {}{size}{resuming}", self.url);
             return;
         }
-        let bar = indicatif::ProgressBar::new(total.unwrap_or(0));
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-            .progress_chars("=> "),
-        );
-        bar.set_message(format!("downloading{resuming}"));
+        let bar = super::byte_bar(total.unwrap_or(0), format!("downloading{resuming}"));
         bar.set_position(have);
         self.bar = Some(bar);
     }

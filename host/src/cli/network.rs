@@ -382,18 +382,9 @@ pub async fn fetch(data: &DataDir, id: &str) -> anyhow::Result<()> {
         .post("/api/fetch", json!({ "id": id }))
         .await
         .with_context(|| format!("cannot fetch {id}"))?;
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new(0);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-            .progress_chars("=> "),
-        );
-        bar.set_message(format!("fetching {}", id.short()));
-        bar
-    });
+    let bar = std::io::stderr()
+        .is_terminal()
+        .then(|| super::byte_bar(0, format!("fetching {}", id.short())));
     let mut pending = Vec::new();
     let mut outcome = None;
     while let Some(bytes) = response.chunk().await? {
