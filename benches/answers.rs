@@ -36,7 +36,8 @@
 //! requests, kept outside the repository (see [`outside`]); `-- goals`, `-- chat`, `-- a2a` or `-- v1` runs one surface,
 //! `-- --agent NAME` the requests of one agent, `-- --only TEXT` those
 //! whose phrasing holds TEXT, `-- -v` prints each answer (`BAD`:
-//! confidently wrong, `no `: honestly not answered) and a goal's calls.
+//! confidently wrong, `no `: honestly not answered) and a goal's calls;
+//! `-- --model FILE.gguf` asks that model instead of the default.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -175,6 +176,32 @@ struct Case {
 /// name = "tips"
 /// command = ["python", "tips.py"]  # "python": the one with the MCP SDK
 /// ```
+/// The GGUF file `--model PATH` names: the model every surface asks
+/// instead of the node's default.
+fn model_file() -> Option<std::path::PathBuf> {
+    std::env::args()
+        .skip_while(|a| a != "--model")
+        .nth(1)
+        .map(|file| std::fs::canonicalize(&file).expect("the --model file exists"))
+}
+
+/// The node's models with `--model`: that file alone, as the default.
+fn models_config(file: &std::path::Path) -> agentsite::llm::config::LlmConfig {
+    agentsite::llm::config::LlmConfig {
+        default: Some("bench".into()),
+        models: vec![agentsite::llm::config::ModelConfig {
+            name: "bench".into(),
+            backend: agentsite::llm::config::Backend::Gguf(agentsite::llm::config::GgufConfig {
+                path: file.to_owned(),
+                context: agentsite::llm::embedded::DEFAULT_CONTEXT,
+            }),
+            max_concurrent: 2,
+            queue: 64,
+        }],
+        ..Default::default()
+    }
+}
+
 fn outside() -> Option<std::path::PathBuf> {
     std::env::args()
         .skip_while(|a| a != "--outside")
@@ -441,8 +468,13 @@ async fn node() -> (
     tempfile::TempDir,
     Wordsmith,
 ) {
-    let (node, dir) =
-        support::hostile::node_with(&AGENTS, agentsite::config::Limits::default()).await;
+    let config = agentsite::NodeConfig {
+        llm: model_file()
+            .map(|file| models_config(&file))
+            .unwrap_or_default(),
+        ..Default::default()
+    };
+    let (node, dir) = support::hostile::node_configured(&AGENTS, config).await;
     for (name, language) in LANGUAGE_AGENTS {
         let bytes = std::fs::read(language_agent(name, language)).unwrap();
         node.add(&bytes).await.unwrap();
@@ -611,6 +643,20 @@ fn served() -> (support::Cli, support::Server, Wordsmith) {
         cli.run(&attach).success();
     }
     cli.grant("notes", &["kv=1MiB"]);
+    if let Some(file) = model_file() {
+        // The file as the only model and the default, in the config the
+        // commands above wrote.
+        let path = cli.data().join("config.toml");
+        let mut config: toml::Table = std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .parse()
+            .unwrap();
+        config.insert(
+            "llm".into(),
+            toml::Value::try_from(models_config(&file)).unwrap(),
+        );
+        std::fs::write(&path, config.to_string()).unwrap();
+    }
     let node = support::Server::start(cli.data(), &[]);
     (cli, node, wordsmith)
 }
@@ -819,7 +865,9 @@ fn main() {
     let wants = |part: &str| only.as_deref().is_none_or(|o| o == part);
     // Without the model every request reads as "not done": figures of
     // nothing. Said at once instead.
-    let model = agentsite::llm::embedded::models_dir().join(agentsite::llm::embedded::DEFAULT_FILE);
+    let model = model_file().unwrap_or_else(|| {
+        agentsite::llm::embedded::models_dir().join(agentsite::llm::embedded::DEFAULT_FILE)
+    });
     if !model.is_file() {
         eprintln!(
             "error: the default model is not at {}: run `bash scripts/model.sh` first",
@@ -854,7 +902,13 @@ fn main() {
         v1(&cases, &mut tally);
         lines.extend(tally.lines("/v1 tools"));
     }
-    println!("\n## Answers on the default model (SmolLM2-135M, embedded)\n");
+    match model_file() {
+        Some(file) => println!(
+            "\n## Answers on {}\n",
+            file.file_name().unwrap_or_default().to_string_lossy()
+        ),
+        None => println!("\n## Answers on the default model (SmolLM2-135M, embedded)\n"),
+    }
     println!(
         "| surface | agent | asked | right | confidently wrong | honestly not answered | median |"
     );

@@ -21,7 +21,7 @@ fn main() -> Result<(), String> {
     let mut file = std::io::BufReader::new(std::fs::File::open(&path).map_err(|e| e.to_string())?);
     let content =
         candle_core::quantized::gguf_file::Content::read(&mut file).map_err(|e| e.to_string())?;
-    let model = Model::read(&content, &mut file).map_err(|e| e.to_string())?;
+    let model = Model::map(&content, file.get_ref()).map_err(|e| e.to_string())?;
     let tokens: Vec<u32> = (0..prompt as u32).map(|t| 100 + t).collect();
     // As the node runs a request: on one of the pool's threads, so that
     // sharing out a product is a push onto a queue, not a wake-up of

@@ -54,7 +54,7 @@ fn main() -> Result<(), String> {
         .metadata
         .get("tokenizer.ggml.bos_token_id")
         .and_then(|v| v.to_u32().ok());
-    let model = Model::read(&content, &mut file).map_err(|e| e.to_string())?;
+    let model = Model::map(&content, file.get_ref()).map_err(|e| e.to_string())?;
 
     let base = read_logits(base_path)?;
     let int = |at: usize| i32::from_le_bytes(base[at..at + 4].try_into().unwrap());

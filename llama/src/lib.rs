@@ -1,7 +1,7 @@
 //! The model families of llama.cpp's GGUF files the node runs, on the CPU,
 //! for the node's embedded models.
 //!
-//! [`Model::read`] takes the weights from a GGUF file; a [`Session`] runs
+//! [`Model::map`] reads the weights where a GGUF file is mapped; a [`Session`] runs
 //! tokens through them, one request's key-value cache at a time. What sets
 //! each family apart is described in [`arch`], one file each.
 
@@ -12,5 +12,5 @@ mod quant;
 mod session;
 pub mod synthetic;
 
-pub use model::{Model, ReadError};
+pub use model::{Model, ReadError, Source};
 pub use session::Session;

@@ -7,10 +7,14 @@
 //! read as the family's description says.
 
 use crate::arch::{self, Architecture, Dimensions, Rope};
-use crate::quant::{BLOCK, Format, Matrix};
+use crate::quant::{Bytes, Format, Matrix};
 use candle_core::quantized::{GgmlDType, QTensor, gguf_file};
 use candle_core::{Device, Tensor};
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Cursor;
+use std::sync::Arc;
+
+/// A GGUF file's bytes: mapped from the file, or (in tests) in memory.
+pub type Source = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
 /// The shape of a model, from the file's metadata.
 #[derive(Clone, Debug)]
@@ -144,13 +148,8 @@ impl From<String> for ReadError {
 }
 
 /// Checks that every tensor the header lists lies within the file.
-fn check_length<R: Read + Seek>(
-    content: &gguf_file::Content,
-    file: &mut R,
-) -> Result<(), ReadError> {
-    let length = file
-        .seek(SeekFrom::End(0))
-        .map_err(|e| ReadError::CutShort(format!("cannot find its end: {e}")))?;
+fn check_length(content: &gguf_file::Content, length: usize) -> Result<(), ReadError> {
+    let length = length as u64;
     for (name, info) in &content.tensor_infos {
         let size = (info.shape.elem_count() / info.ggml_dtype.block_size()) as u64
             * info.ggml_dtype.type_size() as u64;
@@ -185,12 +184,25 @@ impl Model {
         })
     }
 
-    /// Reads the weights of the model whose header is `content`.
-    pub fn read<R: Read + Seek>(
-        content: &gguf_file::Content,
-        file: &mut R,
-    ) -> Result<Self, ReadError> {
-        check_length(content, file)?;
+    /// The weights of the model whose header is `content`, read where
+    /// `file` is mapped into memory: the pages of a weight are read from
+    /// the file when a product first needs them, and the kernel may drop
+    /// them again under memory pressure (they are the file's, not copies).
+    pub fn map(content: &gguf_file::Content, file: &std::fs::File) -> Result<Self, ReadError> {
+        // SAFETY: the mapping is read-only and private; the model files
+        // are the operator's (the node's model folder), not written while
+        // a node runs them. A file cut short while mapped would fault, as
+        // it would under llama.cpp, which maps its files the same way.
+        let mapped = unsafe { memmap2::Mmap::map(file) }
+            .map_err(|e| ReadError::CutShort(format!("cannot map it: {e}")))?;
+        Self::read(content, Arc::new(mapped))
+    }
+
+    /// Reads the weights of the model whose header is `content` from the
+    /// file's bytes, `file`.
+    pub fn read(content: &gguf_file::Content, file: Source) -> Result<Self, ReadError> {
+        check_length(content, (*file).as_ref().len())?;
+        let file = &file;
         let family = arch::named(Self::family_of(content)?).expect("a family the engine runs");
         let meta = Metadata {
             content,
@@ -346,9 +358,9 @@ fn windowed_layers(
 /// The angle per position of each rotary pair: the file's base (Llama 3's
 /// frequencies divided by its `rope_freqs` factors, a linear scaling
 /// applied), then, for a family with windowed layers, their own base.
-fn rotary_frequencies<R: Read + Seek>(
+fn rotary_frequencies(
     content: &gguf_file::Content,
-    file: &mut R,
+    file: &Source,
     meta: &Metadata,
     family: &Architecture,
     shape: &Shape,
@@ -389,15 +401,15 @@ fn rotary_frequencies<R: Read + Seek>(
     Ok(sets)
 }
 
-fn read_layer<R: Read + Seek>(
+fn read_layer(
     content: &gguf_file::Content,
-    file: &mut R,
+    file: &Source,
     family: &Architecture,
     n: usize,
     window: Option<usize>,
 ) -> Result<Layer, String> {
     let name = |part: &str| format!("blk.{n}.{part}.weight");
-    let mut read_vector = |part: &str| vector(content, file, &name(part));
+    let read_vector = |part: &str| vector(content, file, &name(part));
     let attention_norm = read_vector("attn_norm")?;
     let feed_forward_norm = read_vector("ffn_norm")?;
     let (q_norm, k_norm) = match family.qk_norm {
@@ -424,12 +436,12 @@ fn read_layer<R: Read + Seek>(
         }
         false => None,
     };
-    let qkv = stacked(vec![
+    let qkv = Matrix::stacked(vec![
         matrix(content, file, &name("attn_q"))?,
         matrix(content, file, &name("attn_k"))?,
         matrix(content, file, &name("attn_v"))?,
     ])?;
-    let gate_up = stacked(vec![
+    let gate_up = Matrix::stacked(vec![
         matrix(content, file, &name("ffn_gate"))?,
         matrix(content, file, &name("ffn_up"))?,
     ])?;
@@ -484,46 +496,17 @@ fn check_layer(shape: &Shape, n: usize, layer: &Layer) -> Result<(), String> {
     Ok(())
 }
 
-/// Matrices in one format, stacked; in Q8_0 when their formats differ.
-fn stacked(parts: Vec<Matrix>) -> Result<Matrix, String> {
-    let format = parts[0].format();
-    if parts.iter().all(|part| part.format() == format) {
-        return Matrix::stacked(parts);
-    }
-    let parts = parts
-        .into_iter()
-        .map(to_q8_0)
-        .collect::<Result<Vec<_>, _>>()?;
-    Matrix::stacked(parts)
-}
-
-fn to_q8_0(matrix: Matrix) -> Result<Matrix, String> {
-    if matrix.format() == Format::Q8_0 {
-        return Ok(matrix);
-    }
-    let mut values = vec![0f32; matrix.rows() * matrix.columns()];
-    for (row, out) in values.chunks_exact_mut(matrix.columns()).enumerate() {
-        matrix.dequantize_row(row, out);
-    }
-    let tensor = Tensor::from_vec(values, (matrix.rows(), matrix.columns()), &Device::Cpu)
-        .map_err(|e| e.to_string())?;
-    q8_0_of(&tensor, matrix.rows(), matrix.columns())
-}
-
 /// `values` (`rows` × `columns`, f32) quantized to Q8_0 by candle.
 fn q8_0_of(values: &Tensor, rows: usize, columns: usize) -> Result<Matrix, String> {
     let quantized = QTensor::quantize(values, GgmlDType::Q8_0).map_err(|e| e.to_string())?;
     let bytes = quantized.data().map_err(|e| e.to_string())?.into_owned();
-    Matrix::new(Format::Q8_0, rows, columns, bytes)
+    Matrix::new(Format::Q8_0, rows, columns, Bytes::owned(bytes))
 }
 
-/// The 2-D tensor `name`, as the file holds it if the kernels take its
-/// format, else turned into Q8_0.
-fn matrix<R: Read + Seek>(
-    content: &gguf_file::Content,
-    file: &mut R,
-    name: &str,
-) -> Result<Matrix, String> {
+/// The 2-D tensor `name`, where the file holds it if the kernels take its
+/// format; else (the formats of 2 and 3 bits, the IQ ones) turned into
+/// Q8_0, in memory.
+fn matrix(content: &gguf_file::Content, file: &Source, name: &str) -> Result<Matrix, String> {
     let info = content
         .tensor_infos
         .get(name)
@@ -532,25 +515,19 @@ fn matrix<R: Read + Seek>(
     let &[rows, columns] = dims else {
         return Err(format!("{name} has shape {dims:?}, not a matrix"));
     };
-    let format = match info.ggml_dtype {
-        GgmlDType::Q4_1 => Some(Format::Q4_1),
-        GgmlDType::Q8_0 => Some(Format::Q8_0),
-        _ => None,
-    };
     let bad = |e: String| format!("{name}: {e}");
-    match format {
+    match Format::of_ggml(info.ggml_dtype) {
         Some(format) => {
-            let size = rows * columns / BLOCK * format.block_bytes();
-            let start = content.tensor_data_offset.saturating_add(info.offset);
-            let mut bytes = vec![0u8; size];
-            file.seek(SeekFrom::Start(start))
-                .and_then(|_| file.read_exact(&mut bytes))
-                .map_err(|e| format!("{name} is cut short: {e}"))?;
+            let start = usize::try_from(content.tensor_data_offset.saturating_add(info.offset))
+                .map_err(|e| bad(e.to_string()))?;
+            let size = rows * format.row_bytes(columns);
+            let bytes =
+                Bytes::within(file, start, size).ok_or_else(|| format!("{name} is cut short"))?;
             Matrix::new(format, rows, columns, bytes).map_err(bad)
         }
         None => {
             let values = content
-                .tensor(file, name, &Device::Cpu)
+                .tensor(&mut Cursor::new((**file).as_ref()), name, &Device::Cpu)
                 .and_then(|tensor| tensor.dequantize(&Device::Cpu))
                 .map_err(|e| bad(e.to_string()))?;
             q8_0_of(&values, rows, columns).map_err(bad)
@@ -559,13 +536,9 @@ fn matrix<R: Read + Seek>(
 }
 
 /// The 1-D tensor `name` in f32.
-fn vector<R: Read + Seek>(
-    content: &gguf_file::Content,
-    file: &mut R,
-    name: &str,
-) -> Result<Vec<f32>, String> {
+fn vector(content: &gguf_file::Content, file: &Source, name: &str) -> Result<Vec<f32>, String> {
     content
-        .tensor(file, name, &Device::Cpu)
+        .tensor(&mut Cursor::new((**file).as_ref()), name, &Device::Cpu)
         .and_then(|t| t.dequantize(&Device::Cpu))
         .and_then(|t| t.flatten_all())
         .and_then(|t| t.to_vec1::<f32>())

@@ -11,7 +11,7 @@
 
 use crate::model::Model;
 use crate::ops::{self, Attention};
-use crate::quant::{BLOCK, Q8Block, quantize};
+use crate::quant::Inputs;
 
 /// One request's state: its key-value cache and the buffers of each step.
 pub struct Session<'m> {
@@ -32,7 +32,8 @@ pub struct Session<'m> {
 struct Buffers {
     residual: Vec<f32>,
     normed: Vec<f32>,
-    quantized: Vec<Q8Block>,
+    /// A product's inputs, quantized for its weights.
+    inputs: Inputs,
     qkv: Vec<f32>,
     attended: Vec<f32>,
     projected: Vec<f32>,
@@ -120,10 +121,8 @@ impl<'m> Session<'m> {
                 shape.norm_epsilon,
                 &mut b.normed,
             );
-            quantize_into(&b.normed, &mut b.quantized);
-            layer
-                .qkv
-                .multiply(&b.quantized, count, &mut b.qkv, &mut b.scratch);
+            b.inputs.prepare(&b.normed, count, layer.qkv.needs());
+            layer.qkv.multiply(&b.inputs, &mut b.qkv, &mut b.scratch);
             let (keys, values) = (&mut self.keys[n], &mut self.values[n]);
             let turns_of = &b.rotations[layer.rotary];
             for (token, qkv) in b.qkv.chunks_exact_mut(qkv_width).enumerate() {
@@ -159,10 +158,10 @@ impl<'m> Session<'m> {
                 values,
                 &mut b.attended,
             );
-            quantize_into(&b.attended, &mut b.quantized);
+            b.inputs.prepare(&b.attended, count, layer.output.needs());
             layer
                 .output
-                .multiply(&b.quantized, count, &mut b.projected, &mut b.scratch);
+                .multiply(&b.inputs, &mut b.projected, &mut b.scratch);
             if let Some(norm) = &layer.post_attention_norm {
                 ops::rms_norm_rows(&mut b.projected, norm, shape.norm_epsilon);
             }
@@ -175,20 +174,20 @@ impl<'m> Session<'m> {
                 shape.norm_epsilon,
                 &mut b.normed,
             );
-            quantize_into(&b.normed, &mut b.quantized);
+            b.inputs.prepare(&b.normed, count, layer.gate_up.needs());
             layer
                 .gate_up
-                .multiply(&b.quantized, count, &mut b.gate_up, &mut b.scratch);
+                .multiply(&b.inputs, &mut b.gate_up, &mut b.scratch);
             ops::gated(
                 family.activation,
                 &b.gate_up,
                 shape.feed_forward,
                 &mut b.activated,
             );
-            quantize_into(&b.activated, &mut b.quantized);
+            b.inputs.prepare(&b.activated, count, layer.down.needs());
             layer
                 .down
-                .multiply(&b.quantized, count, &mut b.projected, &mut b.scratch);
+                .multiply(&b.inputs, &mut b.projected, &mut b.scratch);
             if let Some(norm) = &layer.post_feed_forward_norm {
                 ops::rms_norm_rows(&mut b.projected, norm, shape.norm_epsilon);
             }
@@ -200,10 +199,10 @@ impl<'m> Session<'m> {
         let last = &b.residual[(count - 1) * width..];
         let normed = &mut b.normed[..width];
         ops::rms_norm(last, &model.output_norm, shape.norm_epsilon, normed);
-        quantize_into(normed, &mut b.quantized);
+        b.inputs.prepare(normed, 1, model.output_matrix().needs());
         model
             .output_matrix()
-            .multiply(&b.quantized, 1, &mut self.logits, &mut b.scratch);
+            .multiply(&b.inputs, &mut self.logits, &mut b.scratch);
         if let Some(cap) = shape.output_cap {
             self.logits
                 .iter_mut()
@@ -211,9 +210,4 @@ impl<'m> Session<'m> {
         }
         Ok(())
     }
-}
-
-fn quantize_into(values: &[f32], blocks: &mut Vec<Q8Block>) {
-    blocks.resize(values.len() / BLOCK, Q8Block::default());
-    quantize(values, blocks);
 }

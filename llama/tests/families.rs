@@ -30,9 +30,8 @@ fn engine_logits(family: &'static str) -> (Vec<Vec<f32>>, String) {
     let bytes = std::fs::read(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
     let digest = hex(&sha2::Sha256::digest(&bytes));
-    let mut reader = std::io::Cursor::new(bytes);
-    let content = gguf_file::Content::read(&mut reader).unwrap();
-    let model = Model::read(&content, &mut reader).unwrap();
+    let content = gguf_file::Content::read(&mut std::io::Cursor::new(&bytes)).unwrap();
+    let model = Model::read(&content, std::sync::Arc::new(bytes)).unwrap();
     let mut session = Session::new(&model, TOKENS.len());
     let logits = TOKENS
         .iter()

@@ -10,16 +10,20 @@ use std::time::Duration;
 
 /// A node in a fresh data directory with the example `agents` added.
 pub async fn node_with(agents: &[&str], limits: Limits) -> (Arc<Node>, tempfile::TempDir) {
+    let config = NodeConfig {
+        limits,
+        ..NodeConfig::default()
+    };
+    node_configured(agents, config).await
+}
+
+/// [`node_with`], the node configured by `config`.
+pub async fn node_configured(
+    agents: &[&str],
+    config: NodeConfig,
+) -> (Arc<Node>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let node = Node::open(
-        DataDir::new(dir.path()),
-        NodeConfig {
-            limits,
-            ..NodeConfig::default()
-        },
-        Capacity::SERVER,
-    )
-    .unwrap();
+    let node = Node::open(DataDir::new(dir.path()), config, Capacity::SERVER).unwrap();
     for agent in agents {
         let bytes = std::fs::read(super::wasm(agent)).unwrap();
         node.add(&bytes).await.unwrap();

@@ -220,13 +220,12 @@ pub fn read_model(
     }
     let grammars = Grammars::new(&vocabulary, &stop_tokens, template.format())
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let weights =
-        Model::read(&content, &mut std::io::BufReader::new(file)).map_err(|e| match e {
-            ReadError::CutShort(why) => {
-                format!("{} is not a complete GGUF file: {why}", path.display())
-            }
-            ReadError::Unfit(why) => format!("{} cannot be run: {why}", path.display()),
-        })?;
+    let weights = Model::map(&content, &file).map_err(|e| match e {
+        ReadError::CutShort(why) => {
+            format!("{} is not a complete GGUF file: {why}", path.display())
+        }
+        ReadError::Unfit(why) => format!("{} cannot be run: {why}", path.display()),
+    })?;
     // An entry's text as the vocabulary writes it is at least as long as
     // the bytes it stands for (byte-level entries spell each byte as one
     // character, SentencePiece ones the text itself with a wider space).

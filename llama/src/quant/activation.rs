@@ -1,0 +1,198 @@
+//! A product's inputs, in the form each weight format multiplies with:
+//! eight-bit blocks of 32 (llama.cpp's Q8_0/Q8_1), eight-bit super-blocks
+//! of 256 (Q8_K), or floats of the weights' width. Each is made as
+//! llama.cpp makes it, so that the engine's products round as its do.
+
+use super::format::Activation;
+
+/// Values per block of [`Q8Block`].
+pub const BLOCK: usize = 32;
+/// Values per super-block of [`Q8KBlock`].
+pub const SUPER_BLOCK: usize = 256;
+
+/// A block of quantized activations: `value[i] ≈ scale * quants[i]`.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct Q8Block {
+    pub scale: f32,
+    /// `scale` times the sum of `quants`: what a weight block's minimum
+    /// contributes to a product.
+    pub scaled_sum: f32,
+    pub quants: [i8; BLOCK],
+}
+
+/// A super-block of quantized activations (llama.cpp's Q8_K).
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct Q8KBlock {
+    pub scale: f32,
+    pub quants: [i8; SUPER_BLOCK],
+    /// The sum of each 16 quants: what the weights' minimums and offsets
+    /// contribute.
+    pub sums: [i16; SUPER_BLOCK / 16],
+}
+
+impl Default for Q8KBlock {
+    fn default() -> Self {
+        Q8KBlock {
+            scale: 0.0,
+            quants: [0; SUPER_BLOCK],
+            sums: [0; SUPER_BLOCK / 16],
+        }
+    }
+}
+
+/// Quantizes `values` (a multiple of [`BLOCK`] long) into `blocks`.
+pub fn quantize(values: &[f32], blocks: &mut [Q8Block]) {
+    debug_assert_eq!(values.len(), blocks.len() * BLOCK);
+    for (values, block) in values.chunks_exact(BLOCK).zip(blocks) {
+        let max = values.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let scale = max / 127.0;
+        let inverse = if scale == 0.0 { 0.0 } else { 1.0 / scale };
+        let mut sum = 0i32;
+        for (q, v) in block.quants.iter_mut().zip(values) {
+            // Half away from zero, as `round` (which is a library call
+            // without SSE4.1); a value a hair below a half may go up.
+            let scaled = v * inverse;
+            *q = (scaled + 0.5f32.copysign(scaled)) as i8;
+            sum += i32::from(*q);
+        }
+        // Kept as llama.cpp keeps it, in f16: the engine's products then
+        // round as llama.cpp's do.
+        let scale = half::f16::from_f32(scale).to_f32();
+        block.scale = scale;
+        block.scaled_sum = scale * sum as f32;
+    }
+}
+
+/// Quantizes `values` (a multiple of [`SUPER_BLOCK`] long) into `blocks`
+/// as llama.cpp's `quantize_row_q8_K_ref`: the value of largest magnitude
+/// becomes -127, the others round half to even.
+pub fn quantize_k(values: &[f32], blocks: &mut [Q8KBlock]) {
+    debug_assert_eq!(values.len(), blocks.len() * SUPER_BLOCK);
+    for (values, block) in values.chunks_exact(SUPER_BLOCK).zip(blocks) {
+        let mut largest = 0f32;
+        let mut magnitude = 0f32;
+        for &v in values {
+            if v.abs() > magnitude {
+                magnitude = v.abs();
+                largest = v;
+            }
+        }
+        if magnitude == 0.0 {
+            *block = Q8KBlock::default();
+            continue;
+        }
+        let inverse = -127.0 / largest;
+        for (q, v) in block.quants.iter_mut().zip(values) {
+            *q = (inverse * v).round_ties_even().min(127.0) as i8;
+        }
+        for (sum, quants) in block.sums.iter_mut().zip(block.quants.chunks_exact(16)) {
+            *sum = quants.iter().map(|&q| i16::from(q)).sum();
+        }
+        block.scale = 1.0 / inverse;
+    }
+}
+
+/// bf16 of `value`, rounded to nearest even as llama.cpp rounds it.
+pub fn bf16_of(value: f32) -> u16 {
+    half::bf16::from_f32(value).to_bits()
+}
+
+/// Which forms of the inputs a product takes: one bit per [`Activation`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Needs(u8);
+
+impl Needs {
+    const fn bit(kind: Activation) -> u8 {
+        1 << kind as u8
+    }
+
+    pub fn with(self, kind: Activation) -> Self {
+        Needs(self.0 | Self::bit(kind))
+    }
+
+    pub fn has(self, kind: Activation) -> bool {
+        self.0 & Self::bit(kind) != 0
+    }
+}
+
+/// Some tokens' inputs to a product, in each form its weights take.
+#[derive(Default)]
+pub struct Inputs {
+    tokens: usize,
+    columns: usize,
+    q8: Vec<Q8Block>,
+    q8k: Vec<Q8KBlock>,
+    f16: Vec<u16>,
+    bf16: Vec<u16>,
+    f32: Vec<f32>,
+}
+
+impl Inputs {
+    /// Takes `values`, `tokens` rows of equal width, in the forms `needs`
+    /// names. A K form needs the width to be whole super-blocks, which the
+    /// matrices that take it check of their columns.
+    pub fn prepare(&mut self, values: &[f32], tokens: usize, needs: Needs) {
+        assert!(tokens > 0 && values.len().is_multiple_of(tokens));
+        self.tokens = tokens;
+        self.columns = values.len() / tokens;
+        if needs.has(Activation::Q8) {
+            self.q8.resize(values.len() / BLOCK, Q8Block::default());
+            quantize(values, &mut self.q8);
+        }
+        if needs.has(Activation::Q8K) {
+            self.q8k
+                .resize(values.len() / SUPER_BLOCK, Q8KBlock::default());
+            quantize_k(values, &mut self.q8k);
+        }
+        if needs.has(Activation::F16) {
+            self.f16.clear();
+            self.f16
+                .extend(values.iter().map(|&v| half::f16::from_f32(v).to_bits()));
+        }
+        if needs.has(Activation::BF16) {
+            self.bf16.clear();
+            self.bf16.extend(values.iter().map(|&v| bf16_of(v)));
+        }
+        if needs.has(Activation::F32) {
+            self.f32.clear();
+            self.f32.extend_from_slice(values);
+        }
+    }
+
+    pub fn tokens(&self) -> usize {
+        self.tokens
+    }
+
+    pub fn columns(&self) -> usize {
+        self.columns
+    }
+
+    pub fn q8(&self, token: usize) -> &[Q8Block] {
+        let blocks = self.columns / BLOCK;
+        &self.q8[token * blocks..][..blocks]
+    }
+
+    pub fn q8k(&self, token: usize) -> &[Q8KBlock] {
+        let blocks = self.columns / SUPER_BLOCK;
+        &self.q8k[token * blocks..][..blocks]
+    }
+
+    pub fn f16(&self, token: usize) -> &[u16] {
+        &self.f16[token * self.columns..][..self.columns]
+    }
+
+    pub fn bf16(&self, token: usize) -> &[u16] {
+        &self.bf16[token * self.columns..][..self.columns]
+    }
+
+    pub fn f32(&self, token: usize) -> &[f32] {
+        &self.f32[token * self.columns..][..self.columns]
+    }
+
+    /// The Q8 blocks of every token, one token after another.
+    pub fn all_q8(&self) -> &[Q8Block] {
+        &self.q8[..self.tokens * self.columns / BLOCK]
+    }
+}

@@ -1,0 +1,531 @@
+//! The dot products with AVX2 (and AVX-VNNI or AVX-512 VNNI where the CPU
+//! has it), for each weight format: the same integer sums as the portable
+//! kernels, 32 values a step. Each module below is one way of multiplying
+//! unsigned bytes by signed ones: AVX2's two multiply-adds through 16-bit
+//! sums, or VNNI's one instruction.
+
+use super::activation::{Q8Block, Q8KBlock};
+use super::format::{Format, k_scales};
+use super::kernels::Four;
+use std::arch::x86_64::*;
+
+/// The f16 at `at` as an f32.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn f16_at(at: *const u8) -> f32 {
+    let bits = unsafe { std::ptr::read_unaligned(at as *const u16) };
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(bits))))
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn sum_of(v: __m256) -> f32 {
+    let quad = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    let pair = _mm_add_ps(quad, _mm_movehl_ps(quad, quad));
+    _mm_cvtss_f32(_mm_add_ss(pair, _mm_movehdup_ps(pair)))
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn sum_of_integers(v: __m256i) -> i32 {
+    let quad = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    let pair = _mm_add_epi32(quad, _mm_unpackhi_epi64(quad, quad));
+    _mm_cvtsi128_si32(_mm_add_epi32(pair, _mm_shuffle_epi32(pair, 1)))
+}
+
+/// 16 packed bytes of two four-bit values each as 32 bytes: the low halves
+/// (values 0-15) then the high ones (16-31).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn nibbles(at: *const u8) -> __m256i {
+    let packed = unsafe { _mm_loadu_si128(at as *const __m128i) };
+    _mm256_and_si256(
+        _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed),
+        _mm256_set1_epi8(0x0F),
+    )
+}
+
+/// Bit `i` of the 32 bits at `at` spread to byte `i`: 0xFF where it is
+/// set, 0 where not.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn bytes_of_bits(at: *const u8) -> __m256i {
+    let bits = unsafe { std::ptr::read_unaligned(at as *const i32) };
+    // Byte `i` takes byte `i / 8` of the bits ...
+    let spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(bits),
+        _mm256_set_epi64x(
+            0x0303_0303_0303_0303,
+            0x0202_0202_0202_0202,
+            0x0101_0101_0101_0101,
+            0,
+        ),
+    );
+    // ... and is all ones when its bit `i % 8` was.
+    let others = _mm256_set1_epi64x(0x7FBF_DFEF_F7FB_FDFEu64 as i64);
+    _mm256_cmpeq_epi8(_mm256_or_si256(spread, others), _mm256_set1_epi8(-1))
+}
+
+/// Bits `shift` and up of each byte of `v`, masked by `mask` (the shift
+/// is of 16-bit lanes; the mask keeps each byte's own bits).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn bits_from(v: __m256i, shift: i32, mask: i8) -> __m256i {
+    _mm256_and_si256(
+        _mm256_srl_epi16(v, _mm_cvtsi32_si128(shift)),
+        _mm256_set1_epi8(mask),
+    )
+}
+
+/// Unsigned bytes `u` times signed bytes `s`, summed in fours: with AVX2,
+/// two multiply-adds through 16-bit sums (no pair of products here
+/// reaches 2^15: weights are at most 63, inputs at most 127 in size).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn products_avx2(u: __m256i, s: __m256i) -> __m256i {
+    _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
+}
+
+/// The same times `low` in the first half (bytes 0-15) and `high` in the
+/// second.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn scaled_products_avx2(u: __m256i, s: __m256i, low: i32, high: i32) -> __m256i {
+    let scales = _mm256_set_m128i(_mm_set1_epi16(high as i16), _mm_set1_epi16(low as i16));
+    _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scales)
+}
+
+/// The products in one instruction (AVX-512 VNNI on 256-bit registers).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512vnni,avx512vl")]
+fn products_vnni512(u: __m256i, s: __m256i) -> __m256i {
+    _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avx512vnni,avx512vl")]
+fn scaled_products_vnni512(u: __m256i, s: __m256i, low: i32, high: i32) -> __m256i {
+    let scales = _mm256_set_m128i(_mm_set1_epi32(high), _mm_set1_epi32(low));
+    _mm256_mullo_epi32(products_vnni512(u, s), scales)
+}
+
+/// The products in one instruction (AVX-VNNI, the VEX-encoded form).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+fn products_avxvnni(u: __m256i, s: __m256i) -> __m256i {
+    _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s)
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+fn scaled_products_avxvnni(u: __m256i, s: __m256i, low: i32, high: i32) -> __m256i {
+    let scales = _mm256_set_m128i(_mm_set1_epi32(high), _mm_set1_epi32(low));
+    _mm256_mullo_epi32(products_avxvnni(u, s), scales)
+}
+
+/// Defines the kernels for one way of multiplying bytes.
+macro_rules! kernels {
+    ($module:ident, $features:literal, $products:ident, $scaled_products:ident) => {
+        pub mod $module {
+            use super::*;
+
+            /// Signed bytes `w` times signed bytes `x`, summed in fours:
+            /// the weights' signs move onto the inputs, for the products'
+            /// unsigned-times-signed.
+            #[inline]
+            #[target_feature(enable = $features)]
+            fn signed_products(w: __m256i, x: __m256i) -> __m256i {
+                $products(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w))
+            }
+
+            /// A 32-value block's weights as bytes, its scale and minimum.
+            #[inline]
+            #[target_feature(enable = $features)]
+            unsafe fn small_block(format: Format, block: *const u8) -> (__m256i, f32, f32) {
+                // SAFETY: `block` points at a whole block of `format`.
+                unsafe {
+                    match format {
+                        Format::Q4_0 => (
+                            _mm256_sub_epi8(nibbles(block.add(2)), _mm256_set1_epi8(8)),
+                            f16_at(block),
+                            0.0,
+                        ),
+                        Format::Q4_1 => {
+                            (nibbles(block.add(4)), f16_at(block), f16_at(block.add(2)))
+                        }
+                        // The fifth bit, less 16: 0xF0 ORed in where it
+                        // is clear makes the byte the value less 16.
+                        Format::Q5_0 => (
+                            _mm256_or_si256(
+                                nibbles(block.add(6)),
+                                _mm256_andnot_si256(
+                                    bytes_of_bits(block.add(2)),
+                                    _mm256_set1_epi8(0xF0u8 as i8),
+                                ),
+                            ),
+                            f16_at(block),
+                            0.0,
+                        ),
+                        Format::Q5_1 => (
+                            _mm256_or_si256(
+                                nibbles(block.add(8)),
+                                _mm256_and_si256(
+                                    bytes_of_bits(block.add(4)),
+                                    _mm256_set1_epi8(0x10),
+                                ),
+                            ),
+                            f16_at(block),
+                            f16_at(block.add(2)),
+                        ),
+                        Format::Q8_0 => (
+                            _mm256_loadu_si256(block.add(2) as *const __m256i),
+                            f16_at(block),
+                            0.0,
+                        ),
+                        _ => unreachable!("{format:?} is not a format of 32-value blocks"),
+                    }
+                }
+            }
+
+            /// Q4_0, Q4_1, Q5_0, Q5_1 and Q8_0 rows times Q8 inputs.
+            ///
+            /// # Safety
+            /// The CPU has the features named; each input has a block per
+            /// block of `row`.
+            #[target_feature(enable = $features)]
+            pub unsafe fn small<const N: usize>(
+                format: Format,
+                row: &[u8],
+                inputs: [&[Q8Block]; N],
+            ) -> [f32; N] {
+                let blocks = row.len() / format.block_bytes();
+                for input in inputs {
+                    assert!(input.len() >= blocks);
+                }
+                // Q4_1 and Q5_1 weights are unsigned; the others signed.
+                let unsigned = matches!(format, Format::Q4_1 | Format::Q5_1);
+                let mut accumulators = [_mm256_setzero_ps(); N];
+                let mut minimums = [0f32; N];
+                for b in 0..blocks {
+                    // SAFETY: block `b` lies within `row`.
+                    let (weights, scale, min) =
+                        unsafe { small_block(format, row.as_ptr().add(b * format.block_bytes())) };
+                    for n in 0..N {
+                        // SAFETY: `b` is within each input (checked above).
+                        let input = unsafe { inputs[n].get_unchecked(b) };
+                        // SAFETY: `quants` is 32 bytes.
+                        let x =
+                            unsafe { _mm256_loadu_si256(input.quants.as_ptr() as *const __m256i) };
+                        let products = match unsigned {
+                            true => $products(weights, x),
+                            false => signed_products(weights, x),
+                        };
+                        accumulators[n] = _mm256_fmadd_ps(
+                            _mm256_set1_ps(scale * input.scale),
+                            _mm256_cvtepi32_ps(products),
+                            accumulators[n],
+                        );
+                        minimums[n] += min * input.scaled_sum;
+                    }
+                }
+                std::array::from_fn(|n| sum_of(accumulators[n]) + minimums[n])
+            }
+
+            /// Q4_1 row times four inputs: the four products of each block
+            /// are summed side by side and scaled in one step.
+            ///
+            /// # Safety
+            /// The CPU has the features named; each input, and
+            /// `side_by_side`, has an entry per 20 bytes of `row`.
+            #[target_feature(enable = $features)]
+            pub unsafe fn q4_1_four(
+                row: &[u8],
+                inputs: [&[Q8Block]; 4],
+                side_by_side: &[Four],
+            ) -> [f32; 4] {
+                let blocks = row.len() / Format::Q4_1.block_bytes();
+                for input in inputs {
+                    assert!(input.len() >= blocks);
+                }
+                assert!(side_by_side.len() >= blocks);
+                // Lanes 0-3: the four inputs' sums over half of each
+                // block; lanes 4-7: over the other half.
+                let mut products = _mm256_setzero_ps();
+                let mut minimums = _mm_setzero_ps();
+                for b in 0..blocks {
+                    // SAFETY: block `b` lies within `row`, and `b` within
+                    // each input and `side_by_side`; `Four` is 16-aligned.
+                    unsafe {
+                        let block = row.as_ptr().add(b * Format::Q4_1.block_bytes());
+                        let weights = nibbles(block.add(4));
+                        let x = |n: usize| {
+                            _mm256_loadu_si256(
+                                inputs[n].get_unchecked(b).quants.as_ptr() as *const __m256i
+                            )
+                        };
+                        let sums = _mm256_hadd_epi32(
+                            _mm256_hadd_epi32($products(weights, x(0)), $products(weights, x(1))),
+                            _mm256_hadd_epi32($products(weights, x(2)), $products(weights, x(3))),
+                        );
+                        let four = side_by_side.get_unchecked(b);
+                        let scales = _mm256_broadcast_ps(&*(four.scales.as_ptr() as *const __m128));
+                        products = _mm256_fmadd_ps(
+                            _mm256_cvtepi32_ps(sums),
+                            _mm256_mul_ps(scales, _mm256_set1_ps(f16_at(block))),
+                            products,
+                        );
+                        minimums = _mm_fmadd_ps(
+                            _mm_load_ps(four.scaled_sums.as_ptr()),
+                            _mm_set1_ps(f16_at(block.add(2))),
+                            minimums,
+                        );
+                    }
+                }
+                let total = _mm_add_ps(
+                    _mm_add_ps(
+                        _mm256_castps256_ps128(products),
+                        _mm256_extractf128_ps(products, 1),
+                    ),
+                    minimums,
+                );
+                let mut out = [0f32; 4];
+                // SAFETY: `out` holds four floats.
+                unsafe { _mm_storeu_ps(out.as_mut_ptr(), total) };
+                out
+            }
+
+            /// Q4_K and Q5_K rows times Q8_K inputs.
+            ///
+            /// # Safety
+            /// The CPU has the features named; each input has a
+            /// super-block per super-block of `row`.
+            #[target_feature(enable = $features)]
+            pub unsafe fn q45k<const N: usize>(
+                format: Format,
+                row: &[u8],
+                inputs: [&[Q8KBlock]; N],
+            ) -> [f32; N] {
+                let blocks = row.len() / format.block_bytes();
+                for input in inputs {
+                    assert!(input.len() >= blocks);
+                }
+                let fifth = format == Format::Q5K;
+                let mut totals = [0f32; N];
+                for b in 0..blocks {
+                    let block = &row[b * format.block_bytes()..][..format.block_bytes()];
+                    let (scales, mins) = k_scales(block[4..16].try_into().expect("12 bytes"));
+                    // SAFETY: the block's bytes are all within `row`.
+                    let (d, min) =
+                        unsafe { (f16_at(block.as_ptr()), f16_at(block.as_ptr().add(2))) };
+                    let (high, quants) = match fifth {
+                        // SAFETY: bytes 16-47 are the fifth bits.
+                        true => (
+                            unsafe { _mm256_loadu_si256(block.as_ptr().add(16) as *const __m256i) },
+                            &block[48..],
+                        ),
+                        false => (_mm256_setzero_si256(), &block[16..]),
+                    };
+                    let mut sums = [_mm256_setzero_si256(); N];
+                    for j in 0..4 {
+                        // SAFETY: 32 bytes of four-bit pairs per 64 values.
+                        let packed = unsafe {
+                            _mm256_loadu_si256(quants.as_ptr().add(32 * j) as *const __m256i)
+                        };
+                        let mut low = _mm256_and_si256(packed, _mm256_set1_epi8(0x0F));
+                        let mut up = bits_from(packed, 4, 0x0F);
+                        if fifth {
+                            let j = j as i32;
+                            low = _mm256_or_si256(
+                                low,
+                                _mm256_slli_epi16(bits_from(high, 2 * j, 1), 4),
+                            );
+                            up = _mm256_or_si256(
+                                up,
+                                _mm256_slli_epi16(bits_from(high, 2 * j + 1, 1), 4),
+                            );
+                        }
+                        let (s_low, s_up) =
+                            (i32::from(scales[2 * j]), i32::from(scales[2 * j + 1]));
+                        for n in 0..N {
+                            // SAFETY: `b` is within each input, its quants
+                            // 256 bytes.
+                            let x =
+                                unsafe { inputs[n].get_unchecked(b).quants.as_ptr().add(64 * j) };
+                            let (x_low, x_up) = unsafe {
+                                (
+                                    _mm256_loadu_si256(x as *const __m256i),
+                                    _mm256_loadu_si256(x.add(32) as *const __m256i),
+                                )
+                            };
+                            sums[n] = _mm256_add_epi32(
+                                sums[n],
+                                _mm256_add_epi32(
+                                    $scaled_products(low, x_low, s_low, s_low),
+                                    $scaled_products(up, x_up, s_up, s_up),
+                                ),
+                            );
+                        }
+                    }
+                    for n in 0..N {
+                        // SAFETY: as above.
+                        let input = unsafe { inputs[n].get_unchecked(b) };
+                        let offset: i32 = (0..8)
+                            .map(|j| {
+                                i32::from(mins[j])
+                                    * (i32::from(input.sums[2 * j])
+                                        + i32::from(input.sums[2 * j + 1]))
+                            })
+                            .sum();
+                        totals[n] += d * input.scale * sum_of_integers(sums[n]) as f32
+                            - min * input.scale * offset as f32;
+                    }
+                }
+                totals
+            }
+
+            /// Q6_K rows times Q8_K inputs.
+            ///
+            /// # Safety
+            /// The CPU has the features named; each input has a
+            /// super-block per 210 bytes of `row`.
+            #[target_feature(enable = $features)]
+            pub unsafe fn q6k<const N: usize>(row: &[u8], inputs: [&[Q8KBlock]; N]) -> [f32; N] {
+                let blocks = row.len() / Format::Q6K.block_bytes();
+                for input in inputs {
+                    assert!(input.len() >= blocks);
+                }
+                let mut totals = [0f32; N];
+                for b in 0..blocks {
+                    let block = &row[b * Format::Q6K.block_bytes()..][..Format::Q6K.block_bytes()];
+                    let scales: [i32; 16] =
+                        std::array::from_fn(|s| i32::from(block[192 + s] as i8));
+                    // SAFETY: the scale is the block's last two bytes.
+                    let d = unsafe { f16_at(block.as_ptr().add(208)) };
+                    let mut sums = [_mm256_setzero_si256(); N];
+                    for half in 0..2 {
+                        // SAFETY: 64 bytes of low bits and 32 of high bits
+                        // per half.
+                        let (low_a, low_b, high) = unsafe {
+                            let low = block.as_ptr().add(64 * half);
+                            (
+                                _mm256_loadu_si256(low as *const __m256i),
+                                _mm256_loadu_si256(low.add(32) as *const __m256i),
+                                _mm256_loadu_si256(
+                                    block.as_ptr().add(128 + 32 * half) as *const __m256i
+                                ),
+                            )
+                        };
+                        // Values 0-31, 32-63, 64-95 and 96-127 of the half.
+                        let quarters = [
+                            _mm256_or_si256(
+                                _mm256_and_si256(low_a, _mm256_set1_epi8(0x0F)),
+                                _mm256_slli_epi16(bits_from(high, 0, 3), 4),
+                            ),
+                            _mm256_or_si256(
+                                _mm256_and_si256(low_b, _mm256_set1_epi8(0x0F)),
+                                _mm256_slli_epi16(bits_from(high, 2, 3), 4),
+                            ),
+                            _mm256_or_si256(
+                                bits_from(low_a, 4, 0x0F),
+                                _mm256_slli_epi16(bits_from(high, 4, 3), 4),
+                            ),
+                            _mm256_or_si256(
+                                bits_from(low_b, 4, 0x0F),
+                                _mm256_slli_epi16(bits_from(high, 6, 3), 4),
+                            ),
+                        ];
+                        for (k, quarter) in quarters.into_iter().enumerate() {
+                            let s = 8 * half + 2 * k;
+                            for n in 0..N {
+                                // SAFETY: `b` is within each input, its
+                                // quants 256 bytes.
+                                let x = unsafe {
+                                    _mm256_loadu_si256(
+                                        inputs[n]
+                                            .get_unchecked(b)
+                                            .quants
+                                            .as_ptr()
+                                            .add(128 * half + 32 * k)
+                                            as *const __m256i,
+                                    )
+                                };
+                                sums[n] = _mm256_add_epi32(
+                                    sums[n],
+                                    $scaled_products(quarter, x, scales[s], scales[s + 1]),
+                                );
+                            }
+                        }
+                    }
+                    for n in 0..N {
+                        // SAFETY: as above.
+                        let input = unsafe { inputs[n].get_unchecked(b) };
+                        // The values are stored 32 up: 32 times each
+                        // scaled sum of inputs comes off.
+                        let offset: i32 =
+                            (0..16).map(|s| scales[s] * i32::from(input.sums[s])).sum();
+                        totals[n] +=
+                            d * input.scale * (sum_of_integers(sums[n]) - 32 * offset) as f32;
+                    }
+                }
+                totals
+            }
+        }
+    };
+}
+
+kernels!(avx2, "avx2,fma,f16c", products_avx2, scaled_products_avx2);
+kernels!(
+    avxvnni,
+    "avx2,fma,f16c,avxvnni",
+    products_avxvnni,
+    scaled_products_avxvnni
+);
+kernels!(
+    vnni512,
+    "avx2,fma,f16c,avx512vnni,avx512vl",
+    products_vnni512,
+    scaled_products_vnni512
+);
+
+/// Eight floats of a row at `at`, widened to f32.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn eight(format: Format, at: *const u8) -> __m256 {
+    // SAFETY: `at` points at eight values of `format`.
+    unsafe {
+        match format {
+            Format::F16 => _mm256_cvtph_ps(_mm_loadu_si128(at as *const __m128i)),
+            Format::BF16 => _mm256_castsi256_ps(_mm256_slli_epi32(
+                _mm256_cvtepu16_epi32(_mm_loadu_si128(at as *const __m128i)),
+                16,
+            )),
+            _ => _mm256_loadu_ps(at as *const f32),
+        }
+    }
+}
+
+/// F16 rows times f16 inputs, BF16 times bf16, F32 times f32 (the inputs
+/// as the row's bytes would be), summed in f32.
+///
+/// # Safety
+/// The CPU has AVX2, FMA and F16C; each input is as long as `row`, a
+/// multiple of eight values.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub unsafe fn floats<const N: usize>(format: Format, row: &[u8], inputs: [&[u8]; N]) -> [f32; N] {
+    let width = format.block_bytes();
+    let values = row.len() / width;
+    assert!(values.is_multiple_of(8));
+    for input in inputs {
+        assert!(input.len() >= row.len());
+    }
+    let mut accumulators = [_mm256_setzero_ps(); N];
+    for i in (0..values).step_by(8) {
+        // SAFETY: values `i` to `i + 7` lie within `row` and each input.
+        let weights = unsafe { eight(format, row.as_ptr().add(i * width)) };
+        for n in 0..N {
+            let x = unsafe { eight(format, inputs[n].as_ptr().add(i * width)) };
+            accumulators[n] = _mm256_fmadd_ps(weights, x, accumulators[n]);
+        }
+    }
+    std::array::from_fn(|n| sum_of(accumulators[n]))
+}
