@@ -12,15 +12,13 @@ case " $* " in
     *" --crate-type proc-macro "* | *" --crate-name build_script_"*) ;;
     *" --crate-name agentsite "* | *" --crate-name agentsite_fuzz "* | *" fuzz/fuzz_targets/"*)
         # The fuzz targets are linted as they are built when FUZZ_LINTS
-        # is set (scripts/test.sh: no `cargo clippy` of its own covers
-        # them); clippy-driver takes rustc's place, as under cargo clippy.
+        # is set (scripts/test.sh, with CLIPPY_ARGS: no `cargo clippy` of
+        # its own covers them); clippy-driver takes rustc's place, as under
+        # cargo clippy.
         driver=()
         case " $* " in
             *" --crate-name agentsite "*) ;;
-            *) if [ -n "${FUZZ_LINTS:-}" ]; then
-                   driver=(clippy-driver)
-                   export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
-               fi ;;
+            *) [ -z "${FUZZ_LINTS:-}" ] || driver=(clippy-driver) ;;
         esac
         exec "${driver[@]}" "$rustc" "$@" \
             -Cpasses=sancov-module \

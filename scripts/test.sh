@@ -49,18 +49,22 @@ cargo package --quiet --allow-dirty --target-dir "$package_target" \
 
 # Clippy's lints (-D warnings) run in the test build itself: clippy-driver
 # compiles the workspace's own crates, as `cargo clippy` has it do (cargo's
-# RUSTC_WORKSPACE_WRAPPER), and the dependencies are built once. A
+# rustc-workspace-wrapper), and the dependencies are built once. A
 # separate `cargo clippy` checked every dependency, then the test build
 # compiled them all again: 13 minutes on a machine with empty caches.
 # What `cargo clippy --all-targets` covers: the tests, examples and
 # binaries here, the benchmarks just below, the fuzz targets in fuzz.sh.
-linted() {
-    RUSTC_WORKSPACE_WRAPPER=clippy-driver \
-        CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" "$@"
+# The wrapper is cargo configuration of these commands, not an
+# environment variable: the cargo builds the tests run themselves (the
+# example agents, scaffolds) must not inherit it. CLIPPY_ARGS is read by
+# clippy-driver alone, and cargo tracks it as the builds' environment.
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+linted_cargo() {
+    cargo --config 'build.rustc-workspace-wrapper="clippy-driver"' "$@"
 }
 echo "==> building the tests and benchmarks, with clippy's lints (-D warnings)"
-linted cargo test --workspace --no-run --quiet
-linted cargo test --workspace --benches --no-run --quiet
+linted_cargo test --workspace --no-run --quiet
+linted_cargo test --workspace --benches --no-run --quiet
 
 echo "==> cargo test"
 log=$(mktemp)
@@ -77,11 +81,11 @@ skips=()
 for module in "${networks[@]}"; do
     skips+=(--skip "$module")
 done
-linted cargo test --workspace -- "${skips[@]}" 2>&1 | tee "$log"
+linted_cargo test --workspace -- "${skips[@]}" 2>&1 | tee "$log"
 echo "==> cargo test: the simulated networks, one at a time (${networks[*]})"
 # The same command as above, filtered: `-p agentsite --test suite` would
 # resolve other features and build the suite again (2 minutes warm).
-linted cargo test --workspace -- "${networks[@]}" --test-threads=1 2>&1 | tee -a "$log"
+linted_cargo test --workspace -- "${networks[@]}" --test-threads=1 2>&1 | tee -a "$log"
 # One closing line for the whole suite (cargo prints one per test binary).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1) } }
      END { printf "all tests: %d passed, %d failed\n", p, f }' "$log"
