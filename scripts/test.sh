@@ -63,8 +63,9 @@ linted_cargo() {
     cargo --config 'build.rustc-workspace-wrapper="clippy-driver"' "$@"
 }
 echo "==> building the tests and benchmarks, with clippy's lints (-D warnings)"
-linted_cargo test --workspace --no-run --quiet
-linted_cargo test --workspace --benches --no-run --quiet
+# One cargo command for all of them: two left a core idle while the first
+# one's last binaries linked.
+linted_cargo test --workspace --all-targets --no-run --quiet
 
 echo "==> cargo test"
 log=$(mktemp)
