@@ -42,27 +42,33 @@ impl Default for Q8KBlock {
     }
 }
 
-/// Quantizes `values` (a multiple of [`BLOCK`] long) into `blocks`.
+/// Quantizes `values` (a multiple of [`BLOCK`] long) into `blocks` as
+/// llama.cpp's x86 `quantize_row_q8_0`/`_q8_1` do: a multiplier of
+/// 127 over the largest magnitude, rounding half to even, the scale kept in
+/// f16 and the sum's scale taken from the scale before it was rounded. The
+/// engine's products then round as llama.cpp's do.
 pub fn quantize(values: &[f32], blocks: &mut [Q8Block]) {
     debug_assert_eq!(values.len(), blocks.len() * BLOCK);
     for (values, block) in values.chunks_exact(BLOCK).zip(blocks) {
         let max = values.iter().fold(0f32, |m, v| m.max(v.abs()));
         let scale = max / 127.0;
-        let inverse = if scale == 0.0 { 0.0 } else { 1.0 / scale };
+        let inverse = if max == 0.0 { 0.0 } else { 127.0 / max };
         let mut sum = 0i32;
         for (q, v) in block.quants.iter_mut().zip(values) {
-            // Half away from zero, as `round` (which is a library call
-            // without SSE4.1); a value a hair below a half may go up.
-            let scaled = v * inverse;
-            *q = (scaled + 0.5f32.copysign(scaled)) as i8;
+            *q = nearest(v * inverse) as i8;
             sum += i32::from(*q);
         }
-        // Kept as llama.cpp keeps it, in f16: the engine's products then
-        // round as llama.cpp's do.
-        let scale = half::f16::from_f32(scale).to_f32();
-        block.scale = scale;
-        block.scaled_sum = scale * sum as f32;
+        block.scale = half::f16::from_f32(scale).to_f32();
+        block.scaled_sum = half::f16::from_f32(scale * sum as f32).to_f32();
     }
+}
+
+/// `value` rounded to the nearest integer, half to even, for |value| <
+/// 2^22 (llama.cpp's `nearest_int`): adding 1.5 * 2^23 leaves the integer
+/// in the mantissa's low bits. `round_ties_even` is a library call on CPUs
+/// without SSE4.1, which the engine's portable build must run on.
+fn nearest(value: f32) -> i32 {
+    ((value + 12_582_912.0).to_bits() & 0x007F_FFFF) as i32 - 0x0040_0000
 }
 
 /// Quantizes `values` (a multiple of [`SUPER_BLOCK`] long) into `blocks`
@@ -85,7 +91,7 @@ pub fn quantize_k(values: &[f32], blocks: &mut [Q8KBlock]) {
         }
         let inverse = -127.0 / largest;
         for (q, v) in block.quants.iter_mut().zip(values) {
-            *q = (inverse * v).round_ties_even().min(127.0) as i8;
+            *q = nearest(inverse * v).min(127) as i8;
         }
         for (sum, quants) in block.sums.iter_mut().zip(block.quants.chunks_exact(16)) {
             *sum = quants.iter().map(|&q| i16::from(q)).sum();

@@ -69,10 +69,29 @@ fn reference(matrix: &Matrix, inputs: &Inputs) -> Vec<f32> {
                 .zip(&input)
                 .map(|(&w, &x)| f64::from(w) * f64::from(x))
                 .sum();
-            out[t * rows + r] = sum as f32;
+            out[t * rows + r] = (sum + minimum_correction(matrix, r, inputs, t)) as f32;
         }
     }
     out
+}
+
+/// What differs when a block's minimum multiplies the inputs' sum as its
+/// Q8 block keeps it (`scaled_sum`, rounded to f16, as llama.cpp keeps it)
+/// rather than the sum of the inputs as dequantized.
+fn minimum_correction(matrix: &Matrix, row: usize, inputs: &Inputs, token: usize) -> f64 {
+    let (format, bytes) = matrix.row(row);
+    if !matches!(format, Format::Q4_1 | Format::Q5_1) {
+        return 0.0;
+    }
+    let blocks = bytes.chunks_exact(format.block_bytes());
+    blocks
+        .zip(inputs.q8(token))
+        .map(|(block, q8)| {
+            let minimum = half::f16::from_le_bytes([block[2], block[3]]).to_f64();
+            let sum: i32 = q8.quants.iter().map(|&q| i32::from(q)).sum();
+            minimum * (f64::from(q8.scaled_sum) - f64::from(q8.scale) * f64::from(sum))
+        })
+        .sum()
 }
 
 fn dequantized_input(format: Format, inputs: &Inputs, token: usize) -> Vec<f32> {
@@ -237,18 +256,30 @@ fn super_blocks_of_inputs_keep_their_values() {
     assert_eq!((zero[0].scale, zero[0].quants[0]), (0.0, 0));
 }
 
+/// Eight-bit inputs as llama.cpp's x86 code makes them: half rounds to
+/// even, the scale and the sum's scale in f16, the latter from the f32
+/// scale.
 #[test]
-fn quantized_activations_keep_their_values() {
-    let input = values(64, 3);
+fn quantized_activations_round_as_llama_cpps() {
+    let mut input = vec![0f32; 64];
+    input[..6].copy_from_slice(&[127.0, 2.5, 3.5, -2.5, -0.5, 0.49]);
+    input[32..].copy_from_slice(&values(32, 3));
     let mut blocks = vec![Q8Block::default(); 2];
     quantize(&input, &mut blocks);
+    assert_eq!(blocks[0].quants[..6], [127, 2, 4, -2, 0, 0]);
     for (block, values) in blocks.iter().zip(input.chunks_exact(BLOCK)) {
+        let max = values.iter().fold(0f32, |m, v| m.max(v.abs()));
         let sum: i32 = block.quants.iter().map(|&q| i32::from(q)).sum();
-        assert!((block.scaled_sum - block.scale * sum as f32).abs() < 1e-6);
+        let f16 = |v: f32| half::f16::from_f32(v).to_f32();
+        assert_eq!(block.scale, f16(max / 127.0));
+        assert_eq!(block.scaled_sum, f16(max / 127.0 * sum as f32));
         for (q, v) in block.quants.iter().zip(values) {
-            assert!((f32::from(*q) * block.scale - v).abs() <= block.scale / 2.0 + 1e-6);
+            assert!((f32::from(*q) - v * 127.0 / max).abs() <= 0.5 + 1e-5);
         }
     }
+    let mut zero = vec![Q8Block::default(); 1];
+    quantize(&[0.0; 32], &mut zero);
+    assert_eq!((zero[0].scale, zero[0].scaled_sum, zero[0].quants), (0.0, 0.0, [0; 32]));
 }
 
 /// q, k and v in three formats, stacked: one product, each part with its
