@@ -14,12 +14,14 @@
 # namespace of its own in which the suite's CARGO_HOME path *is* the empty
 # folder: the registry is fetched into it from nothing, at the paths the
 # suite's build knows, and `cargo install --debug` into the suite's target
-# folder builds only agentsite itself. The debug profile is the one
-# difference from the README's command: both profiles build the same code
-# with the same features, and only the release one's optimization would cost
-# the 27 minutes again.
+# folder builds nothing: the node is the one the suite's build made (the
+# same features, clippy's lints in both builds). The debug profile is the
+# one difference from the README's command: both profiles build the same
+# code with the same features, and only the release one's optimization would
+# cost the 27 minutes again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lints.sh
 repo=$(pwd)
 
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/agentsite-install"
@@ -33,7 +35,7 @@ if [ -z "${AGENTSITE_INSTALL_ISOLATED:-}" ]; then
     mkdir -p "$cache/cargo-home/bin"
     rustup_bin=$(command -v rustup)
     cp "$rustup_bin" "$cache/cargo-home/bin/rustup"
-    for proxy in cargo rustc rustdoc; do
+    for proxy in cargo rustc rustdoc clippy-driver cargo-clippy; do
         ln -s rustup "$cache/cargo-home/bin/$proxy"
     done
     mkdir -p "$suite_home"
@@ -69,7 +71,9 @@ run_as_new_user() {
 }
 
 echo "install: cargo install --locked --path host (CARGO_HOME empty)"
-run_as_new_user "$install_target" cargo install --locked --path host --debug --quiet
+# With clippy's lints in the build, as the suite built the node: the same
+# build of it, found built (scripts/lints.sh says why it must be named).
+run_as_new_user "$install_target" "${linted_cargo[@]}" install --locked --path host --debug --quiet
 installed="$home/bin/agentsite"
 [ -x "$installed" ] || { echo "install: no agentsite in $home/bin" >&2; exit 1; }
 [ "$(run_as_new_user "$install_target" sh -c 'command -v agentsite')" = "$installed" ] || {

@@ -47,25 +47,14 @@ find "$package_target" -name '*agentsite*' -prune -exec rm -rf {} + 2>/dev/null 
 cargo package --quiet --allow-dirty --target-dir "$package_target" \
   -p agentsite-json-words -p agentsite-sdk-macros -p agentsite-sdk
 
-# Clippy's lints (-D warnings) run in the test build itself: clippy-driver
-# compiles the workspace's own crates, as `cargo clippy` has it do (cargo's
-# rustc-workspace-wrapper), and the dependencies are built once. A
-# separate `cargo clippy` checked every dependency, then the test build
-# compiled them all again: 13 minutes on a machine with empty caches.
-# What `cargo clippy --all-targets` covers: the tests, examples and
-# binaries here, the benchmarks just below, the fuzz targets in fuzz.sh.
-# The wrapper is cargo configuration of these commands, not an
-# environment variable: the cargo builds the tests run themselves (the
-# example agents, scaffolds) must not inherit it. CLIPPY_ARGS is read by
-# clippy-driver alone, and cargo tracks it as the builds' environment.
-export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
-linted_cargo() {
-    cargo --config 'build.rustc-workspace-wrapper="clippy-driver"' "$@"
-}
+. scripts/lints.sh
 echo "==> building the tests and benchmarks, with clippy's lints (-D warnings)"
 # One cargo command for all of them: two left a core idle while the first
-# one's last binaries linked.
-linted_cargo test --workspace --all-targets --no-run --quiet
+# one's last binaries linked. Without the fuzz targets, which fuzz.sh builds
+# (and lints): their crate asks for the node's `fuzz-build` feature, which
+# in this build would make the node another than the one the install
+# builds, and the fuzz build's instrumented node overwrite this one.
+linted_cargo test --workspace --exclude agentsite-fuzz --all-targets --no-run --quiet
 
 echo "==> cargo test"
 log=$(mktemp)
@@ -82,11 +71,11 @@ skips=()
 for module in "${networks[@]}"; do
     skips+=(--skip "$module")
 done
-linted_cargo test --workspace -- "${skips[@]}" 2>&1 | tee "$log"
+linted_cargo test --workspace --exclude agentsite-fuzz -- "${skips[@]}" 2>&1 | tee "$log"
 echo "==> cargo test: the simulated networks, one at a time (${networks[*]})"
 # The same command as above, filtered: `-p agentsite --test suite` would
 # resolve other features and build the suite again (2 minutes warm).
-linted_cargo test --workspace -- "${networks[@]}" --test-threads=1 2>&1 | tee -a "$log"
+linted_cargo test --workspace --exclude agentsite-fuzz -- "${networks[@]}" --test-threads=1 2>&1 | tee -a "$log"
 # One closing line for the whole suite (cargo prints one per test binary).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1) } }
      END { printf "all tests: %d passed, %d failed\n", p, f }' "$log"
