@@ -279,7 +279,10 @@ fn quantized_activations_round_as_llama_cpps() {
     }
     let mut zero = vec![Q8Block::default(); 1];
     quantize(&[0.0; 32], &mut zero);
-    assert_eq!((zero[0].scale, zero[0].scaled_sum, zero[0].quants), (0.0, 0.0, [0; 32]));
+    assert_eq!(
+        (zero[0].scale, zero[0].scaled_sum, zero[0].quants),
+        (0.0, 0.0, [0; 32])
+    );
 }
 
 /// q, k and v in three formats, stacked: one product, each part with its
