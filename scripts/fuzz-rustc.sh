@@ -12,9 +12,9 @@ case " $* " in
     *" --crate-type proc-macro "* | *" --crate-name build_script_"*) ;;
     *" --crate-name agentsite "* | *" --crate-name agentsite_fuzz "* | *" fuzz/fuzz_targets/"*)
         # The fuzz targets are linted as they are built when FUZZ_LINTS
-        # is set (scripts/test.sh, with CLIPPY_ARGS: no `cargo clippy` of
-        # its own covers them); clippy-driver takes rustc's place, as under
-        # cargo clippy.
+        # is set (scripts/test.sh; fuzz.sh then takes CLIPPY_ARGS from
+        # scripts/lints.sh: no `cargo clippy` of its own covers them);
+        # clippy-driver takes rustc's place, as under cargo clippy.
         driver=()
         case " $* " in
             *" --crate-name agentsite "*) ;;

@@ -12,6 +12,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
+# FUZZ_LINTS: the targets linted as they are built (scripts/fuzz-rustc.sh),
+# with -D warnings as everywhere else, also when this runs alone.
+[ -z "${FUZZ_LINTS:-}" ] || . scripts/lints.sh
 
 seconds=${FUZZ_SECONDS:-60}
 targets=("$@")

@@ -73,7 +73,7 @@ run_as_new_user() {
 echo "install: cargo install --locked --path host (CARGO_HOME empty)"
 # With clippy's lints in the build, as the suite built the node: the same
 # build of it, found built (scripts/lints.sh says why it must be named).
-run_as_new_user "$install_target" "${linted_cargo[@]}" install --locked --path host --debug --quiet
+run_as_new_user "$install_target" "${linted_cargo_command[@]}" install --locked --path host --debug --quiet
 installed="$home/bin/agentsite"
 [ -x "$installed" ] || { echo "install: no agentsite in $home/bin" >&2; exit 1; }
 [ "$(run_as_new_user "$install_target" sh -c 'command -v agentsite')" = "$installed" ] || {

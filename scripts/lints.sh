@@ -16,7 +16,7 @@
 # linted one (and the next linted build compiles it again): the install
 # check builds with it too.
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
-linted_cargo=(cargo --config 'build.rustc-workspace-wrapper="clippy-driver"')
+linted_cargo_command=(cargo --config 'build.rustc-workspace-wrapper="clippy-driver"')
 linted_cargo() {
-    "${linted_cargo[@]}" "$@"
+    "${linted_cargo_command[@]}" "$@"
 }
