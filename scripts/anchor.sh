@@ -42,11 +42,32 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/pip" install --quiet cmake ninja numpy gguf scikit-build-core
 
+# The CPU's own instructions (-march=native), except on a CPU that lists
+# AMX: there llama.cpp's AMX matrix kernels died on their first tile
+# instruction (SIGILL at `tilezero`, in a Firecracker VM that lists AMX and
+# grants its state), so the build names every other x86 extension the CPU
+# lists, one by one, and leaves AMX out. The engine has no AMX kernels either.
+cpu_flags() {
+  grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -qx "$1"
+}
+instruction_sets=(-DGGML_NATIVE=ON)
+if cpu_flags amx_tile; then
+  instruction_sets=(-DGGML_NATIVE=OFF)
+  for pair in sse4_2:SSE42 avx:AVX avx2:AVX2 fma:FMA f16c:F16C bmi2:BMI2 avx_vnni:AVX_VNNI \
+    avx512f:AVX512 avx512vbmi:AVX512_VBMI avx512_vnni:AVX512_VNNI avx512_bf16:AVX512_BF16; do
+    if cpu_flags "${pair%%:*}"; then
+      instruction_sets+=("-DGGML_${pair##*:}=ON")
+    else
+      instruction_sets+=("-DGGML_${pair##*:}=OFF")
+    fi
+  done
+fi
+
 if [ ! -x "$build/bin/llama-bench" ] || [ ! -x "$build/bin/llama-perplexity" ]; then
   echo "==> building llama.cpp's llama-bench and llama-perplexity (about 15 minutes)" >&2
   "$venv/bin/cmake" -S "$source_dir/vendor/llama.cpp" -B "$build" -G Ninja \
     -DCMAKE_MAKE_PROGRAM="$venv/bin/ninja" -DCMAKE_BUILD_TYPE=Release \
-    -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=ON -DLLAMA_CURL=OFF \
+    "${instruction_sets[@]}" -DBUILD_SHARED_LIBS=ON -DLLAMA_CURL=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null
   "$venv/bin/cmake" --build "$build" --target llama-bench llama-perplexity -j "${JOBS:-2}" >/dev/null
 fi

@@ -23,13 +23,7 @@ fn main() -> Result<(), String> {
         candle_core::quantized::gguf_file::Content::read(&mut file).map_err(|e| e.to_string())?;
     let model = Model::map(&content, file.get_ref()).map_err(|e| e.to_string())?;
     let tokens: Vec<u32> = (0..prompt as u32).map(|t| 100 + t).collect();
-    // As the node runs a request: on one of the pool's threads, so that
-    // sharing out a product is a push onto a queue, not a wake-up of
-    // threads the caller then waits for.
-    rayon::ThreadPoolBuilder::new()
-        .build()
-        .map_err(|e| e.to_string())?
-        .install(|| run(&model, &tokens, generated))
+    run(&model, &tokens, generated)
 }
 
 fn run(model: &Model, tokens: &[u32], generated: usize) -> Result<(), String> {

@@ -11,6 +11,7 @@ mod ops;
 mod quant;
 mod session;
 pub mod synthetic;
+mod team;
 
 pub use model::{Model, ReadError, Source};
 pub use session::Session;

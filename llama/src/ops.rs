@@ -2,7 +2,7 @@
 //! embeddings, attention over the cache, activations.
 
 use crate::arch::{Activation, Rope};
-use rayon::prelude::*;
+use std::cell::RefCell;
 
 /// RMS norm of each row of `input`, scaled by `weight`.
 pub fn rms_norm(input: &[f32], weight: &[f32], epsilon: f32, out: &mut [f32]) {
@@ -88,9 +88,12 @@ pub fn attend(
     let kv_width = how.kv_heads * head_width;
     let group = how.heads / how.kv_heads;
     // One piece per head of each token: the work is shared out by head.
-    out.par_chunks_mut(head_width).enumerate().for_each_init(
-        Vec::new,
-        |scores: &mut Vec<f32>, (index, out)| {
+    thread_local! {
+        /// A query's scores, one buffer a thread.
+        static SCORES: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+    }
+    crate::team::team().for_each_chunk(out, head_width, |index, out| {
+        SCORES.with_borrow_mut(|scores| {
             let (token, head) = (index / how.heads, index % how.heads);
             let query = &qkv[token * how.qkv_width + head * head_width..][..head_width];
             let kv_offset = head / group * head_width;
@@ -117,8 +120,8 @@ pub fn attend(
                     *out += score / total * v;
                 }
             }
-        },
-    );
+        })
+    });
 }
 
 /// The gated feed-forward's middle: `activation(gate) × up`, row by row of

@@ -27,7 +27,6 @@ pub use format::Format;
 
 use activation::{BLOCK, Needs};
 use kernels::{Four, Kernels};
-use rayon::prelude::*;
 use std::sync::Arc;
 
 /// Bytes a matrix reads its blocks from: part of a mapped file, or bytes
@@ -163,6 +162,21 @@ impl Matrix {
         )
     }
 
+    /// From row `first`, at most `count` rows of the same part: their
+    /// format, their bytes and how many they are.
+    fn rows_from(&self, first: usize, count: usize) -> (Format, &[u8], usize) {
+        let part = self.starts.partition_point(|&start| start <= first) - 1;
+        let Part { format, bytes, .. } = &self.parts[part];
+        let count = count.min(self.starts[part + 1] - first);
+        let row_bytes = format.row_bytes(self.columns);
+        let offset = (first - self.starts[part]) * row_bytes;
+        (
+            *format,
+            &bytes.as_slice()[offset..][..count * row_bytes],
+            count,
+        )
+    }
+
     /// Writes row `row`'s values into `out`.
     pub fn dequantize_row(&self, row: usize, out: &mut [f32]) {
         let (format, bytes) = self.row(row);
@@ -171,7 +185,7 @@ impl Matrix {
 
     /// `out[t][r]` = row `r` · input `t`, for each token of `inputs`
     /// (prepared with [`Matrix::needs`], `columns` wide). Rows are shared
-    /// out among the thread pool's threads; `scratch` holds the products
+    /// out among the model's [team](crate::team); `scratch` holds the products
     /// row by row when there is more than one token.
     pub fn multiply(&self, inputs: &Inputs, out: &mut [f32], scratch: &mut Vec<f32>) {
         let tokens = inputs.tokens();
@@ -194,7 +208,8 @@ impl Matrix {
         };
         // Enough pieces for the threads to even out, few enough that
         // handing them out costs little.
-        let pieces = rayon::current_num_threads() * 4;
+        let team = crate::team::team();
+        let pieces = team.size() * 4;
         let rows_per_piece = rows.div_ceil(pieces).max(16);
         let by_row = |first_row: usize, piece: &mut [f32]| {
             // Four tokens at a time against every row of the piece: the
@@ -211,16 +226,23 @@ impl Matrix {
             }
         };
         if tokens == 1 {
-            out.par_chunks_mut(rows_per_piece)
-                .enumerate()
-                .for_each(|(piece, out)| by_row(piece * rows_per_piece, out));
+            team.for_each_chunk(out, rows_per_piece, |piece, out| {
+                let mut row = piece * rows_per_piece;
+                let mut out = out;
+                // Part by part, all of a part's rows in one call.
+                while !out.is_empty() {
+                    let (format, rows, count) = self.rows_from(row, out.len());
+                    let (now, rest) = out.split_at_mut(count);
+                    kernels.row_products(format, rows, inputs, 0, now);
+                    (row, out) = (row + count, rest);
+                }
+            });
             return;
         }
         scratch.resize(tokens * rows, 0.0);
-        scratch
-            .par_chunks_mut(rows_per_piece * tokens)
-            .enumerate()
-            .for_each(|(piece, out)| by_row(piece * rows_per_piece, out));
+        team.for_each_chunk(scratch, rows_per_piece * tokens, |piece, out| {
+            by_row(piece * rows_per_piece, out)
+        });
         for (token, out) in out.chunks_exact_mut(rows).enumerate() {
             for (row, out) in out.iter_mut().enumerate() {
                 *out = scratch[row * tokens + token];

@@ -69,8 +69,9 @@ impl<'m> Session<'m> {
     }
 
     /// Runs `tokens` through the model after those before, leaving the
-    /// [`logits`](Self::logits) of the token after the last. Runs its
-    /// products on the current rayon pool.
+    /// [`logits`](Self::logits) of the token after the last. Its products
+    /// are shared among the calling thread and the model's threads, one
+    /// per core (concurrent calls take turns, product by product).
     pub fn forward(&mut self, tokens: &[u32]) -> Result<(), String> {
         let model = self.model;
         let shape = &model.shape;

@@ -88,6 +88,30 @@ impl Recipe {
         }
     }
 
+    /// A model of `family` at the shape of Qwen3 0.6B (width 1,024, 28
+    /// layers, 16 heads of 128 over 8 key-value heads, 3,072 wide feed
+    /// forward, 151,936 tokens, the embedding tied to the output), in
+    /// `format`: what speed is measured on, since the time of a step is
+    /// the bytes of weights it reads, not what they say. Every row is a
+    /// whole number of 256-value blocks, so each format fits it; gemma3's
+    /// windowed layers see 512 positions, as Gemma 3's files say; qwen2
+    /// has 8 heads (llama.cpp takes its query width to be the model's, as
+    /// Qwen 2.5's are).
+    pub fn sub_billion(family: &'static str, format: GgmlDType) -> Self {
+        Recipe {
+            width: 1024,
+            layers: 28,
+            heads: if family == "qwen2" { 8 } else { 16 },
+            kv_heads: 8,
+            head_width: 128,
+            feed_forward: 3072,
+            vocabulary: 151_936,
+            window: 512,
+            context: 4096,
+            ..Recipe::small(family, format)
+        }
+    }
+
     /// [`Recipe::small`] with a chat vocabulary.
     pub fn chatting(family: &'static str, format: GgmlDType, chat: Chat) -> Self {
         Recipe {

@@ -13,7 +13,6 @@ use candle_core::quantized::gguf_file;
 use rand::{Rng as _, SeedableRng as _};
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -261,19 +260,6 @@ fn sha256_of(file: &mut std::fs::File) -> std::io::Result<String> {
     Ok(hex::encode(hasher.finalize()))
 }
 
-/// The threads that run models' products: one per core, shared by all
-/// requests, so that concurrent requests take turns instead of
-/// oversubscribing the cores.
-fn threads() -> &'static rayon::ThreadPool {
-    static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .thread_name(|n| format!("agentsite-model-{n}"))
-            .build()
-            .expect("the model's threads start")
-    })
-}
-
 /// Runs one request to the end; called on a blocking thread, which waits
 /// while the model's threads do the work.
 pub fn generate(
@@ -285,9 +271,7 @@ pub fn generate(
     sink: DeltaSink,
     abandoned: &AtomicBool,
 ) -> Result<Completion, LlmFailure> {
-    // The whole request runs on the model's threads, so that sharing out
-    // a product among them is a push onto a work queue, not a wake-up.
-    threads().install(|| {
+    {
         // The tools a call may be made of, as the prompt shows them.
         let offered: Vec<ToolSpec> = if request.tool_choice == ToolChoice::None {
             Vec::new()
@@ -313,14 +297,18 @@ pub fn generate(
             )));
         }
         let mut constraint = loaded.grammars.for_request(&request)?;
-        let encoding = loaded.vocabulary.tokenizer.encode(prompt, false).map_err(|e| {
-            LlmFailure::InvalidRequest(format!("cannot tokenize the conversation: {e}"))
-        })?;
+        let encoding = loaded
+            .vocabulary
+            .tokenizer
+            .encode(prompt, false)
+            .map_err(|e| {
+                LlmFailure::InvalidRequest(format!("cannot tokenize the conversation: {e}"))
+            })?;
         // One begin-of-text token, whether or not the template wrote it.
         let prompt_ids: Vec<u32> = match loaded.begin {
-            Some(begin) if encoding.get_ids().first() != Some(&begin) => {
-                std::iter::once(begin).chain(encoding.get_ids().iter().copied()).collect()
-            }
+            Some(begin) if encoding.get_ids().first() != Some(&begin) => std::iter::once(begin)
+                .chain(encoding.get_ids().iter().copied())
+                .collect(),
             _ => encoding.get_ids().to_vec(),
         };
         let prompt_ids = prompt_ids.as_slice();
@@ -411,9 +399,13 @@ pub fn generate(
                 && let Some(keep) = looping(&generated)
             {
                 generated.truncate(keep);
-                text = loaded.vocabulary.tokenizer.decode(&generated, true).map_err(|e| {
-                    LlmFailure::Unavailable(format!("cannot decode the answer: {e}"))
-                })?;
+                text = loaded
+                    .vocabulary
+                    .tokenizer
+                    .decode(&generated, true)
+                    .map_err(|e| {
+                        LlmFailure::Unavailable(format!("cannot decode the answer: {e}"))
+                    })?;
                 stop_reason = StopReason::EndTurn;
                 break;
             }
@@ -464,7 +456,7 @@ pub fn generate(
             },
             time_to_first_token,
         })
-    })
+    }
 }
 
 /// Tokens a loop's rounds must cover before it counts as one: a phrase of
