@@ -12,6 +12,7 @@ mod quant;
 mod session;
 pub mod synthetic;
 mod team;
+mod vector;
 
 pub use model::{Model, ReadError, Source};
 pub use session::Session;

@@ -2,6 +2,10 @@
 //! embeddings, attention over the cache, activations.
 
 use crate::arch::{Activation, Rope};
+use crate::team::Disjoint;
+#[cfg(target_arch = "x86_64")]
+use crate::vector::Avx2Fma;
+use crate::vector::{Lanes, Loops, Portable};
 use std::cell::RefCell;
 
 /// RMS norm of each row of `input`, scaled by `weight`.
@@ -76,6 +80,12 @@ pub struct Attention {
 /// Causal grouped-query attention of the queries in `qkv` (tokens at
 /// positions from `start`) over the cache, into `out` (heads × head width
 /// per token).
+///
+/// Shared out by key-value head and block of tokens: the queries of a
+/// block's tokens, of all the heads that share the key-value head, read
+/// each key and value once between them (one query at a time, each key
+/// came from the second-level cache once per query, 4 KiB past the last,
+/// where the prefetcher does not follow: a fifth of a prompt's time).
 pub fn attend(
     how: &Attention,
     start: usize,
@@ -84,44 +94,140 @@ pub fn attend(
     values: &[f32],
     out: &mut [f32],
 ) {
-    let head_width = how.head_width;
-    let kv_width = how.kv_heads * head_width;
-    let group = how.heads / how.kv_heads;
-    // One piece per head of each token: the work is shared out by head.
+    /// Tokens a piece: its queries' outputs and scores stay in the
+    /// nearest cache.
+    const BLOCK: usize = 8;
     thread_local! {
-        /// A query's scores, one buffer a thread.
+        /// A block's scores, one buffer a thread.
         static SCORES: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
     }
-    crate::team::team().for_each_chunk(out, head_width, |index, out| {
-        SCORES.with_borrow_mut(|scores| {
-            let (token, head) = (index / how.heads, index % how.heads);
-            let query = &qkv[token * how.qkv_width + head * head_width..][..head_width];
-            let kv_offset = head / group * head_width;
-            let end = start + token + 1;
-            let first = how.window.map_or(0, |window| end.saturating_sub(window));
-            scores.clear();
-            scores.extend((first..end).map(|p| {
-                let score = dot(query, &keys[p * kv_width + kv_offset..][..head_width]) * how.scale;
-                match how.cap {
-                    Some(cap) => cap * (score / cap).tanh(),
-                    None => score,
-                }
-            }));
-            let max = scores.iter().fold(f32::NEG_INFINITY, |m, &s| m.max(s));
+    let tokens = out.len() / (how.heads * how.head_width);
+    let blocks = tokens.div_ceil(BLOCK);
+    let lanes = Lanes::detect();
+    let shared = Disjoint::of(out);
+    crate::team::team().run(how.kv_heads * blocks, &|piece| {
+        let (kv_head, block) = (piece % how.kv_heads, piece / how.kv_heads);
+        let block = Block {
+            how,
+            start,
+            tokens: block * BLOCK..tokens.min((block + 1) * BLOCK),
+            kv_head,
+            qkv,
+            keys,
+            values,
+        };
+        SCORES.with_borrow_mut(|scores| match lanes {
+            Lanes::Portable => block.attend(Portable, scores, &shared),
+            // SAFETY: `detect` found AVX2 and FMA.
+            #[cfg(target_arch = "x86_64")]
+            Lanes::Avx2Fma => unsafe { block.attend_avx2_fma(scores, &shared) },
+        })
+    });
+}
+
+/// A block of tokens' queries of the heads that share one key-value head.
+struct Block<'a> {
+    how: &'a Attention,
+    /// The position of token 0.
+    start: usize,
+    tokens: std::ops::Range<usize>,
+    kv_head: usize,
+    qkv: &'a [f32],
+    keys: &'a [f32],
+    values: &'a [f32],
+}
+
+impl Block<'_> {
+    /// The positions token `t` sees.
+    fn seen_by(&self, t: usize) -> std::ops::Range<usize> {
+        let end = self.start + t + 1;
+        self.how
+            .window
+            .map_or(0, |window| end.saturating_sub(window))..end
+    }
+
+    /// Each query's softmax of its scaled (and capped) scores, the values
+    /// summed by it into its head of `out`; generic over the loops' way,
+    /// so that each way's loops inline into it.
+    #[inline(always)]
+    fn attend<L: Loops>(&self, loops: L, scores: &mut Vec<f32>, out: &Disjoint) {
+        let how = self.how;
+        let (width, group) = (how.head_width, how.heads / how.kv_heads);
+        let kv_width = how.kv_heads * width;
+        let heads = self.kv_head * group..(self.kv_head + 1) * group;
+        // Queries token by token, head by head; their scores row by row,
+        // over the positions any of them sees.
+        let queries: Vec<(usize, usize)> = self
+            .tokens
+            .clone()
+            .flat_map(|t| heads.clone().map(move |h| (t, h)))
+            .collect();
+        let positions =
+            self.seen_by(self.tokens.start).start..self.seen_by(self.tokens.end - 1).end;
+        let span = positions.len();
+        scores.clear();
+        scores.resize(queries.len() * span, 0.0);
+        let at = |p: usize| p * kv_width + self.kv_head * width;
+        for p in positions.clone() {
+            let key = &self.keys[at(p)..][..width];
+            for (i, &(t, h)) in queries.iter().enumerate() {
+                let score = match self.seen_by(t).contains(&p) {
+                    true => {
+                        let query = &self.qkv[t * how.qkv_width + h * width..][..width];
+                        let score = loops.dot(query, key) * how.scale;
+                        how.cap.map_or(score, |cap| cap * (score / cap).tanh())
+                    }
+                    false => f32::NEG_INFINITY,
+                };
+                scores[i * span + p - positions.start] = score;
+            }
+        }
+        for row in scores.chunks_exact_mut(span) {
+            let max = row.iter().fold(f32::NEG_INFINITY, |m, &s| m.max(s));
             let mut total = 0.0;
-            for score in scores.iter_mut() {
+            for score in row.iter_mut() {
                 *score = (*score - max).exp();
                 total += *score;
             }
-            out.fill(0.0);
-            for (p, score) in (first..end).zip(scores.iter()) {
-                let value = &values[p * kv_width + kv_offset..][..head_width];
-                for (out, v) in out.iter_mut().zip(value) {
-                    *out += score / total * v;
-                }
+            for score in row.iter_mut() {
+                *score /= total;
             }
-        })
-    });
+        }
+        // SAFETY: each query's head of its token is this piece's alone
+        // (pieces differ in key-value head or in tokens), and apart from
+        // the others of the piece.
+        let mut outs: Vec<&mut [f32]> = queries
+            .iter()
+            .map(|&(t, h)| unsafe { out.slice((t * how.heads + h) * width, width) })
+            .collect();
+        for out in outs.iter_mut() {
+            out.fill(0.0);
+        }
+        // Values a tile at a time, each query's sum over the tile kept in
+        // registers: a tile of values stays in the nearest cache.
+        const TILE: usize = 32;
+        let mut tile = Vec::with_capacity(TILE);
+        for first in positions.clone().step_by(TILE) {
+            let end = positions.end.min(first + TILE);
+            tile.clear();
+            tile.extend((first..end).map(|p| &self.values[at(p)..][..width]));
+            let (from, to) = (first - positions.start, end - positions.start);
+            for (i, out) in outs.iter_mut().enumerate() {
+                loops.add_weighted(out, &scores[i * span..][from..to], &tile);
+            }
+        }
+    }
+
+    /// [`Block::attend`] with AVX2 and FMA.
+    ///
+    /// # Safety
+    /// The CPU has them.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn attend_avx2_fma(&self, scores: &mut Vec<f32>, out: &Disjoint) {
+        // SAFETY: as this function's.
+        self.attend(unsafe { Avx2Fma::new() }, scores, out)
+    }
 }
 
 /// The gated feed-forward's middle: `activation(gate) × up`, row by row of
@@ -173,24 +279,6 @@ pub fn add(into: &mut [f32], other: &[f32]) {
     for (a, b) in into.iter_mut().zip(other) {
         *a += b;
     }
-}
-
-/// A dot product in eight lanes, which the compiler turns into SIMD.
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0f32; 8];
-    let (a_chunks, b_chunks) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = a_chunks
-        .remainder()
-        .iter()
-        .zip(b_chunks.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (a, b) in a_chunks.zip(b_chunks) {
-        for i in 0..8 {
-            lanes[i] += a[i] * b[i];
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
 }
 
 #[cfg(test)]

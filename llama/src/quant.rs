@@ -151,17 +151,6 @@ impl Matrix {
         self.parts.iter().map(|part| part.format)
     }
 
-    /// The part holding row `row`, and the row's bytes.
-    fn row(&self, row: usize) -> (Format, &[u8]) {
-        let part = self.starts.partition_point(|&start| start <= row) - 1;
-        let Part { format, bytes, .. } = &self.parts[part];
-        let row_bytes = format.row_bytes(self.columns);
-        (
-            *format,
-            &bytes.as_slice()[(row - self.starts[part]) * row_bytes..][..row_bytes],
-        )
-    }
-
     /// From row `first`, at most `count` rows of the same part: their
     /// format, their bytes and how many they are.
     fn rows_from(&self, first: usize, count: usize) -> (Format, &[u8], usize) {
@@ -179,15 +168,15 @@ impl Matrix {
 
     /// Writes row `row`'s values into `out`.
     pub fn dequantize_row(&self, row: usize, out: &mut [f32]) {
-        let (format, bytes) = self.row(row);
+        let (format, bytes, _) = self.rows_from(row, 1);
         format.dequantize(bytes, out);
     }
 
     /// `out[t][r]` = row `r` · input `t`, for each token of `inputs`
     /// (prepared with [`Matrix::needs`], `columns` wide). Rows are shared
-    /// out among the model's [team](crate::team); `scratch` holds the products
-    /// row by row when there is more than one token.
-    pub fn multiply(&self, inputs: &Inputs, out: &mut [f32], scratch: &mut Vec<f32>) {
+    /// out among the model's [team](crate::team), each piece a run of
+    /// rows.
+    pub fn multiply(&self, inputs: &Inputs, out: &mut [f32]) {
         let tokens = inputs.tokens();
         let rows = self.rows();
         assert_eq!(inputs.columns(), self.columns, "inputs of the wrong width");
@@ -211,42 +200,53 @@ impl Matrix {
         let team = crate::team::team();
         let pieces = team.size() * 4;
         let rows_per_piece = rows.div_ceil(pieces).max(16);
-        let by_row = |first_row: usize, piece: &mut [f32]| {
-            // Four tokens at a time against every row of the piece: the
-            // four stay in the nearest cache while the rows stream past
-            // (the piece's rows fit in the core's second-level cache).
-            for first_token in (0..tokens).step_by(4) {
-                let group = (tokens - first_token).min(4);
-                let four = side_by_side.get(first_token / 4).map(Vec::as_slice);
-                for (offset, products) in piece.chunks_exact_mut(tokens).enumerate() {
-                    let (format, row) = self.row(first_row + offset);
-                    let out = &mut products[first_token..][..group];
-                    kernels.products(format, row, inputs, first_token, four, out);
-                }
-            }
-        };
         if tokens == 1 {
             team.for_each_chunk(out, rows_per_piece, |piece, out| {
                 let mut row = piece * rows_per_piece;
                 let mut out = out;
                 // Part by part, all of a part's rows in one call.
                 while !out.is_empty() {
-                    let (format, rows, count) = self.rows_from(row, out.len());
+                    let (format, bytes, count) = self.rows_from(row, out.len());
                     let (now, rest) = out.split_at_mut(count);
-                    kernels.row_products(format, rows, inputs, 0, now);
+                    kernels.each_row(format, bytes, inputs, [0], None, |r, [p]| now[r] = p);
                     (row, out) = (row + count, rest);
                 }
             });
             return;
         }
-        scratch.resize(tokens * rows, 0.0);
-        team.for_each_chunk(scratch, rows_per_piece * tokens, |piece, out| {
-            by_row(piece * rows_per_piece, out)
-        });
-        for (token, out) in out.chunks_exact_mut(rows).enumerate() {
-            for (row, out) in out.iter_mut().enumerate() {
-                *out = scratch[row * tokens + token];
+        let products = crate::team::Disjoint::of(out);
+        team.run(rows.div_ceil(rows_per_piece), &|piece| {
+            let (mut row, end) = (
+                piece * rows_per_piece,
+                rows.min((piece + 1) * rows_per_piece),
+            );
+            while row < end {
+                let (format, bytes, count) = self.rows_from(row, end - row);
+                // Four tokens at a time against every row of the run: the
+                // four stay in the nearest cache while the rows stream
+                // past (a piece's rows fit in the core's second-level
+                // cache).
+                for first in (0..tokens).step_by(4) {
+                    if tokens - first >= 4 {
+                        let four = side_by_side.get(first / 4).map(Vec::as_slice);
+                        let group = [first, first + 1, first + 2, first + 3];
+                        kernels.each_row(format, bytes, inputs, group, four, |r, p| {
+                            for (n, p) in p.into_iter().enumerate() {
+                                // SAFETY: this piece's rows are its own.
+                                unsafe { products.slice((first + n) * rows + row + r, 1)[0] = p };
+                            }
+                        });
+                    } else {
+                        for token in first..tokens {
+                            kernels.each_row(format, bytes, inputs, [token], None, |r, [p]| {
+                                // SAFETY: as above.
+                                unsafe { products.slice(token * rows + row + r, 1)[0] = p };
+                            });
+                        }
+                    }
+                }
+                row += count;
             }
-        }
+        });
     }
 }

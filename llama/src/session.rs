@@ -39,7 +39,6 @@ struct Buffers {
     projected: Vec<f32>,
     gate_up: Vec<f32>,
     activated: Vec<f32>,
-    scratch: Vec<f32>,
     /// Per rotary frequency set, each position's turns.
     rotations: Vec<Vec<(f32, f32)>>,
 }
@@ -123,7 +122,7 @@ impl<'m> Session<'m> {
                 &mut b.normed,
             );
             b.inputs.prepare(&b.normed, count, layer.qkv.needs());
-            layer.qkv.multiply(&b.inputs, &mut b.qkv, &mut b.scratch);
+            layer.qkv.multiply(&b.inputs, &mut b.qkv);
             let (keys, values) = (&mut self.keys[n], &mut self.values[n]);
             let turns_of = &b.rotations[layer.rotary];
             for (token, qkv) in b.qkv.chunks_exact_mut(qkv_width).enumerate() {
@@ -160,9 +159,7 @@ impl<'m> Session<'m> {
                 &mut b.attended,
             );
             b.inputs.prepare(&b.attended, count, layer.output.needs());
-            layer
-                .output
-                .multiply(&b.inputs, &mut b.projected, &mut b.scratch);
+            layer.output.multiply(&b.inputs, &mut b.projected);
             if let Some(norm) = &layer.post_attention_norm {
                 ops::rms_norm_rows(&mut b.projected, norm, shape.norm_epsilon);
             }
@@ -176,9 +173,7 @@ impl<'m> Session<'m> {
                 &mut b.normed,
             );
             b.inputs.prepare(&b.normed, count, layer.gate_up.needs());
-            layer
-                .gate_up
-                .multiply(&b.inputs, &mut b.gate_up, &mut b.scratch);
+            layer.gate_up.multiply(&b.inputs, &mut b.gate_up);
             ops::gated(
                 family.activation,
                 &b.gate_up,
@@ -186,9 +181,7 @@ impl<'m> Session<'m> {
                 &mut b.activated,
             );
             b.inputs.prepare(&b.activated, count, layer.down.needs());
-            layer
-                .down
-                .multiply(&b.inputs, &mut b.projected, &mut b.scratch);
+            layer.down.multiply(&b.inputs, &mut b.projected);
             if let Some(norm) = &layer.post_feed_forward_norm {
                 ops::rms_norm_rows(&mut b.projected, norm, shape.norm_epsilon);
             }
@@ -201,9 +194,7 @@ impl<'m> Session<'m> {
         let normed = &mut b.normed[..width];
         ops::rms_norm(last, &model.output_norm, shape.norm_epsilon, normed);
         b.inputs.prepare(normed, 1, model.output_matrix().needs());
-        model
-            .output_matrix()
-            .multiply(&b.inputs, &mut self.logits, &mut b.scratch);
+        model.output_matrix().multiply(&b.inputs, &mut self.logits);
         if let Some(cap) = shape.output_cap {
             self.logits
                 .iter_mut()

@@ -111,7 +111,8 @@ impl Team {
     }
 
     /// Runs `piece(0)` to `piece(pieces - 1)`, shared among the team and
-    /// the calling thread, and returns when all have run.
+    /// the calling thread, and returns when all have run. A piece must not
+    /// start a job of its own (the team runs one job at a time).
     pub fn run(&self, pieces: usize, piece: &(dyn Fn(usize) + Sync)) {
         if pieces == 0 {
             return;
@@ -137,7 +138,9 @@ impl Team {
         }
         shared.finished.store(0, Ordering::Relaxed);
         shared.panicked.store(false, Ordering::Relaxed);
-        let generation = (shared.ticket.load(Ordering::Relaxed) >> 32) + 1;
+        // 32 bits of generation, wrapping (after days of jobs): a worker
+        // only compares it with the one it saw last.
+        let generation = ((shared.ticket.load(Ordering::Relaxed) >> 32) + 1) & 0xffff_ffff;
         // Publishes the slot and counts above with the new generation;
         // sequentially consistent with the check of `sleeping` below and a
         // worker's own pair (it counts itself asleep, then looks).
@@ -184,6 +187,40 @@ impl Team {
             let chunk = unsafe { std::slice::from_raw_parts_mut(start.0.add(first), count) };
             each(n, chunk);
         });
+    }
+}
+
+/// An output the team's pieces write at once, each piece its own parts of
+/// it, where a piece's parts are not one run of it (a product's rows of
+/// every token, one attention block's heads).
+pub struct Disjoint<'a> {
+    at: *mut f32,
+    len: usize,
+    _out: std::marker::PhantomData<&'a mut [f32]>,
+}
+
+// SAFETY: the pieces write apart (see `slice`).
+unsafe impl Sync for Disjoint<'_> {}
+
+impl<'a> Disjoint<'a> {
+    pub fn of(out: &'a mut [f32]) -> Self {
+        Disjoint {
+            at: out.as_mut_ptr(),
+            len: out.len(),
+            _out: std::marker::PhantomData,
+        }
+    }
+
+    /// The `len` values from `start`.
+    ///
+    /// # Safety
+    /// While the slice is in use, no other slice of those values is, on
+    /// this thread or another.
+    #[allow(clippy::mut_from_ref)] // Each slice is a piece's own part.
+    pub unsafe fn slice(&self, start: usize, len: usize) -> &mut [f32] {
+        assert!(start + len <= self.len, "a part outside the output");
+        // SAFETY: within the output (checked), and this use's alone.
+        unsafe { std::slice::from_raw_parts_mut(self.at.add(start), len) }
     }
 }
 
@@ -330,6 +367,22 @@ mod tests {
             }
         });
         assert!(worker_ran.load(Ordering::Relaxed), "the worker never woke");
+    }
+
+    #[test]
+    fn the_generation_wraps_after_its_last_value() {
+        let team = Team::new(2);
+        team.shared
+            .ticket
+            .store(0xffff_ffff << 32, Ordering::SeqCst);
+        for _ in 0..3 {
+            let ran = AtomicUsize::new(0);
+            team.run(32, &|_| {
+                ran.fetch_add(1, Ordering::Relaxed);
+            });
+            assert_eq!(ran.load(Ordering::Relaxed), 32);
+        }
+        assert_eq!(team.shared.ticket.load(Ordering::SeqCst) >> 32, 2);
     }
 
     #[test]

@@ -18,8 +18,8 @@ const NEAR_TIE: f32 = 0.005;
 /// As `make_reference.py` runs them.
 const TOKENS: [u32; 12] = [0, 17, 42, 311, 5, 5, 128, 64, 400, 3, 250, 77];
 
-/// The engine's logits at each position of [`TOKENS`], one token at a time.
-fn engine_logits(family: &'static str) -> (Vec<Vec<f32>>, String) {
+/// The family's small synthetic model, and the sha256 of its file.
+fn synthetic(family: &'static str) -> (Model, String) {
     let path = std::env::temp_dir().join(format!(
         "agentsite-synthetic-{family}-{}.gguf",
         std::process::id()
@@ -31,7 +31,15 @@ fn engine_logits(family: &'static str) -> (Vec<Vec<f32>>, String) {
     std::fs::remove_file(&path).unwrap();
     let digest = hex(&sha2::Sha256::digest(&bytes));
     let content = gguf_file::Content::read(&mut std::io::Cursor::new(&bytes)).unwrap();
-    let model = Model::read(&content, std::sync::Arc::new(bytes)).unwrap();
+    (
+        Model::read(&content, std::sync::Arc::new(bytes)).unwrap(),
+        digest,
+    )
+}
+
+/// The engine's logits at each position of [`TOKENS`], one token at a time.
+fn engine_logits(family: &'static str) -> (Vec<Vec<f32>>, String) {
+    let (model, digest) = synthetic(family);
     let mut session = Session::new(&model, TOKENS.len());
     let logits = TOKENS
         .iter()
@@ -132,4 +140,28 @@ fn qwen3_agrees_with_llama_cpp() {
 #[test]
 fn gemma3_agrees_with_llama_cpp() {
     agrees_with_llama_cpp("gemma3");
+}
+
+/// A prompt in one call (its tokens in two of the attention's blocks, two
+/// heads to a key-value head, gemma3's window of four positions) gives the
+/// logits the same tokens give one at a time.
+#[test]
+fn a_prompt_at_once_computes_what_its_tokens_one_at_a_time_do() {
+    for family in ["llama", "qwen2", "qwen3", "gemma3"] {
+        let (model, _) = synthetic(family);
+        let mut one_at_a_time = Session::new(&model, TOKENS.len());
+        for &token in &TOKENS {
+            one_at_a_time.forward(&[token]).unwrap();
+        }
+        let mut at_once = Session::new(&model, TOKENS.len());
+        at_once.forward(&TOKENS).unwrap();
+        let (apart, together) = (one_at_a_time.logits().to_vec(), at_once.logits().to_vec());
+        let divergence = kl(&apart, &together);
+        assert!(divergence < MOST_DIVERGENCE, "{family}: KL {divergence}");
+        let (top_apart, top_together) = (argmax(&apart), argmax(&together));
+        assert!(
+            apart[top_apart] - apart[top_together] <= NEAR_TIE,
+            "{family}: {top_apart} one at a time, {top_together} at once"
+        );
+    }
 }

@@ -1,5 +1,5 @@
 //! Which dot products this CPU runs, and the choice of kernel for a
-//! format: a row of weights times one to four tokens' inputs.
+//! format: rows of weights times one to four tokens' inputs.
 
 use super::activation::{Inputs, Q8Block};
 use super::format::{Activation, Format};
@@ -88,163 +88,108 @@ impl Kernels {
         kinds
     }
 
-    /// Row `row` (of `format`) times the inputs of tokens `first` to
-    /// `first + out.len()` (at most four), into `out`. `four`: the Q8
-    /// scales of those four tokens side by side, when there are four.
-    pub fn products(
-        self,
-        format: Format,
-        row: &[u8],
-        inputs: &Inputs,
-        first: usize,
-        four: Option<&[Four]>,
-        out: &mut [f32],
-    ) {
-        if out.len() == 4 {
-            let tokens = [first, first + 1, first + 2, first + 3];
-            if let (Format::Q4_1, Some(four)) = (format, four) {
-                out.copy_from_slice(&self.q4_1_four(row, tokens.map(|t| inputs.q8(t)), four));
-                return;
-            }
-            out.copy_from_slice(&self.dot(format, row, inputs, tokens));
-            return;
-        }
-        for (n, out) in out.iter_mut().enumerate() {
-            *out = self.dot(format, row, inputs, [first + n])[0];
-        }
-    }
-
-    /// Each row of `rows` (rows of `format`, one after another) times the
-    /// inputs of token `token`, into `out` (one product a row). One
-    /// dispatch for all the rows: a decode step's output product is a
-    /// quarter of a million short rows, where choosing the kernel row by
-    /// row cost a fifth of the time.
-    pub fn row_products(
+    /// Each row of `rows` (rows of `format` as wide as the inputs, one
+    /// after another) times the inputs of `tokens`: `put(r, products)` for
+    /// the `r`th row. `four`: the Q8 scales of four tokens side by side,
+    /// when `tokens` are those four.
+    ///
+    /// The kernel is chosen once for all the rows: a decode step's output
+    /// product is a quarter of a million short rows, where choosing it row
+    /// by row cost a fifth of the time.
+    pub fn each_row<const N: usize>(
         self,
         format: Format,
         rows: &[u8],
         inputs: &Inputs,
-        token: usize,
-        out: &mut [f32],
+        tokens: [usize; N],
+        four: Option<&[Four]>,
+        mut put: impl FnMut(usize, [f32; N]),
     ) {
-        let row_bytes = rows.len() / out.len().max(1);
-        let each = rows.chunks_exact(row_bytes).zip(out.iter_mut());
+        let each = rows
+            .chunks_exact(format.row_bytes(inputs.columns()))
+            .enumerate();
         macro_rules! rows_with {
             ($kernel:expr) => {
-                each.for_each(|(row, out)| *out = $kernel(row)[0])
+                each.for_each(|(r, row)| put(r, $kernel(row)))
             };
         }
+        // SAFETY (each x86 arm): `detect` found the CPU features the
+        // kernel names; each input has a block per block of a row (the
+        // inputs are as wide as the rows).
         match (format.activation(), self) {
+            (Activation::Q8, _) if N == 4 && format == Format::Q4_1 && four.is_some() => {
+                let x = std::array::from_fn(|n| inputs.q8(tokens[n.min(N - 1)]));
+                let four = four.expect("checked");
+                rows_with!(|row| {
+                    let products = self.q4_1_four(row, x, four);
+                    std::array::from_fn(|n| products[n])
+                })
+            }
             (Activation::Q8, Kernels::Portable) => {
-                let x = [inputs.q8(token)];
+                let x = tokens.map(|t| inputs.q8(t));
                 rows_with!(|row| portable::small(format, row, x))
             }
-            // SAFETY (each x86 arm): `detect` found the CPU features the
-            // kernel names; the input has a block per block of a row.
             #[cfg(target_arch = "x86_64")]
             (Activation::Q8, Kernels::Avx2) => {
-                let x = [inputs.q8(token)];
+                let x = tokens.map(|t| inputs.q8(t));
                 rows_with!(|row| unsafe { super::x86::avx2::small(format, row, x) })
             }
             #[cfg(target_arch = "x86_64")]
             (Activation::Q8, Kernels::AvxVnni) => {
-                let x = [inputs.q8(token)];
+                let x = tokens.map(|t| inputs.q8(t));
                 rows_with!(|row| unsafe { super::x86::avxvnni::small(format, row, x) })
             }
             #[cfg(target_arch = "x86_64")]
             (Activation::Q8, Kernels::Vnni512) => {
-                let x = [inputs.q8(token)];
+                let x = tokens.map(|t| inputs.q8(t));
                 rows_with!(|row| unsafe { super::x86::vnni512::small(format, row, x) })
             }
-            #[cfg(target_arch = "x86_64")]
-            (Activation::Q8K, Kernels::Vnni512) if format == Format::Q6K => {
-                let x = [inputs.q8k(token)];
-                rows_with!(|row| unsafe { super::x86::vnni512::q6k(row, x) })
-            }
-            #[cfg(target_arch = "x86_64")]
-            (Activation::Q8K, Kernels::Vnni512) => {
-                let x = [inputs.q8k(token)];
-                rows_with!(|row| unsafe { super::x86::vnni512::q45k(format, row, x) })
-            }
-            #[cfg(target_arch = "x86_64")]
-            (Activation::Q8K, Kernels::AvxVnni) if format == Format::Q6K => {
-                let x = [inputs.q8k(token)];
-                rows_with!(|row| unsafe { super::x86::avxvnni::q6k(row, x) })
-            }
-            #[cfg(target_arch = "x86_64")]
-            (Activation::Q8K, Kernels::AvxVnni) => {
-                let x = [inputs.q8k(token)];
-                rows_with!(|row| unsafe { super::x86::avxvnni::q45k(format, row, x) })
+            (Activation::Q8K, Kernels::Portable) => {
+                let x = tokens.map(|t| inputs.q8k(t));
+                rows_with!(|row| portable::k(format, row, x))
             }
             #[cfg(target_arch = "x86_64")]
             (Activation::Q8K, Kernels::Avx2) if format == Format::Q6K => {
-                let x = [inputs.q8k(token)];
+                let x = tokens.map(|t| inputs.q8k(t));
                 rows_with!(|row| unsafe { super::x86::avx2::q6k(row, x) })
             }
             #[cfg(target_arch = "x86_64")]
             (Activation::Q8K, Kernels::Avx2) => {
-                let x = [inputs.q8k(token)];
+                let x = tokens.map(|t| inputs.q8k(t));
                 rows_with!(|row| unsafe { super::x86::avx2::q45k(format, row, x) })
             }
-            _ => rows_with!(|row| self.dot(format, row, inputs, [token])),
-        }
-    }
-
-    /// Row `row` times the inputs of `tokens`.
-    pub fn dot<const N: usize>(
-        self,
-        format: Format,
-        row: &[u8],
-        inputs: &Inputs,
-        tokens: [usize; N],
-    ) -> [f32; N] {
-        match format.activation() {
-            Activation::Q8 => {
-                let x = tokens.map(|t| inputs.q8(t));
-                // SAFETY (each x86 arm): `detect` found the CPU features
-                // the kernel names; each input has a block per block of
-                // the row (the inputs are the matrix's width).
-                match self {
-                    Kernels::Portable => portable::small(format, row, x),
-                    #[cfg(target_arch = "x86_64")]
-                    Kernels::Avx2 => unsafe { super::x86::avx2::small(format, row, x) },
-                    #[cfg(target_arch = "x86_64")]
-                    Kernels::AvxVnni => unsafe { super::x86::avxvnni::small(format, row, x) },
-                    #[cfg(target_arch = "x86_64")]
-                    Kernels::Vnni512 => unsafe { super::x86::vnni512::small(format, row, x) },
-                }
-            }
-            Activation::Q8K => {
+            #[cfg(target_arch = "x86_64")]
+            (Activation::Q8K, Kernels::AvxVnni) if format == Format::Q6K => {
                 let x = tokens.map(|t| inputs.q8k(t));
-                // SAFETY: as above.
-                match (self, format) {
-                    (Kernels::Portable, _) => portable::k(format, row, x),
-                    #[cfg(target_arch = "x86_64")]
-                    (Kernels::Avx2, Format::Q6K) => unsafe { super::x86::avx2::q6k(row, x) },
-                    #[cfg(target_arch = "x86_64")]
-                    (Kernels::Avx2, _) => unsafe { super::x86::avx2::q45k(format, row, x) },
-                    #[cfg(target_arch = "x86_64")]
-                    (Kernels::AvxVnni, Format::Q6K) => unsafe { super::x86::avxvnni::q6k(row, x) },
-                    #[cfg(target_arch = "x86_64")]
-                    (Kernels::AvxVnni, _) => unsafe { super::x86::avxvnni::q45k(format, row, x) },
-                    #[cfg(target_arch = "x86_64")]
-                    (Kernels::Vnni512, Format::Q6K) => unsafe { super::x86::vnni512::q6k(row, x) },
-                    #[cfg(target_arch = "x86_64")]
-                    (Kernels::Vnni512, _) => unsafe { super::x86::vnni512::q45k(format, row, x) },
-                }
+                rows_with!(|row| unsafe { super::x86::avxvnni::q6k(row, x) })
             }
-            Activation::F16 | Activation::BF16 | Activation::F32 => {
+            #[cfg(target_arch = "x86_64")]
+            (Activation::Q8K, Kernels::AvxVnni) => {
+                let x = tokens.map(|t| inputs.q8k(t));
+                rows_with!(|row| unsafe { super::x86::avxvnni::q45k(format, row, x) })
+            }
+            #[cfg(target_arch = "x86_64")]
+            (Activation::Q8K, Kernels::Vnni512) if format == Format::Q6K => {
+                let x = tokens.map(|t| inputs.q8k(t));
+                rows_with!(|row| unsafe { super::x86::vnni512::q6k(row, x) })
+            }
+            #[cfg(target_arch = "x86_64")]
+            (Activation::Q8K, Kernels::Vnni512) => {
+                let x = tokens.map(|t| inputs.q8k(t));
+                rows_with!(|row| unsafe { super::x86::vnni512::q45k(format, row, x) })
+            }
+            (Activation::F16 | Activation::BF16 | Activation::F32, _) => {
                 let x: [&[u8]; N] = tokens.map(|t| match format.activation() {
                     Activation::F16 => bytes_of(inputs.f16(t)),
                     Activation::BF16 => bytes_of(inputs.bf16(t)),
                     _ => bytes_of(inputs.f32(t)),
                 });
                 match self {
-                    Kernels::Portable => portable::floats(format, row, x),
+                    Kernels::Portable => rows_with!(|row| portable::floats(format, row, x)),
                     // SAFETY: the CPU has AVX2, FMA and F16C; each input
                     // is the row's width, a multiple of 32 values.
                     #[cfg(target_arch = "x86_64")]
-                    _ => unsafe { super::x86::floats(format, row, x) },
+                    _ => rows_with!(|row| unsafe { super::x86::floats(format, row, x) }),
                 }
             }
         }

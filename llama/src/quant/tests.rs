@@ -60,7 +60,7 @@ fn reference(matrix: &Matrix, inputs: &Inputs) -> Vec<f32> {
     let mut weights = vec![0f32; columns];
     let mut out = vec![0f32; tokens * rows];
     for r in 0..rows {
-        let (format, _) = matrix.row(r);
+        let (format, _, _) = matrix.rows_from(r, 1);
         matrix.dequantize_row(r, &mut weights);
         for t in 0..tokens {
             let input = dequantized_input(format, inputs, t);
@@ -79,7 +79,7 @@ fn reference(matrix: &Matrix, inputs: &Inputs) -> Vec<f32> {
 /// Q8 block keeps it (`scaled_sum`, rounded to f16, as llama.cpp keeps it)
 /// rather than the sum of the inputs as dequantized.
 fn minimum_correction(matrix: &Matrix, row: usize, inputs: &Inputs, token: usize) -> f64 {
-    let (format, bytes) = matrix.row(row);
+    let (format, bytes, _) = matrix.rows_from(row, 1);
     if !matches!(format, Format::Q4_1 | Format::Q5_1) {
         return 0.0;
     }
@@ -137,18 +137,24 @@ fn every_kernel_gives_the_products_of_the_dequantized_weights() {
         let mut inputs = Inputs::default();
         inputs.prepare(&values(tokens * columns, 11), tokens, matrix.needs());
         let expected = reference(&matrix, &inputs);
+        let (_, bytes, _) = matrix.rows_from(0, rows);
         for kernels in Kernels::available() {
+            // Row by row, the four first tokens together, then each alone.
+            let mut out = vec![0f32; rows * tokens];
+            kernels.each_row(format, bytes, &inputs, [0, 1, 2, 3], None, |r, p| {
+                out[r * tokens..][..4].copy_from_slice(&p)
+            });
+            for t in 4..tokens {
+                kernels.each_row(format, bytes, &inputs, [t], None, |r, [p]| {
+                    out[r * tokens + t] = p
+                });
+            }
             for r in 0..rows {
-                let (_, row) = matrix.row(r);
-                let mut out = [0f32; 7];
-                kernels.products(format, row, &inputs, 0, None, &mut out[..4]);
-                kernels.products(format, row, &inputs, 4, None, &mut out[4..]);
                 for t in 0..tokens {
-                    let want = expected[t * rows + r];
+                    let (got, want) = (out[r * tokens + t], expected[t * rows + r]);
                     assert!(
-                        close(out[t], want),
-                        "{format:?} {kernels:?}, row {r} token {t}: {} != {want}",
-                        out[t]
+                        close(got, want),
+                        "{format:?} {kernels:?}, row {r} token {t}: {got} != {want}"
                     );
                 }
             }
@@ -158,7 +164,7 @@ fn every_kernel_gives_the_products_of_the_dequantized_weights() {
             inputs.prepare(&values(tokens * columns, 5), tokens, matrix.needs());
             let expected = reference(&matrix, &inputs);
             let mut out = vec![0f32; tokens * rows];
-            matrix.multiply(&inputs, &mut out, &mut Vec::new());
+            matrix.multiply(&inputs, &mut out);
             for (got, want) in out.iter().zip(&expected) {
                 assert!(close(*got, *want), "{format:?} multiply: {got} != {want}");
             }
@@ -175,14 +181,19 @@ fn the_four_input_q4_1_kernel_agrees() {
     inputs.prepare(&values(4 * columns, 9), 4, matrix.needs());
     let mut four = Vec::new();
     Four::of(inputs.all_q8(), columns / BLOCK, &mut four);
+    let (_, bytes, _) = matrix.rows_from(0, rows);
     for kernels in Kernels::available() {
-        for r in 0..rows {
-            let (_, row) = matrix.row(r);
-            let (mut together, mut apart) = ([0f32; 4], [0f32; 4]);
-            kernels.products(Format::Q4_1, row, &inputs, 0, Some(&four), &mut together);
-            kernels.products(Format::Q4_1, row, &inputs, 0, None, &mut apart);
+        let (mut together, mut apart) = (vec![[0f32; 4]; rows], vec![[0f32; 4]; rows]);
+        let tokens = [0, 1, 2, 3];
+        kernels.each_row(Format::Q4_1, bytes, &inputs, tokens, Some(&four), |r, p| {
+            together[r] = p
+        });
+        kernels.each_row(Format::Q4_1, bytes, &inputs, tokens, None, |r, p| {
+            apart[r] = p
+        });
+        for (r, (together, apart)) in together.iter().zip(&apart).enumerate() {
             for (a, b) in together.iter().zip(apart) {
-                assert!(close(*a, b), "{kernels:?} row {r}: {a} != {b}");
+                assert!(close(*a, *b), "{kernels:?} row {r}: {a} != {b}");
             }
         }
     }
@@ -302,12 +313,12 @@ fn stacked_parts_keep_their_formats() {
     let mut inputs = Inputs::default();
     inputs.prepare(&values(5 * columns, 2), 5, stacked.needs());
     let mut together = vec![0f32; 5 * 16];
-    stacked.multiply(&inputs, &mut together, &mut Vec::new());
+    stacked.multiply(&inputs, &mut together);
     let mut first = 0;
     for matrix in matrices() {
         let rows = matrix.rows();
         let mut apart = vec![0f32; 5 * rows];
-        matrix.multiply(&inputs, &mut apart, &mut Vec::new());
+        matrix.multiply(&inputs, &mut apart);
         for t in 0..5 {
             assert_eq!(
                 apart[t * rows..][..rows],

@@ -25,14 +25,6 @@ fn sum_of(v: __m256) -> f32 {
     _mm_cvtss_f32(_mm_add_ss(pair, _mm_movehdup_ps(pair)))
 }
 
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn sum_of_integers(v: __m256i) -> i32 {
-    let quad = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    let pair = _mm_add_epi32(quad, _mm_unpackhi_epi64(quad, quad));
-    _mm_cvtsi128_si32(_mm_add_epi32(pair, _mm_shuffle_epi32(pair, 1)))
-}
-
 /// 16 packed bytes of two four-bit values each as 32 bytes: the low halves
 /// (values 0-15) then the high ones (16-31).
 #[inline]
@@ -86,13 +78,14 @@ fn products_avx2(u: __m256i, s: __m256i) -> __m256i {
     _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
 }
 
-/// The same times `low` in the first half (bytes 0-15) and `high` in the
-/// second.
+/// `sums` plus `u` times `s` scaled: the byte products summed in pairs,
+/// each pair times its 16-bit lane of `scales`, summed in pairs again
+/// (no pair of products reaches 2^15: weights are at most 63, inputs at
+/// most 128 in size).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn scaled_products_avx2(u: __m256i, s: __m256i, low: i32, high: i32) -> __m256i {
-    let scales = _mm256_set_m128i(_mm_set1_epi16(high as i16), _mm_set1_epi16(low as i16));
-    _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scales)
+fn scaled_sums_avx2(sums: __m256i, u: __m256i, s: __m256i, scales: __m256i) -> __m256i {
+    _mm256_add_epi32(sums, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scales))
 }
 
 /// The products in one instruction (AVX-512 VNNI on 256-bit registers).
@@ -102,11 +95,11 @@ fn products_vnni512(u: __m256i, s: __m256i) -> __m256i {
     _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
 }
 
+/// The scaled sums with VNNI's 16-bit multiply-add, which adds too.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avx512vnni,avx512vl")]
-fn scaled_products_vnni512(u: __m256i, s: __m256i, low: i32, high: i32) -> __m256i {
-    let scales = _mm256_set_m128i(_mm_set1_epi32(high), _mm_set1_epi32(low));
-    _mm256_mullo_epi32(products_vnni512(u, s), scales)
+fn scaled_sums_vnni512(sums: __m256i, u: __m256i, s: __m256i, scales: __m256i) -> __m256i {
+    _mm256_dpwssd_epi32(sums, _mm256_maddubs_epi16(u, s), scales)
 }
 
 /// The products in one instruction (AVX-VNNI, the VEX-encoded form).
@@ -118,14 +111,45 @@ fn products_avxvnni(u: __m256i, s: __m256i) -> __m256i {
 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
-fn scaled_products_avxvnni(u: __m256i, s: __m256i, low: i32, high: i32) -> __m256i {
-    let scales = _mm256_set_m128i(_mm_set1_epi32(high), _mm_set1_epi32(low));
-    _mm256_mullo_epi32(products_avxvnni(u, s), scales)
+fn scaled_sums_avxvnni(sums: __m256i, u: __m256i, s: __m256i, scales: __m256i) -> __m256i {
+    _mm256_dpwssd_avx_epi32(sums, _mm256_maddubs_epi16(u, s), scales)
+}
+
+/// The eight 16-bit lanes of `words` (in both halves), lane `i` in every
+/// lane: one shuffle, where a broadcast from a general register is two.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn lane_everywhere(words: __m256i, i: usize) -> __m256i {
+    let pair = ((2 * i as i16 + 1) << 8) | (2 * i as i16);
+    _mm256_shuffle_epi8(words, _mm256_set1_epi16(pair))
+}
+
+/// Of sixteen signed bytes, byte `s` as eight 16-bit lanes, then byte
+/// `s + 1` as eight more.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn two_scales(bytes: __m128i, s: usize) -> __m256i {
+    let (low, high) = (
+        s as i64 * 0x0101_0101_0101_0101,
+        (s as i64 + 1) * 0x0101_0101_0101_0101,
+    );
+    _mm256_cvtepi8_epi16(_mm_shuffle_epi8(bytes, _mm_set_epi64x(high, low)))
+}
+
+/// The 32-value formats by number, for the kernels' const parameter.
+const fn small_format(number: u8) -> Format {
+    match number {
+        0 => Format::Q4_0,
+        1 => Format::Q4_1,
+        2 => Format::Q5_0,
+        3 => Format::Q5_1,
+        _ => Format::Q8_0,
+    }
 }
 
 /// Defines the kernels for one way of multiplying bytes.
 macro_rules! kernels {
-    ($module:ident, $features:literal, $products:ident, $scaled_products:ident) => {
+    ($module:ident, $features:literal, $products:ident, $scaled_sums:ident) => {
         pub mod $module {
             use super::*;
 
@@ -198,6 +222,27 @@ macro_rules! kernels {
                 row: &[u8],
                 inputs: [&[Q8Block]; N],
             ) -> [f32; N] {
+                // SAFETY (each arm): as this function's.
+                unsafe {
+                    match format {
+                        Format::Q4_0 => small_as::<N, 0>(row, inputs),
+                        Format::Q4_1 => small_as::<N, 1>(row, inputs),
+                        Format::Q5_0 => small_as::<N, 2>(row, inputs),
+                        Format::Q5_1 => small_as::<N, 3>(row, inputs),
+                        Format::Q8_0 => small_as::<N, 4>(row, inputs),
+                        _ => unreachable!("{format:?} is not a format of 32-value blocks"),
+                    }
+                }
+            }
+
+            /// [`small`] for the format numbered `F` (see [`small_format`]):
+            /// a constant, so each block's unpacking is that format's alone.
+            #[target_feature(enable = $features)]
+            unsafe fn small_as<const N: usize, const F: u8>(
+                row: &[u8],
+                inputs: [&[Q8Block]; N],
+            ) -> [f32; N] {
+                let format = small_format(F);
                 let blocks = row.len() / format.block_bytes();
                 for input in inputs {
                     assert!(input.len() >= blocks);
@@ -310,10 +355,17 @@ macro_rules! kernels {
                     assert!(input.len() >= blocks);
                 }
                 let fifth = format == Format::Q5K;
-                let mut totals = [0f32; N];
+                // Summed across the row as floats, eight lanes wide (one
+                // horizontal sum a row); the minimums' part as a number.
+                let mut accumulators = [_mm256_setzero_ps(); N];
+                let mut minimums = [0f32; N];
                 for b in 0..blocks {
                     let block = &row[b * format.block_bytes()..][..format.block_bytes()];
                     let (scales, mins) = k_scales(block[4..16].try_into().expect("12 bytes"));
+                    // The eight scales as 16-bit lanes, in both halves.
+                    let scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(
+                        i64::from_le_bytes(scales),
+                    )));
                     // SAFETY: the block's bytes are all within `row`.
                     let (d, min) =
                         unsafe { (f16_at(block.as_ptr()), f16_at(block.as_ptr().add(2))) };
@@ -344,8 +396,10 @@ macro_rules! kernels {
                                 _mm256_slli_epi16(bits_from(high, 2 * j + 1, 1), 4),
                             );
                         }
-                        let (s_low, s_up) =
-                            (i32::from(scales[2 * j]), i32::from(scales[2 * j + 1]));
+                        let (s_low, s_up) = (
+                            lane_everywhere(scales, 2 * j),
+                            lane_everywhere(scales, 2 * j + 1),
+                        );
                         for n in 0..N {
                             // SAFETY: `b` is within each input, its quants
                             // 256 bytes.
@@ -357,13 +411,8 @@ macro_rules! kernels {
                                     _mm256_loadu_si256(x.add(32) as *const __m256i),
                                 )
                             };
-                            sums[n] = _mm256_add_epi32(
-                                sums[n],
-                                _mm256_add_epi32(
-                                    $scaled_products(low, x_low, s_low, s_low),
-                                    $scaled_products(up, x_up, s_up, s_up),
-                                ),
-                            );
+                            sums[n] = $scaled_sums(sums[n], low, x_low, s_low);
+                            sums[n] = $scaled_sums(sums[n], up, x_up, s_up);
                         }
                     }
                     for n in 0..N {
@@ -376,11 +425,15 @@ macro_rules! kernels {
                                         + i32::from(input.sums[2 * j + 1]))
                             })
                             .sum();
-                        totals[n] += d * input.scale * sum_of_integers(sums[n]) as f32
-                            - min * input.scale * offset as f32;
+                        accumulators[n] = _mm256_fmadd_ps(
+                            _mm256_set1_ps(d * input.scale),
+                            _mm256_cvtepi32_ps(sums[n]),
+                            accumulators[n],
+                        );
+                        minimums[n] += min * input.scale * offset as f32;
                     }
                 }
-                totals
+                std::array::from_fn(|n| sum_of(accumulators[n]) - minimums[n])
             }
 
             /// Q6_K rows times Q8_K inputs.
@@ -394,13 +447,20 @@ macro_rules! kernels {
                 for input in inputs {
                     assert!(input.len() >= blocks);
                 }
-                let mut totals = [0f32; N];
+                // Each input's products, eight lanes wide, summed across
+                // the row as floats: one horizontal sum a row, as
+                // llama.cpp's kernel does, not one a super-block.
+                let mut accumulators = [_mm256_setzero_ps(); N];
                 for b in 0..blocks {
                     let block = &row[b * Format::Q6K.block_bytes()..][..Format::Q6K.block_bytes()];
-                    let scales: [i32; 16] =
-                        std::array::from_fn(|s| i32::from(block[192 + s] as i8));
-                    // SAFETY: the scale is the block's last two bytes.
-                    let d = unsafe { f16_at(block.as_ptr().add(208)) };
+                    // SAFETY: bytes 192-207 are the sixteen scales, the
+                    // last two the super-block's scale.
+                    let (scales, d) = unsafe {
+                        (
+                            _mm_loadu_si128(block.as_ptr().add(192) as *const __m128i),
+                            f16_at(block.as_ptr().add(208)),
+                        )
+                    };
                     let mut sums = [_mm256_setzero_si256(); N];
                     for half in 0..2 {
                         // SAFETY: 64 bytes of low bits and 32 of high bits
@@ -435,7 +495,8 @@ macro_rules! kernels {
                             ),
                         ];
                         for (k, quarter) in quarters.into_iter().enumerate() {
-                            let s = 8 * half + 2 * k;
+                            // Sixteen values to a scale.
+                            let s = two_scales(scales, 8 * half + 2 * k);
                             for n in 0..N {
                                 // SAFETY: `b` is within each input, its
                                 // quants 256 bytes.
@@ -449,42 +510,45 @@ macro_rules! kernels {
                                             as *const __m256i,
                                     )
                                 };
-                                sums[n] = _mm256_add_epi32(
-                                    sums[n],
-                                    $scaled_products(quarter, x, scales[s], scales[s + 1]),
-                                );
+                                sums[n] = $scaled_sums(sums[n], quarter, x, s);
                             }
                         }
                     }
+                    let scales16 = _mm256_cvtepi8_epi16(scales);
                     for n in 0..N {
                         // SAFETY: as above.
                         let input = unsafe { inputs[n].get_unchecked(b) };
+                        // SAFETY: sixteen sums of sixteen inputs, 32 bytes.
+                        let input_sums =
+                            unsafe { _mm256_loadu_si256(input.sums.as_ptr() as *const __m256i) };
                         // The values are stored 32 up: 32 times each
-                        // scaled sum of inputs comes off.
-                        let offset: i32 =
-                            (0..16).map(|s| scales[s] * i32::from(input.sums[s])).sum();
-                        totals[n] +=
-                            d * input.scale * (sum_of_integers(sums[n]) - 32 * offset) as f32;
+                        // scaled sum of inputs comes off, lane by lane.
+                        let offsets = _mm256_slli_epi32(_mm256_madd_epi16(input_sums, scales16), 5);
+                        accumulators[n] = _mm256_fmadd_ps(
+                            _mm256_set1_ps(d * input.scale),
+                            _mm256_cvtepi32_ps(_mm256_sub_epi32(sums[n], offsets)),
+                            accumulators[n],
+                        );
                     }
                 }
-                totals
+                std::array::from_fn(|n| sum_of(accumulators[n]))
             }
         }
     };
 }
 
-kernels!(avx2, "avx2,fma,f16c", products_avx2, scaled_products_avx2);
+kernels!(avx2, "avx2,fma,f16c", products_avx2, scaled_sums_avx2);
 kernels!(
     avxvnni,
     "avx2,fma,f16c,avxvnni",
     products_avxvnni,
-    scaled_products_avxvnni
+    scaled_sums_avxvnni
 );
 kernels!(
     vnni512,
     "avx2,fma,f16c,avx512vnni,avx512vl",
     products_vnni512,
-    scaled_products_vnni512
+    scaled_sums_vnni512
 );
 
 /// Eight floats of a row at `at`, widened to f32.
