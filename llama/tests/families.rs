@@ -20,8 +20,12 @@ const TOKENS: [u32; 12] = [0, 17, 42, 311, 5, 5, 128, 64, 400, 3, 250, 77];
 
 /// The family's small synthetic model, and the sha256 of its file.
 fn synthetic(family: &'static str) -> (Model, String) {
+    // A name of its own for each call: the tests run at once, in one
+    // process, and two of them write the same family.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = std::env::temp_dir().join(format!(
-        "agentsite-synthetic-{family}-{}.gguf",
+        "agentsite-synthetic-{family}-{}-{call}.gguf",
         std::process::id()
     ));
     let mut file = std::fs::File::create(&path).unwrap();

@@ -9,12 +9,15 @@ use super::format::{Format, k_scales};
 use super::kernels::Four;
 use std::arch::x86_64::*;
 
-/// The f16 at `at` as an f32.
+/// The f16 at `at` as an f32 in every lane. Broadcast from memory, where
+/// a scalar conversion compiled to an insert into whatever register was
+/// free, often the kernel's running sum: each block's scale then waited for
+/// the sum before it (measured: Q8_0 rows at a fifth of their speed).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn f16_at(at: *const u8) -> f32 {
-    let bits = unsafe { std::ptr::read_unaligned(at as *const u16) };
-    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(bits))))
+unsafe fn f16_splat(at: *const u8) -> __m256 {
+    let bits = unsafe { std::ptr::read_unaligned(at as *const i16) };
+    _mm256_cvtph_ps(_mm_set1_epi16(bits))
 }
 
 #[inline]
@@ -136,6 +139,28 @@ fn two_scales(bytes: __m128i, s: usize) -> __m256i {
     _mm256_cvtepi8_epi16(_mm_shuffle_epi8(bytes, _mm_set_epi64x(high, low)))
 }
 
+/// How many sums of one input a kernel adds to in turn, so that at least
+/// four additions are under way at once (each waits four or five cycles
+/// for the one before it to the same sum): one for each of four inputs,
+/// four for one.
+const fn chains<const N: usize>() -> usize {
+    match N {
+        0 | 1 => 4,
+        2 | 3 => 2,
+        _ => 1,
+    }
+}
+
+/// Four integer sums as one.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn joined_integers(sums: [__m256i; 4]) -> __m256i {
+    _mm256_add_epi32(
+        _mm256_add_epi32(sums[0], sums[1]),
+        _mm256_add_epi32(sums[2], sums[3]),
+    )
+}
+
 /// The 32-value formats by number, for the kernels' const parameter.
 const fn small_format(number: u8) -> Format {
     match number {
@@ -162,21 +187,24 @@ macro_rules! kernels {
                 $products(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w))
             }
 
-            /// A 32-value block's weights as bytes, its scale and minimum.
+            /// A 32-value block's weights as bytes, its scale and minimum (in
+            /// every lane).
             #[inline]
             #[target_feature(enable = $features)]
-            unsafe fn small_block(format: Format, block: *const u8) -> (__m256i, f32, f32) {
+            unsafe fn small_block(format: Format, block: *const u8) -> (__m256i, __m256, __m256) {
                 // SAFETY: `block` points at a whole block of `format`.
                 unsafe {
                     match format {
                         Format::Q4_0 => (
                             _mm256_sub_epi8(nibbles(block.add(2)), _mm256_set1_epi8(8)),
-                            f16_at(block),
-                            0.0,
+                            f16_splat(block),
+                            _mm256_setzero_ps(),
                         ),
-                        Format::Q4_1 => {
-                            (nibbles(block.add(4)), f16_at(block), f16_at(block.add(2)))
-                        }
+                        Format::Q4_1 => (
+                            nibbles(block.add(4)),
+                            f16_splat(block),
+                            f16_splat(block.add(2)),
+                        ),
                         // The fifth bit, less 16: 0xF0 ORed in where it
                         // is clear makes the byte the value less 16.
                         Format::Q5_0 => (
@@ -187,8 +215,8 @@ macro_rules! kernels {
                                     _mm256_set1_epi8(0xF0u8 as i8),
                                 ),
                             ),
-                            f16_at(block),
-                            0.0,
+                            f16_splat(block),
+                            _mm256_setzero_ps(),
                         ),
                         Format::Q5_1 => (
                             _mm256_or_si256(
@@ -198,13 +226,13 @@ macro_rules! kernels {
                                     _mm256_set1_epi8(0x10),
                                 ),
                             ),
-                            f16_at(block),
-                            f16_at(block.add(2)),
+                            f16_splat(block),
+                            f16_splat(block.add(2)),
                         ),
                         Format::Q8_0 => (
                             _mm256_loadu_si256(block.add(2) as *const __m256i),
-                            f16_at(block),
-                            0.0,
+                            f16_splat(block),
+                            _mm256_setzero_ps(),
                         ),
                         _ => unreachable!("{format:?} is not a format of 32-value blocks"),
                     }
@@ -247,10 +275,14 @@ macro_rules! kernels {
                 for input in inputs {
                     assert!(input.len() >= blocks);
                 }
-                // Q4_1 and Q5_1 weights are unsigned; the others signed.
+                // Q4_1 and Q5_1 weights are unsigned and have minimums;
+                // the others are signed.
                 let unsigned = matches!(format, Format::Q4_1 | Format::Q5_1);
-                let mut accumulators = [_mm256_setzero_ps(); N];
-                let mut minimums = [0f32; N];
+                // One sum a token, the blocks added in order, as llama.cpp
+                // adds them: a different order moves the small models'
+                // logits measurably (the families' tests).
+                let mut sums = [_mm256_setzero_ps(); N];
+                let mut minimums = [_mm256_setzero_ps(); N];
                 for b in 0..blocks {
                     // SAFETY: block `b` lies within `row`.
                     let (weights, scale, min) =
@@ -265,15 +297,19 @@ macro_rules! kernels {
                             true => $products(weights, x),
                             false => signed_products(weights, x),
                         };
-                        accumulators[n] = _mm256_fmadd_ps(
-                            _mm256_set1_ps(scale * input.scale),
+                        sums[n] = _mm256_fmadd_ps(
+                            _mm256_mul_ps(scale, _mm256_set1_ps(input.scale)),
                             _mm256_cvtepi32_ps(products),
-                            accumulators[n],
+                            sums[n],
                         );
-                        minimums[n] += min * input.scaled_sum;
+                        if unsigned {
+                            minimums[n] =
+                                _mm256_fmadd_ps(min, _mm256_set1_ps(input.scaled_sum), minimums[n]);
+                        }
                     }
                 }
-                std::array::from_fn(|n| sum_of(accumulators[n]) + minimums[n])
+                // Every lane of a minimum's sum is the same.
+                std::array::from_fn(|n| sum_of(sums[n]) + _mm256_cvtss_f32(minimums[n]))
             }
 
             /// Q4_1 row times four inputs: the four products of each block
@@ -316,12 +352,12 @@ macro_rules! kernels {
                         let scales = _mm256_broadcast_ps(&*(four.scales.as_ptr() as *const __m128));
                         products = _mm256_fmadd_ps(
                             _mm256_cvtepi32_ps(sums),
-                            _mm256_mul_ps(scales, _mm256_set1_ps(f16_at(block))),
+                            _mm256_mul_ps(scales, f16_splat(block)),
                             products,
                         );
                         minimums = _mm_fmadd_ps(
                             _mm_load_ps(four.scaled_sums.as_ptr()),
-                            _mm_set1_ps(f16_at(block.add(2))),
+                            _mm256_castps256_ps128(f16_splat(block.add(2))),
                             minimums,
                         );
                     }
@@ -356,9 +392,9 @@ macro_rules! kernels {
                 }
                 let fifth = format == Format::Q5K;
                 // Summed across the row as floats, eight lanes wide (one
-                // horizontal sum a row); the minimums' part as a number.
+                // horizontal sum a row), the minimums' part apart.
                 let mut accumulators = [_mm256_setzero_ps(); N];
-                let mut minimums = [0f32; N];
+                let mut minimums = [_mm256_setzero_ps(); N];
                 for b in 0..blocks {
                     let block = &row[b * format.block_bytes()..][..format.block_bytes()];
                     let (scales, mins) = k_scales(block[4..16].try_into().expect("12 bytes"));
@@ -366,9 +402,13 @@ macro_rules! kernels {
                     let scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(
                         i64::from_le_bytes(scales),
                     )));
+                    // Each minimum twice, as 16-bit lanes: one for each of
+                    // the two sums of sixteen inputs under it.
+                    let mins = _mm_cvtsi64_si128(i64::from_le_bytes(mins));
+                    let mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mins, mins));
                     // SAFETY: the block's bytes are all within `row`.
                     let (d, min) =
-                        unsafe { (f16_at(block.as_ptr()), f16_at(block.as_ptr().add(2))) };
+                        unsafe { (f16_splat(block.as_ptr()), f16_splat(block.as_ptr().add(2))) };
                     let (high, quants) = match fifth {
                         // SAFETY: bytes 16-47 are the fifth bits.
                         true => (
@@ -377,7 +417,9 @@ macro_rules! kernels {
                         ),
                         false => (_mm256_setzero_si256(), &block[16..]),
                     };
-                    let mut sums = [_mm256_setzero_si256(); N];
+                    // Sums being added to at once (see `chains`).
+                    let sets = chains::<N>();
+                    let mut sums = [[_mm256_setzero_si256(); N]; 4];
                     for j in 0..4 {
                         // SAFETY: 32 bytes of four-bit pairs per 64 values.
                         let packed = unsafe {
@@ -411,29 +453,32 @@ macro_rules! kernels {
                                     _mm256_loadu_si256(x.add(32) as *const __m256i),
                                 )
                             };
-                            sums[n] = $scaled_sums(sums[n], low, x_low, s_low);
-                            sums[n] = $scaled_sums(sums[n], up, x_up, s_up);
+                            let (first, second) = ((2 * j) % sets, (2 * j + 1) % sets);
+                            sums[first][n] = $scaled_sums(sums[first][n], low, x_low, s_low);
+                            sums[second][n] = $scaled_sums(sums[second][n], up, x_up, s_up);
                         }
                     }
                     for n in 0..N {
                         // SAFETY: as above.
                         let input = unsafe { inputs[n].get_unchecked(b) };
-                        let offset: i32 = (0..8)
-                            .map(|j| {
-                                i32::from(mins[j])
-                                    * (i32::from(input.sums[2 * j])
-                                        + i32::from(input.sums[2 * j + 1]))
-                            })
-                            .sum();
+                        // SAFETY: sixteen sums of sixteen inputs, 32 bytes.
+                        let input_sums =
+                            unsafe { _mm256_loadu_si256(input.sums.as_ptr() as *const __m256i) };
+                        let offsets = _mm256_madd_epi16(input_sums, mins);
+                        let input_scale = _mm256_set1_ps(input.scale);
                         accumulators[n] = _mm256_fmadd_ps(
-                            _mm256_set1_ps(d * input.scale),
-                            _mm256_cvtepi32_ps(sums[n]),
+                            _mm256_mul_ps(d, input_scale),
+                            _mm256_cvtepi32_ps(joined_integers(sums.map(|set| set[n]))),
                             accumulators[n],
                         );
-                        minimums[n] += min * input.scale * offset as f32;
+                        minimums[n] = _mm256_fmadd_ps(
+                            _mm256_mul_ps(min, input_scale),
+                            _mm256_cvtepi32_ps(offsets),
+                            minimums[n],
+                        );
                     }
                 }
-                std::array::from_fn(|n| sum_of(accumulators[n]) - minimums[n])
+                std::array::from_fn(|n| sum_of(_mm256_sub_ps(accumulators[n], minimums[n])))
             }
 
             /// Q6_K rows times Q8_K inputs.
@@ -458,10 +503,12 @@ macro_rules! kernels {
                     let (scales, d) = unsafe {
                         (
                             _mm_loadu_si128(block.as_ptr().add(192) as *const __m128i),
-                            f16_at(block.as_ptr().add(208)),
+                            f16_splat(block.as_ptr().add(208)),
                         )
                     };
-                    let mut sums = [_mm256_setzero_si256(); N];
+                    // Sums being added to at once (see `chains`).
+                    let sets = chains::<N>();
+                    let mut sums = [[_mm256_setzero_si256(); N]; 4];
                     for half in 0..2 {
                         // SAFETY: 64 bytes of low bits and 32 of high bits
                         // per half.
@@ -510,7 +557,8 @@ macro_rules! kernels {
                                             as *const __m256i,
                                     )
                                 };
-                                sums[n] = $scaled_sums(sums[n], quarter, x, s);
+                                let set = k % sets;
+                                sums[set][n] = $scaled_sums(sums[set][n], quarter, x, s);
                             }
                         }
                     }
@@ -525,8 +573,11 @@ macro_rules! kernels {
                         // scaled sum of inputs comes off, lane by lane.
                         let offsets = _mm256_slli_epi32(_mm256_madd_epi16(input_sums, scales16), 5);
                         accumulators[n] = _mm256_fmadd_ps(
-                            _mm256_set1_ps(d * input.scale),
-                            _mm256_cvtepi32_ps(_mm256_sub_epi32(sums[n], offsets)),
+                            _mm256_mul_ps(d, _mm256_set1_ps(input.scale)),
+                            _mm256_cvtepi32_ps(_mm256_sub_epi32(
+                                joined_integers(sums.map(|set| set[n])),
+                                offsets,
+                            )),
                             accumulators[n],
                         );
                     }
