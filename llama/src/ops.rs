@@ -232,19 +232,30 @@ impl Block<'_> {
 
 /// The gated feed-forward's middle: `activation(gate) × up`, row by row of
 /// `gate_up` (gate then up, `width` each).
+///
+/// A prompt's rows are shared out among the model's team: one thread
+/// computing the activations of 64 tokens left the others waiting.
 pub fn gated(activation: Activation, gate_up: &[f32], width: usize, out: &mut [f32]) {
-    for (gate_up, out) in gate_up
-        .chunks_exact(2 * width)
-        .zip(out.chunks_exact_mut(width))
-    {
-        let (gate, up) = gate_up.split_at(width);
-        for ((out, &g), u) in out.iter_mut().zip(gate).zip(up) {
-            let activated = match activation {
-                Activation::Silu => g / (1.0 + (-g).exp()),
-                Activation::GeluTanh => gelu(g),
-            };
-            *out = activated * u;
+    let tokens_per_piece = 4;
+    let one_piece = |piece: usize, out: &mut [f32]| {
+        let first = piece * tokens_per_piece;
+        for (gate_up, out) in gate_up[first * 2 * width..]
+            .chunks_exact(2 * width)
+            .zip(out.chunks_exact_mut(width))
+        {
+            let (gate, up) = gate_up.split_at(width);
+            for ((out, &g), u) in out.iter_mut().zip(gate).zip(up) {
+                let activated = match activation {
+                    Activation::Silu => g / (1.0 + (-g).exp()),
+                    Activation::GeluTanh => gelu(g),
+                };
+                *out = activated * u;
+            }
         }
+    };
+    match out.len() > tokens_per_piece * width {
+        true => crate::team::team().for_each_chunk(out, tokens_per_piece * width, one_piece),
+        false => one_piece(0, out),
     }
 }
 

@@ -4,6 +4,8 @@
 //! llama.cpp makes it, so that the engine's products round as its do.
 
 use super::format::Activation;
+use super::kernels::Kernels;
+use super::tiles::{self, Interleaved};
 
 /// Values per block of [`Q8Block`].
 pub const BLOCK: usize = 32;
@@ -133,6 +135,9 @@ pub struct Inputs {
     f16: Vec<u16>,
     bf16: Vec<u16>,
     f32: Vec<f32>,
+    /// The Q8_K inputs laid out for tiles, when there are enough tokens
+    /// and the CPU runs them.
+    interleaved: Option<Interleaved>,
 }
 
 impl Inputs {
@@ -143,14 +148,44 @@ impl Inputs {
         assert!(tokens > 0 && values.len().is_multiple_of(tokens));
         self.tokens = tokens;
         self.columns = values.len() / tokens;
+        // A prompt's tokens quantized by the model's team, a few each.
+        let team = crate::team::team();
         if needs.has(Activation::Q8) {
             self.q8.resize(values.len() / BLOCK, Q8Block::default());
-            quantize(values, &mut self.q8);
+            let per_piece = 4 * self.columns / BLOCK;
+            match tokens > 4 {
+                true => team.for_each_chunk(&mut self.q8, per_piece, |piece, blocks| {
+                    quantize(
+                        &values[piece * per_piece * BLOCK..][..blocks.len() * BLOCK],
+                        blocks,
+                    )
+                }),
+                false => quantize(values, &mut self.q8),
+            }
         }
         if needs.has(Activation::Q8K) {
             self.q8k
                 .resize(values.len() / SUPER_BLOCK, Q8KBlock::default());
-            quantize_k(values, &mut self.q8k);
+            let per_piece = 4 * self.columns / SUPER_BLOCK;
+            match tokens > 4 {
+                true => team.for_each_chunk(&mut self.q8k, per_piece, |piece, blocks| {
+                    let values = &values[piece * per_piece * SUPER_BLOCK..];
+                    quantize_k(&values[..blocks.len() * SUPER_BLOCK], blocks)
+                }),
+                false => quantize_k(values, &mut self.q8k),
+            }
+        }
+        let tiled = needs.has(Activation::Q8K)
+            && tokens >= tiles::LEAST_TOKENS
+            && Kernels::detect().tiles();
+        match tiled {
+            true => {
+                let (q8k, per_token) = (&self.q8k, self.columns / SUPER_BLOCK);
+                self.interleaved
+                    .get_or_insert_default()
+                    .fill(tokens, per_token, |t| &q8k[t * per_token..][..per_token]);
+            }
+            false => self.interleaved = None,
         }
         if needs.has(Activation::F16) {
             self.f16.clear();
@@ -195,6 +230,12 @@ impl Inputs {
 
     pub fn f32(&self, token: usize) -> &[f32] {
         &self.f32[token * self.columns..][..self.columns]
+    }
+
+    /// The Q8_K inputs laid out for tiles, if [`Inputs::prepare`] made
+    /// them.
+    pub fn interleaved(&self) -> Option<&Interleaved> {
+        self.interleaved.as_ref()
     }
 
     /// The Q8 blocks of every token, one token after another.

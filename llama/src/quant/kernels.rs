@@ -68,6 +68,17 @@ impl Kernels {
         Kernels::Portable
     }
 
+    /// Whether the CPU multiplies K-format weights in tiles
+    /// ([`super::tiles`]): AVX-512 with VNNI.
+    pub fn tiles(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self == Kernels::Vnni512 && std::arch::is_x86_feature_detected!("avx512f")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    }
+
     /// Every kind this CPU can run, for tests that compare them.
     #[cfg(test)]
     pub fn available() -> Vec<Self> {

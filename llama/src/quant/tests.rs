@@ -159,7 +159,8 @@ fn every_kernel_gives_the_products_of_the_dequantized_weights() {
                 }
             }
         }
-        for tokens in [1, tokens] {
+        // One token, a few (four at a time, then alone), enough for tiles.
+        for tokens in [1, tokens, 21] {
             let mut inputs = Inputs::default();
             inputs.prepare(&values(tokens * columns, 5), tokens, matrix.needs());
             let expected = reference(&matrix, &inputs);
@@ -348,4 +349,60 @@ fn matrices_of_the_wrong_size_are_refused() {
     assert!(Bytes::within(&source, 90, 10).is_some());
     assert!(Bytes::within(&source, 91, 10).is_none());
     assert!(Bytes::within(&source, usize::MAX, 2).is_none());
+}
+
+/// K-format rows in tiles of eight rows and sixteen tokens, with SIMD and
+/// without, against the products of the dequantized weights: 21 rows (the
+/// last band short) and 19 tokens (the second band mostly padding).
+#[test]
+fn tiles_give_the_products_of_the_dequantized_weights() {
+    let (rows, columns, tokens) = (21, 512, 19);
+    for format in [Format::Q4K, Format::Q5K, Format::Q6K] {
+        let matrix = random_matrix(format, rows, columns, format as u32 + 7);
+        let mut inputs = Inputs::default();
+        inputs.prepare(&values(tokens * columns, 13), tokens, matrix.needs());
+        let expected = reference(&matrix, &inputs);
+        let mut interleaved = tiles::Interleaved::default();
+        interleaved.fill(tokens, columns / 256, |t| inputs.q8k(t));
+        let mut band = tiles::Band::default();
+        for first in (0..rows).step_by(tiles::ROWS) {
+            let count = (rows - first).min(tiles::ROWS);
+            let (_, bytes, _) = matrix.rows_from(first, count);
+            band.fill(format, bytes, columns / 256);
+            for token_band in 0..tokens.div_ceil(tiles::TOKENS) {
+                let mut ways = vec![(
+                    "portable",
+                    tiles::portable_tile(&band, &interleaved, token_band),
+                )];
+                #[cfg(target_arch = "x86_64")]
+                if Kernels::detect().tiles() {
+                    // SAFETY: the CPU has AVX-512 with VNNI.
+                    ways.push(("AVX-512 VNNI", unsafe {
+                        tiles::tile(&band, &interleaved, token_band)
+                    }));
+                }
+                let present = (tokens - token_band * tiles::TOKENS).min(tiles::TOKENS);
+                for (way, tile) in ways {
+                    for (r, products) in tile.iter().enumerate() {
+                        for (j, &got) in products.iter().enumerate() {
+                            let t = token_band * tiles::TOKENS + j;
+                            match r < count && j < present {
+                                true => {
+                                    let want = expected[t * rows + first + r];
+                                    assert!(
+                                        close(got, want),
+                                        "{format:?} {way}, row {} token {t}: {got} != {want}",
+                                        first + r
+                                    );
+                                }
+                                false => {
+                                    assert_eq!(got, 0.0, "{format:?} {way}: padding's product")
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
