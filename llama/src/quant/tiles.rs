@@ -20,6 +20,7 @@
 
 use super::activation::{Q8KBlock, SUPER_BLOCK};
 use super::format::{Format, f16_at, k_scales};
+use super::kernels::Kernels;
 
 /// Weight rows a tile.
 pub const ROWS: usize = 8;
@@ -114,8 +115,8 @@ impl Band {
     /// [`ROWS`]), each `super_blocks` super-blocks long.
     pub fn fill(&mut self, format: Format, rows: &[u8], super_blocks: usize) {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2.
+        if Kernels::detect() != Kernels::Portable {
+            // SAFETY: the CPU has AVX2, FMA and F16C.
             return unsafe { self.fill_avx2(format, rows, super_blocks) };
         }
         self.fill_any(
@@ -133,12 +134,12 @@ impl Band {
     /// baseline (SSE2) left the unpacking scalar, a third of a prompt.
     ///
     /// # Safety
-    /// The CPU has AVX2.
+    /// The CPU has AVX2, FMA and F16C.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn fill_avx2(&mut self, format: Format, rows: &[u8], super_blocks: usize) {
         self.fill_any(format, rows, super_blocks, |format, block, codes| {
-            // SAFETY: the CPU has AVX2 (this function's contract).
+            // SAFETY: the CPU has AVX2, FMA and F16C (this function's contract).
             unsafe { x86::unpack(format, block, codes) }
         })
     }
@@ -272,24 +273,15 @@ fn fifth_bit<const BIT: u32>(codes: &mut [u8], high: &[u8]) {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::Format;
+    use crate::quant::x86::bits_from as bits;
     use std::arch::x86_64::*;
-
-    /// Bits `shift` and up of each byte of `v`, masked by `mask`.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn bits(v: __m256i, shift: i32, mask: i8) -> __m256i {
-        _mm256_and_si256(
-            _mm256_srl_epi16(v, _mm_cvtsi32_si128(shift)),
-            _mm256_set1_epi8(mask),
-        )
-    }
 
     /// A super-block's codes, as [`super::unpack_q45k`] and
     /// [`super::unpack_q6k`] make them.
     ///
     /// # Safety
     /// The CPU has AVX2.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn unpack(format: Format, block: &[u8], codes: &mut [u8]) {
         assert!(block.len() == format.block_bytes() && codes.len() == 256);
         let load = |at: usize| {
@@ -521,9 +513,9 @@ mod tests {
                 "{format:?}: a code out of range"
             );
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx2") {
+            if Kernels::detect() != Kernels::Portable {
                 let mut simd = [0u8; SUPER_BLOCK];
-                // SAFETY: the CPU has AVX2.
+                // SAFETY: the CPU has AVX2, FMA and F16C.
                 unsafe { x86::unpack(format, &block, &mut simd) };
                 assert_eq!(portable, simd, "{format:?}");
             }

@@ -65,7 +65,7 @@ unsafe fn bytes_of_bits(at: *const u8) -> __m256i {
 /// is of 16-bit lanes; the mask keeps each byte's own bits).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn bits_from(v: __m256i, shift: i32, mask: i8) -> __m256i {
+pub(super) fn bits_from(v: __m256i, shift: i32, mask: i8) -> __m256i {
     _mm256_and_si256(
         _mm256_srl_epi16(v, _mm_cvtsi32_si128(shift)),
         _mm256_set1_epi8(mask),
