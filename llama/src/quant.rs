@@ -26,7 +26,7 @@ mod x86;
 pub use activation::Inputs;
 pub use format::Format;
 
-use activation::{BLOCK, Needs, SUPER_BLOCK};
+use activation::{BLOCK, Needs};
 use kernels::{Four, Kernels};
 use std::sync::Arc;
 
@@ -232,7 +232,7 @@ impl Matrix {
                     for first in (0..count).step_by(tiles::ROWS) {
                         let band_rows = (count - first).min(tiles::ROWS);
                         let band_bytes = &bytes[first * row_bytes..][..band_rows * row_bytes];
-                        band.fill(format, band_bytes, self.columns / SUPER_BLOCK);
+                        band.fill(format, band_bytes, self.columns / format.block_values());
                         for token_band in 0..tokens.div_ceil(tiles::TOKENS) {
                             // SAFETY: `interleaved` is made only where the
                             // CPU has AVX-512 with VNNI.

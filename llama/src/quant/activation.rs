@@ -175,15 +175,23 @@ impl Inputs {
                 false => quantize_k(values, &mut self.q8k),
             }
         }
-        let tiled = needs.has(Activation::Q8K)
-            && tokens >= tiles::LEAST_TOKENS
+        // Laid out for tiles too, when there are enough tokens and the CPU
+        // runs them.
+        let tiled = tokens >= tiles::LEAST_TOKENS
+            && (needs.has(Activation::Q8K) || needs.has(Activation::Q8))
             && Kernels::detect().tiles();
         match tiled {
             true => {
-                let (q8k, per_token) = (&self.q8k, self.columns / SUPER_BLOCK);
-                self.interleaved
-                    .get_or_insert_default()
-                    .fill(tokens, per_token, |t| &q8k[t * per_token..][..per_token]);
+                let interleaved = self.interleaved.get_or_insert_default();
+                if needs.has(Activation::Q8K) {
+                    let (q8k, per_token) = (&self.q8k, self.columns / SUPER_BLOCK);
+                    interleaved.fill_k(tokens, per_token, |t| &q8k[t * per_token..][..per_token]);
+                }
+                if needs.has(Activation::Q8) {
+                    let (q8, per_token) = (&self.q8, self.columns / BLOCK);
+                    interleaved
+                        .fill_small(tokens, per_token, |t| &q8[t * per_token..][..per_token]);
+                }
             }
             false => self.interleaved = None,
         }

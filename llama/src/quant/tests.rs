@@ -351,24 +351,27 @@ fn matrices_of_the_wrong_size_are_refused() {
     assert!(Bytes::within(&source, usize::MAX, 2).is_none());
 }
 
-/// K-format rows in tiles of eight rows and sixteen tokens, with SIMD and
+/// Rows in tiles of eight rows and sixteen tokens, with SIMD and
 /// without, against the products of the dequantized weights: 21 rows (the
 /// last band short) and 19 tokens (the second band mostly padding).
 #[test]
 fn tiles_give_the_products_of_the_dequantized_weights() {
     let (rows, columns, tokens) = (21, 512, 19);
-    for format in [Format::Q4K, Format::Q5K, Format::Q6K] {
+    for format in Format::ALL.into_iter().filter(|&f| tiles::tiles(f)) {
         let matrix = random_matrix(format, rows, columns, format as u32 + 7);
         let mut inputs = Inputs::default();
         inputs.prepare(&values(tokens * columns, 13), tokens, matrix.needs());
         let expected = reference(&matrix, &inputs);
         let mut interleaved = tiles::Interleaved::default();
-        interleaved.fill(tokens, columns / 256, |t| inputs.q8k(t));
+        match format.block_values() {
+            256 => interleaved.fill_k(tokens, columns / 256, |t| inputs.q8k(t)),
+            _ => interleaved.fill_small(tokens, columns / 32, |t| inputs.q8(t)),
+        }
         let mut band = tiles::Band::default();
         for first in (0..rows).step_by(tiles::ROWS) {
             let count = (rows - first).min(tiles::ROWS);
             let (_, bytes, _) = matrix.rows_from(first, count);
-            band.fill(format, bytes, columns / 256);
+            band.fill(format, bytes, columns / format.block_values());
             for token_band in 0..tokens.div_ceil(tiles::TOKENS) {
                 let mut ways = vec![(
                     "portable",

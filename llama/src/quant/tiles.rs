@@ -1,4 +1,4 @@
-//! A prompt's products with K-format weights as tiles, on CPUs with
+//! A prompt's products with quantized weights as tiles, on CPUs with
 //! AVX-512 VNNI: eight rows of weights times sixteen tokens at a time.
 //!
 //! Multiplying a row by four tokens at once still spent most of its
@@ -16,10 +16,13 @@
 //!
 //! A weight's value is `scale × code − minimum` in each format's
 //! sub-blocks: Q4_K and Q5_K of 32 values with their minimums, Q6_K of 16
-//! whose codes are stored 32 up (its minimum is 32 times its scale).
+//! whose codes are stored 32 up (its minimum is 32 times its scale). The
+//! 32-value formats keep their blocks (each with its inputs' own scale):
+//! Q4_1 and Q5_1 with a minimum, Q4_0, Q5_0 and Q8_0 with codes stored 8,
+//! 16 and 128 up, taken off as integers, as llama.cpp's sums are.
 
-use super::activation::{Q8KBlock, SUPER_BLOCK};
-use super::format::{Format, f16_at, k_scales};
+use super::activation::{BLOCK, Q8Block, Q8KBlock, SUPER_BLOCK};
+use super::format::{Format, f16_at, fifth_bits, k_scales};
 use super::kernels::Kernels;
 
 /// Weight rows a tile.
@@ -34,6 +37,11 @@ const DEPTH: usize = 4;
 
 /// Whether a row of `format` is unpacked into a [`Band`].
 pub fn tiles(format: Format) -> bool {
+    !matches!(format, Format::F16 | Format::BF16 | Format::F32)
+}
+
+/// Whether `format` is one of super-blocks of 256 (its inputs Q8_K).
+fn k_format(format: Format) -> bool {
     matches!(format, Format::Q4K | Format::Q5K | Format::Q6K)
 }
 
@@ -45,64 +53,119 @@ fn sub_block(format: Format) -> usize {
     }
 }
 
-/// Tokens' Q8_K inputs in bands of sixteen, each super-block's values four
+/// Tokens' eight-bit inputs in bands of sixteen, each block's values four
 /// at a time for the sixteen side by side; a band's missing tokens are
-/// zeros.
+/// zeros. One layout of the Q8_K super-blocks, one of the Q8 blocks of 32.
 #[derive(Default)]
 pub struct Interleaved {
-    tokens: usize,
-    super_blocks: usize,
-    /// Band, super-block, group of four values, token, value.
+    k: Layout,
+    small: Layout,
+}
+
+/// Inputs of one kind laid out for tiles.
+#[derive(Default)]
+struct Layout {
+    /// Blocks a token.
+    blocks: usize,
+    /// Band, block, group of four values, token, value.
     codes: Vec<i8>,
-    /// Band, super-block, token: the inputs' scales.
+    /// Band, block, token: the inputs' scales.
     scales: Vec<f32>,
-    /// Band, super-block, sixteen values, token: the sums of the codes.
-    sums: Vec<f32>,
+    /// Band, block, run of values (16 for Q8_K, the whole 32 for Q8),
+    /// token: the sums of the codes.
+    sums: Vec<i32>,
+    /// Band, block, token (Q8 only): the scaled sums llama.cpp takes a
+    /// block's minimum times.
+    scaled_sums: Vec<f32>,
+}
+
+impl Layout {
+    /// Room for `tokens` tokens of `blocks` blocks of `values` values,
+    /// `runs` sums a block, all zeros.
+    fn clear(&mut self, tokens: usize, blocks: usize, values: usize, runs: usize) {
+        let slots = tokens.div_ceil(TOKENS) * blocks * TOKENS;
+        self.blocks = blocks;
+        self.codes.clear();
+        self.codes.resize(slots * values, 0);
+        self.scales.clear();
+        self.scales.resize(slots, 0.0);
+        self.sums.clear();
+        self.sums.resize(slots * runs, 0);
+        self.scaled_sums.clear();
+        self.scaled_sums.resize(slots, 0.0);
+    }
+
+    /// Token `token`'s block `block`: its four values of group `g` go at
+    /// `codes_at(g)`, its scale and sums at the returned slot.
+    fn slot(&self, token: usize, block: usize) -> usize {
+        ((token / TOKENS) * self.blocks + block) * TOKENS + token % TOKENS
+    }
+
+    /// Where group `g` of the token in `slot` starts.
+    fn codes_at(slot: usize, g: usize, groups: usize) -> usize {
+        let (at, lane) = (slot / TOKENS, slot % TOKENS);
+        ((at * groups + g) * TOKENS + lane) * DEPTH
+    }
 }
 
 impl Interleaved {
-    /// Lays out `tokens` tokens' inputs, `super_blocks` super-blocks each
+    /// Lays out `tokens` tokens' Q8_K inputs, `blocks` super-blocks each
     /// (`inputs(t)` is token `t`'s).
-    pub fn fill<'a>(
+    pub fn fill_k<'a>(
         &mut self,
         tokens: usize,
-        super_blocks: usize,
+        blocks: usize,
         inputs: impl Fn(usize) -> &'a [Q8KBlock],
     ) {
-        let bands = tokens.div_ceil(TOKENS);
-        let groups = SUPER_BLOCK / DEPTH;
-        self.tokens = tokens;
-        self.super_blocks = super_blocks;
-        self.codes.clear();
-        self.codes
-            .resize(bands * super_blocks * SUPER_BLOCK * TOKENS, 0);
-        self.scales.clear();
-        self.scales.resize(bands * super_blocks * TOKENS, 0.0);
-        self.sums.clear();
-        self.sums.resize(bands * super_blocks * 16 * TOKENS, 0.0);
+        let layout = &mut self.k;
+        layout.clear(tokens, blocks, SUPER_BLOCK, 16);
         for token in 0..tokens {
-            let (band, lane) = (token / TOKENS, token % TOKENS);
-            for (s, block) in inputs(token)[..super_blocks].iter().enumerate() {
-                let at = band * super_blocks + s;
+            for (b, block) in inputs(token)[..blocks].iter().enumerate() {
+                let slot = layout.slot(token, b);
                 for (g, four) in block.quants.chunks_exact(DEPTH).enumerate() {
-                    let start = ((at * groups + g) * TOKENS + lane) * DEPTH;
-                    self.codes[start..start + DEPTH].copy_from_slice(four);
+                    let at = Layout::codes_at(slot, g, SUPER_BLOCK / DEPTH);
+                    layout.codes[at..at + DEPTH].copy_from_slice(four);
                 }
-                self.scales[at * TOKENS + lane] = block.scale;
+                layout.scales[slot] = block.scale;
+                let (band_block, lane) = (slot / TOKENS, slot % TOKENS);
                 for (i, &sum) in block.sums.iter().enumerate() {
-                    self.sums[(at * 16 + i) * TOKENS + lane] = f32::from(sum);
+                    layout.sums[(band_block * 16 + i) * TOKENS + lane] = i32::from(sum);
                 }
+            }
+        }
+    }
+
+    /// Lays out `tokens` tokens' Q8 inputs, `blocks` blocks of 32 each.
+    pub fn fill_small<'a>(
+        &mut self,
+        tokens: usize,
+        blocks: usize,
+        inputs: impl Fn(usize) -> &'a [Q8Block],
+    ) {
+        let layout = &mut self.small;
+        layout.clear(tokens, blocks, BLOCK, 1);
+        for token in 0..tokens {
+            for (b, block) in inputs(token)[..blocks].iter().enumerate() {
+                let slot = layout.slot(token, b);
+                for (g, four) in block.quants.chunks_exact(DEPTH).enumerate() {
+                    let at = Layout::codes_at(slot, g, BLOCK / DEPTH);
+                    layout.codes[at..at + DEPTH].copy_from_slice(four);
+                }
+                layout.scales[slot] = block.scale;
+                layout.sums[slot] = block.quants.iter().map(|&q| i32::from(q)).sum();
+                layout.scaled_sums[slot] = block.scaled_sum;
             }
         }
     }
 }
 
-/// Up to [`ROWS`] rows of K-format weights unpacked: a byte per weight and
-/// each sub-block's scale and minimum as floats; missing rows are zeros.
+/// Up to [`ROWS`] rows of weights unpacked: a byte per weight and each
+/// sub-block's scale and minimum as floats; missing rows are zeros.
 #[derive(Default)]
 pub struct Band {
     format: Option<Format>,
-    super_blocks: usize,
+    /// The format's blocks a row.
+    blocks: usize,
     /// Row, value.
     codes: Vec<u8>,
     /// Row, sub-block.
@@ -112,22 +175,18 @@ pub struct Band {
 
 impl Band {
     /// Unpacks `rows` (rows of `format`, one after another, at most
-    /// [`ROWS`]), each `super_blocks` super-blocks long.
-    pub fn fill(&mut self, format: Format, rows: &[u8], super_blocks: usize) {
+    /// [`ROWS`]), each `blocks` of the format's blocks long.
+    pub fn fill(&mut self, format: Format, rows: &[u8], blocks: usize) {
         #[cfg(target_arch = "x86_64")]
         if Kernels::detect() != Kernels::Portable {
             // SAFETY: the CPU has AVX2, FMA and F16C.
-            return unsafe { self.fill_avx2(format, rows, super_blocks) };
+            return unsafe { self.fill_avx2(format, rows, blocks) };
         }
-        self.fill_any(
-            format,
-            rows,
-            super_blocks,
-            |format, block, codes| match format {
-                Format::Q6K => unpack_q6k(block, codes),
-                _ => unpack_q45k(format, block, codes),
-            },
-        )
+        self.fill_any(format, rows, blocks, |format, block, codes| match format {
+            Format::Q6K => unpack_q6k(block, codes),
+            Format::Q4K | Format::Q5K => unpack_q45k(format, block, codes),
+            _ => unpack_small(format, block, codes),
+        })
     }
 
     /// [`Band::fill`] with AVX2's byte shifts and masks: the build's
@@ -137,50 +196,87 @@ impl Band {
     /// The CPU has AVX2, FMA and F16C.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn fill_avx2(&mut self, format: Format, rows: &[u8], super_blocks: usize) {
-        self.fill_any(format, rows, super_blocks, |format, block, codes| {
+    unsafe fn fill_avx2(&mut self, format: Format, rows: &[u8], blocks: usize) {
+        self.fill_any(format, rows, blocks, |format, block, codes| {
             // SAFETY: the CPU has AVX2, FMA and F16C (this function's contract).
             unsafe { x86::unpack(format, block, codes) }
         })
     }
 
-    /// Fills the band, each super-block's codes written by `unpack`.
+    /// Fills the band, each block's codes written by `unpack`.
     #[inline(always)]
     fn fill_any(
         &mut self,
         format: Format,
         rows: &[u8],
-        super_blocks: usize,
+        blocks: usize,
         unpack: impl Fn(Format, &[u8], &mut [u8]),
     ) {
         assert!(tiles(format), "{format:?} rows are not unpacked into bands");
-        let row_bytes = super_blocks * format.block_bytes();
+        let row_bytes = blocks * format.block_bytes();
         let count = rows.len() / row_bytes;
         assert!(count <= ROWS, "a band of {count} rows");
-        let per_row = super_blocks * SUPER_BLOCK / sub_block(format);
+        let values = format.block_values();
+        let subs = values / sub_block(format);
+        let per_row = blocks * subs;
         self.format = Some(format);
-        self.super_blocks = super_blocks;
+        self.blocks = blocks;
         // Every value is written below but the missing rows', zeroed.
-        self.codes.resize(ROWS * super_blocks * SUPER_BLOCK, 0);
+        self.codes.resize(ROWS * blocks * values, 0);
         self.scales.resize(ROWS * per_row, 0.0);
         self.minimums.resize(ROWS * per_row, 0.0);
-        self.codes[count * super_blocks * SUPER_BLOCK..].fill(0);
+        self.codes[count * blocks * values..].fill(0);
         self.scales[count * per_row..].fill(0.0);
         self.minimums[count * per_row..].fill(0.0);
         for (r, row) in rows.chunks_exact(row_bytes).enumerate() {
-            for (s, block) in row.chunks_exact(format.block_bytes()).enumerate() {
-                let codes = &mut self.codes[(r * super_blocks + s) * SUPER_BLOCK..][..SUPER_BLOCK];
-                let subs = SUPER_BLOCK / sub_block(format);
-                let at = r * per_row + s * subs;
+            for (b, block) in row.chunks_exact(format.block_bytes()).enumerate() {
+                let codes = &mut self.codes[(r * blocks + b) * values..][..values];
+                let at = r * per_row + b * subs;
                 let scales = &mut self.scales[at..at + subs];
                 let minimums = &mut self.minimums[at..at + subs];
                 match format {
                     Format::Q6K => q6k_scales(block, scales, minimums),
-                    _ => q45k_scales(block, scales, minimums),
+                    Format::Q4K | Format::Q5K => q45k_scales(block, scales, minimums),
+                    _ => small_scales(format, block, &mut scales[0], &mut minimums[0]),
                 }
                 unpack(format, block, codes);
             }
         }
+    }
+}
+
+/// A 32-value block's scale `d` and, for Q4_1 and Q5_1, its minimum (added,
+/// not taken off: their values are `d × code + m`).
+fn small_scales(format: Format, block: &[u8], scale: &mut f32, minimum: &mut f32) {
+    *scale = f16_at(block, 0);
+    *minimum = match format {
+        Format::Q4_1 | Format::Q5_1 => f16_at(block, 2),
+        _ => 0.0,
+    };
+}
+
+/// A 32-value block's codes: Q4_0 and Q4_1 0-15, Q5_0 and Q5_1 0-31,
+/// Q8_0 0-255 (its values plus 128).
+fn unpack_small(format: Format, block: &[u8], codes: &mut [u8]) {
+    let (quants, high) = match format {
+        Format::Q4_0 => (&block[2..18], None),
+        Format::Q4_1 => (&block[4..20], None),
+        Format::Q5_0 => (&block[6..22], Some(&block[2..6])),
+        Format::Q5_1 => (&block[8..24], Some(&block[4..8])),
+        _ => {
+            for (code, &q) in codes.iter_mut().zip(&block[2..34]) {
+                *code = q ^ 0x80;
+            }
+            return;
+        }
+    };
+    let high = high.map_or(0, |bytes| {
+        u32::from_le_bytes(bytes.try_into().expect("four bytes"))
+    });
+    for (i, &byte) in quants.iter().enumerate() {
+        let (low, up) = fifth_bits(high, i);
+        codes[i] = byte & 0x0F | low;
+        codes[i + 16] = byte >> 4 | up;
     }
 }
 
@@ -273,17 +369,44 @@ fn fifth_bit<const BIT: u32>(codes: &mut [u8], high: &[u8]) {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::Format;
-    use crate::quant::x86::bits_from as bits;
+    use crate::quant::x86::{bits_from as bits, bytes_of_bits, nibbles};
     use std::arch::x86_64::*;
 
-    /// A super-block's codes, as [`super::unpack_q45k`] and
-    /// [`super::unpack_q6k`] make them.
+    /// Four-bit codes with their fifth bits (0xFF in each byte whose bit
+    /// is set) ORed in.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn fifth(codes: __m256i, set: __m256i) -> __m256i {
+        _mm256_or_si256(codes, _mm256_and_si256(set, _mm256_set1_epi8(0x10)))
+    }
+
+    /// A block's codes, as [`super::unpack_q45k`], [`super::unpack_q6k`]
+    /// and [`super::unpack_small`] make them.
     ///
     /// # Safety
     /// The CPU has AVX2.
     #[target_feature(enable = "avx2,fma,f16c")]
     pub unsafe fn unpack(format: Format, block: &[u8], codes: &mut [u8]) {
-        assert!(block.len() == format.block_bytes() && codes.len() == 256);
+        assert!(block.len() == format.block_bytes() && codes.len() == format.block_values());
+        if !super::k_format(format) {
+            // SAFETY: a whole block (asserted), and the CPU's features.
+            let bytes = unsafe {
+                let at = block.as_ptr();
+                match format {
+                    Format::Q4_0 => nibbles(at.add(2)),
+                    Format::Q4_1 => nibbles(at.add(4)),
+                    Format::Q5_0 => fifth(nibbles(at.add(6)), bytes_of_bits(at.add(2))),
+                    Format::Q5_1 => fifth(nibbles(at.add(8)), bytes_of_bits(at.add(4))),
+                    _ => _mm256_xor_si256(
+                        _mm256_loadu_si256(at.add(2) as *const __m256i),
+                        _mm256_set1_epi8(0x80u8 as i8),
+                    ),
+                }
+            };
+            // SAFETY: 32 codes (asserted).
+            unsafe { _mm256_storeu_si256(codes.as_mut_ptr() as *mut __m256i, bytes) };
+            return;
+        }
         let load = |at: usize| {
             // SAFETY: every `at` below is 32 bytes or more from the end of
             // the block (asserted whole).
@@ -329,6 +452,17 @@ mod x86 {
     }
 }
 
+/// How a format's codes are stored: `bias` up (taken off each code, as an
+/// integer, before the block's scale), or with a minimum per sub-block.
+fn bias(format: Format) -> i32 {
+    match format {
+        Format::Q4_0 => 8,
+        Format::Q5_0 => 16,
+        Format::Q8_0 => 128,
+        _ => 0,
+    }
+}
+
 /// The products of a band's rows and a band of sixteen tokens, without
 /// SIMD: what the tiles must equal, for the tests.
 #[cfg(test)]
@@ -338,31 +472,46 @@ pub fn portable_tile(
     token_band: usize,
 ) -> [[f32; TOKENS]; ROWS] {
     let format = band.format.expect("a filled band");
-    let size = sub_block(format);
-    let per_row = band.super_blocks * SUPER_BLOCK / size;
+    let k = k_format(format);
+    let layout = if k { &inputs.k } else { &inputs.small };
+    let (values, size) = (format.block_values(), sub_block(format));
+    let (subs, groups) = (values / size, values / DEPTH);
+    let runs = if k { 16 } else { 1 };
     let mut out = [[0f32; TOKENS]; ROWS];
     for (r, out) in out.iter_mut().enumerate() {
         for (t, out) in out.iter_mut().enumerate() {
             let mut total = 0f32;
-            for s in 0..band.super_blocks {
-                let at = token_band * band.super_blocks + s;
+            for b in 0..band.blocks {
+                let slot = layout.slot(token_band * TOKENS + t, b);
                 let mut part = 0f32;
-                for sub in 0..SUPER_BLOCK / size {
+                for sub in 0..subs {
                     let mut dot = 0i32;
                     for v in sub * size..(sub + 1) * size {
-                        let code = band.codes[(r * band.super_blocks + s) * SUPER_BLOCK + v];
-                        let (g, i) = (v / DEPTH, v % DEPTH);
-                        let x = inputs.codes
-                            [((at * (SUPER_BLOCK / DEPTH) + g) * TOKENS + t) * DEPTH + i];
-                        dot += i32::from(code) * i32::from(x);
+                        let code = band.codes[(r * band.blocks + b) * values + v];
+                        let at = Layout::codes_at(slot, v / DEPTH, groups) + v % DEPTH;
+                        dot += i32::from(code) * i32::from(layout.codes[at]);
                     }
-                    let sum: f32 = (0..size / 16)
-                        .map(|i| inputs.sums[(at * 16 + sub * size / 16 + i) * TOKENS + t])
+                    let (band_block, lane) = (slot / TOKENS, slot % TOKENS);
+                    let sum: i32 = (0..size.div_ceil(16).min(runs))
+                        .map(|i| {
+                            layout.sums[(band_block * runs + sub * size / 16 + i) * TOKENS + lane]
+                        })
                         .sum();
-                    let index = r * per_row + s * (SUPER_BLOCK / size) + sub;
-                    part += dot as f32 * band.scales[index] - sum * band.minimums[index];
+                    let index = (r * band.blocks + b) * subs + sub;
+                    let (scale, minimum) = (band.scales[index], band.minimums[index]);
+                    part += match k {
+                        true => dot as f32 * scale - sum as f32 * minimum,
+                        false => (dot - bias(format) * sum) as f32 * scale,
+                    };
+                    if !k {
+                        part *= layout.scales[slot];
+                        part += minimum * layout.scaled_sums[slot];
+                    }
                 }
-                total += part * inputs.scales[at * TOKENS + t];
+                total += match k {
+                    true => part * layout.scales[slot],
+                    false => part,
+                };
             }
             *out = total;
         }
@@ -378,104 +527,223 @@ pub fn portable_tile(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vnni")]
 pub unsafe fn tile(band: &Band, inputs: &Interleaved, token_band: usize) -> [[f32; TOKENS]; ROWS] {
-    match band.format.expect("a filled band") {
-        // SAFETY: as this function's.
-        Format::Q6K => unsafe { tile_of::<16>(band, inputs, token_band) },
-        _ => unsafe { tile_of::<32>(band, inputs, token_band) },
+    // SAFETY (each arm): as this function's.
+    unsafe {
+        match band.format.expect("a filled band") {
+            Format::Q6K => simd::k::<16>(band, &inputs.k, token_band),
+            Format::Q4K | Format::Q5K => simd::k::<32>(band, &inputs.k, token_band),
+            format @ (Format::Q4_1 | Format::Q5_1) => {
+                simd::small::<true>(band, &inputs.small, token_band, bias(format))
+            }
+            format => simd::small::<false>(band, &inputs.small, token_band, bias(format)),
+        }
     }
 }
 
-/// [`tile`] for sub-blocks of `SIZE` values.
+/// The tiles' kernels with AVX-512 VNNI.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vnni")]
-unsafe fn tile_of<const SIZE: usize>(
-    band: &Band,
-    inputs: &Interleaved,
-    token_band: usize,
-) -> [[f32; TOKENS]; ROWS] {
+mod simd {
+    use super::{Band, DEPTH, Layout, ROWS, TOKENS, sub_block};
     use std::arch::x86_64::*;
-    let super_blocks = band.super_blocks;
-    assert_eq!(inputs.super_blocks, super_blocks, "inputs of another width");
-    assert!(
-        token_band < inputs.tokens.div_ceil(TOKENS),
-        "no such band of tokens"
-    );
-    let subs = SUPER_BLOCK / SIZE;
-    let per_row = super_blocks * subs;
-    let groups = SUPER_BLOCK / DEPTH;
-    assert_eq!(
-        band.codes.len(),
-        ROWS * super_blocks * SUPER_BLOCK,
-        "a band not filled"
-    );
-    assert_eq!(band.scales.len(), ROWS * per_row, "a band not filled");
-    // Each row's products for the sixteen tokens, across the row.
-    let mut totals = [_mm512_setzero_ps(); ROWS];
-    for s in 0..super_blocks {
-        let at = token_band * super_blocks + s;
-        let codes = &inputs.codes[at * groups * TOKENS * DEPTH..][..groups * TOKENS * DEPTH];
-        let sums = &inputs.sums[at * 16 * TOKENS..][..16 * TOKENS];
-        let input_scales = &inputs.scales[at * TOKENS..][..TOKENS];
-        // Each row's codes of this super-block, and its scales' index.
-        let weights: [*const u8; ROWS] =
-            std::array::from_fn(|r| band.codes[(r * super_blocks + s) * SUPER_BLOCK..].as_ptr());
-        let first_scale: [usize; ROWS] = std::array::from_fn(|r| r * per_row + s * subs);
-        let mut parts = [_mm512_setzero_ps(); ROWS];
-        for sub in 0..subs {
-            let mut products = [_mm512_setzero_si512(); ROWS];
-            for g in sub * SIZE / DEPTH..(sub + 1) * SIZE / DEPTH {
-                // SAFETY: group `g` of sixteen tokens' four inputs is 64
-                // bytes of `codes`; each row's codes of the super-block
-                // are 256 bytes from `weights[r]`, `g` < 64.
-                unsafe {
-                    let x = _mm512_loadu_si512(codes.as_ptr().add(g * TOKENS * DEPTH) as *const _);
-                    for (products, weights) in products.iter_mut().zip(weights) {
-                        let four = std::ptr::read_unaligned(weights.add(g * DEPTH) as *const i32);
-                        *products = _mm512_dpbusd_epi32(*products, _mm512_set1_epi32(four), x);
-                    }
+
+    /// Each row's codes of block `b`.
+    fn codes_of(band: &Band, b: usize, values: usize) -> [*const u8; ROWS] {
+        assert_eq!(
+            band.codes.len(),
+            ROWS * band.blocks * values,
+            "a band not filled"
+        );
+        std::array::from_fn(|r| band.codes[(r * band.blocks + b) * values..].as_ptr())
+    }
+
+    /// Rows `products` (one per row, sixteen tokens' lanes) plus block
+    /// `b`'s groups `groups` of the band's codes times the inputs'.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F and VNNI; each group is within the block,
+    /// `inputs` holds 64 bytes from each group's start.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    unsafe fn add_products(
+        products: &mut [__m512i; ROWS],
+        weights: [*const u8; ROWS],
+        inputs: *const i8,
+        groups: std::ops::Range<usize>,
+    ) {
+        for g in groups {
+            // SAFETY: as this function's; a row's four codes of group `g`
+            // are within its block.
+            unsafe {
+                let x = _mm512_loadu_si512(inputs.add(g * TOKENS * DEPTH) as *const _);
+                for (products, weights) in products.iter_mut().zip(weights) {
+                    let four = std::ptr::read_unaligned(weights.add(g * DEPTH) as *const i32);
+                    *products = _mm512_dpbusd_epi32(*products, _mm512_set1_epi32(four), x);
                 }
             }
-            // The sums of the inputs under the sub-block, for its minimum.
-            // SAFETY: sixteen floats of `sums` at each (of 256).
-            let input_sums = unsafe {
-                let first = _mm512_loadu_ps(sums.as_ptr().add(sub * SIZE / 16 * TOKENS));
-                match SIZE {
-                    32 => _mm512_add_ps(
-                        first,
-                        _mm512_loadu_ps(sums.as_ptr().add((2 * sub + 1) * TOKENS)),
-                    ),
-                    _ => first,
+        }
+    }
+
+    /// K-format rows (sub-blocks of `SIZE`) times Q8_K inputs.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F and VNNI.
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    pub unsafe fn k<const SIZE: usize>(
+        band: &Band,
+        inputs: &Layout,
+        token_band: usize,
+    ) -> [[f32; TOKENS]; ROWS] {
+        let blocks = band.blocks;
+        assert_eq!(inputs.blocks, blocks, "inputs of another width");
+        assert_eq!(SIZE, sub_block(band.format.expect("a filled band")));
+        let (values, subs) = (256, 256 / SIZE);
+        let groups = values / DEPTH;
+        assert!(
+            band.scales.len() == ROWS * blocks * subs,
+            "a band not filled"
+        );
+        assert!(
+            inputs.scales.len() >= (token_band + 1) * blocks * TOKENS,
+            "no such tokens"
+        );
+        let mut totals = [_mm512_setzero_ps(); ROWS];
+        for b in 0..blocks {
+            let at = token_band * blocks + b;
+            let codes = &inputs.codes[at * groups * TOKENS * DEPTH..][..groups * TOKENS * DEPTH];
+            let sums = &inputs.sums[at * 16 * TOKENS..][..16 * TOKENS];
+            let weights = codes_of(band, b, values);
+            let mut parts = [_mm512_setzero_ps(); ROWS];
+            for sub in 0..subs {
+                let mut products = [_mm512_setzero_si512(); ROWS];
+                let first = sub * SIZE / DEPTH;
+                // SAFETY: the groups are this sub-block's; `codes` holds
+                // every group's 64 bytes.
+                unsafe {
+                    add_products(
+                        &mut products,
+                        weights,
+                        codes.as_ptr(),
+                        first..first + SIZE / DEPTH,
+                    )
+                };
+                // The sums of the inputs under the sub-block, for its
+                // minimum. SAFETY: sixteen of `sums` at each.
+                let input_sums = unsafe {
+                    let first =
+                        _mm512_loadu_si512(sums.as_ptr().add(sub * SIZE / 16 * TOKENS) as *const _);
+                    match SIZE {
+                        32 => _mm512_add_epi32(
+                            first,
+                            _mm512_loadu_si512(
+                                sums.as_ptr().add((2 * sub + 1) * TOKENS) as *const _
+                            ),
+                        ),
+                        _ => first,
+                    }
+                };
+                let input_sums = _mm512_cvtepi32_ps(input_sums);
+                for (r, part) in parts.iter_mut().enumerate() {
+                    let index = (r * blocks + b) * subs + sub;
+                    // SAFETY: `index` < ROWS × blocks × subs (asserted).
+                    let (scale, minimum) = unsafe {
+                        (
+                            *band.scales.get_unchecked(index),
+                            *band.minimums.get_unchecked(index),
+                        )
+                    };
+                    *part = _mm512_fmadd_ps(
+                        _mm512_cvtepi32_ps(products[r]),
+                        _mm512_set1_ps(scale),
+                        *part,
+                    );
+                    *part = _mm512_fnmadd_ps(input_sums, _mm512_set1_ps(minimum), *part);
                 }
+            }
+            // SAFETY: sixteen scales at the block's.
+            let input_scales =
+                unsafe { _mm512_loadu_ps(inputs.scales[at * TOKENS..][..TOKENS].as_ptr()) };
+            for (total, part) in totals.iter_mut().zip(parts) {
+                *total = _mm512_fmadd_ps(part, input_scales, *total);
+            }
+        }
+        stored(totals)
+    }
+
+    /// 32-value rows times Q8 inputs: codes stored `bias` up, and with a
+    /// minimum when `MINIMUM`.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F and VNNI.
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    pub unsafe fn small<const MINIMUM: bool>(
+        band: &Band,
+        inputs: &Layout,
+        token_band: usize,
+        bias: i32,
+    ) -> [[f32; TOKENS]; ROWS] {
+        let blocks = band.blocks;
+        assert_eq!(inputs.blocks, blocks, "inputs of another width");
+        let groups = 32 / DEPTH;
+        assert!(band.scales.len() == ROWS * blocks, "a band not filled");
+        assert!(
+            inputs.scales.len() >= (token_band + 1) * blocks * TOKENS,
+            "no such tokens"
+        );
+        let mut totals = [_mm512_setzero_ps(); ROWS];
+        for b in 0..blocks {
+            let at = token_band * blocks + b;
+            let codes = &inputs.codes[at * groups * TOKENS * DEPTH..][..groups * TOKENS * DEPTH];
+            let mut products = [_mm512_setzero_si512(); ROWS];
+            // SAFETY: the block's eight groups; `codes` holds their bytes.
+            unsafe {
+                add_products(
+                    &mut products,
+                    codes_of(band, b, 32),
+                    codes.as_ptr(),
+                    0..groups,
+                )
             };
-            for r in 0..ROWS {
-                let index = first_scale[r] + sub;
-                // SAFETY: `index` < ROWS × per_row, the scales' length.
+            // SAFETY (the loads): sixteen of each at the block's.
+            let (input_scales, offsets, scaled_sums) = unsafe {
+                let sums =
+                    _mm512_loadu_si512(inputs.sums[at * TOKENS..][..TOKENS].as_ptr() as *const _);
+                (
+                    _mm512_loadu_ps(inputs.scales[at * TOKENS..][..TOKENS].as_ptr()),
+                    _mm512_mullo_epi32(sums, _mm512_set1_epi32(bias)),
+                    _mm512_loadu_ps(inputs.scaled_sums[at * TOKENS..][..TOKENS].as_ptr()),
+                )
+            };
+            for (r, total) in totals.iter_mut().enumerate() {
+                let index = r * blocks + b;
+                // SAFETY: `index` < ROWS × blocks (asserted).
                 let (scale, minimum) = unsafe {
                     (
                         *band.scales.get_unchecked(index),
                         *band.minimums.get_unchecked(index),
                     )
                 };
-                parts[r] = _mm512_fmadd_ps(
-                    _mm512_cvtepi32_ps(products[r]),
-                    _mm512_set1_ps(scale),
-                    parts[r],
-                );
-                parts[r] = _mm512_fnmadd_ps(input_sums, _mm512_set1_ps(minimum), parts[r]);
+                let sums = _mm512_sub_epi32(products[r], offsets);
+                let scales = _mm512_mul_ps(input_scales, _mm512_set1_ps(scale));
+                *total = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), scales, *total);
+                if MINIMUM {
+                    *total = _mm512_fmadd_ps(scaled_sums, _mm512_set1_ps(minimum), *total);
+                }
             }
         }
-        // SAFETY: sixteen floats.
-        let input_scales = unsafe { _mm512_loadu_ps(input_scales.as_ptr()) };
-        for (total, part) in totals.iter_mut().zip(parts) {
-            *total = _mm512_fmadd_ps(part, input_scales, *total);
+        stored(totals)
+    }
+
+    /// Each row's sixteen lanes as floats.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn stored(totals: [__m512; ROWS]) -> [[f32; TOKENS]; ROWS] {
+        let mut out = [[0f32; TOKENS]; ROWS];
+        for (out, total) in out.iter_mut().zip(totals) {
+            // SAFETY: sixteen floats.
+            unsafe { _mm512_storeu_ps(out.as_mut_ptr(), total) };
         }
+        out
     }
-    let mut out = [[0f32; TOKENS]; ROWS];
-    for (out, total) in out.iter_mut().zip(totals) {
-        // SAFETY: sixteen floats.
-        unsafe { _mm512_storeu_ps(out.as_mut_ptr(), total) };
-    }
-    out
 }
 
 #[cfg(test)]
@@ -486,7 +754,7 @@ mod tests {
     /// the unpacking the CPU runs; here the other gives the same codes.
     #[test]
     fn the_portable_unpacking_gives_the_codes_of_the_simd_one() {
-        for format in [Format::Q4K, Format::Q5K, Format::Q6K] {
+        for format in Format::ALL.into_iter().filter(|&f| tiles(f)) {
             let mut seed = 0x9E37_79B9u32.wrapping_mul(format as u32 + 1);
             let block: Vec<u8> = (0..format.block_bytes())
                 .map(|_| {
@@ -496,25 +764,25 @@ mod tests {
                     seed as u8
                 })
                 .collect();
-            let mut portable = [0u8; SUPER_BLOCK];
+            let mut portable = vec![0u8; format.block_values()];
             match format {
                 Format::Q6K => unpack_q6k(&block, &mut portable),
-                _ => unpack_q45k(format, &block, &mut portable),
+                Format::Q4K | Format::Q5K => unpack_q45k(format, &block, &mut portable),
+                _ => unpack_small(format, &block, &mut portable),
             }
-            let limit = if format == Format::Q4K {
-                16
-            } else if format == Format::Q5K {
-                32
-            } else {
-                64
+            let limit = match format {
+                Format::Q4K | Format::Q4_0 | Format::Q4_1 => 16,
+                Format::Q5K | Format::Q5_0 | Format::Q5_1 => 32,
+                Format::Q6K => 64,
+                _ => 256,
             };
             assert!(
-                portable.iter().all(|&c| c < limit),
+                portable.iter().all(|&c| u32::from(c) < limit),
                 "{format:?}: a code out of range"
             );
             #[cfg(target_arch = "x86_64")]
             if Kernels::detect() != Kernels::Portable {
-                let mut simd = [0u8; SUPER_BLOCK];
+                let mut simd = vec![0u8; format.block_values()];
                 // SAFETY: the CPU has AVX2, FMA and F16C.
                 unsafe { x86::unpack(format, &block, &mut simd) };
                 assert_eq!(portable, simd, "{format:?}");

@@ -32,7 +32,7 @@ fn sum_of(v: __m256) -> f32 {
 /// (values 0-15) then the high ones (16-31).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn nibbles(at: *const u8) -> __m256i {
+pub(super) unsafe fn nibbles(at: *const u8) -> __m256i {
     let packed = unsafe { _mm_loadu_si128(at as *const __m128i) };
     _mm256_and_si256(
         _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed),
@@ -44,7 +44,7 @@ unsafe fn nibbles(at: *const u8) -> __m256i {
 /// set, 0 where not.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn bytes_of_bits(at: *const u8) -> __m256i {
+pub(super) unsafe fn bytes_of_bits(at: *const u8) -> __m256i {
     let bits = unsafe { std::ptr::read_unaligned(at as *const i32) };
     // Byte `i` takes byte `i / 8` of the bits ...
     let spread = _mm256_shuffle_epi8(
