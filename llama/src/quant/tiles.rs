@@ -117,22 +117,10 @@ impl Interleaved {
         blocks: usize,
         inputs: impl Fn(usize) -> &'a [Q8KBlock],
     ) {
-        let layout = &mut self.k;
-        layout.clear(tokens, blocks, SUPER_BLOCK, 16);
-        for token in 0..tokens {
-            for (b, block) in inputs(token)[..blocks].iter().enumerate() {
-                let slot = layout.slot(token, b);
-                for (g, four) in block.quants.chunks_exact(DEPTH).enumerate() {
-                    let at = Layout::codes_at(slot, g, SUPER_BLOCK / DEPTH);
-                    layout.codes[at..at + DEPTH].copy_from_slice(four);
-                }
-                layout.scales[slot] = block.scale;
-                let (band_block, lane) = (slot / TOKENS, slot % TOKENS);
-                for (i, &sum) in block.sums.iter().enumerate() {
-                    layout.sums[(band_block * 16 + i) * TOKENS + lane] = i32::from(sum);
-                }
-            }
-        }
+        self.k.fill(tokens, blocks, SUPER_BLOCK, 16, |t, b| {
+            let block = &inputs(t)[b];
+            (&block.quants[..], block.scale, 0.0)
+        });
     }
 
     /// Lays out `tokens` tokens' Q8 inputs, `blocks` blocks of 32 each.
@@ -142,18 +130,42 @@ impl Interleaved {
         blocks: usize,
         inputs: impl Fn(usize) -> &'a [Q8Block],
     ) {
-        let layout = &mut self.small;
-        layout.clear(tokens, blocks, BLOCK, 1);
+        self.small.fill(tokens, blocks, BLOCK, BLOCK, |t, b| {
+            let block = &inputs(t)[b];
+            (&block.quants[..], block.scale, block.scaled_sum)
+        });
+    }
+}
+
+impl Layout {
+    /// Lays out `tokens` tokens of `blocks` blocks of `values` each, the
+    /// codes summed in runs of `run`: `block(t, b)` is block `b` of token
+    /// `t`, its codes, scale and scaled sum.
+    fn fill<'a>(
+        &mut self,
+        tokens: usize,
+        blocks: usize,
+        values: usize,
+        run: usize,
+        block: impl Fn(usize, usize) -> (&'a [i8], f32, f32),
+    ) {
+        let (groups, runs) = (values / DEPTH, values / run);
+        self.clear(tokens, blocks, values, runs);
         for token in 0..tokens {
-            for (b, block) in inputs(token)[..blocks].iter().enumerate() {
-                let slot = layout.slot(token, b);
-                for (g, four) in block.quants.chunks_exact(DEPTH).enumerate() {
-                    let at = Layout::codes_at(slot, g, BLOCK / DEPTH);
-                    layout.codes[at..at + DEPTH].copy_from_slice(four);
+            for b in 0..blocks {
+                let (quants, scale, scaled_sum) = block(token, b);
+                let slot = self.slot(token, b);
+                for (g, four) in quants.chunks_exact(DEPTH).enumerate() {
+                    let at = Layout::codes_at(slot, g, groups);
+                    self.codes[at..at + DEPTH].copy_from_slice(four);
                 }
-                layout.scales[slot] = block.scale;
-                layout.sums[slot] = block.quants.iter().map(|&q| i32::from(q)).sum();
-                layout.scaled_sums[slot] = block.scaled_sum;
+                self.scales[slot] = scale;
+                self.scaled_sums[slot] = scaled_sum;
+                let (band_block, lane) = (slot / TOKENS, slot % TOKENS);
+                for (i, codes) in quants.chunks_exact(run).enumerate() {
+                    self.sums[(band_block * runs + i) * TOKENS + lane] =
+                        codes.iter().map(|&q| i32::from(q)).sum();
+                }
             }
         }
     }
