@@ -184,18 +184,21 @@ impl Matrix {
         assert_eq!(out.len(), tokens * rows, "output of the wrong size");
         let kernels = Kernels::detect();
         // Q4_1's kernel for four tokens scales their four products of a
-        // block at once: their scales side by side, for each four tokens.
+        // block at once: their scales side by side, for each four tokens
+        // (not needed where the product runs in tiles).
         let blocks = self.columns / BLOCK;
-        let side_by_side: Vec<Vec<Four>> = match self.formats().any(|f| f == Format::Q4_1) {
-            true => (0..tokens / 4)
-                .map(|group| {
-                    let mut four = Vec::new();
-                    Four::of(&inputs.all_q8()[group * 4 * blocks..], blocks, &mut four);
-                    four
-                })
-                .collect(),
-            false => Vec::new(),
-        };
+        let four_at_once = inputs.interleaved().is_none() && tokens >= 4;
+        let side_by_side: Vec<Vec<Four>> =
+            match four_at_once && self.formats().any(|f| f == Format::Q4_1) {
+                true => (0..tokens / 4)
+                    .map(|group| {
+                        let mut four = Vec::new();
+                        Four::of(&inputs.all_q8()[group * 4 * blocks..], blocks, &mut four);
+                        four
+                    })
+                    .collect(),
+                false => Vec::new(),
+            };
         // Enough pieces for the threads to even out, few enough that
         // handing them out costs little.
         let team = crate::team::team();
@@ -225,30 +228,7 @@ impl Matrix {
             while row < end {
                 let (format, bytes, count) = self.rows_from(row, end - row);
                 if let (Some(interleaved), true) = (inputs.interleaved(), tiles::tiles(format)) {
-                    // Eight rows at a time unpacked, times each sixteen
-                    // tokens: the rows stay in the nearest cache.
-                    let mut band = tiles::Band::default();
-                    let row_bytes = format.row_bytes(self.columns);
-                    for first in (0..count).step_by(tiles::ROWS) {
-                        let band_rows = (count - first).min(tiles::ROWS);
-                        let band_bytes = &bytes[first * row_bytes..][..band_rows * row_bytes];
-                        band.fill(format, band_bytes, self.columns / format.block_values());
-                        for token_band in 0..tokens.div_ceil(tiles::TOKENS) {
-                            // SAFETY: `interleaved` is made only where the
-                            // CPU has AVX-512 with VNNI.
-                            let tile = unsafe { tiles::tile(&band, interleaved, token_band) };
-                            let first_token = token_band * tiles::TOKENS;
-                            // Token by token, the band's rows side by side.
-                            for j in 0..(tokens - first_token).min(tiles::TOKENS) {
-                                let start = (first_token + j) * rows + row + first;
-                                // SAFETY: this piece's rows are its own.
-                                let out = unsafe { products.slice(start, band_rows) };
-                                for (out, products_of_row) in out.iter_mut().zip(&tile) {
-                                    *out = products_of_row[j];
-                                }
-                            }
-                        }
-                    }
+                    self.in_tiles(format, bytes, row, interleaved, tokens, &products);
                     row += count;
                     continue;
                 }
@@ -278,5 +258,43 @@ impl Matrix {
                 row += count;
             }
         });
+    }
+
+    /// The products of `bytes` (rows of `format` from row `first_row`)
+    /// and every token, in tiles: eight rows at a time unpacked, times
+    /// each sixteen tokens, so the rows stay in the nearest cache.
+    fn in_tiles(
+        &self,
+        format: Format,
+        bytes: &[u8],
+        first_row: usize,
+        interleaved: &tiles::Interleaved,
+        tokens: usize,
+        products: &crate::team::Disjoint,
+    ) {
+        let (rows, row_bytes) = (self.rows(), format.row_bytes(self.columns));
+        let mut band = tiles::Band::default();
+        for (band_index, band_bytes) in bytes.chunks(tiles::ROWS * row_bytes).enumerate() {
+            let (first, band_rows) = (
+                first_row + band_index * tiles::ROWS,
+                band_bytes.len() / row_bytes,
+            );
+            band.fill(format, band_bytes, self.columns / format.block_values());
+            for token_band in 0..tokens.div_ceil(tiles::TOKENS) {
+                // SAFETY: `interleaved` is made only where the CPU has
+                // AVX-512 with VNNI.
+                let tile = unsafe { tiles::tile(&band, interleaved, token_band) };
+                let first_token = token_band * tiles::TOKENS;
+                // Token by token, the band's rows side by side.
+                for j in 0..(tokens - first_token).min(tiles::TOKENS) {
+                    // SAFETY: the caller's piece owns these rows.
+                    let out =
+                        unsafe { products.slice((first_token + j) * rows + first, band_rows) };
+                    for (out, products_of_row) in out.iter_mut().zip(&tile) {
+                        *out = products_of_row[j];
+                    }
+                }
+            }
+        }
     }
 }

@@ -101,6 +101,13 @@ impl Layout {
         ((token / TOKENS) * self.blocks + block) * TOKENS + token % TOKENS
     }
 
+    /// The inputs' codes of block `at` (of a band of tokens, counted
+    /// across bands), blocks of `values`: every group's sixteen tokens.
+    fn block_codes(&self, at: usize, values: usize) -> &[i8] {
+        let len = values * TOKENS;
+        &self.codes[at * len..][..len]
+    }
+
     /// Where group `g` of the token in `slot` starts.
     fn codes_at(slot: usize, g: usize, groups: usize) -> usize {
         let (at, lane) = (slot / TOKENS, slot % TOKENS);
@@ -558,6 +565,20 @@ mod simd {
     use super::{Band, DEPTH, Layout, ROWS, TOKENS, sub_block};
     use std::arch::x86_64::*;
 
+    /// That `band` (of `subs` sub-blocks a block) and band `token_band`
+    /// of `inputs` are filled and of one width.
+    fn check(band: &Band, inputs: &Layout, token_band: usize, subs: usize) {
+        assert_eq!(inputs.blocks, band.blocks, "inputs of another width");
+        assert!(
+            band.scales.len() == ROWS * band.blocks * subs,
+            "a band not filled"
+        );
+        assert!(
+            inputs.scales.len() >= (token_band + 1) * band.blocks * TOKENS,
+            "no such tokens"
+        );
+    }
+
     /// Each row's codes of block `b`.
     fn codes_of(band: &Band, b: usize, values: usize) -> [*const u8; ROWS] {
         assert_eq!(
@@ -606,22 +627,13 @@ mod simd {
         token_band: usize,
     ) -> [[f32; TOKENS]; ROWS] {
         let blocks = band.blocks;
-        assert_eq!(inputs.blocks, blocks, "inputs of another width");
         assert_eq!(SIZE, sub_block(band.format.expect("a filled band")));
         let (values, subs) = (256, 256 / SIZE);
-        let groups = values / DEPTH;
-        assert!(
-            band.scales.len() == ROWS * blocks * subs,
-            "a band not filled"
-        );
-        assert!(
-            inputs.scales.len() >= (token_band + 1) * blocks * TOKENS,
-            "no such tokens"
-        );
+        check(band, inputs, token_band, subs);
         let mut totals = [_mm512_setzero_ps(); ROWS];
         for b in 0..blocks {
             let at = token_band * blocks + b;
-            let codes = &inputs.codes[at * groups * TOKENS * DEPTH..][..groups * TOKENS * DEPTH];
+            let codes = inputs.block_codes(at, values);
             let sums = &inputs.sums[at * 16 * TOKENS..][..16 * TOKENS];
             let weights = codes_of(band, b, values);
             let mut parts = [_mm512_setzero_ps(); ROWS];
@@ -694,17 +706,12 @@ mod simd {
         bias: i32,
     ) -> [[f32; TOKENS]; ROWS] {
         let blocks = band.blocks;
-        assert_eq!(inputs.blocks, blocks, "inputs of another width");
         let groups = 32 / DEPTH;
-        assert!(band.scales.len() == ROWS * blocks, "a band not filled");
-        assert!(
-            inputs.scales.len() >= (token_band + 1) * blocks * TOKENS,
-            "no such tokens"
-        );
+        check(band, inputs, token_band, 1);
         let mut totals = [_mm512_setzero_ps(); ROWS];
         for b in 0..blocks {
             let at = token_band * blocks + b;
-            let codes = &inputs.codes[at * groups * TOKENS * DEPTH..][..groups * TOKENS * DEPTH];
+            let codes = inputs.block_codes(at, 32);
             let mut products = [_mm512_setzero_si512(); ROWS];
             // SAFETY: the block's eight groups; `codes` holds their bytes.
             unsafe {
