@@ -15,6 +15,7 @@
 
 mod activation;
 mod format;
+mod inputs;
 mod kernels;
 mod portable;
 #[cfg(test)]
@@ -23,11 +24,11 @@ mod tiles;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-pub use activation::Inputs;
 pub use format::Format;
+pub use inputs::Inputs;
 
-use activation::{BLOCK, Needs};
-use kernels::{Four, Kernels};
+use activation::{BLOCK, Four, Needs};
+use kernels::Kernels;
 use std::sync::Arc;
 
 /// Bytes a matrix reads its blocks from: part of a mapped file, or bytes
@@ -193,7 +194,11 @@ impl Matrix {
                 true => (0..tokens / 4)
                     .map(|group| {
                         let mut four = Vec::new();
-                        Four::of(&inputs.all_q8()[group * 4 * blocks..], blocks, &mut four);
+                        Four::of(
+                            &inputs.forms().all_q8()[group * 4 * blocks..],
+                            blocks,
+                            &mut four,
+                        );
                         four
                     })
                     .collect(),
@@ -213,7 +218,9 @@ impl Matrix {
                 while !out.is_empty() {
                     let (format, bytes, count) = self.rows_from(row, out.len());
                     let (now, rest) = out.split_at_mut(count);
-                    kernels.each_row(format, bytes, inputs, [0], None, |r, [p]| now[r] = p);
+                    kernels.each_row(format, bytes, inputs.forms(), [0], None, |r, [p]| {
+                        now[r] = p
+                    });
                     (row, out) = (row + count, rest);
                 }
             });
@@ -240,7 +247,7 @@ impl Matrix {
                     if tokens - first >= 4 {
                         let four = side_by_side.get(first / 4).map(Vec::as_slice);
                         let group = [first, first + 1, first + 2, first + 3];
-                        kernels.each_row(format, bytes, inputs, group, four, |r, p| {
+                        kernels.each_row(format, bytes, inputs.forms(), group, four, |r, p| {
                             for (n, p) in p.into_iter().enumerate() {
                                 // SAFETY: this piece's rows are its own.
                                 unsafe { products.slice((first + n) * rows + row + r, 1)[0] = p };
@@ -248,10 +255,17 @@ impl Matrix {
                         });
                     } else {
                         for token in first..tokens {
-                            kernels.each_row(format, bytes, inputs, [token], None, |r, [p]| {
-                                // SAFETY: as above.
-                                unsafe { products.slice(token * rows + row + r, 1)[0] = p };
-                            });
+                            kernels.each_row(
+                                format,
+                                bytes,
+                                inputs.forms(),
+                                [token],
+                                None,
+                                |r, [p]| {
+                                    // SAFETY: as above.
+                                    unsafe { products.slice(token * rows + row + r, 1)[0] = p };
+                                },
+                            );
                         }
                     }
                 }

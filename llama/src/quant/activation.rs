@@ -4,8 +4,6 @@
 //! llama.cpp makes it, so that the engine's products round as its do.
 
 use super::format::Activation;
-use super::kernels::Kernels;
-use super::tiles::{self, Interleaved};
 
 /// Values per block of [`Q8Block`].
 pub const BLOCK: usize = 32;
@@ -127,7 +125,7 @@ impl Needs {
 
 /// Some tokens' inputs to a product, in each form its weights take.
 #[derive(Default)]
-pub struct Inputs {
+pub struct Forms {
     tokens: usize,
     columns: usize,
     q8: Vec<Q8Block>,
@@ -135,12 +133,9 @@ pub struct Inputs {
     f16: Vec<u16>,
     bf16: Vec<u16>,
     f32: Vec<f32>,
-    /// The Q8_K inputs laid out for tiles, when there are enough tokens
-    /// and the CPU runs them.
-    interleaved: Option<Interleaved>,
 }
 
-impl Inputs {
+impl Forms {
     /// Takes `values`, `tokens` rows of equal width, in the forms `needs`
     /// names. A K form needs the width to be whole super-blocks, which the
     /// matrices that take it check of their columns.
@@ -174,26 +169,6 @@ impl Inputs {
                 }),
                 false => quantize_k(values, &mut self.q8k),
             }
-        }
-        // Laid out for tiles too, when there are enough tokens and the CPU
-        // runs them.
-        let tiled = tokens >= tiles::LEAST_TOKENS
-            && (needs.has(Activation::Q8K) || needs.has(Activation::Q8))
-            && Kernels::detect().tiles();
-        match tiled {
-            true => {
-                let interleaved = self.interleaved.get_or_insert_default();
-                if needs.has(Activation::Q8K) {
-                    let (q8k, per_token) = (&self.q8k, self.columns / SUPER_BLOCK);
-                    interleaved.fill_k(tokens, per_token, |t| &q8k[t * per_token..][..per_token]);
-                }
-                if needs.has(Activation::Q8) {
-                    let (q8, per_token) = (&self.q8, self.columns / BLOCK);
-                    interleaved
-                        .fill_small(tokens, per_token, |t| &q8[t * per_token..][..per_token]);
-                }
-            }
-            false => self.interleaved = None,
         }
         if needs.has(Activation::F16) {
             self.f16.clear();
@@ -240,14 +215,28 @@ impl Inputs {
         &self.f32[token * self.columns..][..self.columns]
     }
 
-    /// The Q8_K inputs laid out for tiles, if [`Inputs::prepare`] made
-    /// them.
-    pub fn interleaved(&self) -> Option<&Interleaved> {
-        self.interleaved.as_ref()
-    }
-
     /// The Q8 blocks of every token, one token after another.
     pub fn all_q8(&self) -> &[Q8Block] {
         &self.q8[..self.tokens * self.columns / BLOCK]
+    }
+}
+
+/// The scales and scaled sums of four inputs' blocks, side by side: a
+/// kernel scales the four products of a weight block in one step.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(16))]
+pub struct Four {
+    pub scales: [f32; 4],
+    pub scaled_sums: [f32; 4],
+}
+
+impl Four {
+    /// Fills `out` from four inputs, `blocks` blocks each, one after another.
+    pub fn of(inputs: &[Q8Block], blocks: usize, out: &mut Vec<Four>) {
+        out.clear();
+        out.extend((0..blocks).map(|b| Four {
+            scales: std::array::from_fn(|n| inputs[n * blocks + b].scale),
+            scaled_sums: std::array::from_fn(|n| inputs[n * blocks + b].scaled_sum),
+        }));
     }
 }

@@ -1,7 +1,7 @@
 //! Which dot products this CPU runs, and the choice of kernel for a
 //! format: rows of weights times one to four tokens' inputs.
 
-use super::activation::{Inputs, Q8Block};
+use super::activation::{Forms, Four, Q8Block};
 use super::format::{Activation, Format};
 use super::portable;
 
@@ -19,26 +19,6 @@ pub enum Kernels {
     /// Those and AVX-512 VNNI, on 256-bit registers.
     #[cfg(target_arch = "x86_64")]
     Vnni512,
-}
-
-/// The scales and scaled sums of four inputs' blocks, side by side: a
-/// kernel scales the four products of a weight block in one step.
-#[derive(Clone, Copy, Debug, Default)]
-#[repr(C, align(16))]
-pub struct Four {
-    pub scales: [f32; 4],
-    pub scaled_sums: [f32; 4],
-}
-
-impl Four {
-    /// Fills `out` from four inputs, `blocks` blocks each, one after another.
-    pub fn of(inputs: &[Q8Block], blocks: usize, out: &mut Vec<Four>) {
-        out.clear();
-        out.extend((0..blocks).map(|b| Four {
-            scales: std::array::from_fn(|n| inputs[n * blocks + b].scale),
-            scaled_sums: std::array::from_fn(|n| inputs[n * blocks + b].scaled_sum),
-        }));
-    }
 }
 
 /// The bytes of a slice of f16, bf16 or f32 values, as a row of them is
@@ -111,7 +91,7 @@ impl Kernels {
         self,
         format: Format,
         rows: &[u8],
-        inputs: &Inputs,
+        inputs: &Forms,
         tokens: [usize; N],
         four: Option<&[Four]>,
         mut put: impl FnMut(usize, [f32; N]),

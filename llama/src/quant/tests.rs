@@ -85,7 +85,7 @@ fn minimum_correction(matrix: &Matrix, row: usize, inputs: &Inputs, token: usize
     }
     let blocks = bytes.chunks_exact(format.block_bytes());
     blocks
-        .zip(inputs.q8(token))
+        .zip(inputs.forms().q8(token))
         .map(|(block, q8)| {
             let minimum = half::f16::from_le_bytes([block[2], block[3]]).to_f64();
             let sum: i32 = q8.quants.iter().map(|&q| i32::from(q)).sum();
@@ -97,26 +97,30 @@ fn minimum_correction(matrix: &Matrix, row: usize, inputs: &Inputs, token: usize
 fn dequantized_input(format: Format, inputs: &Inputs, token: usize) -> Vec<f32> {
     match format.activation() {
         Activation::Q8 => inputs
+            .forms()
             .q8(token)
             .iter()
             .flat_map(|b| b.quants.map(|q| f32::from(q) * b.scale))
             .collect(),
         Activation::Q8K => inputs
+            .forms()
             .q8k(token)
             .iter()
             .flat_map(|b| b.quants.map(|q| f32::from(q) * b.scale))
             .collect(),
         Activation::F16 => inputs
+            .forms()
             .f16(token)
             .iter()
             .map(|&h| half::f16::from_bits(h).to_f32())
             .collect(),
         Activation::BF16 => inputs
+            .forms()
             .bf16(token)
             .iter()
             .map(|&h| half::bf16::from_bits(h).to_f32())
             .collect(),
-        Activation::F32 => inputs.f32(token).to_vec(),
+        Activation::F32 => inputs.forms().f32(token).to_vec(),
     }
 }
 
@@ -141,11 +145,11 @@ fn every_kernel_gives_the_products_of_the_dequantized_weights() {
         for kernels in Kernels::available() {
             // Row by row, the four first tokens together, then each alone.
             let mut out = vec![0f32; rows * tokens];
-            kernels.each_row(format, bytes, &inputs, [0, 1, 2, 3], None, |r, p| {
+            kernels.each_row(format, bytes, inputs.forms(), [0, 1, 2, 3], None, |r, p| {
                 out[r * tokens..][..4].copy_from_slice(&p)
             });
             for t in 4..tokens {
-                kernels.each_row(format, bytes, &inputs, [t], None, |r, [p]| {
+                kernels.each_row(format, bytes, inputs.forms(), [t], None, |r, [p]| {
                     out[r * tokens + t] = p
                 });
             }
@@ -181,15 +185,20 @@ fn the_four_input_q4_1_kernel_agrees() {
     let mut inputs = Inputs::default();
     inputs.prepare(&values(4 * columns, 9), 4, matrix.needs());
     let mut four = Vec::new();
-    Four::of(inputs.all_q8(), columns / BLOCK, &mut four);
+    Four::of(inputs.forms().all_q8(), columns / BLOCK, &mut four);
     let (_, bytes, _) = matrix.rows_from(0, rows);
     for kernels in Kernels::available() {
         let (mut together, mut apart) = (vec![[0f32; 4]; rows], vec![[0f32; 4]; rows]);
         let tokens = [0, 1, 2, 3];
-        kernels.each_row(Format::Q4_1, bytes, &inputs, tokens, Some(&four), |r, p| {
-            together[r] = p
-        });
-        kernels.each_row(Format::Q4_1, bytes, &inputs, tokens, None, |r, p| {
+        kernels.each_row(
+            Format::Q4_1,
+            bytes,
+            inputs.forms(),
+            tokens,
+            Some(&four),
+            |r, p| together[r] = p,
+        );
+        kernels.each_row(Format::Q4_1, bytes, inputs.forms(), tokens, None, |r, p| {
             apart[r] = p
         });
         for (r, (together, apart)) in together.iter().zip(&apart).enumerate() {
@@ -364,8 +373,8 @@ fn tiles_give_the_products_of_the_dequantized_weights() {
         let expected = reference(&matrix, &inputs);
         let mut interleaved = tiles::Interleaved::default();
         match format.block_values() {
-            256 => interleaved.fill_k(tokens, columns / 256, |t| inputs.q8k(t)),
-            _ => interleaved.fill_small(tokens, columns / 32, |t| inputs.q8(t)),
+            256 => interleaved.fill_k(tokens, columns / 256, |t| inputs.forms().q8k(t)),
+            _ => interleaved.fill_small(tokens, columns / 32, |t| inputs.forms().q8(t)),
         }
         let mut band = tiles::Band::default();
         for first in (0..rows).step_by(tiles::ROWS) {

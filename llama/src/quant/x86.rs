@@ -4,9 +4,8 @@
 //! unsigned bytes by signed ones: AVX2's two multiply-adds through 16-bit
 //! sums, or VNNI's one instruction.
 
-use super::activation::{Q8Block, Q8KBlock};
+use super::activation::{Four, Q8Block, Q8KBlock};
 use super::format::{Format, k_scales};
-use super::kernels::Four;
 use std::arch::x86_64::*;
 
 /// The f16 at `at` as an f32 in every lane. Broadcast from memory, where
