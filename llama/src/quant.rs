@@ -14,6 +14,8 @@
 //! ones give the same sums up to the order of float additions.
 
 mod activation;
+#[cfg(target_arch = "x86_64")]
+mod floats;
 mod format;
 mod inputs;
 mod kernels;
@@ -234,6 +236,29 @@ impl Matrix {
             );
             while row < end {
                 let (format, bytes, count) = self.rows_from(row, end - row);
+                #[cfg(target_arch = "x86_64")]
+                if inputs.float_tiles(format) {
+                    // SAFETY: the inputs were widened for tiles of this
+                    // format: the CPU runs them, the rows are whole runs
+                    // of their step.
+                    unsafe {
+                        floats::multiply(
+                            format,
+                            bytes,
+                            self.columns,
+                            tokens,
+                            inputs.laid_out(),
+                            |t, r, p| {
+                                // SAFETY: this piece's rows are its own.
+                                products
+                                    .slice(t * rows + row + r, p.len())
+                                    .copy_from_slice(p)
+                            },
+                        )
+                    };
+                    row += count;
+                    continue;
+                }
                 if let (Some(interleaved), true) = (inputs.interleaved(), tiles::tiles(format)) {
                     self.in_tiles(format, bytes, row, interleaved, tokens, &products);
                     row += count;

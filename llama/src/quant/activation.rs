@@ -215,6 +215,16 @@ impl Forms {
         &self.f32[token * self.columns..][..self.columns]
     }
 
+    /// The f16 inputs of every token, one token after another.
+    pub fn all_f16(&self) -> &[u16] {
+        &self.f16[..self.tokens * self.columns]
+    }
+
+    /// The bf16 inputs of every token, one token after another.
+    pub fn all_bf16(&self) -> &[u16] {
+        &self.bf16[..self.tokens * self.columns]
+    }
+
     /// The Q8 blocks of every token, one token after another.
     pub fn all_q8(&self) -> &[Q8Block] {
         &self.q8[..self.tokens * self.columns / BLOCK]
@@ -238,5 +248,14 @@ impl Four {
             scales: std::array::from_fn(|n| inputs[n * blocks + b].scale),
             scaled_sums: std::array::from_fn(|n| inputs[n * blocks + b].scaled_sum),
         }));
+    }
+}
+
+/// The bytes of a slice of f16, bf16 or f32 values, as a row of them is
+/// stored (little-endian, as x86 is).
+pub fn bytes_of<T: Copy>(values: &[T]) -> &[u8] {
+    // SAFETY: u16 and f32 have no padding and any alignment suits u8.
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values))
     }
 }

@@ -1,9 +1,10 @@
 //! A product's inputs as the matrices take them: each form the weights
 //! multiply with ([`Forms`]) and, for a prompt on a CPU that runs tiles,
-//! the eight-bit forms laid out for them ([`Interleaved`]).
+//! the eight-bit forms laid out for them ([`Interleaved`]) or the float
+//! ones widened and laid out ([`super::floats`]).
 
 use super::activation::{Forms, Needs};
-use super::format::Activation;
+use super::format::{Activation, Format};
 use super::kernels::Kernels;
 use super::tiles::{self, Interleaved};
 
@@ -14,6 +15,11 @@ pub struct Inputs {
     /// The eight-bit forms laid out for tiles, when there are enough
     /// tokens and the CPU runs them.
     interleaved: Option<Interleaved>,
+    /// A prompt's F16 or BF16 inputs widened and laid out for tiles, when
+    /// its products with float weights run in them ([`super::floats`]),
+    /// and the format of those weights.
+    floats_laid_out: Vec<f32>,
+    laid_out_for: Option<Format>,
 }
 
 impl Inputs {
@@ -21,6 +27,25 @@ impl Inputs {
     /// names (see [`Forms::prepare`]).
     pub fn prepare(&mut self, values: &[f32], tokens: usize, needs: Needs) {
         self.forms.prepare(values, tokens, needs);
+        self.laid_out_for = None;
+        #[cfg(target_arch = "x86_64")]
+        for (kind, format) in [
+            (Activation::F16, Format::F16),
+            (Activation::BF16, Format::BF16),
+        ] {
+            if needs.has(kind) && self.float_tiles_run(format) {
+                let halves = match format {
+                    Format::F16 => self.forms.all_f16(),
+                    _ => self.forms.all_bf16(),
+                };
+                let (tokens, columns) = (self.tokens(), self.columns());
+                super::floats::lay_out(format, halves, tokens, columns, &mut self.floats_laid_out);
+                self.laid_out_for = Some(format);
+                // One float form laid out: a matrix of the other (no file
+                // mixes them) takes its products a few tokens at a time.
+                break;
+            }
+        }
         let (small, k) = (needs.has(Activation::Q8), needs.has(Activation::Q8K));
         let tiled = tokens >= tiles::LEAST_TOKENS && (small || k) && Kernels::detect().tiles();
         if !tiled {
@@ -49,6 +74,32 @@ impl Inputs {
     /// The inputs in each form the weights multiply with.
     pub fn forms(&self) -> &Forms {
         &self.forms
+    }
+
+    /// Whether `format`'s products with these inputs run in tiles of
+    /// floats ([`super::floats`]).
+    pub fn float_tiles(&self, format: Format) -> bool {
+        self.laid_out_for == Some(format)
+    }
+
+    /// Whether a product of `format` with these inputs could run in tiles
+    /// of floats: a prompt, rows of whole runs of the tiles' step, on a
+    /// CPU with AVX-512.
+    fn float_tiles_run(&self, format: Format) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            self.tokens() >= tiles::LEAST_TOKENS
+                && self.columns().is_multiple_of(super::floats::STEP)
+                && super::floats::tiles_run(format)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    }
+
+    /// The inputs laid out for tiles of the format
+    /// [`Inputs::float_tiles`] names.
+    pub fn laid_out(&self) -> &[f32] {
+        &self.floats_laid_out
     }
 
     /// The eight-bit inputs laid out for tiles, if [`Inputs::prepare`]
