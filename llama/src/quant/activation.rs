@@ -250,12 +250,3 @@ impl Four {
         }));
     }
 }
-
-/// The bytes of a slice of f16, bf16 or f32 values, as a row of them is
-/// stored (little-endian, as x86 is).
-pub fn bytes_of<T: Copy>(values: &[T]) -> &[u8] {
-    // SAFETY: u16 and f32 have no padding and any alignment suits u8.
-    unsafe {
-        std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values))
-    }
-}

@@ -199,10 +199,16 @@ pub unsafe fn multiply(
         for first_row in (0..rows).step_by(rows_at_once) {
             let chunk_rows = (rows - first_row).min(rows_at_once);
             let bands = chunk_rows.div_ceil(ROWS);
+            // A band's first row and how many rows it has.
+            let rows_of = |band: usize| {
+                (
+                    first_row + band * ROWS,
+                    (chunk_rows - band * ROWS).min(ROWS),
+                )
+            };
             packed.resize(bands * ROWS * columns, 0.0);
             for (band, packed) in packed.chunks_exact_mut(ROWS * columns).enumerate() {
-                let first = first_row + band * ROWS;
-                let count = (first_row + chunk_rows - first).min(ROWS);
+                let (first, count) = rows_of(band);
                 // SAFETY: the caller's CPU runs `format`; the band's rows
                 // and its place are whole.
                 unsafe {
@@ -220,8 +226,7 @@ pub unsafe fn multiply(
                 let token_count = (tokens - first_token).min(TOKENS);
                 let inputs = &laid_out[group * columns * TOKENS..][..columns * TOKENS];
                 for (band, packed) in packed.chunks_exact(ROWS * columns).enumerate() {
-                    let first = first_row + band * ROWS;
-                    let count = (first_row + chunk_rows - first).min(ROWS);
+                    let (first, count) = rows_of(band);
                     // SAFETY: the CPU has AVX-512 (`tiles_run`); the band
                     // and the group hold `columns` columns.
                     unsafe { tile(packed, inputs, columns, &mut products) };
@@ -269,12 +274,12 @@ unsafe fn pack(format: Format, band: &[u8], columns: usize, packed: &mut [f32]) 
 unsafe fn sixteen(format: Format, at: *const u16) -> __m512 {
     // SAFETY: the caller's sixteen values.
     unsafe {
-        let halves = _mm256_loadu_si256(at as *const __m256i);
         match format {
             Format::BF16 => {
+                let halves = _mm256_loadu_si256(at as *const __m256i);
                 _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(halves), 16))
             }
-            _ => _mm512_cvtph_ps(halves),
+            _ => f16s(at),
         }
     }
 }

@@ -27,25 +27,21 @@ impl Inputs {
     /// names (see [`Forms::prepare`]).
     pub fn prepare(&mut self, values: &[f32], tokens: usize, needs: Needs) {
         self.forms.prepare(values, tokens, needs);
-        self.laid_out_for = None;
+        // One float form laid out: a matrix of the other (no file mixes
+        // them) takes its products a few tokens at a time.
+        let laid_out_for = [Format::F16, Format::BF16]
+            .into_iter()
+            .find(|&f| needs.has(f.activation()) && self.float_tiles_run(f));
         #[cfg(target_arch = "x86_64")]
-        for (kind, format) in [
-            (Activation::F16, Format::F16),
-            (Activation::BF16, Format::BF16),
-        ] {
-            if needs.has(kind) && self.float_tiles_run(format) {
-                let halves = match format {
-                    Format::F16 => self.forms.all_f16(),
-                    _ => self.forms.all_bf16(),
-                };
-                let (tokens, columns) = (self.tokens(), self.columns());
-                super::floats::lay_out(format, halves, tokens, columns, &mut self.floats_laid_out);
-                self.laid_out_for = Some(format);
-                // One float form laid out: a matrix of the other (no file
-                // mixes them) takes its products a few tokens at a time.
-                break;
-            }
+        if let Some(format) = laid_out_for {
+            let halves = match format {
+                Format::F16 => self.forms.all_f16(),
+                _ => self.forms.all_bf16(),
+            };
+            let (tokens, columns) = (self.tokens(), self.columns());
+            super::floats::lay_out(format, halves, tokens, columns, &mut self.floats_laid_out);
         }
+        self.laid_out_for = laid_out_for;
         let (small, k) = (needs.has(Activation::Q8), needs.has(Activation::Q8K));
         let tiled = tokens >= tiles::LEAST_TOKENS && (small || k) && Kernels::detect().tiles();
         if !tiled {

@@ -1,7 +1,7 @@
 //! Which dot products this CPU runs, and the choice of kernel for a
 //! format: rows of weights times one to four tokens' inputs.
 
-use super::activation::{Forms, Four, Q8Block, bytes_of};
+use super::activation::{Forms, Four, Q8Block};
 use super::format::{Activation, Format};
 use super::portable;
 
@@ -19,6 +19,15 @@ pub enum Kernels {
     /// Those and AVX-512 VNNI, on 256-bit registers.
     #[cfg(target_arch = "x86_64")]
     Vnni512,
+}
+
+/// The bytes of a slice of f16, bf16 or f32 values, as a row of them is
+/// stored (little-endian, as x86 is).
+fn bytes_of<T: Copy>(values: &[T]) -> &[u8] {
+    // SAFETY: u16 and f32 have no padding and any alignment suits u8.
+    unsafe {
+        std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values))
+    }
 }
 
 impl Kernels {
