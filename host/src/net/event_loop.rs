@@ -352,7 +352,9 @@ impl EventLoop {
         loop {
             tokio::select! {
                 event = self.swarm.select_next_some() => self.on_swarm_event(event),
-                _ = mesh_check.tick() => {
+                due = mesh_check.tick() => {
+                    let now = std::time::Instant::now();
+                    self.strikes.checked(due.into_std(), now, now + mesh::CHECK_EVERY);
                     self.supply_gossip_mesh();
                     self.seek_relays();
                 }
@@ -946,7 +948,10 @@ impl EventLoop {
         match event {
             BehaviourEvent::Kad(strikes::Event::Kad(event)) => self.on_kad_event(event),
             BehaviourEvent::Kad(strikes::Event::Unanswered(peer)) => {
-                if self.strikes.strike(peer, std::time::Instant::now()) {
+                let now = std::time::Instant::now();
+                if self.strikes.running_late(now) {
+                    tracing::debug!(%peer, "a DHT request went unanswered while this node ran late: no strike");
+                } else if self.strikes.strike(peer, now) {
                     tracing::info!(
                         %peer,
                         "avoiding peer for {} min: it left {} DHT requests unanswered",

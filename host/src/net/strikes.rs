@@ -10,6 +10,13 @@
 //! with the wrong message. The event loop strikes them ([`Strikes`]) and
 //! takes an avoided peer out of its routing table, so that lookups stop
 //! being sent to it, and leaves it out until its time is served.
+//!
+//! A request also times out when the answer waited here, on a node too busy
+//! to read it: then every peer seems silent at once, and striking them
+//! would empty the routing table of honest peers for half an hour (a busy
+//! machine turned a slow network into a broken one: lookups that no longer
+//! found records still stored). So strikes do not count while this node's
+//! own event loop runs late ([`Strikes::checked`]).
 
 use libp2p::PeerId;
 use libp2p::core::{Endpoint, Multiaddr};
@@ -32,6 +39,13 @@ pub const STRIKES_LAST: Duration = Duration::from_secs(10 * 60);
 pub const AVOID_FOR: Duration = Duration::from_secs(30 * 60);
 /// Peers struck at once, at most: past it the oldest record is forgotten.
 const TRACKED: usize = 4096;
+/// How late this node's event loop may run its periodic check and still
+/// tell a peer's silence from its own. An answer that waits a second here
+/// has used a fifth of the request's time.
+pub const OWN_LATENESS: Duration = Duration::from_secs(1);
+/// How long a late run of this node's loop excuses the peers: a request
+/// that times out now was sent one request timeout ago.
+const LATENESS_EXCUSES: Duration = super::dht::REQUEST_TIMEOUT;
 
 /// Kademlia, with the peers that left its requests unanswered reported.
 pub struct Watched(
@@ -153,12 +167,36 @@ pub struct Strikes {
     /// Each struck peer's strikes still counting, oldest first.
     struck: HashMap<PeerId, VecDeque<Instant>>,
     avoided: HashMap<PeerId, Instant>,
+    /// When this node's loop last ran its check later than [`OWN_LATENESS`].
+    ran_late_at: Option<Instant>,
+    /// When the loop's next check is due.
+    next_check: Option<Instant>,
 }
 
 impl Strikes {
+    /// The event loop's periodic check, due at `due`, ran at `now`; the
+    /// next one is due at `next`.
+    pub fn checked(&mut self, due: Instant, now: Instant, next: Instant) {
+        if now.saturating_duration_since(due) > OWN_LATENESS {
+            self.ran_late_at = Some(now);
+        }
+        self.next_check = Some(next);
+    }
+
+    /// Whether this node's loop ran late recently or is late now (its
+    /// check overdue): an unanswered request may have been answered.
+    pub fn running_late(&self, now: Instant) -> bool {
+        self.ran_late_at
+            .is_some_and(|at| now.saturating_duration_since(at) <= LATENESS_EXCUSES)
+            || self
+                .next_check
+                .is_some_and(|due| now.saturating_duration_since(due) > OWN_LATENESS)
+    }
+
     /// Strikes `peer` at `now`; true when this strike makes it avoided.
+    /// No strike counts while this node is [`running_late`](Self::running_late).
     pub fn strike(&mut self, peer: PeerId, now: Instant) -> bool {
-        if self.is_avoided(&peer, now) {
+        if self.is_avoided(&peer, now) || self.running_late(now) {
             return false;
         }
         if self.struck.len() >= TRACKED && !self.struck.contains_key(&peer) {
@@ -219,6 +257,38 @@ mod tests {
         assert!(strikes.is_avoided(&peer, start + Duration::from_secs(3)));
         assert!(!strikes.is_avoided(&PeerId::random(), start));
         assert!(!strikes.is_avoided(&peer, start + AVOID_FOR + Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn strikes_do_not_count_while_this_node_runs_late() {
+        let mut strikes = Strikes::default();
+        let peer = PeerId::random();
+        let start = Instant::now();
+        let second = Duration::from_secs(1);
+        // On time: checks a second apart, each run at most a second late.
+        strikes.checked(start, start + second, start + 2 * second);
+        assert!(!strikes.running_late(start + 2 * second));
+        // A check two seconds late: the strikes of the requests that were
+        // in flight then do not count, later ones do.
+        let late = start + 5 * second;
+        strikes.checked(start + 3 * second, late, late + second);
+        for i in 0..3 {
+            assert!(!strikes.strike(peer, late + second * i), "strike {i}");
+        }
+        let after = late + LATENESS_EXCUSES + second;
+        strikes.checked(after, after, after + second);
+        assert!(!strikes.strike(peer, after));
+        assert!(!strikes.strike(peer, after));
+        // A check overdue by more than OWN_LATENESS: the loop is late now,
+        // before the check has run.
+        let overdue = after + second + OWN_LATENESS + second;
+        assert!(strikes.running_late(overdue));
+        assert!(!strikes.strike(peer, overdue));
+        // Back on time once the excuse has run out: the third strike counts.
+        let back = overdue + LATENESS_EXCUSES + second;
+        strikes.checked(back, back, back + second);
+        assert!(strikes.strike(peer, back));
+        assert!(strikes.is_avoided(&peer, back));
     }
 
     #[test]
