@@ -948,10 +948,7 @@ impl EventLoop {
         match event {
             BehaviourEvent::Kad(strikes::Event::Kad(event)) => self.on_kad_event(event),
             BehaviourEvent::Kad(strikes::Event::Unanswered(peer)) => {
-                let now = std::time::Instant::now();
-                if self.strikes.running_late(now) {
-                    tracing::debug!(%peer, "a DHT request went unanswered while this node ran late: no strike");
-                } else if self.strikes.strike(peer, now) {
+                if self.strikes.strike(peer, std::time::Instant::now()) {
                     tracing::info!(
                         %peer,
                         "avoiding peer for {} min: it left {} DHT requests unanswered",

@@ -185,7 +185,7 @@ impl Strikes {
 
     /// Whether this node's loop ran late recently or is late now (its
     /// check overdue): an unanswered request may have been answered.
-    pub fn running_late(&self, now: Instant) -> bool {
+    fn running_late(&self, now: Instant) -> bool {
         self.ran_late_at
             .is_some_and(|at| now.saturating_duration_since(at) <= LATENESS_EXCUSES)
             || self
