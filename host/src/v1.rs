@@ -242,12 +242,13 @@ async fn chat_completions(
         match crate::answers::tool_loop::play(&read.request, &ask, &model).await {
             Ok(Turn::Played(completion)) => return respond(&completion),
             Ok(Turn::ToTheModel) => steered = crate::answers::steer::steer(&mut read.request),
-            Err(why) => {
+            Err(crate::answers::NodeAskFailure::Model(failure)) => return failed(&failure),
+            Err(unusable) => {
                 return error(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "server_error",
                     Some("unavailable"),
-                    &wire::one_line(&why),
+                    &wire::one_line(&unusable.to_string()),
                 );
             }
         }

@@ -334,6 +334,20 @@ def main(base, token):
     except openai.BadRequestError as error:
         check("takes at most" in error.message, f"too long: {error.message}")
 
+    # The same with tools: the node plays the tool loop, and a conversation
+    # too long for its model is still the request's fault (400), not the
+    # node's (503).
+    try:
+        client.chat.completions.create(
+            model="local",
+            messages=[{"role": "user", "content": "What is 17 plus 25? " + "word " * 5000}],
+            tools=sums,
+            max_tokens=60,
+        )
+        check(False, "a prompt with tools longer than the context is refused")
+    except openai.BadRequestError as error:
+        check("takes at most" in error.message, f"too long with tools: {error.message}")
+
     stranger = OpenAI(base_url=f"{base}/v1", api_key="wrong", max_retries=0)
     try:
         stranger.models.list()

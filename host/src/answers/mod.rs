@@ -69,16 +69,33 @@ pub struct NodeAsk {
     pub deadline: std::time::Instant,
 }
 
+/// Why the node's model gave no answer [`NodeAsk`] could use: the model's
+/// own failure (kept whole, so `/v1` answers a request too long for the
+/// model with 400, not as the node's fault), or an answer it could not use.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeAskFailure {
+    #[error("the node's model could not answer: {0}")]
+    Model(crate::llm::LlmFailure),
+    #[error("{0}")]
+    Unusable(String),
+}
+
+impl From<NodeAskFailure> for String {
+    fn from(failure: NodeAskFailure) -> String {
+        failure.to_string()
+    }
+}
+
 #[async_trait::async_trait]
 impl Ask for NodeAsk {
-    type Error = String;
+    type Error = NodeAskFailure;
 
     async fn ask(
         &self,
         mut request: ChatRequest,
         max_tokens: u32,
         sink: DeltaSink,
-    ) -> Result<Completion, String> {
+    ) -> Result<Completion, NodeAskFailure> {
         request.max_tokens = Some(max_tokens);
         request.caller = Some(self.caller.clone());
         self.models
@@ -90,11 +107,11 @@ impl Ask for NodeAsk {
                 self.requester,
             )
             .await
-            .map_err(|e| format!("the node's model could not answer: {e}"))
+            .map_err(NodeAskFailure::Model)
     }
 
-    fn unusable(&self, why: String) -> String {
-        why
+    fn unusable(&self, why: String) -> NodeAskFailure {
+        NodeAskFailure::Unusable(why)
     }
 }
 
