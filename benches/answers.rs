@@ -185,12 +185,16 @@ fn model_file() -> Option<std::path::PathBuf> {
         .map(|file| std::fs::canonicalize(&file).expect("the --model file exists"))
 }
 
+/// The name `/v1` asks for: the node's default model's, which the
+/// `--model` file takes in its place.
+const MODEL: &str = "local";
+
 /// The node's models with `--model`: that file alone, as the default.
 fn models_config(file: &std::path::Path) -> agentsite::llm::config::LlmConfig {
     agentsite::llm::config::LlmConfig {
-        default: Some("bench".into()),
+        default: Some(MODEL.into()),
         models: vec![agentsite::llm::config::ModelConfig {
-            name: "bench".into(),
+            name: MODEL.into(),
             backend: agentsite::llm::config::Backend::Gguf(agentsite::llm::config::GgufConfig {
                 path: file.to_owned(),
                 context: agentsite::llm::embedded::DEFAULT_CONTEXT,
@@ -784,7 +788,7 @@ async fn v1_answer(http: &reqwest::Client, node: &support::Server, case: &Case) 
         let response: Value = http
             .post(node.url("/v1/chat/completions"))
             .json(&json!({
-                "model": "local", "messages": messages, "tools": specs,
+                "model": MODEL, "messages": messages, "tools": specs,
                 "temperature": 0, "max_tokens": 200,
             }))
             .send()

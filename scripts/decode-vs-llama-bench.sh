@@ -10,7 +10,7 @@
 # The engine's figure is the median of the forward example's three runs of
 # 128 decode steps after `depth` positions (1 for depth 0: the first token);
 # llama-bench's is its mean of three `-n 128 -d depth` runs. Prefill: the
-# engine's median of three 256-token prompts (in the node's chunks of 64)
+# engine's median of three 256-token prompts (in the node's chunks, PROMPT_CHUNK)
 # against llama-bench's `-p 256` (one batch).
 set -euo pipefail
 bench=${1:?usage: decode-vs-llama-bench.sh LLAMA_BENCH [GGUF] [ROUNDS]}

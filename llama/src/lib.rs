@@ -15,4 +15,4 @@ mod team;
 mod vector;
 
 pub use model::{Model, ReadError, Source};
-pub use session::Session;
+pub use session::{PROMPT_CHUNK, Session};

@@ -13,6 +13,12 @@ use crate::model::Model;
 use crate::ops::{self, Attention};
 use crate::quant::Inputs;
 
+/// Prompt tokens a caller runs through [`Session::forward`] at once:
+/// enough to share each weight row's unpacking into tiles among many
+/// tokens, few enough that a step's activations stay small and a caller's
+/// deadline is checked often.
+pub const PROMPT_CHUNK: usize = 64;
+
 /// One request's state: its key-value cache and the buffers of each step.
 pub struct Session<'m> {
     model: &'m Model,

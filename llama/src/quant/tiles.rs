@@ -628,6 +628,9 @@ mod simd {
     ) -> [[f32; TOKENS]; ROWS] {
         let blocks = band.blocks;
         assert_eq!(SIZE, sub_block(band.format.expect("a filled band")));
+        // Only Q6_K has sub-blocks of 16, and its codes stored 32 up.
+        const { assert!(SIZE == 16 || SIZE == 32) };
+        let stored_up = SIZE == 16;
         let (values, subs) = (256, 256 / SIZE);
         check(band, inputs, token_band, subs);
         let mut totals = [_mm512_setzero_ps(); ROWS];
@@ -638,18 +641,6 @@ mod simd {
             let weights = codes_of(band, b, values);
             let mut parts = [_mm512_setzero_ps(); ROWS];
             for sub in 0..subs {
-                let mut products = [_mm512_setzero_si512(); ROWS];
-                let first = sub * SIZE / DEPTH;
-                // SAFETY: the groups are this sub-block's; `codes` holds
-                // every group's 64 bytes.
-                unsafe {
-                    add_products(
-                        &mut products,
-                        weights,
-                        codes.as_ptr(),
-                        first..first + SIZE / DEPTH,
-                    )
-                };
                 // The sums of the inputs under the sub-block, for its
                 // minimum. SAFETY: sixteen of `sums` at each.
                 let input_sums = unsafe {
@@ -665,22 +656,44 @@ mod simd {
                         _ => first,
                     }
                 };
+                // Q6_K's codes are stored 32 up: its minimum is 32 of its
+                // scales, so the inputs' sums are taken off the products
+                // as integers before the scale, one float multiply-add a
+                // row and sub-block rather than two (as llama.cpp's sums
+                // are; exact, where the float minimum rounds).
+                let start = match stored_up {
+                    true => {
+                        _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(input_sums, 5))
+                    }
+                    false => _mm512_setzero_si512(),
+                };
+                let mut products = [start; ROWS];
+                let first = sub * SIZE / DEPTH;
+                // SAFETY: the groups are this sub-block's; `codes` holds
+                // every group's 64 bytes.
+                unsafe {
+                    add_products(
+                        &mut products,
+                        weights,
+                        codes.as_ptr(),
+                        first..first + SIZE / DEPTH,
+                    )
+                };
                 let input_sums = _mm512_cvtepi32_ps(input_sums);
                 for (r, part) in parts.iter_mut().enumerate() {
                     let index = (r * blocks + b) * subs + sub;
                     // SAFETY: `index` < ROWS × blocks × subs (asserted).
-                    let (scale, minimum) = unsafe {
-                        (
-                            *band.scales.get_unchecked(index),
-                            *band.minimums.get_unchecked(index),
-                        )
-                    };
+                    let scale = unsafe { *band.scales.get_unchecked(index) };
                     *part = _mm512_fmadd_ps(
                         _mm512_cvtepi32_ps(products[r]),
                         _mm512_set1_ps(scale),
                         *part,
                     );
-                    *part = _mm512_fnmadd_ps(input_sums, _mm512_set1_ps(minimum), *part);
+                    if !stored_up {
+                        // SAFETY: as the scale's.
+                        let minimum = unsafe { *band.minimums.get_unchecked(index) };
+                        *part = _mm512_fnmadd_ps(input_sums, _mm512_set1_ps(minimum), *part);
+                    }
                 }
             }
             // SAFETY: sixteen scales at the block's.

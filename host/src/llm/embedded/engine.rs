@@ -8,7 +8,7 @@ use super::super::{
 };
 use super::constraint::{Constraint, Grammars};
 use super::vocabulary::Vocabulary;
-use agentsite_llama::{Model, ReadError, Session};
+use agentsite_llama::{Model, PROMPT_CHUNK, ReadError, Session};
 use candle_core::quantized::gguf_file;
 use rand::{Rng as _, SeedableRng as _};
 use std::collections::HashMap;
@@ -18,10 +18,6 @@ use std::time::Instant;
 
 /// Tokens generated when a request does not say.
 const DEFAULT_MAX_TOKENS: usize = 512;
-/// Prompt tokens run through the model at once: enough to share each
-/// weight's unpacking among many tokens, few enough that a step's
-/// activations stay in cache and the deadline is checked often.
-const PREFILL_CHUNK: usize = 64;
 
 /// A model read into memory.
 pub struct Loaded {
@@ -341,7 +337,7 @@ pub fn generate(
 
         // The cache holds what this request can fill, and no more.
         let mut session = Session::new(&loaded.weights, prompt_ids.len() + max_tokens);
-        for chunk in prompt_ids.chunks(PREFILL_CHUNK) {
+        for chunk in prompt_ids.chunks(PROMPT_CHUNK) {
             if must_stop() {
                 return Err(stopped());
             }
