@@ -16,10 +16,11 @@
 //!
 //! A weight's value is `scale × code − minimum` in each format's
 //! sub-blocks: Q4_K and Q5_K of 32 values with their minimums, Q6_K of 16
-//! whose codes are stored 32 up (its minimum is 32 times its scale). The
-//! 32-value formats keep their blocks (each with its inputs' own scale):
-//! Q4_1 and Q5_1 with a minimum, Q4_0, Q5_0 and Q8_0 with codes stored 8,
-//! 16 and 128 up, taken off as integers, as llama.cpp's sums are.
+//! whose codes are stored 32 up. The 32-value formats keep their blocks
+//! (each with its inputs' own scale): Q4_1 and Q5_1 with a minimum, Q4_0,
+//! Q5_0 and Q8_0 with codes stored 8, 16 and 128 up. What a format stores
+//! its codes up by ([`bias`]) is taken off as integers, before the scale,
+//! as llama.cpp's sums are.
 
 use super::activation::{BLOCK, Q8Block, Q8KBlock, SUPER_BLOCK};
 use super::format::{Format, f16_at, fifth_bits, k_scales};
@@ -254,7 +255,11 @@ impl Band {
                 let scales = &mut self.scales[at..at + subs];
                 let minimums = &mut self.minimums[at..at + subs];
                 match format {
-                    Format::Q6K => q6k_scales(block, scales, minimums),
+                    // Its codes are stored up instead (`bias`).
+                    Format::Q6K => {
+                        q6k_scales(block, scales);
+                        minimums.fill(0.0);
+                    }
                     Format::Q4K | Format::Q5K => q45k_scales(block, scales, minimums),
                     _ => small_scales(format, block, &mut scales[0], &mut minimums[0]),
                 }
@@ -310,13 +315,11 @@ fn q45k_scales(block: &[u8], scales: &mut [f32], minimums: &mut [f32]) {
     }
 }
 
-/// A Q6_K super-block's sixteen sub-blocks of 16: each scale `d × scale`
-/// and, its codes stored 32 up, a minimum 32 times it.
-fn q6k_scales(block: &[u8], scales: &mut [f32], minimums: &mut [f32]) {
+/// A Q6_K super-block's sixteen sub-blocks of 16: each scale `d × scale`.
+fn q6k_scales(block: &[u8], scales: &mut [f32]) {
     let d = f16_at(block, 208);
     for (s, &scale) in block[192..208].iter().enumerate() {
         scales[s] = d * f32::from(scale as i8);
-        minimums[s] = 32.0 * scales[s];
     }
 }
 
@@ -478,6 +481,7 @@ fn bias(format: Format) -> i32 {
         Format::Q4_0 => 8,
         Format::Q5_0 => 16,
         Format::Q8_0 => 128,
+        Format::Q6K => 32,
         _ => 0,
     }
 }
@@ -519,7 +523,7 @@ pub fn portable_tile(
                     let index = (r * band.blocks + b) * subs + sub;
                     let (scale, minimum) = (band.scales[index], band.minimums[index]);
                     part += match k {
-                        true => dot as f32 * scale - sum as f32 * minimum,
+                        true => (dot - bias(format) * sum) as f32 * scale - sum as f32 * minimum,
                         false => (dot - bias(format) * sum) as f32 * scale,
                     };
                     if !k {
@@ -549,8 +553,8 @@ pub unsafe fn tile(band: &Band, inputs: &Interleaved, token_band: usize) -> [[f3
     // SAFETY (each arm): as this function's.
     unsafe {
         match band.format.expect("a filled band") {
-            Format::Q6K => simd::k::<16>(band, &inputs.k, token_band),
-            Format::Q4K | Format::Q5K => simd::k::<32>(band, &inputs.k, token_band),
+            Format::Q6K => simd::k::<16, false>(band, &inputs.k, token_band, bias(Format::Q6K)),
+            Format::Q4K | Format::Q5K => simd::k::<32, true>(band, &inputs.k, token_band, 0),
             format @ (Format::Q4_1 | Format::Q5_1) => {
                 simd::small::<true>(band, &inputs.small, token_band, bias(format))
             }
@@ -616,21 +620,20 @@ mod simd {
         }
     }
 
-    /// K-format rows (sub-blocks of `SIZE`) times Q8_K inputs.
+    /// K-format rows (sub-blocks of `SIZE`) times Q8_K inputs: codes
+    /// stored `bias` up, and with a minimum when `MINIMUM`.
     ///
     /// # Safety
     /// The CPU has AVX-512 F and VNNI.
     #[target_feature(enable = "avx512f,avx512vnni")]
-    pub unsafe fn k<const SIZE: usize>(
+    pub unsafe fn k<const SIZE: usize, const MINIMUM: bool>(
         band: &Band,
         inputs: &Layout,
         token_band: usize,
+        bias: i32,
     ) -> [[f32; TOKENS]; ROWS] {
         let blocks = band.blocks;
         assert_eq!(SIZE, sub_block(band.format.expect("a filled band")));
-        // Only Q6_K has sub-blocks of 16, and its codes stored 32 up.
-        const { assert!(SIZE == 16 || SIZE == 32) };
-        let stored_up = SIZE == 16;
         let (values, subs) = (256, 256 / SIZE);
         check(band, inputs, token_band, subs);
         let mut totals = [_mm512_setzero_ps(); ROWS];
@@ -656,17 +659,10 @@ mod simd {
                         _ => first,
                     }
                 };
-                // Q6_K's codes are stored 32 up: its minimum is 32 of its
-                // scales, so the inputs' sums are taken off the products
-                // as integers before the scale, one float multiply-add a
-                // row and sub-block rather than two (as llama.cpp's sums
-                // are; exact, where the float minimum rounds).
-                let start = match stored_up {
-                    true => {
-                        _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(input_sums, 5))
-                    }
-                    false => _mm512_setzero_si512(),
-                };
+                // Codes stored `bias` up: the products start `bias` times
+                // the inputs' sums down, as integers, so that the scale is
+                // the one float multiply-add a row and sub-block.
+                let start = _mm512_mullo_epi32(input_sums, _mm512_set1_epi32(-bias));
                 let mut products = [start; ROWS];
                 let first = sub * SIZE / DEPTH;
                 // SAFETY: the groups are this sub-block's; `codes` holds
@@ -689,7 +685,7 @@ mod simd {
                         _mm512_set1_ps(scale),
                         *part,
                     );
-                    if !stored_up {
+                    if MINIMUM {
                         // SAFETY: as the scale's.
                         let minimum = unsafe { *band.minimums.get_unchecked(index) };
                         *part = _mm512_fnmadd_ps(input_sums, _mm512_set1_ps(minimum), *part);
