@@ -11,8 +11,10 @@
 # 128 decode steps after `depth` positions (1 for depth 0: the first token);
 # llama-bench's is its mean of three `-n 128 -d depth` runs. Prefill: the
 # engine's median of three 256-token prompts (in the node's chunks, PROMPT_CHUNK)
-# against llama-bench's `-p 256` (one batch).
+# against llama-bench's `-p 256` (one batch). PARTS=prefill (or decode)
+# runs one part alone.
 set -euo pipefail
+parts=${PARTS:-decode prefill}
 bench=${1:?usage: decode-vs-llama-bench.sh LLAMA_BENCH [GGUF] [ROUNDS]}
 model=${2:-$HOME/.cache/agentsite/models/SmolLM2-135M-Instruct.Q4_1.gguf}
 rounds=${3:-5}
@@ -24,7 +26,8 @@ median() {
   printf '%s\n' "$@" | sort -n | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'
 }
 export LD_LIBRARY_PATH="$(dirname "$bench")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-for depth in 0 194; do
+depths=$([[ $parts == *decode* ]] && echo 0 194 || true)
+for depth in $depths; do
   ratios=()
   for round in $(seq "$rounds"); do
     prompt=$((depth == 0 ? 1 : depth))
@@ -37,6 +40,7 @@ for depth in 0 194; do
   median=$(median "${ratios[@]}")
   echo "depth $depth: median ratio ${median}x over $rounds rounds"
 done
+[[ $parts == *prefill* ]] || exit 0
 ratios=()
 for round in $(seq "$rounds"); do
   engine=$("$forward" "$model" 256 1 | sed -n 's/^prefill 256 tokens: .* (\([0-9.]*\) tok\/s);.*/\1/p' | sort -n | sed -n 2p)

@@ -9,6 +9,8 @@ pub mod arch;
 mod model;
 mod ops;
 mod quant;
+#[cfg(target_arch = "x86_64")]
+mod query_lanes;
 mod session;
 pub mod synthetic;
 mod team;

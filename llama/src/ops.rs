@@ -2,6 +2,8 @@
 //! embeddings, attention over the cache, activations.
 
 use crate::arch::{Activation, Rope};
+#[cfg(target_arch = "x86_64")]
+use crate::query_lanes;
 use crate::team::Disjoint;
 #[cfg(target_arch = "x86_64")]
 use crate::vector::Avx2Fma;
@@ -79,13 +81,8 @@ pub struct Attention {
 
 /// Causal grouped-query attention of the queries in `qkv` (tokens at
 /// positions from `start`) over the cache, into `out` (heads × head width
-/// per token).
-///
-/// Shared out by key-value head and block of tokens: the queries of a
-/// block's tokens, of all the heads that share the key-value head, read
-/// each key and value once between them (one query at a time, each key
-/// came from the second-level cache once per query, 4 KiB past the last,
-/// where the prefetcher does not follow: a fifth of a prompt's time).
+/// per token): a prompt's queries sixteen at a time where the CPU has
+/// AVX-512 ([`query_lanes`]), one at a time otherwise.
 pub fn attend(
     how: &Attention,
     start: usize,
@@ -94,6 +91,49 @@ pub fn attend(
     values: &[f32],
     out: &mut [f32],
 ) {
+    let tokens = out.len() / (how.heads * how.head_width);
+    let queries = Queries {
+        how,
+        start,
+        qkv,
+        keys,
+        values,
+    };
+    #[cfg(target_arch = "x86_64")]
+    if tokens * (how.heads / how.kv_heads) >= LEAST_IN_LANES
+        && how.head_width.is_multiple_of(16)
+        && query_lanes::available()
+    {
+        return attend_in_lanes(&queries, out);
+    }
+    attend_query_by_query(&queries, out)
+}
+
+/// Tokens' queries (in `qkv`, at positions from `start`) and the cache
+/// they attend over.
+#[derive(Clone, Copy)]
+struct Queries<'a> {
+    how: &'a Attention,
+    start: usize,
+    qkv: &'a [f32],
+    keys: &'a [f32],
+    values: &'a [f32],
+}
+
+/// [`attend`] one query at a time, shared out by key-value head and block
+/// of tokens: the queries of a block's tokens, of all the heads that share
+/// the key-value head, read each key and value once between them (one
+/// query at a time, each key came from the second-level cache once per
+/// query, 4 KiB past the last, where the prefetcher does not follow: a
+/// fifth of a prompt's time).
+fn attend_query_by_query(queries: &Queries, out: &mut [f32]) {
+    let Queries {
+        how,
+        start,
+        qkv,
+        keys,
+        values,
+    } = *queries;
     /// Tokens a piece: its queries' outputs and scores stay in the
     /// nearest cache.
     const BLOCK: usize = 8;
@@ -125,6 +165,89 @@ pub fn attend(
     });
 }
 
+/// The fewest queries of a key-value head attended in lanes: below, most
+/// of the sixteen lanes would be padding (one token's two to four queries
+/// run faster one by one).
+#[cfg(target_arch = "x86_64")]
+const LEAST_IN_LANES: usize = 8;
+
+/// [`attend`] sixteen queries at a time ([`query_lanes`]): the queries of
+/// each key-value head, token by token and head by head, in pieces of
+/// sixteen.
+#[cfg(target_arch = "x86_64")]
+fn attend_in_lanes(queries: &Queries, out: &mut [f32]) {
+    let Queries { how, start, .. } = *queries;
+    use query_lanes::LANES;
+    thread_local! {
+        static SCRATCH: RefCell<query_lanes::Scratch> = RefCell::default();
+    }
+    let (width, group) = (how.head_width, how.heads / how.kv_heads);
+    let kv_width = how.kv_heads * width;
+    let tokens = out.len() / (how.heads * width);
+    let per_head = (tokens * group).div_ceil(LANES);
+    assert!(start + tokens < i32::MAX as usize, "positions past 32 bits");
+    let shared = Disjoint::of(out);
+    crate::team::team().run(how.kv_heads * per_head, &|piece| {
+        // The last tokens first: they see the most positions, and a long
+        // piece handed out last keeps the others waiting.
+        let kv_head = piece % how.kv_heads;
+        let first_query = (per_head - 1 - piece / how.kv_heads) * LANES;
+        let count = (tokens * group - first_query).min(LANES);
+        let mut lanes = query_lanes::Queries {
+            rows: [&[]; LANES],
+            count,
+            first: [0; LANES],
+            end: [0; LANES],
+            width,
+            scale: how.scale,
+            cap: how.cap,
+        };
+        // What any of them sees (the first query's, widened below).
+        let mut seen = seen_by(how, start, first_query / group);
+        for lane in 0..count {
+            // Query `i` of this key-value head: token `i / group`, head
+            // `i % group` of those sharing it.
+            let i = first_query + lane;
+            let (t, h) = (i / group, kv_head * group + i % group);
+            lanes.rows[lane] = &queries.qkv[t * how.qkv_width + h * width..][..width];
+            let sees = seen_by(how, start, t);
+            (lanes.first[lane], lanes.end[lane]) = (sees.start as i32, sees.end as i32);
+            seen = seen.start.min(sees.start)..seen.end.max(sees.end);
+        }
+        // SAFETY: each query's head of its token is this piece's alone
+        // (pieces differ in key-value head or in queries).
+        let mut outs: Vec<&mut [f32]> = (first_query..first_query + count)
+            .map(|i| unsafe {
+                shared.slice(
+                    (i / group * how.heads + kv_head * group + i % group) * width,
+                    width,
+                )
+            })
+            .collect();
+        let at = |p: usize| p * kv_width + kv_head * width;
+        SCRATCH.with_borrow_mut(|scratch| {
+            // SAFETY: `available` found AVX-512 F; the head's width is a
+            // multiple of 16 (checked by `attend`), every slice that wide.
+            unsafe {
+                query_lanes::attend(
+                    &lanes,
+                    seen,
+                    |p| &queries.keys[at(p)..][..width],
+                    |p| &queries.values[at(p)..][..width],
+                    scratch,
+                    &mut outs,
+                )
+            }
+        });
+    });
+}
+
+/// The positions token `t` (of a prompt from `start`) sees.
+fn seen_by(how: &Attention, start: usize, t: usize) -> std::ops::Range<usize> {
+    let end = start + t + 1;
+    how.window.map_or(0, |window| end.saturating_sub(window))..end
+}
+
 /// A block of tokens' queries of the heads that share one key-value head.
 struct Block<'a> {
     how: &'a Attention,
@@ -140,10 +263,7 @@ struct Block<'a> {
 impl Block<'_> {
     /// The positions token `t` sees.
     fn seen_by(&self, t: usize) -> std::ops::Range<usize> {
-        let end = self.start + t + 1;
-        self.how
-            .window
-            .map_or(0, |window| end.saturating_sub(window))..end
+        seen_by(self.how, self.start, t)
     }
 
     /// Each query's softmax of its scaled (and capped) scores, the values
@@ -237,6 +357,8 @@ impl Block<'_> {
 /// computing the activations of 64 tokens left the others waiting.
 pub fn gated(activation: Activation, gate_up: &[f32], width: usize, out: &mut [f32]) {
     let tokens_per_piece = 4;
+    #[cfg(target_arch = "x86_64")]
+    let wide = std::arch::is_x86_feature_detected!("avx512f");
     let one_piece = |piece: usize, out: &mut [f32]| {
         let first = piece * tokens_per_piece;
         for (gate_up, out) in gate_up[first * 2 * width..]
@@ -244,6 +366,12 @@ pub fn gated(activation: Activation, gate_up: &[f32], width: usize, out: &mut [f
             .zip(out.chunks_exact_mut(width))
         {
             let (gate, up) = gate_up.split_at(width);
+            #[cfg(target_arch = "x86_64")]
+            if activation == Activation::Silu && wide {
+                // SAFETY: `wide`: the CPU has AVX-512 F.
+                unsafe { silu_times_avx512(gate, up, out) };
+                continue;
+            }
             for ((out, &g), u) in out.iter_mut().zip(gate).zip(up) {
                 let activated = match activation {
                     Activation::Silu => g / (1.0 + (-g).exp()),
@@ -256,6 +384,36 @@ pub fn gated(activation: Activation, gate_up: &[f32], width: usize, out: &mut [f
     match out.len() > tokens_per_piece * width {
         true => crate::team::team().for_each_chunk(out, tokens_per_piece * width, one_piece),
         false => one_piece(0, out),
+    }
+}
+
+/// `out = silu(gate) × up`, sixteen at a time: the library's `exp`, a
+/// call a value, was a fortieth of a prompt.
+///
+/// # Safety
+/// The CPU has AVX-512 F.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn silu_times_avx512(gate: &[f32], up: &[f32], out: &mut [f32]) {
+    use std::arch::x86_64::*;
+    assert!(gate.len() == out.len() && up.len() == out.len());
+    let whole = out.len() / 16 * 16;
+    for at in (0..whole).step_by(16) {
+        // SAFETY: `at + 16 <= whole`, of each.
+        unsafe {
+            let g = _mm512_loadu_ps(gate.as_ptr().add(at));
+            let e = crate::vector::exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
+            let silu = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0), e));
+            let product = _mm512_mul_ps(silu, _mm512_loadu_ps(up.as_ptr().add(at)));
+            _mm512_storeu_ps(out.as_mut_ptr().add(at), product);
+        }
+    }
+    for ((out, &g), u) in out[whole..]
+        .iter_mut()
+        .zip(&gate[whole..])
+        .zip(&up[whole..])
+    {
+        *out = g / (1.0 + (-g).exp()) * u;
     }
 }
 
@@ -346,6 +504,66 @@ mod tests {
         assert!(out[0] > 50.0, "{out:?}");
     }
 
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn attention_in_lanes_is_attention_query_by_query() {
+        if !query_lanes::available() {
+            return;
+        }
+        let mut seed = 0x2545_F491u32;
+        let mut random = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            (seed >> 8) as f32 / (1 << 24) as f32 * 2.0 - 1.0
+        };
+        // (heads, key-value heads, head width, tokens, start, window, cap):
+        // SmolLM2's three queries a key-value head, Qwen3's two, Gemma 3's
+        // four with its windows, one a head, 16- to 256-wide heads.
+        let cases = [
+            (9, 3, 64, 21, 0, None, None),
+            (4, 2, 128, 64, 70, None, None),
+            (4, 1, 256, 13, 5, Some(4), None),
+            (2, 2, 16, 40, 3, Some(17), Some(5.0)),
+            (3, 1, 48, 9, 0, None, None),
+        ];
+        for (heads, kv_heads, head_width, tokens, start, window, cap) in cases {
+            let how = Attention {
+                heads,
+                kv_heads,
+                head_width,
+                qkv_width: (heads + 2 * kv_heads) * head_width,
+                scale: 1.0 / (head_width as f32).sqrt(),
+                cap,
+                window,
+            };
+            let qkv: Vec<f32> = (0..tokens * how.qkv_width)
+                .map(|_| 3.0 * random())
+                .collect();
+            let cache = (start + tokens) * kv_heads * head_width;
+            let keys: Vec<f32> = (0..cache).map(|_| random()).collect();
+            let values: Vec<f32> = (0..cache).map(|_| random()).collect();
+            let mut want = vec![0.0; tokens * heads * head_width];
+            let mut got = vec![f32::NAN; want.len()];
+            let queries = Queries {
+                how: &how,
+                start,
+                qkv: &qkv,
+                keys: &keys,
+                values: &values,
+            };
+            attend_query_by_query(&queries, &mut want);
+            attend_in_lanes(&queries, &mut got);
+            for (i, (want, got)) in want.iter().zip(&got).enumerate() {
+                assert!(
+                    (want - got).abs() <= 2e-6 + 2e-5 * want.abs(),
+                    "{heads} heads of {head_width}, {tokens} tokens from {start}: \
+                     value {i} {got}, query by query {want}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn rms_norm_scales_to_unit_root_mean_square() {
         let mut out = [0.0; 2];
@@ -356,6 +574,22 @@ mod tests {
         rms_norm_rows(&mut rows, &[1.0, 2.0], 0.0);
         assert_eq!(rows[..2], out);
         assert_eq!(rows[2..], out);
+    }
+
+    #[test]
+    fn silu_of_a_row_is_the_library_s_within_rounding() {
+        let gate: Vec<f32> = (0..1000).map(|i| (i as f32 - 500.0) * 0.07).collect();
+        let up: Vec<f32> = (0..1000).map(|i| 1.0 + i as f32 * 0.001).collect();
+        let gate_up: Vec<f32> = gate.iter().chain(&up).copied().collect();
+        let mut out = vec![0.0; 1000];
+        gated(Activation::Silu, &gate_up, 1000, &mut out);
+        for ((out, g), u) in out.iter().zip(&gate).zip(&up) {
+            let want = g / (1.0 + (-g).exp()) * u;
+            assert!(
+                (out - want).abs() <= 1e-6 * want.abs().max(1e-3),
+                "silu({g}) × {u}: {out}, want {want}"
+            );
+        }
     }
 
     #[test]

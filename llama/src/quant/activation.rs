@@ -75,7 +75,18 @@ fn nearest(value: f32) -> i32 {
 /// as llama.cpp's `quantize_row_q8_K_ref`: the value of largest magnitude
 /// becomes -127, the others round half to even.
 pub fn quantize_k(values: &[f32], blocks: &mut [Q8KBlock]) {
-    debug_assert_eq!(values.len(), blocks.len() * SUPER_BLOCK);
+    assert_eq!(values.len(), blocks.len() * SUPER_BLOCK);
+    #[cfg(target_arch = "x86_64")]
+    if is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2; the lengths agree (asserted).
+        return unsafe { x86::quantize_k(values, blocks) };
+    }
+    quantize_k_portable(values, blocks)
+}
+
+/// [`quantize_k`] a value at a time: the search for the largest, a branch
+/// a value, took a twentieth of a prompt's time where the CPU has SIMD.
+pub fn quantize_k_portable(values: &[f32], blocks: &mut [Q8KBlock]) {
     for (values, block) in values.chunks_exact(SUPER_BLOCK).zip(blocks) {
         let mut largest = 0f32;
         let mut magnitude = 0f32;
@@ -97,6 +108,83 @@ pub fn quantize_k(values: &[f32], blocks: &mut [Q8KBlock]) {
             *sum = quants.iter().map(|&q| i16::from(q)).sum();
         }
         block.scale = 1.0 / inverse;
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{Q8KBlock, SUPER_BLOCK};
+    use std::arch::x86_64::*;
+
+    /// [`super::quantize_k`], eight values at a time, to the same bytes.
+    ///
+    /// # Safety
+    /// The CPU has AVX2; `values` is `blocks` super-blocks long.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn quantize_k(values: &[f32], blocks: &mut [Q8KBlock]) {
+        for (values, block) in values.chunks_exact(SUPER_BLOCK).zip(blocks) {
+            // SAFETY: each `at` below is at most 248, of 256 values.
+            let load = |at: usize| unsafe { _mm256_loadu_ps(values.as_ptr().add(at)) };
+            let magnitude_of = |v: __m256| _mm256_andnot_ps(_mm256_set1_ps(-0.0), v);
+            let mut eight = _mm256_setzero_ps();
+            for at in (0..SUPER_BLOCK).step_by(8) {
+                // The magnitude first: a NaN, in the first operand, is
+                // passed over, as the scalar comparison passes it over.
+                eight = _mm256_max_ps(magnitude_of(load(at)), eight);
+            }
+            let mut lanes = [0f32; 8];
+            // SAFETY: eight floats.
+            unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), eight) };
+            let magnitude = lanes.into_iter().fold(0f32, f32::max);
+            if magnitude == 0.0 {
+                *block = Q8KBlock::default();
+                continue;
+            }
+            // The first value of that magnitude, as the scalar loop keeps it.
+            let target = _mm256_set1_ps(magnitude);
+            let largest = (0..SUPER_BLOCK)
+                .step_by(8)
+                .find_map(|at| {
+                    let equal = _mm256_cmp_ps::<_CMP_EQ_OQ>(magnitude_of(load(at)), target);
+                    match _mm256_movemask_ps(equal) {
+                        0 => None,
+                        mask => Some(values[at + mask.trailing_zeros() as usize]),
+                    }
+                })
+                .expect("the largest magnitude is one of the values");
+            let inverse = -127.0 / largest;
+            let scaled = |at: usize| {
+                // Rounded half to even (the CPU's mode), as `nearest`.
+                let q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_set1_ps(inverse), load(at)));
+                _mm256_min_epi32(q, _mm256_set1_epi32(127))
+            };
+            for at in (0..SUPER_BLOCK).step_by(32) {
+                let halves = _mm256_packs_epi32(scaled(at), scaled(at + 8));
+                let others = _mm256_packs_epi32(scaled(at + 16), scaled(at + 24));
+                // The packs work within 128-bit lanes: put the eight
+                // fours back in order.
+                let bytes = _mm256_permutevar8x32_epi32(
+                    _mm256_packs_epi16(halves, others),
+                    _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7),
+                );
+                // SAFETY: 32 bytes at `at`, of 256.
+                unsafe {
+                    _mm256_storeu_si256(block.quants.as_mut_ptr().add(at) as *mut __m256i, bytes)
+                };
+                // Each eight's sum, the bytes taken 128 up (unsigned).
+                let eights = _mm256_sad_epu8(
+                    _mm256_xor_si256(bytes, _mm256_set1_epi8(0x80u8 as i8)),
+                    _mm256_setzero_si256(),
+                );
+                let mut sums = [0i64; 4];
+                // SAFETY: four 64-bit sums.
+                unsafe { _mm256_storeu_si256(sums.as_mut_ptr() as *mut __m256i, eights) };
+                for (i, pair) in sums.chunks_exact(2).enumerate() {
+                    block.sums[at / 16 + i] = (pair[0] + pair[1] - 16 * 128) as i16;
+                }
+            }
+            block.scale = 1.0 / inverse;
+        }
     }
 }
 

@@ -1,4 +1,6 @@
-use super::activation::{Q8Block, Q8KBlock, SUPER_BLOCK, quantize, quantize_k};
+use super::activation::{
+    Q8Block, Q8KBlock, SUPER_BLOCK, quantize, quantize_k, quantize_k_portable,
+};
 use super::format::Activation;
 use super::*;
 
@@ -275,6 +277,40 @@ fn super_blocks_of_inputs_keep_their_values() {
     let mut zero = vec![Q8KBlock::default(); 1];
     quantize_k(&[0.0; 256], &mut zero);
     assert_eq!((zero[0].scale, zero[0].quants[0]), (0.0, 0));
+}
+
+/// The quantizing the CPU runs gives the value-at-a-time one's bytes: the
+/// first of two equal magnitudes is the largest, halves round to even.
+#[test]
+fn super_blocks_quantize_alike_with_simd_and_without() {
+    let mut input = values(4 * SUPER_BLOCK, 9);
+    // Block 1: its largest magnitude twice, the positive one first.
+    input[SUPER_BLOCK + 7] = 4.0;
+    input[SUPER_BLOCK + 200] = -4.0;
+    // Block 2: values on the halves between codes (±127 × k.5 / 4).
+    for (i, v) in input[2 * SUPER_BLOCK..3 * SUPER_BLOCK]
+        .iter_mut()
+        .enumerate()
+    {
+        *v = (i as f32 - 128.0 + 0.5) / 127.0 * 4.0;
+    }
+    input[2 * SUPER_BLOCK] = -4.0;
+    // Block 3: zeros.
+    input[3 * SUPER_BLOCK..].fill(0.0);
+    let mut simd = vec![Q8KBlock::default(); 4];
+    let mut portable = vec![Q8KBlock::default(); 4];
+    quantize_k(&input, &mut simd);
+    quantize_k_portable(&input, &mut portable);
+    for (b, (simd, portable)) in simd.iter().zip(&portable).enumerate() {
+        assert_eq!(simd.quants, portable.quants, "block {b}'s codes");
+        assert_eq!(simd.sums, portable.sums, "block {b}'s sums");
+        assert_eq!(
+            simd.scale.to_bits(),
+            portable.scale.to_bits(),
+            "block {b}'s scale"
+        );
+    }
+    assert_eq!(simd[1].quants[7], -127, "the first of the largest");
 }
 
 /// Eight-bit inputs as llama.cpp's x86 code makes them: half rounds to

@@ -186,14 +186,22 @@ pub struct Band {
     format: Option<Format>,
     /// The format's blocks a row.
     blocks: usize,
-    /// Row, value.
+    /// Block, row, value: a block's rows at fixed distances from its
+    /// first, which the tiles then reach from one register (a pointer a
+    /// row took eight of the sixteen, and the rest spilled).
     codes: Vec<u8>,
-    /// Row, sub-block.
+    /// Block, row, sub-block.
     scales: Vec<f32>,
     minimums: Vec<f32>,
 }
 
 impl Band {
+    /// Where row `r`'s block `b` is, in blocks (of codes, or of its
+    /// sub-blocks' scales).
+    fn at(b: usize, r: usize) -> usize {
+        b * ROWS + r
+    }
+
     /// Unpacks `rows` (rows of `format`, one after another, at most
     /// [`ROWS`]), each `blocks` of the format's blocks long.
     pub fn fill(&mut self, format: Format, rows: &[u8], blocks: usize) {
@@ -202,11 +210,17 @@ impl Band {
             // SAFETY: the CPU has AVX2, FMA and F16C.
             return unsafe { self.fill_avx2(format, rows, blocks) };
         }
-        self.fill_any(format, rows, blocks, |format, block, codes| match format {
-            Format::Q6K => unpack_q6k(block, codes),
-            Format::Q4K | Format::Q5K => unpack_q45k(format, block, codes),
-            _ => unpack_small(format, block, codes),
-        })
+        self.fill_any(
+            format,
+            rows,
+            blocks,
+            |format, block, codes| match format {
+                Format::Q6K => unpack_q6k(block, codes),
+                Format::Q4K | Format::Q5K => unpack_q45k(format, block, codes),
+                _ => unpack_small(format, block, codes),
+            },
+            scales_of,
+        )
     }
 
     /// [`Band::fill`] with AVX2's byte shifts and masks: the build's
@@ -217,13 +231,23 @@ impl Band {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn fill_avx2(&mut self, format: Format, rows: &[u8], blocks: usize) {
-        self.fill_any(format, rows, blocks, |format, block, codes| {
-            // SAFETY: the CPU has AVX2, FMA and F16C (this function's contract).
-            unsafe { x86::unpack(format, block, codes) }
-        })
+        self.fill_any(
+            format,
+            rows,
+            blocks,
+            |format, block, codes| {
+                // SAFETY: the CPU has AVX2, FMA and F16C (this function's contract).
+                unsafe { x86::unpack(format, block, codes) }
+            },
+            |format, block, scales, minimums| {
+                // SAFETY: as above.
+                unsafe { x86::scales_of(format, block, scales, minimums) }
+            },
+        )
     }
 
-    /// Fills the band, each block's codes written by `unpack`.
+    /// Fills the band, each block's codes written by `unpack`, its
+    /// sub-blocks' scales and minimums by `scales`.
     #[inline(always)]
     fn fill_any(
         &mut self,
@@ -231,6 +255,7 @@ impl Band {
         rows: &[u8],
         blocks: usize,
         unpack: impl Fn(Format, &[u8], &mut [u8]),
+        scales: impl Fn(Format, &[u8], &mut [f32], &mut [f32]),
     ) {
         assert!(tiles(format), "{format:?} rows are not unpacked into bands");
         let row_bytes = blocks * format.block_bytes();
@@ -238,34 +263,44 @@ impl Band {
         assert!(count <= ROWS, "a band of {count} rows");
         let values = format.block_values();
         let subs = values / sub_block(format);
-        let per_row = blocks * subs;
         self.format = Some(format);
         self.blocks = blocks;
         // Every value is written below but the missing rows', zeroed.
         self.codes.resize(ROWS * blocks * values, 0);
-        self.scales.resize(ROWS * per_row, 0.0);
-        self.minimums.resize(ROWS * per_row, 0.0);
-        self.codes[count * blocks * values..].fill(0);
-        self.scales[count * per_row..].fill(0.0);
-        self.minimums[count * per_row..].fill(0.0);
+        self.scales.resize(ROWS * blocks * subs, 0.0);
+        self.minimums.resize(ROWS * blocks * subs, 0.0);
+        for b in 0..blocks {
+            let (rows, missing) = (b * ROWS..(b + 1) * ROWS, b * ROWS + count);
+            self.codes[missing * values..rows.end * values].fill(0);
+            self.scales[missing * subs..rows.end * subs].fill(0.0);
+            self.minimums[missing * subs..rows.end * subs].fill(0.0);
+        }
         for (r, row) in rows.chunks_exact(row_bytes).enumerate() {
             for (b, block) in row.chunks_exact(format.block_bytes()).enumerate() {
-                let codes = &mut self.codes[(r * blocks + b) * values..][..values];
-                let at = r * per_row + b * subs;
-                let scales = &mut self.scales[at..at + subs];
-                let minimums = &mut self.minimums[at..at + subs];
-                match format {
-                    // Its codes are stored up instead (`bias`).
-                    Format::Q6K => {
-                        q6k_scales(block, scales);
-                        minimums.fill(0.0);
-                    }
-                    Format::Q4K | Format::Q5K => q45k_scales(block, scales, minimums),
-                    _ => small_scales(format, block, &mut scales[0], &mut minimums[0]),
-                }
+                let codes = &mut self.codes[Band::at(b, r) * values..][..values];
+                let at = Band::at(b, r) * subs;
+                scales(
+                    format,
+                    block,
+                    &mut self.scales[at..at + subs],
+                    &mut self.minimums[at..at + subs],
+                );
                 unpack(format, block, codes);
             }
         }
+    }
+}
+
+/// A block's sub-blocks' scales and minimums (`subs` of each).
+fn scales_of(format: Format, block: &[u8], scales: &mut [f32], minimums: &mut [f32]) {
+    match format {
+        // Its codes are stored up instead (`bias`).
+        Format::Q6K => {
+            q6k_scales(block, scales);
+            minimums.fill(0.0);
+        }
+        Format::Q4K | Format::Q5K => q45k_scales(block, scales, minimums),
+        _ => small_scales(format, block, &mut scales[0], &mut minimums[0]),
     }
 }
 
@@ -391,7 +426,7 @@ fn fifth_bit<const BIT: u32>(codes: &mut [u8], high: &[u8]) {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::Format;
-    use crate::quant::x86::{bits_from as bits, bytes_of_bits, nibbles};
+    use crate::quant::x86::{bits_from as bits, bytes_of_bits, f16_splat, nibbles};
     use std::arch::x86_64::*;
 
     /// Four-bit codes with their fifth bits (0xFF in each byte whose bit
@@ -400,6 +435,69 @@ mod x86 {
     #[target_feature(enable = "avx2,fma,f16c")]
     fn fifth(codes: __m256i, set: __m256i) -> __m256i {
         _mm256_or_si256(codes, _mm256_and_si256(set, _mm256_set1_epi8(0x10)))
+    }
+
+    /// A block's sub-blocks' scales and minimums, as [`super::scales_of`]
+    /// makes them: the K formats' eight or sixteen at once, their f16
+    /// factors converted by the CPU (the portable conversion, a call a
+    /// value, was a twentieth of a prompt).
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and F16C.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn scales_of(
+        format: Format,
+        block: &[u8],
+        scales: &mut [f32],
+        minimums: &mut [f32],
+    ) {
+        assert_eq!(block.len(), format.block_bytes());
+        let f16 = |at: usize| {
+            assert!(at + 2 <= block.len());
+            // SAFETY: two bytes at `at` (asserted).
+            unsafe { f16_splat(block.as_ptr().add(at)) }
+        };
+        // Eight bytes widened (signed or not) and scaled by `factor`.
+        let scaled = |bytes: __m128i, signed: bool, factor: __m256| {
+            let words = match signed {
+                true => _mm256_cvtepi8_epi32(bytes),
+                false => _mm256_cvtepu8_epi32(bytes),
+            };
+            _mm256_mul_ps(_mm256_cvtepi32_ps(words), factor)
+        };
+        let store = |out: &mut [f32], values: __m256| {
+            assert!(out.len() >= 8);
+            // SAFETY: eight floats (asserted).
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), values) }
+        };
+        match format {
+            Format::Q6K => {
+                assert_eq!((scales.len(), minimums.len()), (16, 16));
+                // SAFETY: bytes 192..208 of a whole block (asserted).
+                let bytes = unsafe { _mm_loadu_si128(block.as_ptr().add(192) as *const __m128i) };
+                let d = f16(208);
+                store(&mut scales[..8], scaled(bytes, true, d));
+                store(
+                    &mut scales[8..],
+                    scaled(_mm_srli_si128::<8>(bytes), true, d),
+                );
+                minimums.fill(0.0);
+            }
+            Format::Q4K | Format::Q5K => {
+                assert_eq!((scales.len(), minimums.len()), (8, 8));
+                let (packed, mins) = super::k_scales(block[4..16].try_into().expect("12 bytes"));
+                let eight = |bytes: [u8; 8]| _mm_set_epi64x(0, i64::from_le_bytes(bytes));
+                store(scales, scaled(eight(packed), false, f16(0)));
+                store(minimums, scaled(eight(mins), false, f16(2)));
+            }
+            _ => {
+                scales[0] = _mm256_cvtss_f32(f16(0));
+                minimums[0] = match format {
+                    Format::Q4_1 | Format::Q5_1 => _mm256_cvtss_f32(f16(2)),
+                    _ => 0.0,
+                };
+            }
+        }
     }
 
     /// A block's codes, as [`super::unpack_q45k`], [`super::unpack_q6k`]
@@ -510,7 +608,7 @@ pub fn portable_tile(
                 for sub in 0..subs {
                     let mut dot = 0i32;
                     for v in sub * size..(sub + 1) * size {
-                        let code = band.codes[(r * band.blocks + b) * values + v];
+                        let code = band.codes[Band::at(b, r) * values + v];
                         let at = Layout::codes_at(slot, v / DEPTH, groups) + v % DEPTH;
                         dot += i32::from(code) * i32::from(layout.codes[at]);
                     }
@@ -520,7 +618,7 @@ pub fn portable_tile(
                             layout.sums[(band_block * runs + sub * size / 16 + i) * TOKENS + lane]
                         })
                         .sum();
-                    let index = (r * band.blocks + b) * subs + sub;
+                    let index = Band::at(b, r) * subs + sub;
                     let (scale, minimum) = (band.scales[index], band.minimums[index]);
                     part += match k {
                         true => (dot - bias(format) * sum) as f32 * scale - sum as f32 * minimum,
@@ -583,37 +681,40 @@ mod simd {
         );
     }
 
-    /// Each row's codes of block `b`.
-    fn codes_of(band: &Band, b: usize, values: usize) -> [*const u8; ROWS] {
+    /// Block `b`'s codes, its rows `VALUES` apart.
+    fn codes_of<const VALUES: usize>(band: &Band, b: usize) -> *const u8 {
         assert_eq!(
             band.codes.len(),
-            ROWS * band.blocks * values,
+            ROWS * band.blocks * VALUES,
             "a band not filled"
         );
-        std::array::from_fn(|r| band.codes[(r * band.blocks + b) * values..].as_ptr())
+        band.codes[Band::at(b, 0) * VALUES..][..ROWS * VALUES].as_ptr()
     }
 
-    /// Rows `products` (one per row, sixteen tokens' lanes) plus block
-    /// `b`'s groups `groups` of the band's codes times the inputs'.
+    /// Rows `products` (one per row, sixteen tokens' lanes) plus groups
+    /// `groups` of a block's codes (`weights`, rows `VALUES` apart) times
+    /// the inputs'.
     ///
     /// # Safety
-    /// The CPU has AVX-512 F and VNNI; each group is within the block,
-    /// `inputs` holds 64 bytes from each group's start.
+    /// The CPU has AVX-512 F and VNNI; `weights` holds [`ROWS`] rows of
+    /// `VALUES`, each group is within a row, `inputs` holds 64 bytes from
+    /// each group's start.
     #[inline]
     #[target_feature(enable = "avx512f,avx512vnni")]
-    unsafe fn add_products(
+    unsafe fn add_products<const VALUES: usize>(
         products: &mut [__m512i; ROWS],
-        weights: [*const u8; ROWS],
+        weights: *const u8,
         inputs: *const i8,
         groups: std::ops::Range<usize>,
     ) {
         for g in groups {
             // SAFETY: as this function's; a row's four codes of group `g`
-            // are within its block.
+            // are within its row.
             unsafe {
                 let x = _mm512_loadu_si512(inputs.add(g * TOKENS * DEPTH) as *const _);
-                for (products, weights) in products.iter_mut().zip(weights) {
-                    let four = std::ptr::read_unaligned(weights.add(g * DEPTH) as *const i32);
+                for (r, products) in products.iter_mut().enumerate() {
+                    let at = weights.add(r * VALUES + g * DEPTH);
+                    let four = std::ptr::read_unaligned(at as *const i32);
                     *products = _mm512_dpbusd_epi32(*products, _mm512_set1_epi32(four), x);
                 }
             }
@@ -636,12 +737,19 @@ mod simd {
         assert_eq!(SIZE, sub_block(band.format.expect("a filled band")));
         let (values, subs) = (256, 256 / SIZE);
         check(band, inputs, token_band, subs);
-        let mut totals = [_mm512_setzero_ps(); ROWS];
+        // The totals are added to once a super-block, from memory: in
+        // registers beside the sub-blocks' products and the block's parts
+        // they were 24 of the 32, and the products spilled.
+        let mut totals = [[0f32; TOKENS]; ROWS];
         for b in 0..blocks {
             let at = token_band * blocks + b;
             let codes = inputs.block_codes(at, values);
             let sums = &inputs.sums[at * 16 * TOKENS..][..16 * TOKENS];
-            let weights = codes_of(band, b, values);
+            let weights = codes_of::<256>(band, b);
+            let (scales, minimums) = (
+                band.scales[Band::at(b, 0) * subs..][..ROWS * subs].as_ptr(),
+                band.minimums[Band::at(b, 0) * subs..][..ROWS * subs].as_ptr(),
+            );
             let mut parts = [_mm512_setzero_ps(); ROWS];
             for sub in 0..subs {
                 // The sums of the inputs under the sub-block, for its
@@ -668,7 +776,7 @@ mod simd {
                 // SAFETY: the groups are this sub-block's; `codes` holds
                 // every group's 64 bytes.
                 unsafe {
-                    add_products(
+                    add_products::<256>(
                         &mut products,
                         weights,
                         codes.as_ptr(),
@@ -677,9 +785,9 @@ mod simd {
                 };
                 let input_sums = _mm512_cvtepi32_ps(input_sums);
                 for (r, part) in parts.iter_mut().enumerate() {
-                    let index = (r * blocks + b) * subs + sub;
-                    // SAFETY: `index` < ROWS × blocks × subs (asserted).
-                    let scale = unsafe { *band.scales.get_unchecked(index) };
+                    // SAFETY: the block's scales and minimums are ROWS ×
+                    // subs long.
+                    let scale = unsafe { *scales.add(r * subs + sub) };
                     *part = _mm512_fmadd_ps(
                         _mm512_cvtepi32_ps(products[r]),
                         _mm512_set1_ps(scale),
@@ -687,7 +795,7 @@ mod simd {
                     );
                     if MINIMUM {
                         // SAFETY: as the scale's.
-                        let minimum = unsafe { *band.minimums.get_unchecked(index) };
+                        let minimum = unsafe { *minimums.add(r * subs + sub) };
                         *part = _mm512_fnmadd_ps(input_sums, _mm512_set1_ps(minimum), *part);
                     }
                 }
@@ -696,10 +804,14 @@ mod simd {
             let input_scales =
                 unsafe { _mm512_loadu_ps(inputs.scales[at * TOKENS..][..TOKENS].as_ptr()) };
             for (total, part) in totals.iter_mut().zip(parts) {
-                *total = _mm512_fmadd_ps(part, input_scales, *total);
+                // SAFETY: sixteen floats.
+                unsafe {
+                    let sum = _mm512_fmadd_ps(part, input_scales, _mm512_loadu_ps(total.as_ptr()));
+                    _mm512_storeu_ps(total.as_mut_ptr(), sum);
+                }
             }
         }
-        stored(totals)
+        totals
     }
 
     /// 32-value rows times Q8 inputs: codes stored `bias` up, and with a
@@ -724,9 +836,9 @@ mod simd {
             let mut products = [_mm512_setzero_si512(); ROWS];
             // SAFETY: the block's eight groups; `codes` holds their bytes.
             unsafe {
-                add_products(
+                add_products::<32>(
                     &mut products,
-                    codes_of(band, b, 32),
+                    codes_of::<32>(band, b),
                     codes.as_ptr(),
                     0..groups,
                 )
@@ -742,7 +854,7 @@ mod simd {
                 )
             };
             for (r, total) in totals.iter_mut().enumerate() {
-                let index = r * blocks + b;
+                let index = Band::at(b, r);
                 // SAFETY: `index` < ROWS × blocks (asserted).
                 let (scale, minimum) = unsafe {
                     (
@@ -781,7 +893,7 @@ mod tests {
     /// The tiles' test (in `quant::tests`) checks the products through
     /// the unpacking the CPU runs; here the other gives the same codes.
     #[test]
-    fn the_portable_unpacking_gives_the_codes_of_the_simd_one() {
+    fn the_portable_unpacking_gives_the_codes_and_scales_of_the_simd_one() {
         for format in Format::ALL.into_iter().filter(|&f| tiles(f)) {
             let mut seed = 0x9E37_79B9u32.wrapping_mul(format as u32 + 1);
             let block: Vec<u8> = (0..format.block_bytes())
@@ -814,6 +926,21 @@ mod tests {
                 // SAFETY: the CPU has AVX2, FMA and F16C.
                 unsafe { x86::unpack(format, &block, &mut simd) };
                 assert_eq!(portable, simd, "{format:?}");
+                let subs = format.block_values() / sub_block(format);
+                let mut portable = (vec![0f32; subs], vec![0f32; subs]);
+                let mut simd = (vec![1f32; subs], vec![1f32; subs]);
+                scales_of(format, &block, &mut portable.0, &mut portable.1);
+                // SAFETY: as above.
+                unsafe { x86::scales_of(format, &block, &mut simd.0, &mut simd.1) };
+                let same = |a: &[f32], b: &[f32]| {
+                    a.iter()
+                        .zip(b)
+                        .all(|(a, b)| a == b || (a.is_nan() && b.is_nan()))
+                };
+                assert!(
+                    same(&portable.0, &simd.0) && same(&portable.1, &simd.1),
+                    "{format:?}: scales {portable:?}, with SIMD {simd:?}"
+                );
             }
         }
     }

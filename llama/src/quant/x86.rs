@@ -14,7 +14,7 @@ use std::arch::x86_64::*;
 /// the sum before it (measured: Q8_0 rows at a fifth of their speed).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn f16_splat(at: *const u8) -> __m256 {
+pub unsafe fn f16_splat(at: *const u8) -> __m256 {
     let bits = unsafe { std::ptr::read_unaligned(at as *const i16) };
     _mm256_cvtph_ps(_mm_set1_epi16(bits))
 }
