@@ -15,6 +15,9 @@
 //! llama.cpp scores); the last reports "Same top p", the share of positions
 //! where both pick the same next token. `--top` also prints each position
 //! where the two disagree, with both tokens' log-probabilities in each.
+//! `--prompt` runs each chunk's first half as the node runs a prompt (in
+//! its chunks, [`PROMPT_CHUNK`], many tokens a step) and only the scored
+//! half one token at a time, as generation follows a prompt.
 //!
 //! A position where the first choice barely leads the second can go either
 //! way with the order of float additions, and llama.cpp's own batched and
@@ -26,7 +29,7 @@
 //! cargo run --release -p agentsite-llama --example kld -- --compare REFERENCE.kld OTHER.kld
 //! ```
 
-use agentsite_llama::{Model, Session};
+use agentsite_llama::{Model, PROMPT_CHUNK, Session};
 use std::io::{Read, Write};
 
 fn main() -> Result<(), String> {
@@ -37,9 +40,10 @@ fn main() -> Result<(), String> {
         return compare(reference, other);
     }
     let [model_path, base_path, out_path, ..] = args.as_slice() else {
-        return Err("usage: kld GGUF LLAMA_KLD OUT_KLD [--top]".into());
+        return Err("usage: kld GGUF LLAMA_KLD OUT_KLD [--top] [--prompt]".into());
     };
     let show_disagreements = args.iter().any(|a| a == "--top");
+    let as_prompt = args.iter().any(|a| a == "--prompt");
     let mut file = std::io::BufReader::new(
         std::fs::File::open(model_path).map_err(|e| format!("{model_path}: {e}"))?,
     );
@@ -81,7 +85,15 @@ fn main() -> Result<(), String> {
         if add_bos && let Some(bos) = bos {
             input[0] = bos;
         }
+        if as_prompt {
+            for prompt in input[..first].chunks(PROMPT_CHUNK) {
+                session.forward(prompt)?;
+            }
+        }
         for (position, &token) in input[..n_ctx - 1].iter().enumerate() {
+            if as_prompt && position < first {
+                continue;
+            }
             session.forward(&[token])?;
             if position < first {
                 continue;
