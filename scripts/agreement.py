@@ -27,7 +27,9 @@ import tempfile
 import llama_cpp
 import numpy as np
 
-F32 = 0  # ggml's type number
+# llama.cpp opened as the families' fixtures are made.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "llama/tests/fixtures"))
+from make_reference import as_the_engine_runs  # noqa: E402
 MARGINS = [0.0, 0.05, 0.1, 0.2, 0.3]
 
 
@@ -52,18 +54,7 @@ def record(logits: np.ndarray, nv: int) -> bytes:
 def llama_cpp_file(model, tokens, n_ctx, batch, path):
     """llama.cpp's log-probabilities of `tokens` (chunks of `n_ctx`), its
     batches `batch` tokens long, into `path`."""
-    llm = llama_cpp.Llama(
-        model_path=str(model),
-        n_ctx=n_ctx,
-        n_batch=batch,
-        n_ubatch=batch,
-        n_threads=2,
-        logits_all=True,
-        type_k=F32,
-        type_v=F32,
-        flash_attn=False,
-        verbose=False,
-    )
+    llm = as_the_engine_runs(model, n_ctx, batch)
     n_vocab = llm.n_vocab()
     nv = 2 * ((n_vocab + 1) // 2) + 4
     chunks = len(tokens) // n_ctx

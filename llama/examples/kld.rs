@@ -90,10 +90,12 @@ fn main() -> Result<(), String> {
                 session.forward(prompt)?;
             }
         }
-        for (position, &token) in input[..n_ctx - 1].iter().enumerate() {
-            if as_prompt && position < first {
-                continue;
-            }
+        let one_at_a_time_from = if as_prompt { first } else { 0 };
+        for (position, &token) in input[..n_ctx - 1]
+            .iter()
+            .enumerate()
+            .skip(one_at_a_time_from)
+        {
             session.forward(&[token])?;
             if position < first {
                 continue;

@@ -374,7 +374,7 @@ pub fn gated(activation: Activation, gate_up: &[f32], width: usize, out: &mut [f
             }
             for ((out, &g), u) in out.iter_mut().zip(gate).zip(up) {
                 let activated = match activation {
-                    Activation::Silu => g / (1.0 + (-g).exp()),
+                    Activation::Silu => silu(g),
                     Activation::GeluTanh => gelu(g),
                 };
                 *out = activated * u;
@@ -413,8 +413,13 @@ unsafe fn silu_times_avx512(gate: &[f32], up: &[f32], out: &mut [f32]) {
         .zip(&gate[whole..])
         .zip(&up[whole..])
     {
-        *out = g / (1.0 + (-g).exp()) * u;
+        *out = silu(g) * u;
     }
+}
+
+/// SiLU of one value: `g / (1 + e^−g)`.
+fn silu(g: f32) -> f32 {
+    g / (1.0 + (-g).exp())
 }
 
 /// GELU in its tanh approximation, as llama.cpp computes it: of the input
@@ -453,6 +458,7 @@ pub fn add(into: &mut [f32], other: &[f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::quant::tests::values as random_values;
 
     #[test]
     fn rotation_turns_pairs_by_their_frequency() {
@@ -510,13 +516,6 @@ mod tests {
         if !query_lanes::available() {
             return;
         }
-        let mut seed = 0x2545_F491u32;
-        let mut random = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            (seed >> 8) as f32 / (1 << 24) as f32 * 2.0 - 1.0
-        };
         // (heads, key-value heads, head width, tokens, start, window, cap):
         // SmolLM2's three queries a key-value head, Qwen3's two, Gemma 3's
         // four with its windows, one a head, 16- to 256-wide heads.
@@ -537,12 +536,14 @@ mod tests {
                 cap,
                 window,
             };
-            let qkv: Vec<f32> = (0..tokens * how.qkv_width)
-                .map(|_| 3.0 * random())
+            let seed = (heads * head_width + tokens) as u32;
+            let qkv: Vec<f32> = random_values(tokens * how.qkv_width, seed)
+                .into_iter()
+                .map(|q| 3.0 * q)
                 .collect();
             let cache = (start + tokens) * kv_heads * head_width;
-            let keys: Vec<f32> = (0..cache).map(|_| random()).collect();
-            let values: Vec<f32> = (0..cache).map(|_| random()).collect();
+            let keys = random_values(cache, seed + 1);
+            let values = random_values(cache, seed + 2);
             let mut want = vec![0.0; tokens * heads * head_width];
             let mut got = vec![f32::NAN; want.len()];
             let queries = Queries {

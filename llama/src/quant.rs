@@ -21,7 +21,7 @@ mod inputs;
 mod kernels;
 mod portable;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 mod tiles;
 #[cfg(target_arch = "x86_64")]
 mod x86;

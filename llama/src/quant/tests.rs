@@ -5,7 +5,7 @@ use super::format::Activation;
 use super::*;
 
 /// Deterministic values in [-1, 1).
-fn values(count: usize, seed: u32) -> Vec<f32> {
+pub(crate) fn values(count: usize, seed: u32) -> Vec<f32> {
     let mut state = seed.wrapping_mul(2_654_435_761).max(1);
     (0..count)
         .map(|_| {

@@ -440,7 +440,8 @@ mod x86 {
     /// A block's sub-blocks' scales and minimums, as [`super::scales_of`]
     /// makes them: the K formats' eight or sixteen at once, their f16
     /// factors converted by the CPU (the portable conversion, a call a
-    /// value, was a twentieth of a prompt).
+    /// value, was a twentieth of a prompt); a 32-value block's one scale
+    /// as the portable code takes it.
     ///
     /// # Safety
     /// The CPU has AVX2 and F16C.
@@ -490,13 +491,7 @@ mod x86 {
                 store(scales, scaled(eight(packed), false, f16(0)));
                 store(minimums, scaled(eight(mins), false, f16(2)));
             }
-            _ => {
-                scales[0] = _mm256_cvtss_f32(f16(0));
-                minimums[0] = match format {
-                    Format::Q4_1 | Format::Q5_1 => _mm256_cvtss_f32(f16(2)),
-                    _ => 0.0,
-                };
-            }
+            _ => super::small_scales(format, block, &mut scales[0], &mut minimums[0]),
         }
     }
 
