@@ -107,6 +107,8 @@ unsafe fn f16_row<const N: usize>(w: *const u16, x: [*const u16; N], values: usi
     for i in (0..in_twos).step_by(2 * STEP) {
         // SAFETY: values `i` to `i + 63` lie within the row and each input.
         unsafe {
+            // (Not asked ahead: F16 rows came a fifth slower so, BF16
+            // ones a tenth faster.)
             let weights = [
                 f16s(w.add(i)),
                 f16s(w.add(i + 16)),
@@ -148,6 +150,7 @@ unsafe fn bf16_row<const N: usize>(w: *const u16, x: [*const u16; N], values: us
     for i in (0..in_twos).step_by(2 * STEP) {
         // SAFETY: values `i` to `i + 63` lie within the row and each input.
         unsafe {
+            super::x86::ask_ahead(w.add(i) as *const u8, 128);
             let weights = [pairs(w.add(i)), pairs(w.add(i + STEP))];
             for n in 0..N {
                 for c in 0..2 {

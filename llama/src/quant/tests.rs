@@ -179,6 +179,41 @@ fn every_kernel_gives_the_products_of_the_dequantized_weights() {
     }
 }
 
+/// One token's products of rows read side by side are those of each row
+/// read alone (here by the kernel for two tokens, one token twice), to the
+/// bit: only the order of the work changes, not of the additions.
+#[test]
+fn rows_side_by_side_give_each_rows_own_products() {
+    let (rows, columns) = (23, 256);
+    for format in Format::ALL
+        .into_iter()
+        .filter(|f| f.activation() == Activation::Q8)
+    {
+        let matrix = random_matrix(format, rows, columns, format as u32 + 7);
+        let mut inputs = Inputs::default();
+        inputs.prepare(&values(columns, 13), 1, matrix.needs());
+        let (_, bytes, _) = matrix.rows_from(0, rows);
+        for kernels in Kernels::available() {
+            let (mut side_by_side, mut alone) = (vec![f32::NAN; rows], vec![f32::NAN; rows]);
+            kernels.each_row(format, bytes, inputs.forms(), [0], None, |r, [p]| {
+                side_by_side[r] = p
+            });
+            kernels.each_row(format, bytes, inputs.forms(), [0, 0], None, |r, [p, _]| {
+                alone[r] = p
+            });
+            for r in 0..rows {
+                assert_eq!(
+                    side_by_side[r].to_bits(),
+                    alone[r].to_bits(),
+                    "{format:?} {kernels:?} row {r}: {} != {}",
+                    side_by_side[r],
+                    alone[r]
+                );
+            }
+        }
+    }
+}
+
 /// The kernel for four Q4_1 inputs at once, against the one for any.
 #[test]
 fn the_four_input_q4_1_kernel_agrees() {
