@@ -130,8 +130,8 @@ impl Kernels {
                 let x = inputs.q8(tokens[0]);
                 let row_bytes = format.row_bytes(inputs.columns());
                 let groups = rows.chunks_exact(SIDE_BY_SIDE * row_bytes);
-                let (rest, grouped) = (groups.remainder(), rows.len() / row_bytes);
-                let grouped = grouped - rest.len() / row_bytes;
+                let rest = groups.remainder();
+                let grouped = (rows.len() - rest.len()) / row_bytes;
                 for (g, group) in groups.enumerate() {
                     let side_by_side: [&[u8]; SIDE_BY_SIDE] =
                         std::array::from_fn(|i| &group[i * row_bytes..][..row_bytes]);
