@@ -26,7 +26,6 @@ pub enum Kernels {
 /// before, and the first tokens of a Q4_0 model ran at 0.79x llama.cpp's
 /// (which reads eight rows at once from a copy of the weights interleaved
 /// at load); four rows keep the additions under way without a copy.
-#[cfg(target_arch = "x86_64")]
 const SIDE_BY_SIDE: usize = 4;
 
 /// The bytes of a slice of f16, bf16 or f32 values, as a row of them is
@@ -125,8 +124,7 @@ impl Kernels {
                 })
             }
             // One token: rows side by side (see `SIDE_BY_SIDE`).
-            #[cfg(target_arch = "x86_64")]
-            (Activation::Q8, _) if N == 1 && self != Kernels::Portable => {
+            (Activation::Q8, _) if N == 1 => {
                 let x = inputs.q8(tokens[0]);
                 let row_bytes = format.row_bytes(inputs.columns());
                 let groups = rows.chunks_exact(SIDE_BY_SIDE * row_bytes);
@@ -226,7 +224,6 @@ impl Kernels {
 
     /// `R` rows of a 32-value format times one token's input, side by
     /// side (the products each row alone gives, to the bit).
-    #[cfg(target_arch = "x86_64")]
     fn small_rows<const R: usize>(
         self,
         format: Format,
@@ -237,10 +234,13 @@ impl Kernels {
         // kernel names; `x` has a block per block of each row.
         match self {
             Kernels::Portable => rows.map(|row| portable::small(format, row, [x])[0]),
+            #[cfg(target_arch = "x86_64")]
             Kernels::Avx2 => unsafe { super::x86::avx2::small(format, rows, [x]).map(|[p]| p) },
+            #[cfg(target_arch = "x86_64")]
             Kernels::AvxVnni => unsafe {
                 super::x86::avxvnni::small(format, rows, [x]).map(|[p]| p)
             },
+            #[cfg(target_arch = "x86_64")]
             Kernels::Vnni512 => unsafe {
                 super::x86::vnni512::small(format, rows, [x]).map(|[p]| p)
             },
