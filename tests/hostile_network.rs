@@ -84,6 +84,34 @@ async fn a_relay_opens_one_host_its_share_of_circuits_whatever_its_peer_ids() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_dials_out_while_another_program_holds_its_port_at_another_address() {
+    let target = target().await;
+    // Linux lets a program at 127.0.0.2 take the port the node listens on
+    // at 127.0.0.1; libp2p's port-reusing dial collided with it, and every
+    // dial of the node failed ("Address already in use", `net::tcp`).
+    let port = target
+        .address
+        .iter()
+        .find_map(|p| match p {
+            Protocol::Tcp(port) => Some(port),
+            _ => None,
+        })
+        .unwrap();
+    let _elsewhere =
+        std::net::TcpListener::bind(("127.0.0.2", port)).expect("127.0.0.2 takes the node's port");
+    let mut peer = Hostile::start(AT_ONE_HOST, Disguise::default()).await;
+    target
+        .network
+        .dial(peer.address.clone())
+        .await
+        .expect("the dial starts");
+    peer.run_until(|event| {
+        matches!(event, SwarmEvent::ConnectionEstablished { peer_id, .. } if *peer_id == target.peer_id)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn autonat_dials_back_only_the_address_the_asker_is_connected_from() {
     let target = target().await;
     // A third party at another loopback address, counting who dials it.

@@ -170,11 +170,8 @@ impl Liar {
                 .build(),
             Wire::Tcp => libp2p::SwarmBuilder::with_existing_identity(keypair)
                 .with_tokio()
-                .with_tcp(
-                    libp2p::tcp::Config::default().nodelay(true),
-                    noise::Config::new,
-                    yamux::Config::default,
-                )
+                // The node's TCP: dials survive a listening port taken elsewhere.
+                .with_other_transport(agentsite::net::tcp::authenticated)
                 .unwrap()
                 .with_behaviour(|key| behaviour(key))
                 .unwrap()

@@ -11,14 +11,14 @@
 use super::dial_back::OwnAddressOnly;
 use super::keep_alive::OwnKeepAlive;
 use super::loopback::LocalLoopback;
-use super::{NetConfig, Transports, dht, fetch, gossip, one_host, rpc, strikes};
+use super::{NetConfig, Transports, dht, fetch, gossip, one_host, rpc, strikes, tcp};
 use libp2p::core::muxing::StreamMuxerBox;
 use libp2p::core::transport::Boxed;
 use libp2p::core::upgrade::Version;
 use libp2p::swarm::behaviour::toggle::Toggle;
 use libp2p::{
     PeerId, Swarm, SwarmBuilder, allow_block_list, autonat, dcutr, gossipsub, identify,
-    identity::Keypair, mdns, noise, relay, swarm::NetworkBehaviour, tcp, yamux,
+    identity::Keypair, mdns, noise, relay, swarm::NetworkBehaviour, yamux,
 };
 
 /// How long a new connection may take, from the first packet to a
@@ -123,12 +123,10 @@ pub(super) fn swarm(keypair: Keypair, config: &NetConfig) -> anyhow::Result<Swar
             let dns_config = system_resolver();
             SwarmBuilder::with_existing_identity(keypair)
                 .with_tokio()
-                .with_tcp(
-                    tcp::Config::default().nodelay(true),
-                    noise::Config::new,
-                    yamux::Config::default,
-                )?
                 .with_quic()
+                // TCP as `with_tcp` builds it, its dials made again from a
+                // fresh port where the listening one is taken (`tcp`).
+                .with_other_transport(tcp::authenticated)?
                 // `/dns4/…`, `/dns6/…` and `/dnsaddr/…` addresses, by the
                 // system's resolver (or none, where the system has no
                 // configuration: IP addresses still work).

@@ -25,6 +25,7 @@ pub mod reach;
 mod relay_hosts;
 pub mod rpc;
 mod strikes;
+pub mod tcp;
 mod wrapped;
 
 use crate::AgentId;
