@@ -31,6 +31,10 @@ pub struct Architecture {
     pub sliding: Option<Sliding>,
     /// What the queries are scaled by before their dot products.
     pub attention_scale: fn(&Dimensions) -> f32,
+    /// Whether the scale multiplies each query (after its rotation), as
+    /// Gemma's graph in llama.cpp does, rather than each score: the same
+    /// product, rounded elsewhere.
+    pub scales_queries: bool,
 }
 
 /// How rotary embeddings pair the dimensions of a head.

@@ -6,6 +6,7 @@
 //! each family apart is described in [`arch`], one file each.
 
 pub mod arch;
+mod ggml;
 mod model;
 mod ops;
 mod quant;

@@ -86,7 +86,7 @@ pub struct Model {
     pub(crate) output: Option<Matrix>,
     /// The angle per position of each rotary pair, for each kind of layer
     /// (global, windowed).
-    pub(crate) frequencies: Vec<Vec<f32>>,
+    pub(crate) rotary: Vec<crate::ops::Rotary>,
 }
 
 /// The metadata of one family's file: keys under its name.
@@ -273,7 +273,7 @@ impl Model {
                 "its heads are {head_width} wide: not pairs"
             )));
         }
-        let frequencies = rotary_frequencies(content, file, &meta, family, &shape)?;
+        let rotary = rotary_angles(content, file, &meta, family, &shape)?;
         let window = match &family.sliding {
             Some(_) => meta
                 .optional_count("attention.sliding_window")
@@ -298,7 +298,7 @@ impl Model {
             embeddings,
             layers: read_layers,
             output,
-            frequencies,
+            rotary,
         };
         let head = model.output_matrix();
         if head.columns() != width || model.embeddings.columns() != width {
@@ -355,16 +355,16 @@ fn windowed_layers(
     }
 }
 
-/// The angle per position of each rotary pair: the file's base (Llama 3's
-/// frequencies divided by its `rope_freqs` factors, a linear scaling
-/// applied), then, for a family with windowed layers, their own base.
-fn rotary_frequencies(
+/// How each rotary pair's angle grows: the file's base (Llama 3's angles
+/// divided by its `rope_freqs` factors, a linear scaling applied), then,
+/// for a family with windowed layers, their own base.
+fn rotary_angles(
     content: &gguf_file::Content,
     file: &Source,
     meta: &Metadata,
     family: &Architecture,
     shape: &Shape,
-) -> Result<Vec<Vec<f32>>, String> {
+) -> Result<Vec<crate::ops::Rotary>, String> {
     let pairs = shape.rotary_dims / 2;
     let scale = match meta.text("rope.scaling.type") {
         None | Some("none") => 1.0,
@@ -382,16 +382,14 @@ fn rotary_frequencies(
     if factors.as_ref().is_some_and(|f| f.len() < pairs) {
         return Err(format!("its rope_freqs has fewer than {pairs} factors"));
     }
-    let set = |base: f32, scale: f32, factors: Option<&[f32]>| -> Vec<f32> {
-        (0..pairs)
-            .map(|pair| {
-                let frequency = base.powf(-2.0 * pair as f32 / shape.rotary_dims as f32);
-                scale * frequency / factors.map_or(1.0, |f| f[pair])
-            })
-            .collect()
+    let set = |base: f32, scale: f32, factors: Option<Vec<f32>>| crate::ops::Rotary {
+        step: base.powf(-2.0 / shape.rotary_dims as f32),
+        scale,
+        factors,
+        pairs,
     };
     let base = meta.number("rope.freq_base").unwrap_or(10_000.0);
-    let mut sets = vec![set(base, scale, factors.as_deref())];
+    let mut sets = vec![set(base, scale, factors)];
     if let Some(sliding) = &family.sliding {
         let local = meta
             .number("rope.freq_base_swa")

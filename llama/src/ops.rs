@@ -2,6 +2,7 @@
 //! embeddings, attention over the cache, activations.
 
 use crate::arch::{Activation, Rope};
+use crate::ggml;
 #[cfg(target_arch = "x86_64")]
 use crate::query_lanes;
 use crate::team::Disjoint;
@@ -25,32 +26,77 @@ pub fn rms_norm(input: &[f32], weight: &[f32], epsilon: f32, out: &mut [f32]) {
 pub fn rms_norm_rows(values: &mut [f32], weight: &[f32], epsilon: f32) {
     for row in values.chunks_exact_mut(weight.len()) {
         let scale = rms_scale(row, epsilon);
+        // Scaled, then weighted: two roundings, as llama.cpp's two steps.
         for (x, w) in row.iter_mut().zip(weight) {
-            *x *= scale * w;
+            *x = *x * scale * w;
         }
     }
 }
 
+/// As llama.cpp: the squares summed in f64, the mean rounded to f32.
 fn rms_scale(row: &[f32], epsilon: f32) -> f32 {
-    let mean_square = row.iter().map(|x| x * x).sum::<f32>() / row.len() as f32;
+    let sum: f64 = row.iter().map(|x| (x * x) as f64).sum();
+    let mean_square = (sum / row.len() as f64) as f32;
     1.0 / (mean_square + epsilon).sqrt()
 }
 
+/// How a set of rotary angles grows from pair to pair.
+#[derive(Clone, Debug)]
+pub struct Rotary {
+    /// `base^(-2 / rotary dimensions)`: each pair's angle is the one
+    /// before it times this.
+    pub step: f32,
+    /// A linear scaling's 1 / factor (1 without one).
+    pub scale: f32,
+    /// Llama 3's `rope_freqs`: each pair's angle divided by its own.
+    pub factors: Option<Vec<f32>>,
+    pub pairs: usize,
+}
+
 /// The cosine and sine of each rotary pair's angle, for `count` positions
-/// from `start`; `frequencies` is each pair's angle per position.
-pub fn rotations(frequencies: &[f32], start: usize, count: usize, out: &mut Vec<(f32, f32)>) {
+/// from `start`. Computed as llama.cpp computes them: the position times
+/// the step once per pair before it, rounded at each multiplication (not
+/// the position times the pair's frequency, which is nearer the true
+/// angle but parts from llama.cpp's by an ulp per pair, a divergence that
+/// grows with the position).
+pub fn rotations(rotary: &Rotary, start: usize, count: usize, out: &mut Vec<(f32, f32)>) {
     out.clear();
     for position in start..start + count {
-        for frequency in frequencies {
-            let angle = position as f32 * frequency;
+        let mut theta = position as f32;
+        for pair in 0..rotary.pairs {
+            let factor = rotary.factors.as_ref().map_or(1.0, |f| f[pair]);
+            let angle = rotary.scale * (theta / factor);
             out.push((angle.cos(), angle.sin()));
+            theta *= rotary.step;
         }
     }
 }
 
 /// Turns each head of `x` (heads `head_width` wide) by `turns`, one per
 /// pair of its first `2 × turns.len()` dimensions, paired as `rope` says.
+/// As GCC compiles llama.cpp's rotation: of `a cos − b sin`, `b sin` is
+/// rounded and `a cos` fused into the difference (and so for the sum).
 pub fn rotate(x: &mut [f32], head_width: usize, rope: Rope, turns: &[(f32, f32)]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has FMA.
+        return unsafe { rotate_with_fma(x, head_width, rope, turns) };
+    }
+    rotate_fused(x, head_width, rope, turns)
+}
+
+/// [`rotate`] with FMA instructions (without them, `mul_add` is a call).
+///
+/// # Safety
+/// The CPU has FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn rotate_with_fma(x: &mut [f32], head_width: usize, rope: Rope, turns: &[(f32, f32)]) {
+    rotate_fused(x, head_width, rope, turns)
+}
+
+#[inline(always)]
+fn rotate_fused(x: &mut [f32], head_width: usize, rope: Rope, turns: &[(f32, f32)]) {
     let half = turns.len();
     for head in x.chunks_exact_mut(head_width) {
         for (pair, &(cos, sin)) in turns.iter().enumerate() {
@@ -59,8 +105,8 @@ pub fn rotate(x: &mut [f32], head_width: usize, rope: Rope, turns: &[(f32, f32)]
                 Rope::Halves => (pair, pair + half),
             };
             let (a, b) = (head[i], head[j]);
-            head[i] = a * cos - b * sin;
-            head[j] = a * sin + b * cos;
+            head[i] = a.mul_add(cos, -(b * sin));
+            head[j] = a.mul_add(sin, b * cos);
         }
     }
 }
@@ -99,6 +145,10 @@ pub fn attend(
         keys,
         values,
     };
+    #[cfg(target_arch = "x86_64")]
+    if tokens == 1 && as_ggml::available() {
+        return as_ggml::attend_one(&queries, out);
+    }
     #[cfg(target_arch = "x86_64")]
     if tokens * (how.heads / how.kv_heads) >= LEAST_IN_LANES
         && how.head_width.is_multiple_of(16)
@@ -246,6 +296,80 @@ fn attend_in_lanes(queries: &Queries, out: &mut [f32]) {
 fn seen_by(how: &Attention, start: usize, t: usize) -> std::ops::Range<usize> {
     let end = start + t + 1;
     how.window.map_or(0, |window| end.saturating_sub(window))..end
+}
+
+/// One token's attention as llama.cpp computes it on x86 (see `ggml`):
+/// each score a [`ggml::dot`] of the key and the query, times the scale;
+/// the softmax over the positions from a whole step of 64 at or before
+/// the first one seen; each output dimension a [`ggml::dot`] over those
+/// positions. Built with AVX-512 and FMA, where llama.cpp's numbers are
+/// its x86 build's and the fused multiply-adds are instructions.
+#[cfg(target_arch = "x86_64")]
+mod as_ggml {
+    use super::{Disjoint, Queries, ggml, seen_by};
+    use std::cell::RefCell;
+
+    pub fn available() -> bool {
+        use std::arch::is_x86_feature_detected as has;
+        has!("avx512f") && has!("fma")
+    }
+
+    /// [`super::attend`] of one token, head by head.
+    pub fn attend_one(queries: &Queries, out: &mut [f32]) {
+        let how = queries.how;
+        let shared = Disjoint::of(out);
+        crate::team::team().run(how.heads, &|head| {
+            // SAFETY: `available` found AVX-512 F and FMA; each head
+            // writes its own part of `out`.
+            unsafe {
+                let out = shared.slice(head * how.head_width, how.head_width);
+                attend_head(queries, head, out)
+            }
+        });
+    }
+
+    thread_local! {
+        static SCORES: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// # Safety
+    /// The CPU has AVX-512 F and FMA.
+    #[target_feature(enable = "avx512f,fma")]
+    unsafe fn attend_head(queries: &Queries, head: usize, out: &mut [f32]) {
+        let Queries {
+            how,
+            start,
+            qkv,
+            keys,
+            values,
+        } = *queries;
+        let width = how.head_width;
+        let kv_head = head / (how.heads / how.kv_heads);
+        let at = |p: usize| p * how.kv_heads * width + kv_head * width;
+        let seen = seen_by(how, start, 0);
+        // ggml's lanes count positions from 0: a step before the first
+        // seen, the unseen ones between weigh nothing.
+        let first = seen.start / ggml::STEP * ggml::STEP;
+        let query = &qkv[head * width..][..width];
+        SCORES.with_borrow_mut(|scores| {
+            scores.clear();
+            scores.resize(seen.end - first, f32::NEG_INFINITY);
+            for p in seen.clone() {
+                // llama.cpp caps the product, then scales it.
+                let product = ggml::avx512::dot(&keys[at(p)..][..width], query);
+                let capped = how
+                    .cap
+                    .map_or(product, |cap| (product * (1.0 / cap)).tanh() * cap);
+                scores[p - first] = capped * how.scale;
+            }
+            ggml::avx512::softmax(scores);
+            let value = |i: usize| &values[at(first + i)..][..width];
+            match width.is_multiple_of(16) {
+                true => ggml::avx512::weighted_sum(out, scores, value),
+                false => ggml::weighted_sum(out, scores, value),
+            }
+        });
+    }
 }
 
 /// A block of tokens' queries of the heads that share one key-value head.
@@ -402,7 +526,7 @@ unsafe fn silu_times_avx512(gate: &[f32], up: &[f32], out: &mut [f32]) {
         // SAFETY: `at + 16 <= whole`, of each.
         unsafe {
             let g = _mm512_loadu_ps(gate.as_ptr().add(at));
-            let e = crate::vector::exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
+            let e = ggml::exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
             let silu = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0), e));
             let product = _mm512_mul_ps(silu, _mm512_loadu_ps(up.as_ptr().add(at)));
             _mm512_storeu_ps(out.as_mut_ptr().add(at), product);
@@ -463,9 +587,14 @@ mod tests {
     #[test]
     fn rotation_turns_pairs_by_their_frequency() {
         // Pair 0 turns by the position, pair 1 by position / base^(2/4).
-        let frequencies = [1.0, 100f32.powf(-0.5)];
+        let rotary = Rotary {
+            step: 100f32.powf(-0.5),
+            scale: 1.0,
+            factors: None,
+            pairs: 2,
+        };
         let mut turns = Vec::new();
-        rotations(&frequencies, 3, 1, &mut turns);
+        rotations(&rotary, 3, 1, &mut turns);
         let mut x = [1.0, 0.0, 1.0, 0.0];
         rotate(&mut x, 4, Rope::Adjacent, &turns);
         assert!((x[0] - 3f32.cos()).abs() < 1e-6 && (x[1] - 3f32.sin()).abs() < 1e-6);

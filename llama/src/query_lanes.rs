@@ -13,7 +13,7 @@
 //! values are summed four queries and 64 dimensions at a time in
 //! registers.
 
-use crate::vector::exp16 as exp;
+use crate::ggml::exp16 as exp;
 use std::arch::x86_64::*;
 
 /// Queries a register.

@@ -110,9 +110,9 @@ impl<'m> Session<'m> {
         b.projected.resize(count * width, 0.0);
         b.gate_up.resize(count * 2 * shape.feed_forward, 0.0);
         b.activated.resize(count * shape.feed_forward, 0.0);
-        b.rotations.resize_with(model.frequencies.len(), Vec::new);
-        for (frequencies, out) in model.frequencies.iter().zip(&mut b.rotations) {
-            ops::rotations(frequencies, self.length, count, out);
+        b.rotations.resize_with(model.rotary.len(), Vec::new);
+        for (rotary, out) in model.rotary.iter().zip(&mut b.rotations) {
+            ops::rotations(rotary, self.length, count, out);
         }
 
         for (token, row) in tokens.iter().zip(b.residual.chunks_exact_mut(width)) {
@@ -147,6 +147,9 @@ impl<'m> Session<'m> {
                 let turns = &turns_of[token * pairs..][..pairs];
                 ops::rotate(q, shape.head_width, shape.rope, turns);
                 ops::rotate(k, shape.head_width, shape.rope, turns);
+                if family.scales_queries {
+                    q.iter_mut().for_each(|x| *x *= shape.attention_scale);
+                }
                 keys.extend_from_slice(k);
                 values.extend_from_slice(v);
             }
@@ -155,7 +158,10 @@ impl<'m> Session<'m> {
                 kv_heads: shape.kv_heads,
                 head_width: shape.head_width,
                 qkv_width,
-                scale: shape.attention_scale,
+                scale: match family.scales_queries {
+                    true => 1.0,
+                    false => shape.attention_scale,
+                },
                 cap: shape.attention_cap,
                 window: layer.window,
             };
@@ -207,7 +213,7 @@ impl<'m> Session<'m> {
         if let Some(cap) = shape.output_cap {
             self.logits
                 .iter_mut()
-                .for_each(|logit| *logit = cap * (*logit / cap).tanh());
+                .for_each(|logit| *logit = (*logit * (1.0 / cap)).tanh() * cap);
         }
         Ok(())
     }

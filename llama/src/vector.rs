@@ -113,41 +113,6 @@ fn portable_dot(a: &[f32], b: &[f32]) -> f32 {
     lanes.iter().sum::<f32>() + tail
 }
 
-/// `e^x` in each lane, within two units in the last place: `2^k × e^r`
-/// with `r = x − k ln 2` in ±ln 2 / 2 and `e^r` a polynomial of degree 7
-/// (Cephes' `expf`); zero below e^−87 (and for −∞), as no score that low
-/// counts beside the maximum's e^0.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-#[target_feature(enable = "avx512f")]
-pub fn exp16(x: std::arch::x86_64::__m512) -> std::arch::x86_64::__m512 {
-    use std::arch::x86_64::*;
-    let clamped = _mm512_min_ps(x, _mm512_set1_ps(88.7));
-    let k = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(
-        _mm512_mul_ps(clamped, _mm512_set1_ps(std::f32::consts::LOG2_E)),
-    );
-    // ln 2 in two parts, the first exact in few bits, so that k × it is exact.
-    let r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693_359_4), clamped);
-    let r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.121_944_4e-4), r);
-    let mut poly = _mm512_set1_ps(1.987_569_1e-4);
-    for c in [
-        1.398_199_9e-3,
-        8.333_452e-3,
-        4.166_579_6e-2,
-        0.166_666_65,
-        0.5,
-    ] {
-        poly = _mm512_fmadd_ps(poly, r, _mm512_set1_ps(c));
-    }
-    let e_r = _mm512_fmadd_ps(
-        poly,
-        _mm512_mul_ps(r, r),
-        _mm512_add_ps(r, _mm512_set1_ps(1.0)),
-    );
-    let low = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(x, _mm512_set1_ps(-87.0));
-    _mm512_maskz_mov_ps(low, _mm512_scalef_ps(e_r, k))
-}
-
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
@@ -305,35 +270,5 @@ mod tests {
             // SAFETY: the CPU has them.
             dots_are_exact(unsafe { Avx2Fma::new() }, "AVX2 and FMA");
         }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[test]
-    fn exp_is_within_two_units_of_the_library_s() {
-        use std::arch::x86_64::*;
-        if !std::arch::is_x86_feature_detected!("avx512f") {
-            return;
-        }
-        let mut x = -87.0f32;
-        while x < 88.6 {
-            let xs: [f32; 16] = std::array::from_fn(|i| x + i as f32 * 0.000_7);
-            let mut got = [0f32; 16];
-            // SAFETY: the CPU has AVX-512 F.
-            unsafe { _mm512_storeu_ps(got.as_mut_ptr(), exp16(_mm512_loadu_ps(xs.as_ptr()))) };
-            for (x, got) in xs.into_iter().zip(got) {
-                let want = x.exp();
-                let ulp = (want.to_bits() as i64 - got.to_bits() as i64).abs();
-                assert!(ulp <= 2, "e^{x}: {got}, the library {want}");
-            }
-            x += 0.0113;
-        }
-        let below: [f32; 16] = std::array::from_fn(|i| match i {
-            0 => f32::NEG_INFINITY,
-            _ => -87.5 - i as f32 * 100.0,
-        });
-        let mut got = [1f32; 16];
-        // SAFETY: as above.
-        unsafe { _mm512_storeu_ps(got.as_mut_ptr(), exp16(_mm512_loadu_ps(below.as_ptr()))) };
-        assert_eq!(got, [0.0; 16]);
     }
 }

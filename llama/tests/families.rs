@@ -169,3 +169,41 @@ fn a_prompt_at_once_computes_what_its_tokens_one_at_a_time_do() {
         );
     }
 }
+
+/// Where the CPU has AVX-512 and FMA, the engine takes the steps of
+/// llama.cpp's x86 build one token at a time (its exponential, its lanes
+/// and their order, its rotation and norms: the crate's `ggml` module):
+/// the logits are llama.cpp's to the bit, so the top token is llama.cpp's
+/// at every near tie too.
+#[test]
+fn with_avx512_one_token_at_a_time_gives_llama_cpps_logits_to_the_bit() {
+    #[cfg(target_arch = "x86_64")]
+    let avx512 = std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("fma");
+    #[cfg(not(target_arch = "x86_64"))]
+    let avx512 = false;
+    if !avx512 {
+        eprintln!("no AVX-512 here: llama.cpp's lanes are not this CPU's");
+        return;
+    }
+    for family in ["llama", "qwen2", "qwen3", "gemma3"] {
+        let (engine, _) = engine_logits(family);
+        let reference = fixture(family, "logits");
+        let ours: Vec<u8> = engine
+            .concat()
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        let differing = reference
+            .chunks_exact(4)
+            .zip(ours.chunks_exact(4))
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(
+            differing,
+            0,
+            "{family}: {differing} of {} logits differ from llama.cpp's",
+            reference.len() / 4
+        );
+    }
+}

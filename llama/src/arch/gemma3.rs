@@ -19,6 +19,7 @@ pub const GEMMA3: Architecture = Architecture {
         rope_base: 10_000.0,
     }),
     attention_scale,
+    scales_queries: true,
 };
 
 /// Gemma 3 scales queries by 1/√(head width), except the 27B model (62

@@ -15,4 +15,5 @@ pub const LLAMA: Architecture = Architecture {
     scaled_embeddings: false,
     sliding: None,
     attention_scale: per_head_width,
+    scales_queries: false,
 };

@@ -13,4 +13,5 @@ pub const QWEN3: Architecture = Architecture {
     scaled_embeddings: false,
     sliding: None,
     attention_scale: per_head_width,
+    scales_queries: false,
 };
