@@ -241,7 +241,7 @@ impl Model {
                 "its values are not as wide as its keys".into(),
             ));
         }
-        let embeddings = matrix(content, file, "token_embd.weight")?;
+        let embeddings = matrix(content, file, "token_embd.weight")?.looked_up();
         let layers = meta.count("block_count")?;
         let dimensions = Dimensions {
             layers,

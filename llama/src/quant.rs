@@ -30,7 +30,7 @@ pub use format::Format;
 pub use inputs::Inputs;
 
 use activation::{BLOCK, Four, Needs};
-use kernels::Kernels;
+use kernels::{Kernels, Order};
 use std::sync::Arc;
 
 /// Bytes a matrix reads its blocks from: part of a mapped file, or bytes
@@ -76,6 +76,9 @@ struct Part {
     format: Format,
     rows: usize,
     bytes: Bytes,
+    /// How one token's product adds each row's blocks: as llama.cpp's
+    /// x86 build does for this part.
+    order: Order,
 }
 
 /// A matrix of `rows` × `columns` weights, row after row: one or more
@@ -109,6 +112,10 @@ impl Matrix {
                 format,
                 rows,
                 bytes,
+                order: match format == Format::Q4K && rows.is_multiple_of(8) {
+                    true => Order::Blockwise,
+                    false => Order::Lanes,
+                },
             }],
             starts: vec![0, rows],
             columns,
@@ -158,16 +165,34 @@ impl Matrix {
     /// From row `first`, at most `count` rows of the same part: their
     /// format, their bytes and how many they are.
     fn rows_from(&self, first: usize, count: usize) -> (Format, &[u8], usize) {
-        let part = self.starts.partition_point(|&start| start <= first) - 1;
-        let Part { format, bytes, .. } = &self.parts[part];
-        let count = count.min(self.starts[part + 1] - first);
-        let row_bytes = format.row_bytes(self.columns);
-        let offset = (first - self.starts[part]) * row_bytes;
+        let (part, count) = self.part_at(first, count);
+        let row_bytes = part.format.row_bytes(self.columns);
+        let offset = (first - self.starts[self.part_index(first)]) * row_bytes;
         (
-            *format,
-            &bytes.as_slice()[offset..][..count * row_bytes],
+            part.format,
+            &part.bytes.as_slice()[offset..][..count * row_bytes],
             count,
         )
+    }
+
+    fn part_index(&self, row: usize) -> usize {
+        self.starts.partition_point(|&start| start <= row) - 1
+    }
+
+    /// The part row `first` is in, and how many of `count` rows from it
+    /// are.
+    fn part_at(&self, first: usize, count: usize) -> (&Part, usize) {
+        let part = self.part_index(first);
+        (&self.parts[part], count.min(self.starts[part + 1] - first))
+    }
+
+    /// The matrix as a table rows are looked up in (the embeddings):
+    /// llama.cpp does not repack it, so its products add in lanes.
+    pub fn looked_up(mut self) -> Self {
+        self.parts
+            .iter_mut()
+            .for_each(|part| part.order = Order::Lanes);
+        self
     }
 
     /// Writes row `row`'s values into `out`.
@@ -219,8 +244,9 @@ impl Matrix {
                 // Part by part, all of a part's rows in one call.
                 while !out.is_empty() {
                     let (format, bytes, count) = self.rows_from(row, out.len());
+                    let order = self.part_at(row, count).0.order;
                     let (now, rest) = out.split_at_mut(count);
-                    kernels.each_row(format, bytes, inputs.forms(), [0], None, |r, [p]| {
+                    kernels.each_row(format, bytes, inputs.forms(), [0], None, order, |r, [p]| {
                         now[r] = p
                     });
                     (row, out) = (row + count, rest);
@@ -272,12 +298,23 @@ impl Matrix {
                     if tokens - first >= 4 {
                         let four = side_by_side.get(first / 4).map(Vec::as_slice);
                         let group = [first, first + 1, first + 2, first + 3];
-                        kernels.each_row(format, bytes, inputs.forms(), group, four, |r, p| {
-                            for (n, p) in p.into_iter().enumerate() {
-                                // SAFETY: this piece's rows are its own.
-                                unsafe { products.slice((first + n) * rows + row + r, 1)[0] = p };
-                            }
-                        });
+                        let lanes = Order::Lanes;
+                        kernels.each_row(
+                            format,
+                            bytes,
+                            inputs.forms(),
+                            group,
+                            four,
+                            lanes,
+                            |r, p| {
+                                for (n, p) in p.into_iter().enumerate() {
+                                    // SAFETY: this piece's rows are its own.
+                                    unsafe {
+                                        products.slice((first + n) * rows + row + r, 1)[0] = p
+                                    };
+                                }
+                            },
+                        );
                     } else {
                         for token in first..tokens {
                             kernels.each_row(
@@ -286,6 +323,7 @@ impl Matrix {
                                 inputs.forms(),
                                 [token],
                                 None,
+                                Order::Lanes,
                                 |r, [p]| {
                                     // SAFETY: as above.
                                     unsafe { products.slice(token * rows + row + r, 1)[0] = p };

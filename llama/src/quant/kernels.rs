@@ -21,6 +21,19 @@ pub enum Kernels {
     Vnni512,
 }
 
+/// The order in which one token's product adds a row's blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// Products in lanes across the row, summed across at its end:
+    /// llama.cpp's dot products (`ggml_vec_dot_*`).
+    Lanes,
+    /// Each block's integers whole, then one float a row, block after
+    /// block: llama.cpp's repacked product (`ggml_gemv_q4_K_8x8_q8_K`),
+    /// which its x86 build keeps Q4_K matrices of a multiple of 8 rows in
+    /// (not the embeddings, which it looks rows up in).
+    Blockwise,
+}
+
 /// How many rows of a 32-value format the one-token kernels read at once:
 /// a row's sum waits four cycles for each block's addition to the one
 /// before, and the first tokens of a Q4_0 model ran at 0.79x llama.cpp's
@@ -101,6 +114,7 @@ impl Kernels {
         inputs: &Forms,
         tokens: [usize; N],
         four: Option<&[Four]>,
+        order: Order,
         mut put: impl FnMut(usize, [f32; N]),
     ) {
         let each = rows
@@ -174,7 +188,7 @@ impl Kernels {
             #[cfg(target_arch = "x86_64")]
             (Activation::Q8K, Kernels::Avx2) => {
                 let x = tokens.map(|t| inputs.q8k(t));
-                rows_with!(|row| unsafe { super::x86::avx2::q45k(format, row, x) })
+                rows_with!(|row| unsafe { super::x86::avx2::q45k(format, row, x, order) })
             }
             #[cfg(target_arch = "x86_64")]
             (Activation::Q8K, Kernels::AvxVnni) if format == Format::Q6K => {
@@ -184,7 +198,7 @@ impl Kernels {
             #[cfg(target_arch = "x86_64")]
             (Activation::Q8K, Kernels::AvxVnni) => {
                 let x = tokens.map(|t| inputs.q8k(t));
-                rows_with!(|row| unsafe { super::x86::avxvnni::q45k(format, row, x) })
+                rows_with!(|row| unsafe { super::x86::avxvnni::q45k(format, row, x, order) })
             }
             #[cfg(target_arch = "x86_64")]
             (Activation::Q8K, Kernels::Vnni512) if format == Format::Q6K => {
@@ -194,7 +208,7 @@ impl Kernels {
             #[cfg(target_arch = "x86_64")]
             (Activation::Q8K, Kernels::Vnni512) => {
                 let x = tokens.map(|t| inputs.q8k(t));
-                rows_with!(|row| unsafe { super::x86::vnni512::q45k(format, row, x) })
+                rows_with!(|row| unsafe { super::x86::vnni512::q45k(format, row, x, order) })
             }
             (Activation::F16 | Activation::BF16 | Activation::F32, _) => {
                 let x: [&[u8]; N] = tokens.map(|t| match format.activation() {

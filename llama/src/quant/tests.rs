@@ -2,6 +2,7 @@ use super::activation::{
     Q8Block, Q8KBlock, SUPER_BLOCK, quantize, quantize_k, quantize_k_portable,
 };
 use super::format::Activation;
+use super::kernels::Order;
 use super::*;
 
 /// Deterministic values in [-1, 1).
@@ -147,13 +148,32 @@ fn every_kernel_gives_the_products_of_the_dequantized_weights() {
         for kernels in Kernels::available() {
             // Row by row, the four first tokens together, then each alone.
             let mut out = vec![0f32; rows * tokens];
-            kernels.each_row(format, bytes, inputs.forms(), [0, 1, 2, 3], None, |r, p| {
-                out[r * tokens..][..4].copy_from_slice(&p)
-            });
-            for t in 4..tokens {
-                kernels.each_row(format, bytes, inputs.forms(), [t], None, |r, [p]| {
-                    out[r * tokens + t] = p
-                });
+            kernels.each_row(
+                format,
+                bytes,
+                inputs.forms(),
+                [0, 1, 2, 3],
+                None,
+                Order::Lanes,
+                |r, p| out[r * tokens..][..4].copy_from_slice(&p),
+            );
+            // One token's products in either order (llama.cpp's repacked
+            // one for Q4_K): the same products, rounded apart.
+            for order in [Order::Lanes, Order::Blockwise] {
+                for t in 4..tokens {
+                    kernels.each_row(format, bytes, inputs.forms(), [t], None, order, |r, [p]| {
+                        out[r * tokens + t] = p
+                    });
+                }
+                for r in 0..rows {
+                    for t in 0..tokens {
+                        let (got, want) = (out[r * tokens + t], expected[t * rows + r]);
+                        assert!(
+                            close(got, want),
+                            "{format:?} {kernels:?} {order:?}, row {r} token {t}: {got} != {want}"
+                        );
+                    }
+                }
             }
             for r in 0..rows {
                 for t in 0..tokens {
@@ -195,12 +215,24 @@ fn rows_side_by_side_give_each_rows_own_products() {
         let (_, bytes, _) = matrix.rows_from(0, rows);
         for kernels in Kernels::available() {
             let (mut side_by_side, mut alone) = (vec![f32::NAN; rows], vec![f32::NAN; rows]);
-            kernels.each_row(format, bytes, inputs.forms(), [0], None, |r, [p]| {
-                side_by_side[r] = p
-            });
-            kernels.each_row(format, bytes, inputs.forms(), [0, 0], None, |r, [p, _]| {
-                alone[r] = p
-            });
+            kernels.each_row(
+                format,
+                bytes,
+                inputs.forms(),
+                [0],
+                None,
+                Order::Lanes,
+                |r, [p]| side_by_side[r] = p,
+            );
+            kernels.each_row(
+                format,
+                bytes,
+                inputs.forms(),
+                [0, 0],
+                None,
+                Order::Lanes,
+                |r, [p, _]| alone[r] = p,
+            );
             for r in 0..rows {
                 assert_eq!(
                     side_by_side[r].to_bits(),
@@ -233,11 +265,18 @@ fn the_four_input_q4_1_kernel_agrees() {
             inputs.forms(),
             tokens,
             Some(&four),
+            Order::Lanes,
             |r, p| together[r] = p,
         );
-        kernels.each_row(Format::Q4_1, bytes, inputs.forms(), tokens, None, |r, p| {
-            apart[r] = p
-        });
+        kernels.each_row(
+            Format::Q4_1,
+            bytes,
+            inputs.forms(),
+            tokens,
+            None,
+            Order::Lanes,
+            |r, p| apart[r] = p,
+        );
         for (r, (together, apart)) in together.iter().zip(&apart).enumerate() {
             for (a, b) in together.iter().zip(apart) {
                 assert!(close(*a, *b), "{kernels:?} row {r}: {a} != {b}");

@@ -6,6 +6,7 @@
 
 use super::activation::{Four, Q8Block, Q8KBlock};
 use super::format::{Format, k_scales};
+use super::kernels::Order;
 use std::arch::x86_64::*;
 
 /// The f16 at `at` as an f32 in every lane. Broadcast from memory, where
@@ -177,6 +178,21 @@ fn joined_integers(sums: [__m256i; 4]) -> __m256i {
         _mm256_add_epi32(sums[0], sums[1]),
         _mm256_add_epi32(sums[2], sums[3]),
     )
+}
+
+/// The sums of the eight 32-bit lanes of `a` and of `b` (exact:
+/// integers), both at once.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn integer_sums(a: __m256i, b: __m256i) -> (i32, i32) {
+    // Pairs of each, in each half; then the halves; then pairs again.
+    let pairs = _mm256_hadd_epi32(a, b);
+    let fours = _mm_add_epi32(
+        _mm256_castsi256_si128(pairs),
+        _mm256_extracti128_si256::<1>(pairs),
+    );
+    let whole = _mm_hadd_epi32(fours, fours);
+    (_mm_cvtsi128_si32(whole), _mm_extract_epi32::<1>(whole))
 }
 
 /// The 32-value formats by number, for the kernels' const parameter.
@@ -424,6 +440,7 @@ macro_rules! kernels {
                 format: Format,
                 row: &[u8],
                 inputs: [&[Q8KBlock]; N],
+                order: Order,
             ) -> [f32; N] {
                 let blocks = row.len() / format.block_bytes();
                 for input in inputs {
@@ -434,6 +451,8 @@ macro_rules! kernels {
                 // horizontal sum a row), the minimums' part apart.
                 let mut accumulators = [_mm256_setzero_ps(); N];
                 let mut minimums = [_mm256_setzero_ps(); N];
+                // Or, block by block, one float each (`Order::Blockwise`).
+                let (mut total, mut total_minimums) = ([0f32; N], [0f32; N]);
                 for b in 0..blocks {
                     let block = &row[b * format.block_bytes()..][..format.block_bytes()];
                     ask_ahead(block.as_ptr(), block.len());
@@ -505,6 +524,18 @@ macro_rules! kernels {
                         let input_sums =
                             unsafe { _mm256_loadu_si256(input.sums.as_ptr() as *const __m256i) };
                         let offsets = _mm256_madd_epi16(input_sums, mins);
+                        if order == Order::Blockwise {
+                            // The block's integers whole (exact), then one
+                            // fused multiply-add each, as llama.cpp's
+                            // repacked product does.
+                            let (d, min) = (_mm256_cvtss_f32(d), _mm256_cvtss_f32(min));
+                            let (whole, offset) =
+                                integer_sums(joined_integers(sums.map(|set| set[n])), offsets);
+                            total[n] = (whole as f32).mul_add(d * input.scale, total[n]);
+                            total_minimums[n] =
+                                (offset as f32).mul_add(min * input.scale, total_minimums[n]);
+                            continue;
+                        }
                         let input_scale = _mm256_set1_ps(input.scale);
                         accumulators[n] = _mm256_fmadd_ps(
                             _mm256_mul_ps(d, input_scale),
@@ -518,7 +549,12 @@ macro_rules! kernels {
                         );
                     }
                 }
-                std::array::from_fn(|n| sum_of(_mm256_sub_ps(accumulators[n], minimums[n])))
+                match order {
+                    Order::Blockwise => std::array::from_fn(|n| total[n] - total_minimums[n]),
+                    Order::Lanes => {
+                        std::array::from_fn(|n| sum_of(_mm256_sub_ps(accumulators[n], minimums[n])))
+                    }
+                }
             }
 
             /// Q6_K rows times Q8_K inputs.
