@@ -30,7 +30,7 @@ pub use format::Format;
 pub use inputs::Inputs;
 
 use activation::{BLOCK, Four, Needs};
-use kernels::{Kernels, Order};
+use kernels::{Kernels, Order, With};
 use std::sync::Arc;
 
 /// Bytes a matrix reads its blocks from: part of a mapped file, or bytes
@@ -246,7 +246,11 @@ impl Matrix {
                     let (format, bytes, count) = self.rows_from(row, out.len());
                     let order = self.part_at(row, count).0.order;
                     let (now, rest) = out.split_at_mut(count);
-                    kernels.each_row(format, bytes, inputs.forms(), [0], None, order, |r, [p]| {
+                    let with = With {
+                        order,
+                        ..With::default()
+                    };
+                    kernels.each_row(format, bytes, inputs.forms(), [0], with, |r, [p]| {
                         now[r] = p
                     });
                     (row, out) = (row + count, rest);
@@ -298,23 +302,16 @@ impl Matrix {
                     if tokens - first >= 4 {
                         let four = side_by_side.get(first / 4).map(Vec::as_slice);
                         let group = [first, first + 1, first + 2, first + 3];
-                        let lanes = Order::Lanes;
-                        kernels.each_row(
-                            format,
-                            bytes,
-                            inputs.forms(),
-                            group,
+                        let with = With {
                             four,
-                            lanes,
-                            |r, p| {
-                                for (n, p) in p.into_iter().enumerate() {
-                                    // SAFETY: this piece's rows are its own.
-                                    unsafe {
-                                        products.slice((first + n) * rows + row + r, 1)[0] = p
-                                    };
-                                }
-                            },
-                        );
+                            ..With::default()
+                        };
+                        kernels.each_row(format, bytes, inputs.forms(), group, with, |r, p| {
+                            for (n, p) in p.into_iter().enumerate() {
+                                // SAFETY: this piece's rows are its own.
+                                unsafe { products.slice((first + n) * rows + row + r, 1)[0] = p };
+                            }
+                        });
                     } else {
                         for token in first..tokens {
                             kernels.each_row(
@@ -322,8 +319,7 @@ impl Matrix {
                                 bytes,
                                 inputs.forms(),
                                 [token],
-                                None,
-                                Order::Lanes,
+                                With::default(),
                                 |r, [p]| {
                                     // SAFETY: as above.
                                     unsafe { products.slice(token * rows + row + r, 1)[0] = p };

@@ -21,11 +21,22 @@ pub enum Kernels {
     Vnni512,
 }
 
+/// What a product may use beside the rows and the inputs.
+#[derive(Clone, Copy, Default)]
+pub struct With<'a> {
+    /// The Q8 scales of four tokens side by side, when the tokens are
+    /// those four.
+    pub four: Option<&'a [Four]>,
+    /// The order one token's product adds each row's blocks in.
+    pub order: Order,
+}
+
 /// The order in which one token's product adds a row's blocks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Order {
     /// Products in lanes across the row, summed across at its end:
     /// llama.cpp's dot products (`ggml_vec_dot_*`).
+    #[default]
     Lanes,
     /// Each block's integers whole, then one float a row, block after
     /// block: llama.cpp's repacked product (`ggml_gemv_q4_K_8x8_q8_K`),
@@ -101,8 +112,7 @@ impl Kernels {
 
     /// Each row of `rows` (rows of `format` as wide as the inputs, one
     /// after another) times the inputs of `tokens`: `put(r, products)` for
-    /// the `r`th row. `four`: the Q8 scales of four tokens side by side,
-    /// when `tokens` are those four.
+    /// the `r`th row, with what [`With`] gives.
     ///
     /// The kernel is chosen once for all the rows: a decode step's output
     /// product is a quarter of a million short rows, where choosing it row
@@ -113,10 +123,10 @@ impl Kernels {
         rows: &[u8],
         inputs: &Forms,
         tokens: [usize; N],
-        four: Option<&[Four]>,
-        order: Order,
+        with: With,
         mut put: impl FnMut(usize, [f32; N]),
     ) {
+        let With { four, order } = with;
         let each = rows
             .chunks_exact(format.row_bytes(inputs.columns()))
             .enumerate();

@@ -2,7 +2,7 @@ use super::activation::{
     Q8Block, Q8KBlock, SUPER_BLOCK, quantize, quantize_k, quantize_k_portable,
 };
 use super::format::Activation;
-use super::kernels::Order;
+use super::kernels::{Order, With};
 use super::*;
 
 /// Deterministic values in [-1, 1).
@@ -153,15 +153,18 @@ fn every_kernel_gives_the_products_of_the_dequantized_weights() {
                 bytes,
                 inputs.forms(),
                 [0, 1, 2, 3],
-                None,
-                Order::Lanes,
+                With::default(),
                 |r, p| out[r * tokens..][..4].copy_from_slice(&p),
             );
             // One token's products in either order (llama.cpp's repacked
             // one for Q4_K): the same products, rounded apart.
             for order in [Order::Lanes, Order::Blockwise] {
                 for t in 4..tokens {
-                    kernels.each_row(format, bytes, inputs.forms(), [t], None, order, |r, [p]| {
+                    let with = With {
+                        order,
+                        ..With::default()
+                    };
+                    kernels.each_row(format, bytes, inputs.forms(), [t], with, |r, [p]| {
                         out[r * tokens + t] = p
                     });
                 }
@@ -220,8 +223,7 @@ fn rows_side_by_side_give_each_rows_own_products() {
                 bytes,
                 inputs.forms(),
                 [0],
-                None,
-                Order::Lanes,
+                With::default(),
                 |r, [p]| side_by_side[r] = p,
             );
             kernels.each_row(
@@ -229,8 +231,7 @@ fn rows_side_by_side_give_each_rows_own_products() {
                 bytes,
                 inputs.forms(),
                 [0, 0],
-                None,
-                Order::Lanes,
+                With::default(),
                 |r, [p, _]| alone[r] = p,
             );
             for r in 0..rows {
@@ -264,8 +265,10 @@ fn the_four_input_q4_1_kernel_agrees() {
             bytes,
             inputs.forms(),
             tokens,
-            Some(&four),
-            Order::Lanes,
+            With {
+                four: Some(&four),
+                ..With::default()
+            },
             |r, p| together[r] = p,
         );
         kernels.each_row(
@@ -273,8 +276,7 @@ fn the_four_input_q4_1_kernel_agrees() {
             bytes,
             inputs.forms(),
             tokens,
-            None,
-            Order::Lanes,
+            With::default(),
             |r, p| apart[r] = p,
         );
         for (r, (together, apart)) in together.iter().zip(&apart).enumerate() {
