@@ -165,25 +165,23 @@ impl Matrix {
     /// From row `first`, at most `count` rows of the same part: their
     /// format, their bytes and how many they are.
     fn rows_from(&self, first: usize, count: usize) -> (Format, &[u8], usize) {
-        let (part, count) = self.part_at(first, count);
+        let (part, bytes, count) = self.part_rows(first, count);
+        (part.format, bytes, count)
+    }
+
+    /// [`Matrix::rows_from`], with the part they are of rather than its
+    /// format.
+    fn part_rows(&self, first: usize, count: usize) -> (&Part, &[u8], usize) {
+        let index = self.starts.partition_point(|&start| start <= first) - 1;
+        let part = &self.parts[index];
+        let count = count.min(self.starts[index + 1] - first);
         let row_bytes = part.format.row_bytes(self.columns);
-        let offset = (first - self.starts[self.part_index(first)]) * row_bytes;
+        let offset = (first - self.starts[index]) * row_bytes;
         (
-            part.format,
+            part,
             &part.bytes.as_slice()[offset..][..count * row_bytes],
             count,
         )
-    }
-
-    fn part_index(&self, row: usize) -> usize {
-        self.starts.partition_point(|&start| start <= row) - 1
-    }
-
-    /// The part row `first` is in, and how many of `count` rows from it
-    /// are.
-    fn part_at(&self, first: usize, count: usize) -> (&Part, usize) {
-        let part = self.part_index(first);
-        (&self.parts[part], count.min(self.starts[part + 1] - first))
     }
 
     /// The matrix as a table rows are looked up in (the embeddings):
@@ -243,14 +241,13 @@ impl Matrix {
                 let mut out = out;
                 // Part by part, all of a part's rows in one call.
                 while !out.is_empty() {
-                    let (format, bytes, count) = self.rows_from(row, out.len());
-                    let order = self.part_at(row, count).0.order;
+                    let (part, bytes, count) = self.part_rows(row, out.len());
                     let (now, rest) = out.split_at_mut(count);
                     let with = With {
-                        order,
+                        order: part.order,
                         ..With::default()
                     };
-                    kernels.each_row(format, bytes, inputs.forms(), [0], with, |r, [p]| {
+                    kernels.each_row(part.format, bytes, inputs.forms(), [0], with, |r, [p]| {
                         now[r] = p
                     });
                     (row, out) = (row + count, rest);
