@@ -8,7 +8,7 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use agentsite::runtime::{Capacity, engine_config};
+use agentsite::runtime::{Capacity, Mode, engine_config};
 use agentsite::testing::{MAX_BLOCKS, MAX_FUNCTION_SIZE, MAX_LOCALS, check_complexity};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -79,7 +79,8 @@ fn compile_time(engine: &wasmtime::Engine, bytes: &[u8]) -> Duration {
 }
 
 fn main() {
-    let engine = wasmtime::Engine::new(&engine_config(Capacity::OneShot)).expect("an engine");
+    let engine = wasmtime::Engine::new(&engine_config(Capacity::OneShot, Mode::Synchronous))
+        .expect("an engine");
     // `COMPILE_SCAN=FILE...` prints the largest counts of FILE's functions.
     if let Ok(files) = std::env::var("COMPILE_SCAN") {
         for file in files.split(',') {

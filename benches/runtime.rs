@@ -18,7 +18,7 @@
 use agentsite::capabilities::bindings::exports::agentsite::agent::tools;
 use agentsite::config::Limits;
 use agentsite::policy::Grants;
-use agentsite::runtime::{Capacity, Runtime, ToolCall, engine_config};
+use agentsite::runtime::{Capacity, Mode, Runtime, ToolCall, engine_config};
 use criterion::{Criterion, criterion_group};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -109,7 +109,7 @@ impl WasiView for BareState {
 
 impl Bare {
     fn new() -> Self {
-        let engine = Engine::new(&engine_config(Capacity::SERVER)).unwrap();
+        let engine = Engine::new(&engine_config(Capacity::SERVER, Mode::Synchronous)).unwrap();
         let component = Component::new(&engine, example("calculator")).unwrap();
         let mut linker = Linker::<BareState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();

@@ -40,5 +40,6 @@ mod python_client;
 mod sybil;
 mod trust;
 mod typescript_client;
+mod wasi_0_3;
 mod wassette;
 mod web;

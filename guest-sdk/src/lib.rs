@@ -66,6 +66,34 @@ pub mod bindings {
     });
 }
 
+/// Bindings of the `async-agent-core` world, for agents whose tools are
+/// `async fn` (agents built on WASI 0.3, with the `wasip3` crate). The
+/// imports and their types are those of [`bindings`]; the exports are the
+/// `async-*` interfaces, whose records the SDK fills from the author's
+/// [`Resources`] and [`Prompts`] (see `asynchronous`).
+#[doc(hidden)]
+pub mod async_bindings {
+    wit_bindgen::generate!({
+        path: "wit",
+        world: "async-agent-core",
+        pub_export_macro: true,
+        export_macro_name: "__export_async_agent",
+        default_bindings_module: "::agentsite_sdk::async_bindings",
+        with: {
+            "agentsite:agent/types@0.1.2": crate::bindings::agentsite::agent::types,
+            "agentsite:agent/host@0.1.2": crate::bindings::agentsite::agent::host,
+            "agentsite:agent/kv@0.1.2": crate::bindings::agentsite::agent::kv,
+            "agentsite:agent/peers@0.1.2": crate::bindings::agentsite::agent::peers,
+            "agentsite:agent/llm@0.1.2": crate::bindings::agentsite::agent::llm,
+            "agentsite:agent/chat@0.1.2": crate::bindings::agentsite::agent::chat,
+            "agentsite:agent/user@0.1.2": crate::bindings::agentsite::agent::user,
+            "agentsite:agent/resource-types@0.1.2": generate,
+            "agentsite:agent/prompt-types@0.1.2": generate,
+        },
+    });
+}
+
+mod asynchronous;
 mod finite;
 mod standard_schema;
 
@@ -821,6 +849,7 @@ impl Content {
 /// Support code for the [`agent`] macro's expansion; not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::asynchronous::each;
     pub use schemars;
     pub use serde;
     pub use serde_json;

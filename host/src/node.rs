@@ -225,12 +225,15 @@ impl Node {
             Models::from_config(&config.llm, audit.clone())?.with_ledger(data.llm_usage()),
         );
         let runtime = BackgroundRuntime::start(data.kv(), capacity, audit.clone(), models.clone());
-        let fingerprint = crate::runtime::engine_fingerprint()?;
+        let fingerprints = [
+            crate::runtime::engine_fingerprint(crate::runtime::Mode::Synchronous)?,
+            crate::runtime::engine_fingerprint(crate::runtime::Mode::Concurrent)?,
+        ];
         let catalog = Catalog::new(data.agents());
         let node_self = node_self(&data, &config, &policy);
         Ok(Node {
             blobs: BlobStore::new(data.blobs()),
-            compiled: CompiledCache::new(data.compiled(), fingerprint),
+            compiled: CompiledCache::new(data.compiled(), fingerprints),
             bridge: Bridge::new(catalog.clone()),
             catalog,
             policy,
@@ -366,7 +369,7 @@ impl Node {
         let imports = runtime.imports(&component);
 
         self.blobs.put(bytes)?;
-        self.compiled.put(&id, &compiled.artifact)?;
+        self.compiled.put(&id, compiled.mode, &compiled.artifact)?;
         let record = AgentRecord {
             id,
             card,
@@ -430,7 +433,7 @@ impl Node {
 
     /// The path of the agent's compiled artifact for this engine, if intact.
     pub fn compiled_path(&self, id: &AgentId) -> Option<PathBuf> {
-        self.compiled.verified_path(id)
+        self.compiled.verified_path(id).map(|(path, _)| path)
     }
 
     /// Prepares `record` for calls, once per process: verifies the stored
@@ -452,10 +455,11 @@ impl Node {
         self.blobs.verify(&record.id)?;
         let artifact = self.compiled.verified_path(&record.id);
         let runtime = self.runtime()?;
-        let precompiled = artifact.and_then(|path| {
-            // SAFETY: the artifact was written by this engine configuration
-            // (the fingerprint is in its name) and its digest was just checked.
-            match unsafe { runtime.load_precompiled(&path) } {
+        let precompiled = artifact.and_then(|(path, mode)| {
+            // SAFETY: the artifact was written by the engine configuration
+            // of `mode` (its fingerprint is in the name) and its digest was
+            // just checked.
+            match unsafe { runtime.load_precompiled(&path, mode) } {
                 Ok(component) => Some(component),
                 Err(e) => {
                     tracing::warn!(agent = %record.card.name, "compiled artifact unusable ({e:#}); recompiling");
@@ -470,7 +474,10 @@ impl Node {
                 let compiled = runtime
                     .compile(&bytes, self.config.limits.compile_deadline)
                     .map_err(|e| load_error(e.to_string()))?;
-                if let Err(e) = self.compiled.put(&record.id, &compiled.artifact) {
+                if let Err(e) = self
+                    .compiled
+                    .put(&record.id, compiled.mode, &compiled.artifact)
+                {
                     tracing::warn!("cannot cache compiled agent: {e}");
                 }
                 compiled.component

@@ -116,6 +116,8 @@ struct ToolFn {
     params: Vec<Param>,
     fallible: bool,
     output: Output,
+    /// An `async fn`: the agent is then built for the `async-agent` world.
+    is_async: bool,
 }
 
 fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
@@ -176,14 +178,26 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         arms.push(arm);
     }
 
-    let resources = generate_resources(options.resources, &self_ty);
-    let prompts = generate_prompts(options.prompts, &self_ty);
+    // One `async fn` tool makes the agent one of the `async-agent` world:
+    // its tool calls may wait on WASI 0.3's asynchronous imports.
+    let world = World::of(tools.iter().any(|tool| tool.is_async));
+    let resources = generate_resources(options.resources, &self_ty, world);
+    let prompts = generate_prompts(options.prompts, &self_ty, world);
+    let bindings = world.bindings();
+    let (interfaces, export_macro) = match world {
+        World::Sync => (quote!(card, tools), quote!(__export_agent)),
+        World::Async => (
+            quote!(async_card as card, async_tools as tools),
+            quote!(__export_async_agent),
+        ),
+    };
+    let func = world.func();
 
     Ok(quote! {
         #block
 
         const _: () = {
-            use ::agentsite_sdk::bindings::exports::agentsite::agent::{card, tools};
+            use #bindings::exports::agentsite::agent::{#interfaces};
             use ::agentsite_sdk::{AgentCard, Tool, ToolAnnotations, ToolError, ToolResult};
 
             #(#arg_structs)*
@@ -206,11 +220,11 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
             }
 
             impl tools::Guest for __AgentsiteExports {
-                fn list_tools() -> ::std::vec::Vec<Tool> {
+                #func list_tools() -> ::std::vec::Vec<Tool> {
                     ::std::vec![#(#descriptors),*]
                 }
 
-                fn call_tool(
+                #func call_tool(
                     name: ::std::string::String,
                     arguments: ::std::string::String,
                 ) -> ::std::result::Result<ToolResult, ToolError> {
@@ -224,8 +238,8 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
             #resources
             #prompts
 
-            ::agentsite_sdk::bindings::__export_agent!(
-                __AgentsiteExports with_types_in ::agentsite_sdk::bindings
+            #bindings::#export_macro!(
+                __AgentsiteExports with_types_in #bindings
             );
         };
     })
@@ -233,27 +247,103 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
 
 /// The `resources` export: delegated to the author's `Resources` impl when
 /// the agent declares `resources`, otherwise to the SDK's empty one.
-fn generate_resources(declared: bool, self_ty: &Type) -> TokenStream2 {
+/// The world an agent is built for.
+#[derive(Clone, Copy)]
+enum World {
+    /// `agent`: every tool is a plain function.
+    Sync,
+    /// `async-agent`: some tool is an `async fn`.
+    Async,
+}
+
+impl World {
+    fn of(any_async: bool) -> World {
+        if any_async { World::Async } else { World::Sync }
+    }
+
+    /// How the world's exported functions are declared (`describe`
+    /// excepted, which never waits).
+    fn func(self) -> TokenStream2 {
+        match self {
+            World::Sync => quote!(fn),
+            World::Async => quote!(async fn),
+        }
+    }
+
+    /// The world's export of `interface` (`resources`, `prompts`), named
+    /// by that name.
+    fn export(self, interface: &str) -> TokenStream2 {
+        let name = format_ident!("{interface}");
+        let bindings = self.bindings();
+        match self {
+            World::Sync => quote!(#bindings::exports::agentsite::agent::#name),
+            World::Async => {
+                let exported = format_ident!("async_{interface}");
+                quote!(#bindings::exports::agentsite::agent::#exported as #name)
+            }
+        }
+    }
+
+    /// The SDK's bindings of the world.
+    fn bindings(self) -> TokenStream2 {
+        match self {
+            World::Sync => quote!(::agentsite_sdk::bindings),
+            World::Async => quote!(::agentsite_sdk::async_bindings),
+        }
+    }
+
+    /// How an answer of the author's `Resources` or `Prompts` (in the
+    /// `agent` world's types) becomes the world's: as it is, or moved into
+    /// the `async-agent` world's types of the same shape.
+    fn convert(self, value: TokenStream2, list: bool) -> TokenStream2 {
+        match (self, list) {
+            (World::Sync, _) => value,
+            (World::Async, false) => quote!((#value).map_err(::core::convert::Into::into)),
+            (World::Async, true) => quote!(::agentsite_sdk::__private::each(#value)),
+        }
+    }
+}
+
+/// The `resources` export: delegated to the author's `Resources` impl when
+/// the agent declares `resources`, otherwise to the SDK's empty one.
+fn generate_resources(declared: bool, self_ty: &Type, world: World) -> TokenStream2 {
     let source = match declared {
         true => quote!(#self_ty),
         false => quote!(::agentsite_sdk::__private::NoResources),
     };
+    let (export, func) = (world.export("resources"), world.func());
+    let list = world.convert(
+        quote!(<#source as ::agentsite_sdk::Resources>::list()),
+        true,
+    );
+    let templates = world.convert(
+        quote!(<#source as ::agentsite_sdk::Resources>::templates()),
+        true,
+    );
+    let read = match world {
+        World::Sync => quote!(<#source as ::agentsite_sdk::Resources>::read(&uri)),
+        World::Async => quote! {
+            <#source as ::agentsite_sdk::Resources>::read(&uri)
+                .map(::agentsite_sdk::__private::each)
+                .map_err(::core::convert::Into::into)
+        },
+    };
     quote! {
-        use ::agentsite_sdk::bindings::exports::agentsite::agent::resources;
+        use #export;
         impl resources::Guest for __AgentsiteExports {
-            fn list_resources() -> ::std::vec::Vec<resources::Resource> {
-                <#source as ::agentsite_sdk::Resources>::list()
+            #func list_resources() -> ::std::vec::Vec<resources::Resource> {
+                #list
             }
-            fn list_resource_templates() -> ::std::vec::Vec<resources::ResourceTemplate> {
-                <#source as ::agentsite_sdk::Resources>::templates()
+            #func list_resource_templates() -> ::std::vec::Vec<resources::ResourceTemplate> {
+                #templates
             }
-            fn read_resource(
+            #func read_resource(
                 uri: ::std::string::String,
             ) -> ::std::result::Result<
                 ::std::vec::Vec<resources::ResourceContents>,
                 resources::ResourceError,
             > {
-                <#source as ::agentsite_sdk::Resources>::read(&uri)
+                #read
             }
         }
     }
@@ -261,25 +351,36 @@ fn generate_resources(declared: bool, self_ty: &Type) -> TokenStream2 {
 
 /// The `prompts` export: delegated to the author's `Prompts` impl when the
 /// agent declares `prompts`, otherwise to the SDK's empty one.
-fn generate_prompts(declared: bool, self_ty: &Type) -> TokenStream2 {
+fn generate_prompts(declared: bool, self_ty: &Type, world: World) -> TokenStream2 {
     let source = match declared {
         true => quote!(#self_ty),
         false => quote!(::agentsite_sdk::__private::NoPrompts),
     };
+    let (export, func) = (world.export("prompts"), world.func());
+    let list = world.convert(quote!(<#source as ::agentsite_sdk::Prompts>::list()), true);
+    let get = quote! {
+        <#source as ::agentsite_sdk::Prompts>::get(
+            &name,
+            &::agentsite_sdk::PromptArguments::new(arguments),
+        )
+    };
+    let get = match world {
+        World::Sync => get,
+        World::Async => {
+            quote!((#get).map(::core::convert::Into::into).map_err(::core::convert::Into::into))
+        }
+    };
     quote! {
-        use ::agentsite_sdk::bindings::exports::agentsite::agent::prompts;
+        use #export;
         impl prompts::Guest for __AgentsiteExports {
-            fn list_prompts() -> ::std::vec::Vec<prompts::Prompt> {
-                <#source as ::agentsite_sdk::Prompts>::list()
+            #func list_prompts() -> ::std::vec::Vec<prompts::Prompt> {
+                #list
             }
-            fn get_prompt(
+            #func get_prompt(
                 name: ::std::string::String,
                 arguments: ::std::vec::Vec<(::std::string::String, ::std::string::String)>,
             ) -> ::std::result::Result<prompts::PromptResult, prompts::PromptError> {
-                <#source as ::agentsite_sdk::Prompts>::get(
-                    &name,
-                    &::agentsite_sdk::PromptArguments::new(arguments),
-                )
+                #get
             }
         }
     }
@@ -367,10 +468,14 @@ fn generate_tool(tool: &ToolFn, self_ty: &Type) -> (TokenStream2, TokenStream2, 
         },
         Output::Structured(_) => quote!(::agentsite_sdk::__private::structured(&__out)),
     };
+    let wait = match tool.is_async {
+        true => quote!(.await),
+        false => quote!(),
+    };
     let arm = quote! {
         #name => {
             let __args: #args_ident = ::agentsite_sdk::__private::parse_arguments(&arguments)?;
-            let __out = <#self_ty>::#ident(#(#call_args),*);
+            let __out = <#self_ty>::#ident(#(#call_args),*)#wait;
             #unwrap_error
             #convert
         }
@@ -439,12 +544,6 @@ fn take_tool(function: &mut syn::ImplItemFn) -> syn::Result<Option<ToolFn>> {
     let attr = function.attrs.remove(position);
     let options = parse_tool_options(&attr)?;
     let sig = &function.sig;
-    if let Some(asyncness) = &sig.asyncness {
-        return Err(syn::Error::new(
-            asyncness.span(),
-            "tools are synchronous functions",
-        ));
-    }
     if !sig.generics.params.is_empty() {
         return Err(syn::Error::new(
             sig.generics.span(),
@@ -514,6 +613,7 @@ fn take_tool(function: &mut syn::ImplItemFn) -> syn::Result<Option<ToolFn>> {
         params,
         fallible,
         output,
+        is_async: function.sig.asyncness.is_some(),
     }))
 }
 

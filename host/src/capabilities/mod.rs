@@ -167,9 +167,16 @@ macro_rules! call_parts {
             }
         }
 
-        /// Binds every capability's imports into the linker of calls.
-        pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+        /// Binds every capability's imports into the linker of calls of
+        /// components of `mode`: WASI 0.3's too for the concurrent engine.
+        pub(crate) fn add_to_linker(
+            linker: &mut Linker<CallState>,
+            mode: crate::runtime::mode::Mode,
+        ) -> wasmtime::Result<()> {
             $(<$part as CallPart>::add_to_linker(linker)?;)*
+            if mode == crate::runtime::mode::Mode::Concurrent {
+                wasi::add_wasi_0_3_to_linker(linker)?;
+            }
             Ok(())
         }
     };

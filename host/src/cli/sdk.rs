@@ -27,6 +27,7 @@ const FILES: &[(&str, &[u8])] = carried![
     "guest-sdk/src/lib.rs",
     "guest-sdk/src/finite.rs",
     "guest-sdk/src/standard_schema.rs",
+    "guest-sdk/src/asynchronous.rs",
     "guest-sdk/macros/Cargo.toml",
     "guest-sdk/macros/src/lib.rs",
     "guest-sdk/words/Cargo.toml",
@@ -50,6 +51,12 @@ const FILES: &[(&str, &[u8])] = carried![
     "wit/deps/io.wit",
     "wit/deps/random.wit",
     "wit/deps/sockets.wit",
+    "wit/deps/cli-0.3.0.wit",
+    "wit/deps/clocks-0.3.0.wit",
+    "wit/deps/filesystem-0.3.0.wit",
+    "wit/deps/http-0.3.0.wit",
+    "wit/deps/random-0.3.0.wit",
+    "wit/deps/sockets-0.3.0.wit",
 ];
 
 /// The repository's workspace manifest, whose `[workspace.package]` and

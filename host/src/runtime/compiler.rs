@@ -16,6 +16,7 @@
 
 use super::ComponentError;
 use super::engine::{Capacity, engine_config};
+use super::mode::Mode;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -45,17 +46,18 @@ pub fn use_worker(executable: PathBuf) {
     let _ = WORKER.set(executable);
 }
 
-/// Compiles `bytes` into serialized code for `engine`: in the worker when
-/// one is set, else on this thread. Either way it waits seconds, so on a
-/// multi-threaded async runtime the thread's other tasks move elsewhere
-/// meanwhile.
+/// Compiles `bytes` into serialized code for `engine` (the engine of
+/// `mode`): in the worker when one is set, else on this thread. Either way
+/// it waits seconds, so on a multi-threaded async runtime the thread's
+/// other tasks move elsewhere meanwhile.
 pub(super) fn precompile(
     engine: &Engine,
+    mode: Mode,
     bytes: &[u8],
     deadline: Duration,
 ) -> Result<Vec<u8>, ComponentError> {
     let compile = || match WORKER.get() {
-        Some(executable) => in_worker(executable, bytes, deadline),
+        Some(executable) => in_worker(executable, mode, bytes, deadline),
         None => engine
             .precompile_component(bytes)
             .map_err(|e| ComponentError::Invalid(super::one_line(&e))),
@@ -70,12 +72,14 @@ pub(super) fn precompile(
 
 fn in_worker(
     executable: &Path,
+    mode: Mode,
     bytes: &[u8],
     deadline: Duration,
 ) -> Result<Vec<u8>, ComponentError> {
     let mut command = Command::new(executable);
     command
         .arg(WORKER_ARG)
+        .arg(mode.name())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -154,15 +158,21 @@ fn in_worker(
 }
 
 /// The worker's side: compiles the component on stdin with the node's
-/// engine settings and writes the serialized code to stdout. Exits 2 with a
-/// one-line reason on stderr for a component that does not compile.
+/// engine settings for the mode named after [`WORKER_ARG`], and writes the
+/// serialized code to stdout. Exits 2 with a one-line reason on stderr for a
+/// component that does not compile.
 pub fn worker_main() -> std::process::ExitCode {
+    let named = std::env::args().nth(2);
+    let Some(mode) = named.as_deref().and_then(Mode::named) else {
+        eprintln!("the compiler needs a mode (synchronous or concurrent), not {named:?}");
+        return std::process::ExitCode::FAILURE;
+    };
     let mut bytes = Vec::new();
     if let Err(e) = std::io::stdin().lock().read_to_end(&mut bytes) {
         eprintln!("cannot read the component: {e}");
         return std::process::ExitCode::FAILURE;
     }
-    let engine = match Engine::new(&engine_config(Capacity::OneShot)) {
+    let engine = match Engine::new(&engine_config(Capacity::OneShot, mode)) {
         Ok(engine) => engine,
         Err(e) => {
             eprintln!("cannot create the WebAssembly engine: {e:#}");

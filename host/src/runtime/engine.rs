@@ -1,4 +1,5 @@
-//! The one wasmtime `Engine` of a node, and the clock that enforces deadlines.
+//! The wasmtime engines of a node (one per [`Mode`]), and the clock that
+//! enforces deadlines.
 //!
 //! The engine uses the pooling allocator, which hands each fresh instance
 //! pre-reserved memory and stack slots: this is what makes an instance per
@@ -10,6 +11,7 @@
 //! every [`EPOCH_TICK`], and each store checks its own deadline when the
 //! epoch moves. Compiled code only pays for a counter comparison.
 
+use super::mode::Mode;
 use anyhow::Context as _;
 use std::hash::{Hash as _, Hasher as _};
 use std::sync::mpsc;
@@ -46,22 +48,33 @@ const MEMORY_KEEP_RESIDENT: usize = 1 << 20;
 /// Table bytes per pool slot reset in place rather than released.
 const TABLE_KEEP_RESIDENT: usize = 64 << 10;
 
-/// The engine configuration every agentsite node uses, for `capacity`.
-/// Public so that the benchmark's bare-wasmtime baseline runs on exactly the
-/// same settings. Pooled and on-demand engines share one fingerprint, so an
-/// agent compiled by either runs on both.
-pub fn engine_config(capacity: Capacity) -> Config {
+/// The engine configuration every agentsite node uses for components of
+/// `mode`, for `capacity`. Public so that the benchmark's bare-wasmtime
+/// baseline runs on exactly the same settings. Pooled and on-demand engines
+/// of one mode share one fingerprint, so an agent compiled by either runs
+/// on both.
+pub fn engine_config(capacity: Capacity, mode: Mode) -> Config {
     let mut config = Config::new();
     config.wasm_component_model(true);
     config.epoch_interruption(true);
     config.cranelift_opt_level(wasmtime::OptLevel::Speed);
-    // Agents are WASI 0.2 components, which call and return synchronously.
-    // With concurrency support on, every `call_async` goes through the
-    // component-model-async scheduler: extra state in each store, and a
-    // guest's return delivered through a channel that wakes the calling task
-    // from within its own poll, which tokio answers by requeueing the task and
-    // waking another worker thread for it, on every call.
-    config.concurrency_support(false);
+    match mode {
+        // WASI 0.2 components call and return synchronously. With
+        // concurrency support on, every `call_async` goes through the
+        // component-model-async scheduler: extra state in each store, and a
+        // guest's return delivered through a channel that wakes the calling
+        // task from within its own poll, which tokio answers by requeueing
+        // the task and waking another worker thread for it, on every call.
+        Mode::Synchronous => {
+            config.concurrency_support(false);
+        }
+        // WASI 0.3 components need the scheduler: their exports are async
+        // functions, their imports return streams and futures.
+        Mode::Concurrent => {
+            config.concurrency_support(true);
+            config.wasm_component_model_async(true);
+        }
+    }
     if let Capacity::Pooled { instances } = capacity {
         let mut pool = PoolingAllocationConfig::new();
         pool.total_component_instances(instances);
@@ -97,33 +110,33 @@ pub fn engine_config(capacity: Capacity) -> Config {
     config
 }
 
-/// Builds the node's engine for `capacity`, falling back to on-demand
-/// allocation where the machine refuses the pool. Returns whether pooling is
-/// in use.
-pub fn build_engine(capacity: Capacity) -> anyhow::Result<(Engine, bool)> {
+/// Builds the node's engine for components of `mode`, for `capacity`,
+/// falling back to on-demand allocation where the machine refuses the
+/// pool. Returns whether pooling is in use.
+pub fn build_engine(capacity: Capacity, mode: Mode) -> anyhow::Result<(Engine, bool)> {
     if capacity == Capacity::OneShot {
-        return Ok((on_demand_engine()?, false));
+        return Ok((on_demand_engine(mode)?, false));
     }
-    match Engine::new(&engine_config(capacity)) {
+    match Engine::new(&engine_config(capacity, mode)) {
         Ok(engine) => Ok((engine, true)),
         Err(error) => {
             tracing::warn!(
                 "pooling allocator unavailable ({error:#}); falling back to on-demand allocation"
             );
-            Ok((on_demand_engine()?, false))
+            Ok((on_demand_engine(mode)?, false))
         }
     }
 }
 
-/// The fingerprint of this build's engines, without building a pool: what
-/// names compiled artifacts on disk.
-pub fn engine_fingerprint() -> anyhow::Result<String> {
-    Ok(fingerprint(&on_demand_engine()?))
+/// The fingerprint of this build's engine for `mode`, without building a
+/// pool: what names compiled artifacts on disk.
+pub fn engine_fingerprint(mode: Mode) -> anyhow::Result<String> {
+    Ok(fingerprint(&on_demand_engine(mode)?))
 }
 
-/// An engine that allocates instances on demand.
-fn on_demand_engine() -> anyhow::Result<Engine> {
-    Engine::new(&engine_config(Capacity::OneShot))
+/// An engine for `mode` that allocates instances on demand.
+pub(super) fn on_demand_engine(mode: Mode) -> anyhow::Result<Engine> {
+    Engine::new(&engine_config(Capacity::OneShot, mode))
         .map_err(|e| anyhow::anyhow!("cannot create the WebAssembly engine: {e:#}"))
 }
 
@@ -179,7 +192,17 @@ mod tests {
 
     #[test]
     fn pooled_and_on_demand_engines_share_compiled_code() {
-        let pooled = Engine::new(&engine_config(Capacity::SERVER)).unwrap();
-        assert_eq!(fingerprint(&pooled), engine_fingerprint().unwrap());
+        for mode in Mode::ALL {
+            let pooled = Engine::new(&engine_config(Capacity::SERVER, mode)).unwrap();
+            assert_eq!(fingerprint(&pooled), engine_fingerprint(mode).unwrap());
+        }
+    }
+
+    #[test]
+    fn the_two_modes_compile_code_the_other_cannot_load() {
+        assert_ne!(
+            engine_fingerprint(Mode::Synchronous).unwrap(),
+            engine_fingerprint(Mode::Concurrent).unwrap()
+        );
     }
 }

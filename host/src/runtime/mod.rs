@@ -13,6 +13,7 @@ pub(crate) mod complexity;
 mod engine;
 mod error;
 mod exports;
+pub mod mode;
 pub mod plain;
 pub(crate) mod result;
 mod slots;
@@ -21,6 +22,7 @@ pub use engine::{
     Capacity, EPOCH_TICK, build_engine, engine_config, engine_fingerprint, fingerprint,
 };
 pub use error::CallError;
+pub use mode::Mode;
 pub use slots::CallSlots;
 
 use crate::AgentId;
@@ -37,11 +39,13 @@ use crate::capabilities::{
 };
 use crate::config::Limits;
 use engine::EpochTicker;
-use exports::Exports;
-use std::sync::Arc;
+use exports::{AsyncExports, Exports};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 use tokio::sync::{OwnedSemaphorePermit, broadcast};
-use wasmtime::component::{Component, Instance, InstancePre, Linker};
+use wasmtime::component::{
+    Component, ComponentExportIndex, ComponentNamedList, Instance, InstancePre, Lift, Linker, Lower,
+};
 use wasmtime::{Engine, Store, Trap, UpdateDeadline};
 
 /// An agent ready to be called: its compiled component with imports resolved,
@@ -53,6 +57,7 @@ pub struct LoadedAgent {
     /// [`LoadedAgent::keeping_data_under`] says otherwise.
     store: AgentKey,
     pre: InstancePre<CallState>,
+    mode: Mode,
     kind: Kind,
     slots: CallSlots,
     /// Bumped when a call that may change what the agent lists (a tool
@@ -60,9 +65,11 @@ pub struct LoadedAgent {
     activity: std::sync::atomic::AtomicU64,
 }
 
-/// What an agent exports: the agent world, or plain functions.
+/// What an agent exports: the agent world, the async agent world, or
+/// plain functions.
 enum Kind {
     World(Exports),
+    AsyncWorld(AsyncExports),
     Plain(plain::Functions),
 }
 
@@ -83,13 +90,9 @@ impl LoadedAgent {
         matches!(self.kind, Kind::Plain(_))
     }
 
-    /// The agent-world exports, or `what` refused for a component of plain
-    /// functions (which has no resources or prompts).
-    fn world(&self) -> Option<&Exports> {
-        match &self.kind {
-            Kind::World(exports) => Some(exports),
-            Kind::Plain(_) => None,
-        }
+    /// How the agent's calls are made (WASI 0.2 or 0.3).
+    pub fn mode(&self) -> Mode {
+        self.mode
     }
 
     /// How many calls hold one of the agent's slots now.
@@ -143,13 +146,39 @@ pub struct ToolCall<'a> {
     pub caller: Option<Arc<dyn Caller>>,
 }
 
-/// The wasmtime engine, linker and deadline clock of a node.
+/// The wasmtime engines of a node, one per [`Mode`], with what the
+/// capabilities of every call share.
 pub struct Runtime {
+    synchronous: Engines,
+    /// Made when the first WASI 0.3 component is compiled or loaded: its
+    /// pool reserves address space a node of WASI 0.2 agents never uses.
+    concurrent: OnceLock<Result<Engines, String>>,
+    capacity: Capacity,
+    services: Services,
+}
+
+/// One engine with its linker and deadline clock.
+struct Engines {
     engine: Engine,
     linker: Linker<CallState>,
     pooling: bool,
-    services: Services,
     _ticker: EpochTicker,
+}
+
+impl Engines {
+    fn new(capacity: Capacity, mode: Mode) -> anyhow::Result<Engines> {
+        let (engine, pooling) = build_engine(capacity, mode)?;
+        let mut linker = Linker::new(&engine);
+        capabilities::add_to_linker(&mut linker, mode)
+            .map_err(|e| anyhow::anyhow!("cannot link host capabilities: {e:#}"))?;
+        let ticker = EpochTicker::start(&engine)?;
+        Ok(Engines {
+            engine,
+            linker,
+            pooling,
+            _ticker: ticker,
+        })
+    }
 }
 
 /// Why a component cannot be an agent.
@@ -180,6 +209,8 @@ pub enum ComponentError {
 pub struct Compiled {
     pub component: Component,
     pub artifact: Vec<u8>,
+    /// The engine it was compiled for.
+    pub mode: Mode,
 }
 
 impl Runtime {
@@ -190,27 +221,36 @@ impl Runtime {
         capacity: Capacity,
         audit: Arc<Audit>,
     ) -> anyhow::Result<Self> {
-        let (engine, pooling) = build_engine(capacity)?;
-        let mut linker = Linker::new(&engine);
-        capabilities::add_to_linker(&mut linker)
-            .map_err(|e| anyhow::anyhow!("cannot link host capabilities: {e:#}"))?;
-        let ticker = EpochTicker::start(&engine)?;
         Ok(Runtime {
-            engine,
-            linker,
-            pooling,
+            synchronous: Engines::new(capacity, Mode::Synchronous)?,
+            concurrent: OnceLock::new(),
+            capacity,
             services: Services::new(kv_dir, audit),
-            _ticker: ticker,
         })
     }
 
+    /// The engine of WASI 0.2 components.
     pub fn engine(&self) -> &Engine {
-        &self.engine
+        &self.synchronous.engine
     }
 
     /// Whether instances come from the pooling allocator.
     pub fn pooling(&self) -> bool {
-        self.pooling
+        self.synchronous.pooling
+    }
+
+    /// The engine and linker of components of `mode`.
+    fn engines(&self, mode: Mode) -> Result<&Engines, ComponentError> {
+        match mode {
+            Mode::Synchronous => Ok(&self.synchronous),
+            Mode::Concurrent => self
+                .concurrent
+                .get_or_init(|| {
+                    Engines::new(self.capacity, Mode::Concurrent).map_err(|e| format!("{e:#}"))
+                })
+                .as_ref()
+                .map_err(|e| ComponentError::Compiler(format!("no engine for WASI 0.3: {e}"))),
+        }
     }
 
     /// Announcements of agents whose resources changed (`host.resource-updated`).
@@ -257,30 +297,37 @@ impl Runtime {
             complexity::TooComplex::Invalid(reason) => ComponentError::Invalid(reason),
             too_complex => ComponentError::TooComplex(too_complex),
         })?;
-        let artifact = compiler::precompile(&self.engine, bytes, deadline)?;
+        let mode = Mode::of(bytes);
+        let engine = &self.engines(mode)?.engine;
+        let artifact = compiler::precompile(engine, mode, bytes, deadline)?;
         // SAFETY: the artifact was just made from `bytes` by this build's
         // compiler with this engine's settings (in this process or in a
         // worker running this executable); wasmtime checks that the
         // settings match before using it.
-        let component = unsafe { Component::deserialize(&self.engine, &artifact) }
+        let component = unsafe { Component::deserialize(engine, &artifact) }
             .map_err(|e| ComponentError::Compiler(one_line(&e)))?;
         Ok(Compiled {
             component,
             artifact,
+            mode,
         })
     }
 
-    /// Loads a component precompiled by this engine from `path`.
+    /// Loads a component precompiled by the engine of `mode` from `path`.
     ///
     /// # Safety
     ///
     /// The file must have been produced by [`Component::serialize`] on an
     /// engine with the same fingerprint and not modified since; the store
     /// checks its digest before calling this.
-    pub unsafe fn load_precompiled(&self, path: &std::path::Path) -> anyhow::Result<Component> {
+    pub unsafe fn load_precompiled(
+        &self,
+        path: &std::path::Path,
+        mode: Mode,
+    ) -> anyhow::Result<Component> {
+        let engine = &self.engines(mode)?.engine;
         // SAFETY: upheld by the caller, as documented above.
-        unsafe { Component::deserialize_file(&self.engine, path) }
-            .map_err(|e| anyhow::anyhow!("{e:#}"))
+        unsafe { Component::deserialize_file(engine, path) }.map_err(|e| anyhow::anyhow!("{e:#}"))
     }
 
     /// Checks that `component` fits the agent world (every import is one the
@@ -294,18 +341,22 @@ impl Runtime {
         component: &Component,
         limits: &Limits,
     ) -> Result<LoadedAgent, ComponentError> {
+        let mode = self.mode_of(component);
         let pre = self
+            .engines(mode)?
             .linker
             .instantiate_pre(component)
             .map_err(|e| ComponentError::WrongWorld(one_line(&e)))?;
-        let kind = match Exports::new(&pre) {
-            Ok(exports) => Kind::World(exports),
-            Err(e) => {
+        let kind = match (Exports::new(&pre), AsyncExports::new(component)) {
+            (Ok(exports), _) => Kind::World(exports),
+            (Err(_), Ok(exports)) if mode == Mode::Concurrent => Kind::AsyncWorld(exports),
+            (Err(e), _) => {
+                let engine = component.engine();
                 let exports_world = component
                     .component_type()
-                    .exports(&self.engine)
+                    .exports(engine)
                     .any(|(name, _)| name.starts_with("agentsite:agent/"));
-                let functions = plain::Functions::of(component, &self.engine);
+                let functions = plain::Functions::of(component, engine);
                 if exports_world || functions.callable.is_empty() {
                     let skipped = match functions.skipped.as_slice() {
                         [] => String::new(),
@@ -314,7 +365,8 @@ impl Runtime {
                         }
                     };
                     return Err(ComponentError::WrongWorld(format!(
-                        "an agent must export agentsite:agent/card, tools, resources and prompts ({}), \
+                        "an agent must export agentsite:agent/card, tools, resources and prompts \
+                         (or, built for WASI 0.3, their async-* forms) ({}), \
                          or plain functions to serve as tools{skipped}",
                         one_line(&e)
                     )));
@@ -328,17 +380,27 @@ impl Runtime {
             name: name.into(),
             store: AgentKey::Id(id),
             pre,
+            mode,
             kind,
             slots: CallSlots::new(slots),
             activity: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
+    /// The mode of the engine `component` was compiled by.
+    fn mode_of(&self, component: &Component) -> Mode {
+        if Engine::same(component.engine(), &self.synchronous.engine) {
+            Mode::Synchronous
+        } else {
+            Mode::Concurrent
+        }
+    }
+
     /// The names of the interfaces `component` imports.
     pub fn imports(&self, component: &Component) -> Vec<String> {
         let mut names: Vec<String> = component
             .component_type()
-            .imports(&self.engine)
+            .imports(component.engine())
             .map(|(name, _)| name.to_owned())
             .collect();
         names.sort();
@@ -353,29 +415,48 @@ impl Runtime {
         agent: &LoadedAgent,
         limits: &Limits,
     ) -> Result<(AgentCard, Vec<ToolSpec>), CallError> {
-        let exports = match &agent.kind {
-            Kind::World(exports) => exports,
+        let deadline = Instant::now() + limits.deadline;
+        let (card, tools) = match &agent.kind {
+            Kind::World(exports) => {
+                let call = self.start(agent, &Grants::pure(*limits), None, deadline)?;
+                call.run(
+                    &agent.pre,
+                    |store, instance| {
+                        let card = exports.card.load(&mut *store, instance)?;
+                        Ok((card, exports.tools.load(store, instance)?))
+                    },
+                    async |(card, tools), store| {
+                        let card = card.call_describe(&mut *store).await?;
+                        Ok((card, tools.call_list_tools(store).await?))
+                    },
+                )
+                .await?
+            }
+            Kind::AsyncWorld(exports) => {
+                let call = self.start(agent, &Grants::pure(*limits), None, deadline)?;
+                call.run(
+                    &agent.pre,
+                    |_, instance| Ok(*instance),
+                    async |instance, store| {
+                        // Every other export's types are checked here too,
+                        // so that a component whose resources or prompts do
+                        // not fit is refused when it is added.
+                        exports.check_types(store, instance)?;
+                        let (card,) =
+                            call_concurrent(store, instance, &exports.describe, ()).await?;
+                        let (tools,) =
+                            call_concurrent(store, instance, &exports.list_tools, ()).await?;
+                        Ok((card, tools))
+                    },
+                )
+                .await?
+            }
             Kind::Plain(functions) => {
                 let card = functions.card(agent.name.to_string(), None);
                 let tools = functions.callable.iter().map(|f| f.spec.clone()).collect();
                 return Ok((card, tools));
             }
         };
-        let deadline = Instant::now() + limits.deadline;
-        let call = self.start(agent, &Grants::pure(*limits), None, deadline)?;
-        let (card, tools) = call
-            .run(
-                &agent.pre,
-                |store, instance| {
-                    let card = exports.card.load(&mut *store, instance)?;
-                    Ok((card, exports.tools.load(store, instance)?))
-                },
-                async |(card, tools), store| {
-                    let card = card.call_describe(&mut *store).await?;
-                    Ok((card, tools.call_list_tools(store).await?))
-                },
-            )
-            .await?;
         result::describe(card, tools)
     }
 
@@ -387,21 +468,32 @@ impl Runtime {
     ) -> Result<ToolOutput, CallError> {
         let _running = Touch::start(agent);
         let (tool, arguments) = (request.tool, request.arguments);
-        let exports = match &agent.kind {
-            Kind::World(exports) => exports,
+        let answer = match &agent.kind {
+            Kind::World(exports) => {
+                self.run(
+                    agent,
+                    &request.grants,
+                    request.caller,
+                    |store, instance| exports.tools.load(store, instance),
+                    async |tools, store| tools.call_call_tool(store, tool, arguments).await,
+                )
+                .await?
+            }
+            Kind::AsyncWorld(exports) => {
+                let params = (tool.to_owned(), arguments.to_owned());
+                self.run_export(
+                    agent,
+                    &request.grants,
+                    request.caller,
+                    &exports.call_tool,
+                    params,
+                )
+                .await?
+            }
             Kind::Plain(functions) => {
                 return self.call_function(agent, functions, request).await;
             }
         };
-        let answer = self
-            .run(
-                agent,
-                &request.grants,
-                request.caller,
-                |store, instance| exports.tools.load(store, instance),
-                async |tools, store| tools.call_call_tool(store, tool, arguments).await,
-            )
-            .await?;
         match answer {
             Ok(output) => result::tool_output(output, &request.grants.limits),
             Err(error) => Err(result::tool_error(error, &agent.name)),
@@ -437,7 +529,22 @@ impl Runtime {
                 async |func, store| {
                     let mut results =
                         vec![wasmtime::component::Val::Bool(false); function.results.len()];
-                    func.call_async(&mut *store, &params, &mut results).await?;
+                    match agent.mode {
+                        Mode::Synchronous => {
+                            func.call_async(&mut *store, &params, &mut results).await?
+                        }
+                        // An async function is called through the
+                        // scheduler, as every function of a WASI 0.3
+                        // component is.
+                        Mode::Concurrent => {
+                            let func = *func;
+                            store
+                                .run_concurrent(async |accessor| {
+                                    func.call_concurrent(accessor, &params, &mut results).await
+                                })
+                                .await??
+                        }
+                    }
                     Ok(results)
                 },
             )
@@ -451,24 +558,42 @@ impl Runtime {
         agent: &LoadedAgent,
         grants: &Grants,
     ) -> Result<ResourceCatalog, CallError> {
-        let Some(exports) = agent.world() else {
-            return Ok(ResourceCatalog::default());
+        let (resources, templates) = match &agent.kind {
+            Kind::World(exports) => {
+                self.run(
+                    agent,
+                    grants,
+                    None,
+                    |store, instance| exports.resources.load(store, instance),
+                    async |exports, store| {
+                        let resources = exports.call_list_resources(&mut *store).await?;
+                        Ok((
+                            resources,
+                            exports.call_list_resource_templates(store).await?,
+                        ))
+                    },
+                )
+                .await?
+            }
+            Kind::AsyncWorld(exports) => {
+                self.run(
+                    agent,
+                    grants,
+                    None,
+                    |_, instance| Ok(*instance),
+                    async |instance, store| {
+                        let (resources,) =
+                            call_concurrent(store, instance, &exports.list_resources, ()).await?;
+                        let (templates,) =
+                            call_concurrent(store, instance, &exports.list_resource_templates, ())
+                                .await?;
+                        Ok((resources, templates))
+                    },
+                )
+                .await?
+            }
+            Kind::Plain(_) => return Ok(ResourceCatalog::default()),
         };
-        let (resources, templates) = self
-            .run(
-                agent,
-                grants,
-                None,
-                |store, instance| exports.resources.load(store, instance),
-                async |exports, store| {
-                    let resources = exports.call_list_resources(&mut *store).await?;
-                    Ok((
-                        resources,
-                        exports.call_list_resource_templates(store).await?,
-                    ))
-                },
-            )
-            .await?;
         result::resource_catalog(resources, templates, &grants.limits)
     }
 
@@ -481,20 +606,28 @@ impl Runtime {
         caller: Option<Arc<dyn Caller>>,
     ) -> Result<Vec<ResourceContents>, CallError> {
         let _running = Touch::start(agent);
-        let Some(exports) = agent.world() else {
-            return Err(CallError::ResourceNotFound(
-                crate::text::excerpt(uri, 256).into_owned(),
-            ));
+        let answer = match &agent.kind {
+            Kind::World(exports) => {
+                self.run(
+                    agent,
+                    grants,
+                    caller,
+                    |store, instance| exports.resources.load(store, instance),
+                    async |resources, store| resources.call_read_resource(store, uri).await,
+                )
+                .await?
+            }
+            Kind::AsyncWorld(exports) => {
+                let params = (uri.to_owned(),);
+                self.run_export(agent, grants, caller, &exports.read_resource, params)
+                    .await?
+            }
+            Kind::Plain(_) => {
+                return Err(CallError::ResourceNotFound(
+                    crate::text::excerpt(uri, 256).into_owned(),
+                ));
+            }
         };
-        let answer = self
-            .run(
-                agent,
-                grants,
-                caller,
-                |store, instance| exports.resources.load(store, instance),
-                async |resources, store| resources.call_read_resource(store, uri).await,
-            )
-            .await?;
         match answer {
             Ok(contents) => result::resource_contents(contents, &grants.limits),
             Err(error) => Err(result::resource_error(error)),
@@ -507,18 +640,23 @@ impl Runtime {
         agent: &LoadedAgent,
         grants: &Grants,
     ) -> Result<Vec<PromptSpec>, CallError> {
-        let Some(exports) = agent.world() else {
-            return Ok(Vec::new());
+        let prompts = match &agent.kind {
+            Kind::World(exports) => {
+                self.run(
+                    agent,
+                    grants,
+                    None,
+                    |store, instance| exports.prompts.load(store, instance),
+                    async |prompts, store| prompts.call_list_prompts(store).await,
+                )
+                .await?
+            }
+            Kind::AsyncWorld(exports) => {
+                self.run_export(agent, grants, None, &exports.list_prompts, ())
+                    .await?
+            }
+            Kind::Plain(_) => return Ok(Vec::new()),
         };
-        let prompts = self
-            .run(
-                agent,
-                grants,
-                None,
-                |store, instance| exports.prompts.load(store, instance),
-                async |prompts, store| prompts.call_list_prompts(store).await,
-            )
-            .await?;
         result::prompts(prompts, &grants.limits)
     }
 
@@ -532,21 +670,29 @@ impl Runtime {
         caller: Option<Arc<dyn Caller>>,
     ) -> Result<PromptOutput, CallError> {
         let _running = Touch::start(agent);
-        let Some(exports) = agent.world() else {
-            return Err(CallError::UnknownPrompt {
-                agent: agent.name.to_string(),
-                prompt: crate::text::excerpt(name, 256).into_owned(),
-            });
+        let answer = match &agent.kind {
+            Kind::World(exports) => {
+                self.run(
+                    agent,
+                    grants,
+                    caller,
+                    |store, instance| exports.prompts.load(store, instance),
+                    async |prompts, store| prompts.call_get_prompt(store, name, arguments).await,
+                )
+                .await?
+            }
+            Kind::AsyncWorld(exports) => {
+                let params = (name.to_owned(), arguments.to_vec());
+                self.run_export(agent, grants, caller, &exports.get_prompt, params)
+                    .await?
+            }
+            Kind::Plain(_) => {
+                return Err(CallError::UnknownPrompt {
+                    agent: agent.name.to_string(),
+                    prompt: crate::text::excerpt(name, 256).into_owned(),
+                });
+            }
         };
-        let answer = self
-            .run(
-                agent,
-                grants,
-                caller,
-                |store, instance| exports.prompts.load(store, instance),
-                async |prompts, store| prompts.call_get_prompt(store, name, arguments).await,
-            )
-            .await?;
         match answer {
             Ok(output) => result::prompt_output(output, &grants.limits),
             Err(error) => Err(result::prompt_error(error, &agent.name)),
@@ -566,6 +712,33 @@ impl Runtime {
     ) -> Result<T, CallError> {
         let (_slot, call) = self.enter(agent, grants, caller).await?;
         call.run(&agent.pre, load, work).await
+    }
+
+    /// Calls the export at `index` of a WASI 0.3 agent, which returns one
+    /// value, in a fresh instance and one of its call slots.
+    async fn run_export<P, R>(
+        &self,
+        agent: &LoadedAgent,
+        grants: &Grants,
+        caller: Option<Arc<dyn Caller>>,
+        index: &ComponentExportIndex,
+        params: P,
+    ) -> Result<R, CallError>
+    where
+        P: ComponentNamedList + Lower + Send + Sync + 'static,
+        (R,): ComponentNamedList + Lift + Send + Sync + 'static,
+    {
+        self.run(
+            agent,
+            grants,
+            caller,
+            |_, instance| Ok(*instance),
+            async |instance, store| {
+                let (result,) = call_concurrent(store, instance, index, params).await?;
+                Ok(result)
+            },
+        )
+        .await
     }
 
     /// Takes one of the agent's call slots and starts a call. Time spent
@@ -602,7 +775,7 @@ impl Runtime {
         };
         let (state, log) =
             CallState::new(&self.services, setup).map_err(|e| CallError::Host(e.to_string()))?;
-        let mut store = Store::new(&self.engine, state);
+        let mut store = Store::new(agent.pre.component().engine(), state);
         store.limiter(|state| &mut state.limiter);
         // Checked whenever the epoch advances; yielding in between keeps a
         // long-running guest from holding an executor thread.
@@ -741,6 +914,26 @@ fn host_limit(error: &wasmtime::Error) -> Option<String> {
             _ => None,
         }
     })
+}
+
+/// Calls the export at `index` of `instance` through the component model's
+/// scheduler: how every function of a WASI 0.3 component is called (an
+/// async function can only be called so). The call's deadline still holds:
+/// the whole run is inside the call's [`in_time`].
+async fn call_concurrent<P, R>(
+    store: &mut Store<CallState>,
+    instance: &Instance,
+    index: &ComponentExportIndex,
+    params: P,
+) -> wasmtime::Result<R>
+where
+    P: ComponentNamedList + Lower + Send + Sync + 'static,
+    R: ComponentNamedList + Lift + Send + Sync + 'static,
+{
+    let func = instance.get_typed_func::<P, R>(&mut *store, index)?;
+    store
+        .run_concurrent(async move |accessor| func.call_concurrent(accessor, params).await)
+        .await?
 }
 
 /// An error chain on one line.

@@ -1,63 +1,79 @@
 //! Precompiled artifacts, so that an agent is compiled once, when it is added.
 //!
 //! An artifact is only valid for the engine configuration that produced it,
-//! so files are keyed by content id and engine fingerprint. Loading an
+//! so files are keyed by content id and engine fingerprint (the node has an
+//! engine per [`Mode`]: WASI 0.2 and WASI 0.3 components). Loading an
 //! artifact maps native code into the process, so each one is stored with
 //! its own sha256 and checked before use; a damaged artifact is discarded and
 //! rebuilt from the (verified) component bytes.
 
 use super::{StoreError, remove_if_present, write_atomic};
 use crate::AgentId;
+use crate::runtime::mode::Mode;
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
-/// Compiled artifacts for one engine configuration.
+/// Compiled artifacts for the node's engines.
 #[derive(Debug, Clone)]
 pub struct CompiledCache {
     dir: PathBuf,
-    fingerprint: String,
+    /// The fingerprint of each mode's engine, in [`Mode::ALL`]'s order.
+    fingerprints: [String; 2],
 }
 
 impl CompiledCache {
-    /// A cache in `dir` for the engine with `fingerprint`.
-    pub fn new(dir: PathBuf, fingerprint: String) -> Self {
-        CompiledCache { dir, fingerprint }
+    /// A cache in `dir` for the engines with `fingerprints` (one per mode,
+    /// in [`Mode::ALL`]'s order).
+    pub fn new(dir: PathBuf, fingerprints: [String; 2]) -> Self {
+        CompiledCache { dir, fingerprints }
     }
 
-    /// Where the artifact of `id` for this engine lives.
-    pub fn path(&self, id: &AgentId) -> PathBuf {
+    fn fingerprint(&self, mode: Mode) -> &str {
+        match mode {
+            Mode::Synchronous => &self.fingerprints[0],
+            Mode::Concurrent => &self.fingerprints[1],
+        }
+    }
+
+    /// Where the artifact of `id` for the engine of `mode` lives.
+    pub fn path(&self, id: &AgentId, mode: Mode) -> PathBuf {
         self.dir
-            .join(format!("{}.{}.cwasm", id.hex(), self.fingerprint))
+            .join(format!("{}.{}.cwasm", id.hex(), self.fingerprint(mode)))
     }
 
-    fn digest_path(&self, id: &AgentId) -> PathBuf {
+    fn digest_path(&self, id: &AgentId, mode: Mode) -> PathBuf {
         self.dir
-            .join(format!("{}.{}.sha256", id.hex(), self.fingerprint))
+            .join(format!("{}.{}.sha256", id.hex(), self.fingerprint(mode)))
     }
 
-    /// The path of a present and intact artifact for `id`, or `None`.
-    /// A damaged artifact is removed so that the caller rebuilds it.
-    pub fn verified_path(&self, id: &AgentId) -> Option<PathBuf> {
-        let path = self.path(id);
-        let expected = std::fs::read_to_string(self.digest_path(id)).ok()?;
+    /// The path of a present and intact artifact for `id`, and the mode of
+    /// the engine that made it, or `None`. A damaged artifact is removed so
+    /// that the caller rebuilds it.
+    pub fn verified_path(&self, id: &AgentId) -> Option<(PathBuf, Mode)> {
+        let mode = Mode::ALL
+            .into_iter()
+            .find(|mode| self.digest_path(id, *mode).exists())?;
+        let path = self.path(id, mode);
+        let expected = std::fs::read_to_string(self.digest_path(id, mode)).ok()?;
         let actual = super::sha256_file(&path).ok()?;
         if hex::encode(actual) == expected.trim() {
-            return Some(path);
+            return Some((path, mode));
         }
         tracing::warn!(agent = %id, "compiled artifact is damaged; recompiling");
         let _ = self.remove(id);
         None
     }
 
-    /// Stores `artifact`, the serialized compilation of `id`.
-    pub fn put(&self, id: &AgentId, artifact: &[u8]) -> Result<(), StoreError> {
+    /// Stores `artifact`, the serialized compilation of `id` by the engine
+    /// of `mode`.
+    pub fn put(&self, id: &AgentId, mode: Mode, artifact: &[u8]) -> Result<(), StoreError> {
         // Digest first: a crash between the two writes leaves a mismatch,
         // which `verified_path` treats as "rebuild", never as valid.
         write_atomic(
-            &self.digest_path(id),
+            &self.digest_path(id, mode),
             hex::encode(Sha256::digest(artifact)).as_bytes(),
         )?;
-        write_atomic(&self.path(id), artifact)
+        write_atomic(&self.path(id, mode), artifact)
     }
 
     /// Removes the artifacts of `id` for every engine fingerprint.
@@ -86,30 +102,39 @@ impl CompiledCache {
 mod tests {
     use super::*;
 
+    fn cache(dir: &std::path::Path, synchronous: &str, concurrent: &str) -> CompiledCache {
+        CompiledCache::new(dir.to_owned(), [synchronous.into(), concurrent.into()])
+    }
+
     #[test]
     fn an_intact_artifact_is_found_and_a_damaged_one_discarded() {
         let dir = tempfile::tempdir().unwrap();
-        let cache = CompiledCache::new(dir.path().to_owned(), "f00d".into());
+        let cache = cache(dir.path(), "f00d", "cafe");
         let id = AgentId::of(b"component");
         assert!(cache.verified_path(&id).is_none());
-        cache.put(&id, b"native code").unwrap();
-        assert_eq!(cache.verified_path(&id), Some(cache.path(&id)));
-        std::fs::write(cache.path(&id), b"native c0de").unwrap();
-        assert!(cache.verified_path(&id).is_none());
-        assert!(
-            !cache.path(&id).exists(),
-            "damaged artifact should be removed"
-        );
+        for mode in Mode::ALL {
+            cache.put(&id, mode, b"native code").unwrap();
+            assert_eq!(
+                cache.verified_path(&id),
+                Some((cache.path(&id, mode), mode))
+            );
+            std::fs::write(cache.path(&id, mode), b"native c0de").unwrap();
+            assert!(cache.verified_path(&id).is_none());
+            assert!(
+                !cache.path(&id, mode).exists(),
+                "damaged artifact should be removed"
+            );
+        }
     }
 
     #[test]
     fn artifacts_of_another_engine_are_not_used() {
         let dir = tempfile::tempdir().unwrap();
         let id = AgentId::of(b"component");
-        CompiledCache::new(dir.path().to_owned(), "aaaa".into())
-            .put(&id, b"native code")
+        cache(dir.path(), "aaaa", "cccc")
+            .put(&id, Mode::Synchronous, b"native code")
             .unwrap();
-        let other = CompiledCache::new(dir.path().to_owned(), "bbbb".into());
+        let other = cache(dir.path(), "bbbb", "dddd");
         assert!(other.verified_path(&id).is_none());
         other.remove(&id).unwrap();
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);

@@ -158,7 +158,8 @@ fn parse_fs(text: &str) -> anyhow::Result<FsGrant> {
 pub struct Http;
 
 impl Capability for Http {
-    const IMPORTS: &'static [&'static str] = &["wasi:http/outgoing-handler"];
+    /// WASI 0.2's outgoing handler and WASI 0.3's client.
+    const IMPORTS: &'static [&'static str] = &["wasi:http/outgoing-handler", "wasi:http/client"];
     const ENTRY: Option<&'static str> = Some("http=PATTERN");
     type Grant = Vec<HttpPattern>;
     type Granted = Vec<HttpPattern>;

@@ -1,4 +1,4 @@
-//! The WASI 0.2 imports, configured so that an agent inherits nothing from
+//! The WASI 0.2 and 0.3 imports, configured so that an agent inherits nothing from
 //! the host but what the policy grants it: the environment variables named in
 //! its grant, the folders granted to it (preopened through cap-std, which
 //! refuses `..`, absolute paths and symlinks that lead out of them), and
@@ -249,6 +249,47 @@ fn new_http_context(fields_limit: usize) -> WasiHttpCtx {
     let mut http = WasiHttpCtx::new();
     http.set_field_size_limit(fields_limit);
     http
+}
+
+/// Links WASI 0.3 (wasmtime-wasi's and wasmtime-wasi-http's `p3`) for the
+/// concurrent engine. It reaches the same [`WasiCtx`] and HTTP hooks as
+/// WASI 0.2, so one grant governs both: the same folders, variables and
+/// origins, no sockets, the same output log.
+pub(crate) fn add_wasi_0_3_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    wasmtime_wasi::p3::add_to_linker(linker)?;
+    refuse_links_out_of_folders_0_3(linker)?;
+    wasmtime_wasi_http::p3::add_to_linker(linker)
+}
+
+/// The `wasi:filesystem` interface of WASI 0.3 as wasmtime-wasi defines it.
+const FILESYSTEM_TYPES_0_3: &str = "wasi:filesystem/types@0.3.0";
+
+/// WASI 0.3's `descriptor.symlink-at`, refusing what
+/// [`refuse_links_out_of_folders`] refuses for WASI 0.2.
+fn refuse_links_out_of_folders_0_3(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    use wasmtime::component::{Accessor, Resource};
+    use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystem, WasiFilesystemView as _};
+    use wasmtime_wasi::p3::bindings::filesystem::types::{ErrorCode, HostDescriptorWithStore};
+    linker.allow_shadowing(true);
+    let defined = linker.instance(FILESYSTEM_TYPES_0_3)?.func_wrap_concurrent(
+        "[method]descriptor.symlink-at",
+        |accessor: &Accessor<CallState>,
+         (folder, target, link): (Resource<Descriptor>, String, String)| {
+            Box::pin(async move {
+                if link_leaves_folder(&target, &link) {
+                    return Ok((Err(ErrorCode::NotPermitted),));
+                }
+                let files: Accessor<CallState, WasiFilesystem> =
+                    accessor.with_getter(|state: &mut CallState| state.filesystem());
+                match WasiFilesystem::symlink_at(&files, folder, target, link).await {
+                    Ok(()) => Ok((Ok(()),)),
+                    Err(error) => Ok((Err(error.downcast()?),)),
+                }
+            })
+        },
+    );
+    linker.allow_shadowing(false);
+    defined
 }
 
 /// The `wasi:filesystem` interface as wasmtime-wasi defines it; components

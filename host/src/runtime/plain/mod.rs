@@ -160,9 +160,9 @@ impl Function {
         export: ComponentExportIndex,
     ) -> Result<Self, String> {
         crate::agent::tool::validate_tool_name(&name).map_err(|e| e.0)?;
-        if func.async_() {
-            return Err("an async function".to_owned());
-        }
+        // An async function (WASI 0.3) is a tool as any other: its
+        // component runs on the concurrent engine, which calls it through
+        // the scheduler.
         let params: Vec<(String, Type)> = func.params().map(|(n, t)| (n.to_owned(), t)).collect();
         let results: Vec<Type> = func.results().collect();
         let mut properties = serde_json::Map::new();
