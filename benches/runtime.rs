@@ -3,7 +3,9 @@
 //! * `warm_call`: `calculator.add` with a fresh instance per call through
 //!   agentsite's runtime (limits, capabilities, result checks), next to a
 //!   bare wasmtime embedding of the same component with the same engine
-//!   configuration, `InstancePre` and a fresh store per call: the baseline.
+//!   configuration, `InstancePre` and a fresh store per call: the baseline;
+//!   and the same agent built for the async-agent world
+//!   (`calculator-async`), called through the WASI 0.3 engine.
 //! * `first_call`: the first call of an agent precompiled when it was added,
 //!   in a fresh process: measured inside a child process from opening the
 //!   node to the result, and as a whole `agentsite call` command.
@@ -51,13 +53,14 @@ struct Agentsite {
 }
 
 impl Agentsite {
-    fn new() -> Self {
+    /// The example agent `name` (`calculator` or `calculator_async`).
+    fn new(name: &str) -> Self {
         let kv = tempfile::tempdir().unwrap();
         let runtime =
             Runtime::new(kv.path().to_owned(), Capacity::SERVER, Default::default()).unwrap();
         assert!(runtime.pooling(), "benchmarks expect the pooling allocator");
         let component = runtime
-            .compile(&example("calculator"), Limits::default().compile_deadline)
+            .compile(&example(name), Limits::default().compile_deadline)
             .unwrap()
             .component;
         let id = agentsite::AgentId::of(b"calculator");
@@ -113,7 +116,7 @@ impl Bare {
         let component = Component::new(&engine, example("calculator")).unwrap();
         let mut linker = Linker::<BareState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
-        linker.define_unknown_imports_as_traps(&component).unwrap();
+        // Every import of the calculator is one of WASI 0.2's, linked above.
         let pre = linker.instantiate_pre(&component).unwrap();
         let tools = tools::GuestIndices::new(&pre).unwrap();
         Bare { engine, pre, tools }
@@ -168,19 +171,24 @@ fn percentiles(name: &str, n: usize, mut call: impl FnMut()) -> (Duration, Durat
 
 fn warm_call_percentiles() {
     let rt = executor();
-    let agentsite = Agentsite::new();
+    let agentsite = Agentsite::new("calculator");
+    let wasi_0_3 = Agentsite::new("calculator_async");
     let bare = Bare::new();
     let n = 20_000;
     println!("\nwarm call of calculator.add, fresh instance per call, timed one by one:");
     // Interleave rounds so that machine noise hits both sides alike.
     let mut ours = Vec::new();
     let mut base = Vec::new();
+    let mut concurrent = Vec::new();
     for _ in 0..3 {
         base.push(percentiles("bare wasmtime (baseline)", n, || {
             rt.block_on(bare.call())
         }));
         ours.push(percentiles("agentsite runtime", n, || {
             rt.block_on(agentsite.call())
+        }));
+        concurrent.push(percentiles("agentsite, built for 0.3", n, || {
+            rt.block_on(wasi_0_3.call())
         }));
     }
     let median = |v: &mut Vec<(Duration, Duration)>| {
@@ -189,19 +197,28 @@ fn warm_call_percentiles() {
     };
     let (ours_p50, ours_p99) = median(&mut ours);
     let (base_p50, base_p99) = median(&mut base);
+    let (concurrent_p50, concurrent_p99) = median(&mut concurrent);
     println!(
-        "median of 3 rounds: agentsite p50 {ours_p50:.2?} p99 {ours_p99:.2?}; baseline p50 {base_p50:.2?} p99 {base_p99:.2?}; ratio p50 {:.2}x\n",
+        "median of 3 rounds: agentsite p50 {ours_p50:.2?} p99 {ours_p99:.2?}; baseline p50 {base_p50:.2?} p99 {base_p99:.2?}; ratio p50 {:.2}x",
         ours_p50.as_secs_f64() / base_p50.as_secs_f64()
+    );
+    println!(
+        "the same agent built for WASI 0.3: p50 {concurrent_p50:.2?} p99 {concurrent_p99:.2?}; {:.2}x the WASI 0.2 build's p50\n",
+        concurrent_p50.as_secs_f64() / ours_p50.as_secs_f64()
     );
 }
 
 fn warm_call(c: &mut Criterion) {
     let rt = executor();
-    let agentsite = Agentsite::new();
+    let agentsite = Agentsite::new("calculator");
+    let wasi_0_3 = Agentsite::new("calculator_async");
     let bare = Bare::new();
     let mut group = c.benchmark_group("warm_call");
     group.bench_function("bare_wasmtime", |b| b.iter(|| rt.block_on(bare.call())));
     group.bench_function("agentsite", |b| b.iter(|| rt.block_on(agentsite.call())));
+    group.bench_function("agentsite_wasi_0_3", |b| {
+        b.iter(|| rt.block_on(wasi_0_3.call()))
+    });
     group.finish();
 }
 

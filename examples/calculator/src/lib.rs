@@ -5,7 +5,15 @@ use agentsite_sdk::agent;
 struct Calculator;
 
 /// Arithmetic on floating-point numbers: add, subtract, multiply, divide.
-#[agent(tags = ["math", "arithmetic", "calculator"])]
+#[cfg_attr(
+    not(feature = "async-world"),
+    agent(tags = ["math", "arithmetic", "calculator"])
+)]
+// Built so by `calculator-async`, which includes this file.
+#[cfg_attr(
+    feature = "async-world",
+    agent(async, tags = ["math", "arithmetic", "calculator"])
+)]
 impl Calculator {
     /// Add two numbers.
     #[tool(read_only, idempotent)]

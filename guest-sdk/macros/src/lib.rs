@@ -23,9 +23,13 @@ use syn::{
 /// (default: the block's doc comment, else the package description),
 /// `tags = ["...", ...]`, and the flags `resources` and `prompts`, which say
 /// that the type also implements `agentsite_sdk::Resources` or
-/// `agentsite_sdk::Prompts` (without them the agent offers none). Inside, every function marked `#[tool]` is a tool;
-/// `#[tool(...)]` accepts `name = "..."`, `title = "..."` and the hints
-/// `read_only`, `destructive`, `idempotent`, `open_world` (each optionally `= bool`).
+/// `agentsite_sdk::Prompts` (without them the agent offers none), and
+/// `async`, which builds the agent for the `async-agent` world (WASI 0.3)
+/// even when none of its tools is an `async fn` (one `async fn` tool does
+/// so by itself). Inside, every function marked `#[tool]` is a tool, a
+/// plain `fn` or an `async fn`; `#[tool(...)]` accepts `name = "..."`,
+/// `title = "..."` and the hints `read_only`, `destructive`, `idempotent`,
+/// `open_world` (each optionally `= bool`).
 #[proc_macro_attribute]
 pub fn agent(attr: TokenStream, item: TokenStream) -> TokenStream {
     match expand(attr.into(), item.into()) {
@@ -81,6 +85,8 @@ struct AgentOptions {
     resources: bool,
     /// The type implements `agentsite_sdk::Prompts`.
     prompts: bool,
+    /// Built for the `async-agent` world even if no tool is an `async fn`.
+    asynchronous: bool,
 }
 
 #[derive(Default)]
@@ -180,7 +186,7 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
 
     // One `async fn` tool makes the agent one of the `async-agent` world:
     // its tool calls may wait on WASI 0.3's asynchronous imports.
-    let world = World::of(tools.iter().any(|tool| tool.is_async));
+    let world = World::of(options.asynchronous || tools.iter().any(|tool| tool.is_async));
     let resources = generate_resources(options.resources, &self_ty, world);
     let prompts = generate_prompts(options.prompts, &self_ty, world);
     let bindings = world.bindings();
@@ -520,10 +526,12 @@ fn parse_agent_options(attr: TokenStream2) -> syn::Result<AgentOptions> {
             options.resources = true;
         } else if meta.path.is_ident("prompts") {
             options.prompts = true;
+        } else if meta.path.is_ident("async") {
+            options.asynchronous = true;
         } else {
-            return Err(
-                meta.error("expected `name`, `description`, `tags`, `resources` or `prompts`")
-            );
+            return Err(meta.error(
+                "expected `name`, `description`, `tags`, `resources`, `prompts` or `async`",
+            ));
         }
         Ok(())
     });
