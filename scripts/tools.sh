@@ -41,6 +41,20 @@ install_python_client() {
     cp tests/python/requirements.txt "$venv/requirements.txt"
 }
 
+install_a2a_0_3_client() {
+    local venv="$AGENTSITE_TOOLS/venv-a2a-0.3"
+    local requirements=tests/python/requirements-a2a-0.3.txt
+    if cmp -s "$requirements" "$venv/requirements.txt" && [ -x "$venv/bin/python" ]; then
+        return
+    fi
+    echo "==> installing the A2A Python SDK's last 0.3 release into $venv"
+    command -v python3 >/dev/null || apt_install python3 python3-venv
+    rm -rf "$venv"
+    python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv && python3 -m venv "$venv"; }
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+    cp "$requirements" "$venv/requirements.txt"
+}
+
 install_browser() {
     local dir="$AGENTSITE_TOOLS/web"
     if [ ! -x /usr/bin/chromium ]; then
@@ -147,6 +161,7 @@ install_test_tools() {
     install_image_tools
     install_conformance
     install_python_client
+    install_a2a_0_3_client
     install_browser
     install_js_sdk
     install_wassette_tools

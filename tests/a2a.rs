@@ -28,6 +28,13 @@ fn python() -> String {
     installed_tool("venv/bin/python").display().to_string()
 }
 
+/// The Python of the A2A SDK's last 0.3 release (tests/python/requirements-a2a-0.3.txt).
+fn python_0_3() -> String {
+    installed_tool("venv-a2a-0.3/bin/python")
+        .display()
+        .to_string()
+}
+
 /// The node's model: a capable one (see [`support::scripted::capable`]),
 /// slow to choose a call when told to take its time.
 fn model(request: &ChatRequest) -> Answer {
@@ -175,8 +182,9 @@ fn the_a2a_sdk_client_talks_to_a_node() {
     };
     assert_eq!(error("nope", "1.0").0, -32700);
     assert_eq!(error("[1]", "1.0").0, -32600);
+    // 0.3's methods are answered as 0.3 (tests below), but not sent as 1.0.
     let (code, said) = error(r#"{"jsonrpc":"2.0","id":1,"method":"message/send"}"#, "1.0");
-    assert_eq!(code, -32601);
+    assert_eq!(code, -32009);
     assert!(said.contains("A2A 0.3 method"), "{said}");
     let (code, _) = error(
         r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}"#,
@@ -269,6 +277,20 @@ impl Peer {
                 .arg(repo().join("tests/python/a2a_peer.py"))
                 .arg(mode),
         };
+        Peer::spawn(command)
+    }
+
+    /// An agent of the A2A SDK's last 0.3 release, which speaks only 0.3.
+    fn start_0_3() -> Peer {
+        let mut command = Command::new(python_0_3());
+        command
+            .arg(repo().join("tests/python/a2a_0_3.py"))
+            .arg("serve");
+        Peer::spawn(command)
+    }
+
+    /// Runs `command`, an agent that says where it listens first.
+    fn spawn(mut command: Command) -> Peer {
         let mut child = command
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -561,4 +583,69 @@ async fn a_signed_card_of_an_agent_attached_by_url_must_verify() {
         .map(|r| r["card"]["name"].clone())
         .collect();
     assert_eq!(names, vec![json!("calc")]);
+}
+
+#[test]
+fn a_client_of_a2a_0_3_calls_an_agent_of_the_node() {
+    let cli = Cli::new();
+    cli.add(&["calculator"]);
+    let server = Server::start(cli.data(), &[]);
+    let output = support::run_bounded(
+        Command::new(python_0_3())
+            .arg(repo().join("tests/python/a2a_0_3.py"))
+            .arg("client")
+            .arg(server.url("")),
+        Duration::from_secs(240),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+    // The card a 0.3 client reads: 0.3's version, endpoint and transport.
+    assert_eq!(seen["card"]["protocol_version"], "0.3.0", "{seen}");
+    assert!(
+        seen["card"]["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/agents/calculator/a2a"),
+        "{seen}"
+    );
+    assert_eq!(seen["card"]["transport"], "JSONRPC", "{seen}");
+    assert!(seen["card"]["skills"].to_string().contains("add"), "{seen}");
+    // message/send answered with the task, tasks/get reads it back.
+    assert_eq!(seen["sent"]["kind"], "task", "{seen}");
+    assert_eq!(seen["sent"]["state"], "completed", "{seen}");
+    assert_eq!(seen["sent"]["data"], json!([{"result": 5.0}]), "{seen}");
+    assert_eq!(
+        seen["read_back"],
+        json!({"id": true, "state": "completed"}),
+        "{seen}"
+    );
+    // message/stream: the task, then its updates, the last one final.
+    assert_eq!(seen["streamed"]["state"], "completed", "{seen}");
+    assert_eq!(
+        seen["streamed"]["data"],
+        json!([{"result": 42.0}]),
+        "{seen}"
+    );
+    let kinds = seen["streamed"]["kinds"].to_string();
+    assert!(kinds.contains("status-update"), "{seen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_a2a_0_3_agent_is_attached_and_called_in_its_own_binding() {
+    let peer = Peer::start_0_3();
+    let cli = Cli::new();
+    cli.run(&["attach", "echo", &peer.base]).success();
+    let listed = cli.run(&["ls", "--json"]).json();
+    let record = &listed.as_array().unwrap()[0];
+    assert_eq!(record["attached"]["transport"], "a2a", "{record}");
+    assert_eq!(record["attached"]["protocol"], "0.3.0", "{record}");
+    let tools = cli.run(&["tools", "echo"]).success();
+    assert!(tools.contains("shout"), "{tools}");
+    let shouted = cli.call("echo", "shout", r#"{"message": "hello there"}"#);
+    assert!(shouted.success().contains("HELLO THERE"));
 }

@@ -2,14 +2,17 @@
 //! become tools that take a message; a call sends the message
 //! (`SendMessage`, answered as soon as the task exists) and follows the
 //! task (`GetTask`) until it ends, all within the call's deadline, and
-//! cancels it (`CancelTask`) when the deadline passes first. What the peer
+//! cancels it (`CancelTask`) when the deadline passes first. An agent
+//! whose card offers only A2A 0.3 is called the same way in 0.3's binding
+//! (`message/send`, `tasks/get`, `tasks/cancel`; see [`crate::a2a::v0_3`]). What the peer
 //! answers is untrusted: every body is read up to a bound, malformed JSON
 //! and JSON-RPC errors are said in one line, and the result goes through
 //! the checks a component's result goes through.
 
+use crate::a2a::v0_3;
 use crate::a2a::wire::{
-    self, AgentCard as A2aCard, CancelTaskRequest, GetTaskRequest, JsonRpcId, JsonRpcRequest,
-    JsonRpcResponse, Message, Part, PartContent, Role, SendMessageConfiguration,
+    self, AgentCard as A2aCard, Binding, CancelTaskRequest, GetTaskRequest, JsonRpcId,
+    JsonRpcRequest, JsonRpcResponse, Message, Part, PartContent, Role, SendMessageConfiguration,
     SendMessageRequest, SendMessageResponse, Task, TaskState, error_code,
 };
 use crate::agent::tool::{AgentCard, ToolOutput, ToolSpec, card_limits};
@@ -66,14 +69,15 @@ pub fn card_url(url: &str) -> String {
 }
 
 /// The A2A agent's card at `url`, if one is there and it offers the
-/// JSON-RPC binding of A2A 1.0; why not otherwise. The node posts to the
-/// endpoint a card names on the card's own origin, or to the one the
-/// operator named (`named_endpoint`) on another: a card is anyone's text,
-/// and its endpoint could be any service this node can reach.
+/// JSON-RPC binding of A2A 1.0 or 0.3 (1.0 where it offers both); why not
+/// otherwise. The node posts to the endpoint a card names on the card's
+/// own origin, or to the one the operator named (`named_endpoint`) on
+/// another: a card is anyone's text, and its endpoint could be any service
+/// this node can reach.
 pub async fn discover(
     url: &str,
     named_endpoint: Option<&str>,
-) -> Result<(String, A2aCard, String), String> {
+) -> Result<(String, A2aCard, String, Binding), String> {
     let card_url = card_url(url);
     let fetch = async {
         let response = client()
@@ -94,18 +98,19 @@ pub async fn discover(
                 CARD_TIMEOUT.as_secs()
             )
         })??;
-    let (card, endpoint) = read_card(&card_url, &body, named_endpoint)?;
-    Ok((card_url, card, endpoint))
+    let (card, endpoint, binding) = read_card(&card_url, &body, named_endpoint)?;
+    Ok((card_url, card, endpoint, binding))
 }
 
 /// The card `body` read from `card_url`: its signature checked when it has
-/// one, and the JSON-RPC endpoint it names, on the card's origin or the
-/// one the operator named; why not otherwise.
+/// one, and the JSON-RPC endpoint it names (1.0's, else 0.3's) with the
+/// binding spoken there, on the card's origin or the one the operator
+/// named; why not otherwise.
 pub fn read_card(
     card_url: &str,
     body: &[u8],
     named_endpoint: Option<&str>,
-) -> Result<(A2aCard, String), String> {
+) -> Result<(A2aCard, String, Binding), String> {
     let raw: serde_json::Value = serde_json::from_slice(body)
         .map_err(|e| format!("{card_url} is not an Agent Card: {e}"))?;
     // A signed card must verify; an unsigned one is taken as before.
@@ -116,13 +121,21 @@ pub fn read_card(
         Ok(crate::a2a::signed::Checked::Unsigned) => {}
         Err(refused) => return Err(format!("the Agent Card at {card_url}: {refused}")),
     }
-    let card: A2aCard =
-        serde_json::from_value(raw).map_err(|e| format!("{card_url} is not an Agent Card: {e}"))?;
-    let endpoint = wire::jsonrpc_url(&card)
-        .ok_or_else(|| {
-            format!("the Agent Card at {card_url} offers no JSON-RPC interface of A2A 1.0")
-        })?
-        .to_owned();
+    let current = serde_json::from_value::<A2aCard>(raw.clone())
+        .map_err(|e| format!("{card_url} is not an Agent Card: {e}"))
+        .and_then(|card| match wire::jsonrpc_url(&card) {
+            Some(endpoint) => Ok((endpoint.to_owned(), card)),
+            None => Err(format!(
+                "the Agent Card at {card_url} offers no JSON-RPC interface of A2A 1.0 or 0.3"
+            )),
+        });
+    let (card, endpoint, binding) = match current {
+        Ok((endpoint, card)) => (card, endpoint, Binding::V1_0),
+        Err(why) => match v0_3::read_card(&raw) {
+            Some((card, endpoint)) => (card, endpoint, Binding::V0_3),
+            None => return Err(why),
+        },
+    };
     let parsed = reqwest::Url::parse(&endpoint)
         .map_err(|e| format!("the Agent Card at {card_url} names no URL: {e}"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
@@ -140,7 +153,7 @@ pub fn read_card(
             crate::text::terminal_safe(&endpoint),
         ));
     }
-    Ok((card, endpoint))
+    Ok((card, endpoint, binding))
 }
 
 /// The card and tools of the A2A agent attached as `name`: a tool per
@@ -225,30 +238,20 @@ fn tool(name: &str, title: Option<&str>, description: String) -> types::Tool {
     }
 }
 
-/// One call of the A2A agent `name` at `endpoint`: the `message`
-/// argument sent for `skill`, its task followed to its end, within
-/// `limits`.
+/// One call of the A2A agent `peer`: the `message` argument sent for
+/// `skill`, its task followed to its end, within `limits`.
 pub async fn call(
-    http: &reqwest::Client,
-    name: &str,
-    endpoint: &str,
+    peer: &Peer<'_>,
     skill: &str,
     arguments: Map<String, Value>,
     limits: &Limits,
     deadline: Instant,
 ) -> Result<ToolOutput, CallError> {
+    let name = peer.name;
     let Some(Value::String(text)) = arguments.get(MESSAGE) else {
         return Err(CallError::InvalidArguments(format!(
             "the argument {MESSAGE:?} is the message to send, as a string"
         )));
-    };
-    let max = limits.max_message();
-    let peer = Peer {
-        http,
-        name,
-        endpoint,
-        max,
-        budget: limits.deadline,
     };
     let mut message = Message::new(Role::User, vec![Part::text(text.clone())]);
     message.metadata = Some(HashMap::from([(
@@ -266,10 +269,7 @@ pub async fn call(
         metadata: None,
         tenant: None,
     };
-    let answer: SendMessageResponse = peer
-        .rpc(wire::methods::SEND_MESSAGE, &request, deadline)
-        .await?;
-    let mut task = match answer {
+    let mut task = match peer.send(request, deadline).await? {
         SendMessageResponse::Message(message) => return output(name, &message.parts, limits),
         SendMessageResponse::Task(task) => task,
     };
@@ -287,12 +287,7 @@ pub async fn call(
         tokio::time::sleep(wait).await;
         wait = (wait * 2).min(SLOWEST_POLL);
         let id = task.id.clone();
-        let request = GetTaskRequest {
-            id: id.clone(),
-            history_length: Some(0),
-            tenant: None,
-        };
-        task = match peer.rpc(wire::methods::GET_TASK, &request, deadline).await {
+        task = match peer.get_task(&id, deadline).await {
             Ok(task) => task,
             Err(CallError::DeadlineExceeded(_)) => {
                 peer.cancel(&id).await;
@@ -385,18 +380,88 @@ fn output(name: &str, parts: &[Part], limits: &Limits) -> Result<ToolOutput, Cal
     )
 }
 
-/// The peer's JSON-RPC endpoint.
-struct Peer<'a> {
+/// An attached A2A agent's JSON-RPC endpoint, and the binding it speaks.
+pub struct Peer<'a> {
     http: &'a reqwest::Client,
     name: &'a str,
     endpoint: &'a str,
+    binding: Binding,
     /// The largest answer read.
     max: usize,
     /// The call's time, which a deadline passed is reported with.
     budget: Duration,
 }
 
-impl Peer<'_> {
+impl<'a> Peer<'a> {
+    /// The agent `name` at `endpoint`, speaking `binding`, called within
+    /// `limits`.
+    pub fn new(
+        http: &'a reqwest::Client,
+        name: &'a str,
+        endpoint: &'a str,
+        binding: Binding,
+        limits: &Limits,
+    ) -> Self {
+        Peer {
+            http,
+            name,
+            endpoint,
+            binding,
+            max: limits.max_message(),
+            budget: limits.deadline,
+        }
+    }
+
+    /// Sends a message: `SendMessage`, or 0.3's `message/send`.
+    async fn send(
+        &self,
+        request: SendMessageRequest,
+        deadline: Instant,
+    ) -> Result<SendMessageResponse, CallError> {
+        match self.binding {
+            Binding::V1_0 => {
+                self.rpc(wire::methods::SEND_MESSAGE, &request, deadline)
+                    .await
+            }
+            Binding::V0_3 => {
+                let params = v0_3::SendParams::from(request);
+                let event: v0_3::Event = self.rpc(v0_3::methods::SEND, &params, deadline).await?;
+                match wire::StreamResponse::from(event) {
+                    wire::StreamResponse::Task(task) => Ok(SendMessageResponse::Task(task)),
+                    wire::StreamResponse::Message(message) => {
+                        Ok(SendMessageResponse::Message(message))
+                    }
+                    _ => Err(CallError::Failed(format!(
+                        "{} answered message/send with an update, not a task or a message",
+                        self.name
+                    ))),
+                }
+            }
+        }
+    }
+
+    /// The task `id` without its history: `GetTask`, or 0.3's `tasks/get`.
+    async fn get_task(&self, id: &str, deadline: Instant) -> Result<Task, CallError> {
+        match self.binding {
+            Binding::V1_0 => {
+                let request = GetTaskRequest {
+                    id: id.to_owned(),
+                    history_length: Some(0),
+                    tenant: None,
+                };
+                self.rpc(wire::methods::GET_TASK, &request, deadline).await
+            }
+            Binding::V0_3 => {
+                let params = v0_3::QueryParams {
+                    id: id.to_owned(),
+                    history_length: Some(0),
+                };
+                let task: v0_3::Task = self.rpc(v0_3::methods::GET, &params, deadline).await?;
+                Ok(task.into())
+            }
+        }
+    }
+
     /// Calls `method` and reads its result, or says in one line why not.
     async fn rpc<T: DeserializeOwned>(
         &self,
@@ -412,10 +477,15 @@ impl Peer<'_> {
             method,
             Some(params),
         );
+        let version = match self.binding {
+            Binding::V1_0 => wire::VERSION,
+            Binding::V0_3 => "0.3",
+        };
         let exchange = async {
             let response = self
                 .http
                 .post(self.endpoint)
+                .header(wire::VERSION_HEADER, version)
                 .json(&request)
                 .send()
                 .await
@@ -482,16 +552,24 @@ impl Peer<'_> {
     /// Asks the peer to stop task `id`, briefly; a peer that does not is
     /// left to it.
     async fn cancel(&self, id: &str) {
-        let request = CancelTaskRequest {
-            id: id.to_owned(),
-            metadata: None,
-            tenant: None,
-        };
         let deadline = Instant::now() + CANCEL_TIMEOUT;
-        if let Err(e) = self
-            .rpc::<Value>(wire::methods::CANCEL_TASK, &request, deadline)
-            .await
-        {
+        let cancelled = match self.binding {
+            Binding::V1_0 => {
+                let request = CancelTaskRequest {
+                    id: id.to_owned(),
+                    metadata: None,
+                    tenant: None,
+                };
+                self.rpc::<Value>(wire::methods::CANCEL_TASK, &request, deadline)
+                    .await
+            }
+            Binding::V0_3 => {
+                let params = v0_3::IdParams { id: id.to_owned() };
+                self.rpc::<Value>(v0_3::methods::CANCEL, &params, deadline)
+                    .await
+            }
+        };
+        if let Err(e) = cancelled {
             tracing::debug!(agent = self.name, "cancelling task {id}: {e}");
         }
     }

@@ -3,6 +3,9 @@
 //! - [`wire`]: the protocol's messages, as both sides read and write them:
 //!   the types of the protocol's own Rust SDK (`a2a-lf`), JSON-RPC
 //!   envelope and error codes included.
+//! - [`v0_3`]: A2A 0.3's JSON-RPC binding (its method names and JSON),
+//!   converted to and from [`wire`]'s types: the server answers 0.3
+//!   clients at the same endpoints, the client talks to 0.3 agents.
 //! - [`client`]: an A2A agent attached to this node (`agentsite attach NAME
 //!   URL`), called as an agent of the node through [`crate::bridge`].
 //! - [`server`]: Agent Cards for the node and each agent, and the JSON-RPC
@@ -21,4 +24,5 @@
 pub(crate) mod client;
 pub(crate) mod server;
 pub(crate) mod signed;
+pub(crate) mod v0_3;
 pub(crate) mod wire;

@@ -72,7 +72,7 @@ pub fn check(card: &Value) -> Result<Checked, SignatureError> {
         Some(signatures) if !signatures.is_empty() => signatures,
         _ => return Ok(Checked::Unsigned),
     };
-    let payload = canonical_card(&mut card.clone()).ok_or(SignatureError::TooDeep)?;
+    let payload = canonical_card(&mut signed_fields(card)).ok_or(SignatureError::TooDeep)?;
     let payload = B64.encode(payload);
     let mut checkable = false;
     let mut bad_key = None;
@@ -117,6 +117,42 @@ pub fn check(card: &Value) -> Result<Checked, SignatureError> {
         (false, Some(error)) => SignatureError::BadKey(error.to_string()),
         (false, None) => SignatureError::Uncheckable,
     })
+}
+
+/// The top-level fields of A2A 1.0's Agent Card.
+const CARD_FIELDS: &[&str] = &[
+    "name",
+    "description",
+    "supportedInterfaces",
+    "provider",
+    "version",
+    "documentationUrl",
+    "capabilities",
+    "securitySchemes",
+    "securityRequirements",
+    "defaultInputModes",
+    "defaultOutputModes",
+    "skills",
+    "signatures",
+    "iconUrl",
+];
+
+/// What a signature of `card` covers: of a 1.0 card (one with
+/// `supportedInterfaces`), 1.0's fields only, as the A2A SDKs verify a
+/// card parsed into 1.0's type, which drops the rest (the fields a card
+/// carries for 0.3 clients beside them, see `v0_3::add_card_fields`);
+/// of another card, all of it.
+fn signed_fields(card: &Value) -> Value {
+    match card.as_object() {
+        Some(object) if object.contains_key("supportedInterfaces") => Value::Object(
+            object
+                .iter()
+                .filter(|(name, _)| CARD_FIELDS.contains(&name.as_str()))
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect(),
+        ),
+        _ => card.clone(),
+    }
 }
 
 /// The signed form of a card: without `signatures` and empty values
@@ -248,5 +284,17 @@ mod tests {
         foreign["signatures"][0]["protected"] =
             json!(B64.encode(r#"{"alg":"RS256","jku":"https://x"}"#));
         assert_eq!(check(&foreign), Err(SignatureError::Uncheckable));
+    }
+
+    #[test]
+    fn the_fields_a_card_carries_for_0_3_clients_are_outside_its_signature() {
+        let (mut card, keypair) = signed_card();
+        crate::a2a::v0_3::add_card_fields(&mut card);
+        assert!(card.get("url").is_some(), "{card}");
+        let did = crate::did::of_peer(&keypair.public().to_peer_id()).unwrap();
+        assert_eq!(check(&card), Ok(Checked::SignedBy(did)));
+        // 1.0's own fields stay covered.
+        card["supportedInterfaces"][0]["url"] = json!("http://elsewhere/a2a");
+        assert_eq!(check(&card), Err(SignatureError::Invalid));
     }
 }

@@ -25,6 +25,32 @@ pub const CARD_PATH: &str = "/.well-known/agent-card.json";
 /// The binding this node serves and calls.
 pub const JSONRPC: &str = a2a_types::TRANSPORT_PROTOCOL_JSONRPC;
 
+/// The JSON-RPC binding a peer speaks: A2A 1.0's, or 0.3's (see
+/// [`crate::a2a::v0_3`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binding {
+    V1_0,
+    V0_3,
+}
+
+impl Binding {
+    /// The binding of the version an attachment recorded (none: 1.0).
+    pub fn of_version(version: Option<&str>) -> Binding {
+        match version {
+            Some(version) if version.starts_with("0.") => Binding::V0_3,
+            _ => Binding::V1_0,
+        }
+    }
+
+    /// The version an attachment records for this binding.
+    pub fn version(self) -> Option<String> {
+        match self {
+            Binding::V1_0 => None,
+            Binding::V0_3 => Some(crate::a2a::v0_3::VERSION.to_owned()),
+        }
+    }
+}
+
 /// The message's text parts, one after another.
 pub fn text(message: &Message) -> String {
     let texts: Vec<&str> = message.parts.iter().filter_map(Part::as_text).collect();

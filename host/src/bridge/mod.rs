@@ -169,11 +169,12 @@ pub async fn probe(
             _ => None,
         };
         match crate::a2a::client::discover(url, named_endpoint).await {
-            Ok((card_url, card, endpoint)) => {
+            Ok((card_url, card, endpoint, binding)) => {
                 let (card, tools) = crate::a2a::client::describe(name, &card)?;
                 let attachment = Attachment::A2a {
                     card: card_url,
                     endpoint,
+                    protocol: binding.version(),
                 };
                 attachment.check().map_err(|e| e.to_string())?;
                 return Ok((attachment, card, tools));
@@ -346,7 +347,10 @@ impl Bridge {
         limits: &Limits,
     ) -> Result<ToolOutput, CallError> {
         let deadline = Instant::now() + limits.deadline;
-        if let Some(Attachment::A2a { endpoint, .. }) = &record.attached {
+        if let Some(Attachment::A2a {
+            endpoint, protocol, ..
+        }) = &record.attached
+        {
             let slots = self
                 .a2a_slots
                 .lock()
@@ -357,10 +361,9 @@ impl Bridge {
             let _slot = slots.take(limits.max_concurrent_calls, deadline).await?;
             let http = self.a2a_http.get_or_init(crate::a2a::client::client);
             let name = &record.card.name;
-            return crate::a2a::client::call(
-                http, name, endpoint, tool, arguments, limits, deadline,
-            )
-            .await;
+            let binding = crate::a2a::wire::Binding::of_version(protocol.as_deref());
+            let peer = crate::a2a::client::Peer::new(http, name, endpoint, binding, limits);
+            return crate::a2a::client::call(&peer, tool, arguments, limits, deadline).await;
         }
         let link = self.link(record, limits)?;
         let _slot = link

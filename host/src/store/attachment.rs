@@ -28,8 +28,14 @@ pub enum Attachment {
     /// An MCP server at a streamable-HTTP endpoint.
     Http { url: String },
     /// An A2A agent: its Agent Card, and the JSON-RPC endpoint the card
-    /// named when it was attached.
-    A2a { card: String, endpoint: String },
+    /// named when it was attached, and the version of A2A spoken there
+    /// (none: 1.0; `0.3.0` for an agent whose card offers only 0.3).
+    A2a {
+        card: String,
+        endpoint: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        protocol: Option<String>,
+    },
 }
 
 /// Why an attachment cannot be used.
@@ -63,6 +69,7 @@ impl Attachment {
                 Some(endpoint) => Attachment::A2a {
                     card: first.clone(),
                     endpoint: endpoint.to_owned(),
+                    protocol: None,
                 },
                 None => Attachment::Http { url: first.clone() },
             }
@@ -105,9 +112,16 @@ impl Attachment {
                 }
             }
             Attachment::Http { url } => check_url(url)?,
-            Attachment::A2a { card, endpoint } => {
+            Attachment::A2a {
+                card,
+                endpoint,
+                protocol,
+            } => {
                 check_url(card)?;
                 check_url(endpoint)?;
+                if protocol.as_ref().is_some_and(|p| p.len() > 16) {
+                    return bad("the A2A version is longer than 16 bytes".into());
+                }
             }
         }
         Ok(())

@@ -24,8 +24,13 @@ pub struct Site {
 }
 
 impl Site {
+    /// The JSON-RPC endpoint at `path`, once for A2A 1.0 and once for 0.3
+    /// (the same endpoint answers both; see `server::compat`).
     fn interface(&self, path: &str) -> Vec<AgentInterface> {
-        vec![AgentInterface::new(format!("{}{path}", self.base), JSONRPC)]
+        let current = AgentInterface::new(format!("{}{path}", self.base), JSONRPC);
+        let mut legacy = current.clone();
+        legacy.protocol_version = crate::a2a::v0_3::VERSION.into();
+        vec![current, legacy]
     }
 
     fn card(&self, name: String, description: String, path: &str) -> AgentCard {

@@ -10,16 +10,21 @@
 //!
 //! Methods: `SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`,
 //! `CancelTask`, `SubscribeToTask`; push notifications are not offered.
+//! A2A 0.3's (`message/send`, `message/stream`, `tasks/get`,
+//! `tasks/cancel`, `tasks/resubscribe`) are answered at the same endpoints
+//! by [`compat`], in 0.3's JSON.
 
 pub(crate) mod card;
+mod compat;
 mod run;
 mod tasks;
 
+use crate::a2a::v0_3;
 use crate::a2a::wire::{
-    self, A2AError, CARD_PATH, CancelTaskRequest, GetTaskRequest, JsonRpcId, JsonRpcRequest,
-    JsonRpcResponse, ListTasksRequest, ListTasksResponse, Message, Part, PartContent, Role,
-    SendMessageRequest, SendMessageResponse, StreamResponse, SubscribeToTaskRequest, Task,
-    TaskState, error_code, methods,
+    self, A2AError, Binding, CARD_PATH, CancelTaskRequest, GetTaskRequest, JsonRpcId,
+    JsonRpcRequest, JsonRpcResponse, ListTasksRequest, ListTasksResponse, Message, Part,
+    PartContent, Role, SendMessageRequest, SendMessageResponse, StreamResponse,
+    SubscribeToTaskRequest, Task, TaskState, error_code, methods,
 };
 use crate::goals::{GoalError, Goals, NewGoal};
 use crate::http::token::{Family, Gate};
@@ -133,12 +138,20 @@ async fn node_card(State(a2a): State<Arc<A2a>>, headers: HeaderMap) -> Response 
     signed(&a2a, card)
 }
 
-/// A card as served: signed with the node's key (see [`crate::a2a::signed`]).
+/// A card as served: signed with the node's key (see
+/// [`crate::a2a::signed`]), with the fields a 0.3 client reads it by
+/// beside 1.0's (which 1.0 clients ignore, and the signature leaves out).
 fn signed(a2a: &A2a, mut card: crate::a2a::wire::AgentCard) -> Response {
     if let Some(keypair) = &a2a.signer {
         crate::a2a::signed::sign(&mut card, keypair);
     }
-    Json(card).into_response()
+    match serde_json::to_value(&card) {
+        Ok(mut value) => {
+            v0_3::add_card_fields(&mut value);
+            Json(value).into_response()
+        }
+        Err(_) => Json(card).into_response(),
+    }
 }
 
 /// The agent `agent` names, or the 404 that says it is not here.
@@ -256,9 +269,14 @@ async fn dispatch(
         Ok(request) => request,
         Err((id, error)) => return answer(id, Err(error)),
     };
-    if let Some(version) = headers
+    let version = headers
         .get(wire::VERSION_HEADER)
-        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.to_str().ok());
+    // A 0.3 client names 0.3's methods, and sends no version or 0.3's.
+    if v0_3::is_method(&method) && v0_3::is_version(version) {
+        return compat::dispatch(a2a, agent, requester, id, &method, params).await;
+    }
+    if let Some(version) = version
         && version.trim().split('.').next() != Some("1")
     {
         let error = rpc_error(
@@ -267,63 +285,40 @@ async fn dispatch(
         );
         return answer(id, Err(error));
     }
-    let scope = match &agent {
-        Some(record) => Scope::Agent(record.id),
-        None => Scope::Node,
-    };
+    let scope = scope_of(agent.as_ref());
+    let binding = Binding::V1_0;
     let outcome = match method.as_str() {
         methods::SEND_MESSAGE => match parse::<SendMessageRequest>(params) {
-            Ok(request) => send(a2a, agent.as_ref(), requester, request).await,
+            Ok(request) => send(a2a, agent.as_ref(), requester, request)
+                .await
+                .and_then(|task| to_value(&SendMessageResponse::Task(task))),
             Err(e) => Err(e),
         },
         methods::SEND_STREAMING_MESSAGE => {
             return match parse::<SendMessageRequest>(params) {
-                Ok(request) => match start(a2a, agent.as_ref(), requester, request.message).await {
-                    // The stream's client owns the work: when it goes, the
-                    // work stops, so no one's model time goes to no one.
-                    Ok(started) => {
-                        let owner = Owner {
-                            a2a: a2a.clone(),
-                            scope,
-                        };
-                        stream(started, id, Some(owner))
-                    }
-                    Err(e) => answer(id, Err(e)),
-                },
+                Ok(request) => {
+                    send_streaming(a2a, agent.as_ref(), requester, request, id, binding).await
+                }
                 Err(e) => answer(id, Err(e)),
             };
         }
         methods::SUBSCRIBE_TO_TASK => {
-            let entry = match parse::<SubscribeToTaskRequest>(params) {
-                Ok(request) => lookup(a2a, scope, requester, &request.id).await,
-                Err(e) => Err(e),
-            };
-            return match entry {
-                Ok(entry) if entry.state().is_terminal() => {
-                    let error = rpc_error(
-                        error_code::UNSUPPORTED_OPERATION,
-                        format!(
-                            "task {} has ended ({})",
-                            entry.id(),
-                            wire::state_words(&entry.state())
-                        ),
-                    );
-                    answer(id, Err(error))
-                }
-                Ok(entry) => stream(Started::new(entry), id, None),
+            return match parse::<SubscribeToTaskRequest>(params) {
+                Ok(request) => subscribe(a2a, scope, requester, &request.id, id, binding).await,
                 Err(e) => answer(id, Err(e)),
             };
         }
         methods::GET_TASK => match parse::<GetTaskRequest>(params) {
-            Ok(request) => match lookup(a2a, scope, requester, &request.id).await {
-                Ok(entry) => to_value(&entry.snapshot(history(request.history_length), true)),
-                Err(e) => Err(e),
-            },
+            Ok(request) => get_task(a2a, scope, requester, &request.id, request.history_length)
+                .await
+                .and_then(|task| to_value(&task)),
             Err(e) => Err(e),
         },
         methods::LIST_TASKS => parse::<ListTasksRequest>(params).and_then(|r| list(a2a, scope, r)),
         methods::CANCEL_TASK => match parse::<CancelTaskRequest>(params) {
-            Ok(request) => cancel(a2a, scope, requester, &request.id).await,
+            Ok(request) => cancel(a2a, scope, requester, &request.id)
+                .await
+                .and_then(|task| to_value(&task)),
             Err(e) => Err(e),
         },
         methods::CREATE_PUSH_CONFIG
@@ -337,10 +332,12 @@ async fn dispatch(
             error_code::EXTENDED_CARD_NOT_CONFIGURED,
             "this node has no extended agent card",
         )),
-        other if other.contains('/') => Err(rpc_error(
-            error_code::METHOD_NOT_FOUND,
+        other if v0_3::is_method(other) => Err(rpc_error(
+            error_code::VERSION_NOT_SUPPORTED,
             format!(
-                "{other:?} is an A2A 0.3 method; this node speaks A2A 1.0 (SendMessage, GetTask, ...)"
+                "{other:?} is an A2A 0.3 method, sent as A2A {}: send 0.3's methods with no \
+                 A2A-Version header or 0.3, 1.0's (SendMessage, GetTask, ...) with 1.0",
+                version.unwrap_or_default()
             ),
         )),
         other => Err(rpc_error(
@@ -349,6 +346,78 @@ async fn dispatch(
         )),
     };
     answer(id, outcome)
+}
+
+/// Whose tasks a request reaches: the agent's it was sent to, or the node's.
+fn scope_of(agent: Option<&AgentRecord>) -> Scope {
+    match agent {
+        Some(record) => Scope::Agent(record.id),
+        None => Scope::Node,
+    }
+}
+
+/// `SendStreamingMessage` (0.3's `message/stream`): the task's events as
+/// they come, each written as `binding` writes it.
+async fn send_streaming(
+    a2a: &Arc<A2a>,
+    agent: Option<&AgentRecord>,
+    requester: &Requester,
+    request: SendMessageRequest,
+    id: JsonRpcId,
+    binding: Binding,
+) -> Response {
+    match start(a2a, agent, requester, request.message).await {
+        // The stream's client owns the work: when it goes, the work stops,
+        // so no one's model time goes to no one.
+        Ok(started) => {
+            let owner = Owner {
+                a2a: a2a.clone(),
+                scope: scope_of(agent),
+            };
+            stream(started, id, Some(owner), binding)
+        }
+        Err(e) => answer(id, Err(e)),
+    }
+}
+
+/// `SubscribeToTask` (0.3's `tasks/resubscribe`): the events of a task
+/// that has not ended.
+async fn subscribe(
+    a2a: &Arc<A2a>,
+    scope: Scope,
+    requester: &Requester,
+    task: &str,
+    id: JsonRpcId,
+    binding: Binding,
+) -> Response {
+    match lookup(a2a, scope, requester, task).await {
+        Ok(entry) if entry.state().is_terminal() => {
+            let error = rpc_error(
+                error_code::UNSUPPORTED_OPERATION,
+                format!(
+                    "task {} has ended ({})",
+                    entry.id(),
+                    wire::state_words(&entry.state())
+                ),
+            );
+            answer(id, Err(error))
+        }
+        Ok(entry) => stream(Started::new(entry), id, None, binding),
+        Err(e) => answer(id, Err(e)),
+    }
+}
+
+/// `GetTask` (0.3's `tasks/get`): the task, with at most `history_length`
+/// messages of its history.
+async fn get_task(
+    a2a: &A2a,
+    scope: Scope,
+    requester: &Requester,
+    task: &str,
+    history_length: Option<i32>,
+) -> Result<Task, A2AError> {
+    let entry = lookup(a2a, scope, requester, task).await?;
+    Ok(entry.snapshot(history(history_length), true))
 }
 
 fn history(length: Option<i32>) -> Option<usize> {
@@ -587,14 +656,14 @@ fn goal_error(error: GoalError) -> A2AError {
     rpc_error(code, error.to_string())
 }
 
-/// `SendMessage`: the task once it has ended or waits for the client (at
-/// once with `returnImmediately`).
+/// `SendMessage` (0.3's `message/send`): the task once it has ended or
+/// waits for the client (at once with `returnImmediately`).
 async fn send(
     a2a: &Arc<A2a>,
     agent: Option<&AgentRecord>,
     requester: &Requester,
     request: SendMessageRequest,
-) -> Outcome {
+) -> Result<Task, A2AError> {
     let configuration = request.configuration.as_ref();
     let return_immediately = configuration.and_then(|c| c.return_immediately) == Some(true);
     let history_length = configuration.and_then(|c| c.history_length);
@@ -604,10 +673,7 @@ async fn send(
         let guard = StopOnDrop {
             owner: Some(Owner {
                 a2a: a2a.clone(),
-                scope: match agent {
-                    Some(record) => Scope::Agent(record.id),
-                    None => Scope::Node,
-                },
+                scope: scope_of(agent),
             }),
             entry: &entry,
         };
@@ -616,8 +682,7 @@ async fn send(
         let _ = state.wait_for(wire::is_settled).await;
         guard.disarm();
     }
-    let task = entry.snapshot(history(history_length), true);
-    to_value(&SendMessageResponse::Task(task))
+    Ok(entry.snapshot(history(history_length), true))
 }
 
 fn list(a2a: &A2a, scope: Scope, request: ListTasksRequest) -> Outcome {
@@ -678,9 +743,15 @@ fn list(a2a: &A2a, scope: Scope, request: ListTasksRequest) -> Outcome {
     })
 }
 
-/// `CancelTask`: stops the work and answers with the task once it says
-/// it is canceled (or after a few seconds, as it is then).
-async fn cancel(a2a: &Arc<A2a>, scope: Scope, requester: &Requester, id: &str) -> Outcome {
+/// `CancelTask` (0.3's `tasks/cancel`): stops the work and answers with
+/// the task once it says it is canceled (or after a few seconds, as it is
+/// then).
+async fn cancel(
+    a2a: &Arc<A2a>,
+    scope: Scope,
+    requester: &Requester,
+    id: &str,
+) -> Result<Task, A2AError> {
     let entry = lookup(a2a, scope, requester, id).await?;
     if entry.state().is_terminal() {
         return Err(rpc_error(
@@ -694,7 +765,7 @@ async fn cancel(a2a: &Arc<A2a>, scope: Scope, requester: &Requester, id: &str) -
     stop(a2a, scope, &entry);
     let mut state = entry.watch();
     let _ = tokio::time::timeout(CANCEL_WAIT, state.wait_for(|s| s.is_terminal())).await;
-    to_value(&entry.snapshot(None, true))
+    Ok(entry.snapshot(None, true))
 }
 
 /// Stops the work of task `entry`: its call, or its goal.
@@ -747,17 +818,18 @@ impl Drop for StopOnDrop<'_> {
 }
 
 /// A task's events as server-sent events, each a JSON-RPC response with
-/// request id `id`: the task as it is, then each change until it ends or
-/// waits for the client. A client that falls behind is sent the whole
-/// task again. When `owner`'s client goes away first, the work stops.
-fn stream(started: Started, id: JsonRpcId, owner: Option<Owner>) -> Response {
+/// request id `id` written as `binding` writes it: the task as it is, then
+/// each change until it ends or waits for the client. A client that falls
+/// behind is sent the whole task again. When `owner`'s client goes away
+/// first, the work stops.
+fn stream(started: Started, id: JsonRpcId, owner: Option<Owner>, binding: Binding) -> Response {
     let Started {
         entry,
         first,
         mut events,
     } = started;
     let (sender, items) = mpsc::channel::<String>(16);
-    let wrap = move |event: &StreamResponse| stream_item(&id, event);
+    let wrap = move |event: &StreamResponse| stream_item(&id, event, binding);
     tokio::spawn(async move {
         let first = StreamResponse::Task(first);
         if sender.send(wrap(&first)).await.is_err() || ends(&first) {
@@ -796,8 +868,12 @@ fn stream(started: Started, id: JsonRpcId, owner: Option<Owner>) -> Response {
 
 /// One event of a stream, as the JSON-RPC response to request `id` that
 /// carries it.
-fn stream_item(id: &JsonRpcId, event: &StreamResponse) -> String {
-    let response = match serde_json::to_value(event) {
+fn stream_item(id: &JsonRpcId, event: &StreamResponse, binding: Binding) -> String {
+    let result = match binding {
+        Binding::V1_0 => serde_json::to_value(event),
+        Binding::V0_3 => serde_json::to_value(v0_3::Event::from(event.clone())),
+    };
+    let response = match result {
         Ok(result) => JsonRpcResponse::success(id.clone(), result),
         Err(e) => {
             let error = rpc_error(error_code::INTERNAL_ERROR, e.to_string());
