@@ -258,7 +258,7 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
 enum World {
     /// `agent`: every tool is a plain function.
     Sync,
-    /// `async-agent`: some tool is an `async fn`.
+    /// `async-agent`: some tool is an `async fn`, or `#[agent(async)]`.
     Async,
 }
 
@@ -298,14 +298,13 @@ impl World {
         }
     }
 
-    /// How an answer of the author's `Resources` or `Prompts` (in the
+    /// How a list the author's `Resources` or `Prompts` answers (in the
     /// `agent` world's types) becomes the world's: as it is, or moved into
     /// the `async-agent` world's types of the same shape.
-    fn convert(self, value: TokenStream2, list: bool) -> TokenStream2 {
-        match (self, list) {
-            (World::Sync, _) => value,
-            (World::Async, false) => quote!((#value).map_err(::core::convert::Into::into)),
-            (World::Async, true) => quote!(::agentsite_sdk::__private::each(#value)),
+    fn list(self, value: TokenStream2) -> TokenStream2 {
+        match self {
+            World::Sync => value,
+            World::Async => quote!(::agentsite_sdk::__private::each(#value)),
         }
     }
 }
@@ -318,14 +317,8 @@ fn generate_resources(declared: bool, self_ty: &Type, world: World) -> TokenStre
         false => quote!(::agentsite_sdk::__private::NoResources),
     };
     let (export, func) = (world.export("resources"), world.func());
-    let list = world.convert(
-        quote!(<#source as ::agentsite_sdk::Resources>::list()),
-        true,
-    );
-    let templates = world.convert(
-        quote!(<#source as ::agentsite_sdk::Resources>::templates()),
-        true,
-    );
+    let list = world.list(quote!(<#source as ::agentsite_sdk::Resources>::list()));
+    let templates = world.list(quote!(<#source as ::agentsite_sdk::Resources>::templates()));
     let read = match world {
         World::Sync => quote!(<#source as ::agentsite_sdk::Resources>::read(&uri)),
         World::Async => quote! {
@@ -363,7 +356,7 @@ fn generate_prompts(declared: bool, self_ty: &Type, world: World) -> TokenStream
         false => quote!(::agentsite_sdk::__private::NoPrompts),
     };
     let (export, func) = (world.export("prompts"), world.func());
-    let list = world.convert(quote!(<#source as ::agentsite_sdk::Prompts>::list()), true);
+    let list = world.list(quote!(<#source as ::agentsite_sdk::Prompts>::list()));
     let get = quote! {
         <#source as ::agentsite_sdk::Prompts>::get(
             &name,

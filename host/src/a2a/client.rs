@@ -20,8 +20,8 @@ use crate::capabilities::bindings::types;
 use crate::config::Limits;
 use crate::runtime::CallError;
 use crate::runtime::result;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize as _, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -121,7 +121,7 @@ pub fn read_card(
         Ok(crate::a2a::signed::Checked::Unsigned) => {}
         Err(refused) => return Err(format!("the Agent Card at {card_url}: {refused}")),
     }
-    let current = serde_json::from_value::<A2aCard>(raw.clone())
+    let current = A2aCard::deserialize(&raw)
         .map_err(|e| format!("{card_url} is not an Agent Card: {e}"))
         .and_then(|card| match wire::jsonrpc_url(&card) {
             Some(endpoint) => Ok((endpoint.to_owned(), card)),

@@ -389,7 +389,7 @@ struct Skill {
 /// JSON-RPC, the default, else an additional interface that is); `None`
 /// when it is not a 0.3 card or offers no JSON-RPC endpoint.
 pub fn read_card(raw: &Value) -> Option<(wire::AgentCard, String)> {
-    let card: Card = serde_json::from_value(raw.clone()).ok()?;
+    let card = Card::deserialize(raw).ok()?;
     let jsonrpc = |transport: &str| transport.eq_ignore_ascii_case(wire::JSONRPC);
     let endpoint = if card.preferred_transport.as_deref().is_none_or(jsonrpc) {
         card.url.clone()

@@ -33,9 +33,9 @@ impl Exports {
 
 /// The functions of the `async-agent` world's exports (`async-card`,
 /// `async-tools`, `async-resources`, `async-prompts`), found by name; their
-/// types are checked when a call first loads them (the card and tools at
-/// `add`). Their records are the `agent` world's, field for field, so the
-/// calls lift into the same Rust types.
+/// types are checked when the agent is described, at `add`
+/// ([`AsyncExports::check_types`]). Their records are the `agent` world's,
+/// field for field, so the calls lift into the same Rust types.
 pub(super) struct AsyncExports {
     pub describe: ComponentExportIndex,
     pub list_tools: ComponentExportIndex,
@@ -47,7 +47,34 @@ pub(super) struct AsyncExports {
     pub get_prompt: ComponentExportIndex,
 }
 
+/// The contract's version whose async interfaces the node calls.
+const ASYNC_VERSION: &str = "0.1.2";
+
 impl AsyncExports {
+    /// Finds the four async interfaces' functions in `component`; fails
+    /// naming the first one missing.
+    pub fn new(component: &Component) -> wasmtime::Result<AsyncExports> {
+        let function = |interface: &str, name: &str| {
+            let interface = format!("agentsite:agent/{interface}@{ASYNC_VERSION}");
+            let instance = component
+                .get_export_index(None, &interface)
+                .ok_or_else(|| wasmtime::format_err!("no exported instance named `{interface}`"))?;
+            component
+                .get_export_index(Some(&instance), name)
+                .ok_or_else(|| wasmtime::format_err!("`{interface}` exports no `{name}`"))
+        };
+        Ok(AsyncExports {
+            describe: function("async-card", "describe")?,
+            list_tools: function("async-tools", "list-tools")?,
+            call_tool: function("async-tools", "call-tool")?,
+            list_resources: function("async-resources", "list-resources")?,
+            list_resource_templates: function("async-resources", "list-resource-templates")?,
+            read_resource: function("async-resources", "read-resource")?,
+            list_prompts: function("async-prompts", "list-prompts")?,
+            get_prompt: function("async-prompts", "get-prompt")?,
+        })
+    }
+
     /// Checks that every function has the type the contract gives it (the
     /// typed lookups of the calls would otherwise find out one by one).
     pub fn check_types(
@@ -82,34 +109,5 @@ impl AsyncExports {
                 &self.get_prompt,
             )?;
         Ok(())
-    }
-}
-
-/// The contract's version whose async interfaces the node calls.
-const ASYNC_VERSION: &str = "0.1.2";
-
-impl AsyncExports {
-    /// Finds the four async interfaces' functions in `component`; fails
-    /// naming the first one missing.
-    pub fn new(component: &Component) -> wasmtime::Result<AsyncExports> {
-        let function = |interface: &str, name: &str| {
-            let interface = format!("agentsite:agent/{interface}@{ASYNC_VERSION}");
-            let instance = component
-                .get_export_index(None, &interface)
-                .ok_or_else(|| wasmtime::format_err!("no exported instance named `{interface}`"))?;
-            component
-                .get_export_index(Some(&instance), name)
-                .ok_or_else(|| wasmtime::format_err!("`{interface}` exports no `{name}`"))
-        };
-        Ok(AsyncExports {
-            describe: function("async-card", "describe")?,
-            list_tools: function("async-tools", "list-tools")?,
-            call_tool: function("async-tools", "call-tool")?,
-            list_resources: function("async-resources", "list-resources")?,
-            list_resource_templates: function("async-resources", "list-resource-templates")?,
-            read_resource: function("async-resources", "read-resource")?,
-            list_prompts: function("async-prompts", "list-prompts")?,
-            get_prompt: function("async-prompts", "get-prompt")?,
-        })
     }
 }

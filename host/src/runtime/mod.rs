@@ -347,10 +347,17 @@ impl Runtime {
             .linker
             .instantiate_pre(component)
             .map_err(|e| ComponentError::WrongWorld(one_line(&e)))?;
-        let kind = match (Exports::new(&pre), AsyncExports::new(component)) {
+        let world = Exports::new(&pre);
+        // The async world's exports are looked for only where they can be:
+        // in a component of the concurrent engine without the agent world.
+        let async_world = match mode {
+            Mode::Concurrent if world.is_err() => AsyncExports::new(component).ok(),
+            _ => None,
+        };
+        let kind = match (world, async_world) {
             (Ok(exports), _) => Kind::World(exports),
-            (Err(_), Ok(exports)) if mode == Mode::Concurrent => Kind::AsyncWorld(exports),
-            (Err(e), _) => {
+            (Err(_), Some(exports)) => Kind::AsyncWorld(exports),
+            (Err(e), None) => {
                 let engine = component.engine();
                 let exports_world = component
                     .component_type()
@@ -416,40 +423,41 @@ impl Runtime {
         limits: &Limits,
     ) -> Result<(AgentCard, Vec<ToolSpec>), CallError> {
         let deadline = Instant::now() + limits.deadline;
+        let start = || self.start(agent, &Grants::pure(*limits), None, deadline);
         let (card, tools) = match &agent.kind {
             Kind::World(exports) => {
-                let call = self.start(agent, &Grants::pure(*limits), None, deadline)?;
-                call.run(
-                    &agent.pre,
-                    |store, instance| {
-                        let card = exports.card.load(&mut *store, instance)?;
-                        Ok((card, exports.tools.load(store, instance)?))
-                    },
-                    async |(card, tools), store| {
-                        let card = card.call_describe(&mut *store).await?;
-                        Ok((card, tools.call_list_tools(store).await?))
-                    },
-                )
-                .await?
+                start()?
+                    .run(
+                        &agent.pre,
+                        |store, instance| {
+                            let card = exports.card.load(&mut *store, instance)?;
+                            Ok((card, exports.tools.load(store, instance)?))
+                        },
+                        async |(card, tools), store| {
+                            let card = card.call_describe(&mut *store).await?;
+                            Ok((card, tools.call_list_tools(store).await?))
+                        },
+                    )
+                    .await?
             }
             Kind::AsyncWorld(exports) => {
-                let call = self.start(agent, &Grants::pure(*limits), None, deadline)?;
-                call.run(
-                    &agent.pre,
-                    |_, instance| Ok(*instance),
-                    async |instance, store| {
-                        // Every other export's types are checked here too,
-                        // so that a component whose resources or prompts do
-                        // not fit is refused when it is added.
-                        exports.check_types(store, instance)?;
-                        let (card,) =
-                            call_concurrent(store, instance, &exports.describe, ()).await?;
-                        let (tools,) =
-                            call_concurrent(store, instance, &exports.list_tools, ()).await?;
-                        Ok((card, tools))
-                    },
-                )
-                .await?
+                start()?
+                    .run(
+                        &agent.pre,
+                        |_, instance| Ok(*instance),
+                        async |instance, store| {
+                            // Every other export's types are checked here too,
+                            // so that a component whose resources or prompts do
+                            // not fit is refused when it is added.
+                            exports.check_types(store, instance)?;
+                            let (card,) =
+                                call_concurrent(store, instance, &exports.describe, ()).await?;
+                            let (tools,) =
+                                call_concurrent(store, instance, &exports.list_tools, ()).await?;
+                            Ok((card, tools))
+                        },
+                    )
+                    .await?
             }
             Kind::Plain(functions) => {
                 let card = functions.card(agent.name.to_string(), None);
