@@ -35,6 +35,7 @@ mod mcp;
 mod models;
 mod nat;
 mod oci;
+mod oci_signatures;
 mod planet;
 mod python_client;
 mod sybil;

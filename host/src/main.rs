@@ -126,6 +126,15 @@ enum Command {
         reference: String,
         #[command(flatten)]
         registry: RegistryAccess,
+        /// Sign the pushed manifest in cosign's format (a `sha256-….sig`
+        /// tag beside it), with the node's publisher key or, without one,
+        /// its identity: the key operators trust with `agentsite trust`.
+        #[arg(long)]
+        sign: bool,
+        /// Sign with this ed25519 key instead (PKCS#8 PEM, as `openssl
+        /// genpkey -algorithm ed25519` writes it); implies --sign.
+        #[arg(long, value_name = "FILE")]
+        key: Option<std::path::PathBuf>,
     },
     /// Attach an existing MCP server or A2A agent as an agent of this node:
     /// a command the node starts and supervises (`attach NAME -- COMMAND
@@ -239,14 +248,16 @@ enum Command {
     /// all); a less specific grant decides them again.
     Revoke(PolicyEdit),
     /// Trust a publisher key: its agents fetched from the network get the
-    /// defaults and its own grants instead of pure computation.
+    /// defaults and its own grants instead of pure computation, and
+    /// components it signed in OCI registries are admitted as signed.
     Trust {
-        /// The key in peer-id form (12D3KooW...).
+        /// The key: a peer id (12D3KooW...), a did:key (did:key:z6Mk...),
+        /// or an ed25519 PEM public key file (such as cosign.pub).
         key: String,
     },
     /// Stop trusting a publisher key (and drop its grants).
     Untrust {
-        /// The key in peer-id form (12D3KooW...).
+        /// The key, as for `trust`.
         key: String,
     },
     /// Show the policy: defaults, trusted publishers and grants.
@@ -842,7 +853,16 @@ async fn run(args: Args) -> anyhow::Result<()> {
             agent,
             reference,
             registry,
-        } => cli::registry::push(&node, &agent, &reference, &registry.into()).await,
+            sign,
+            key,
+        } => {
+            let signing = match (key, sign) {
+                (Some(file), _) => cli::registry::Signing::KeyFile(file),
+                (None, true) => cli::registry::Signing::NodeKey,
+                (None, false) => cli::registry::Signing::None,
+            };
+            cli::registry::push(&node, &agent, &reference, &registry.into(), &signing).await
+        }
         Command::Attach {
             name,
             target,

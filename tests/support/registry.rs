@@ -97,6 +97,68 @@ impl Registry {
     pub fn reference(&self, path: &str) -> String {
         format!("oci://{}/{path}", self.address)
     }
+
+    /// Puts `blobs` and then `manifests` (tag, bytes) into `repository`
+    /// as they are, byte for byte: what another tool made, replayed.
+    pub fn upload(&self, repository: &str, blobs: &[&[u8]], manifests: &[(&str, &[u8])]) {
+        use oci_client::client::{ClientConfig, ClientProtocol};
+        let client = oci_client::Client::new(ClientConfig {
+            protocol: ClientProtocol::Http,
+            ..ClientConfig::default()
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let at = |tag: &str| -> oci_client::Reference {
+                format!("{}/{repository}:{tag}", self.address)
+                    .parse()
+                    .unwrap()
+            };
+            for blob in blobs {
+                let digest = sha256(blob);
+                tokio::time::timeout(
+                    Duration::from_secs(30),
+                    client.push_blob(&at("upload"), blob.to_vec(), &digest),
+                )
+                .await
+                .expect("the registry takes a blob in time")
+                .expect("the registry takes the blob");
+            }
+            for (tag, manifest) in manifests {
+                let content_type =
+                    http::HeaderValue::from_static("application/vnd.oci.image.manifest.v1+json");
+                tokio::time::timeout(
+                    Duration::from_secs(30),
+                    client.push_manifest_raw(&at(tag), manifest.to_vec(), content_type),
+                )
+                .await
+                .expect("the registry takes a manifest in time")
+                .expect("the registry takes the manifest");
+            }
+        });
+    }
+
+    /// The manifest at `repository:tag`, as the registry holds it.
+    pub fn manifest(&self, repository: &str, tag: &str) -> Vec<u8> {
+        let url = format!("http://{}/v2/{repository}/manifests/{tag}", self.address);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let answer = reqwest::Client::new()
+                .get(&url)
+                .header("accept", "application/vnd.oci.image.manifest.v1+json")
+                .timeout(Duration::from_secs(30))
+                .send()
+                .await
+                .and_then(|answer| answer.error_for_status())
+                .unwrap_or_else(|e| panic!("{url}: {e}"));
+            answer.bytes().await.unwrap().to_vec()
+        })
+    }
 }
 
 impl Drop for Registry {
@@ -142,7 +204,10 @@ fn free_port() -> u16 {
 /// - `huge`: declares a layer of 300 MiB;
 /// - `endless-manifest`: sends a manifest without end;
 /// - `not-a-component`: a layer of the right type and digest that is text;
-/// - `container-image`: a container image, not a Wasm artifact.
+/// - `container-image`: a container image, not a Wasm artifact;
+/// - `endless-signature`: a true component whose cosign signature layer
+///   is sent without end;
+/// - `huge-signature`: a true component with a signature layer of 100 MiB.
 pub struct LyingRegistry {
     served: super::served::Served,
 }
@@ -185,6 +250,27 @@ fn manifest(layer_type: &str, digest: &str, size: u64) -> String {
     .to_string()
 }
 
+/// A cosign signature manifest of one layer declaring `size` bytes.
+fn signature_manifest(size: u64) -> String {
+    let config = b"{}";
+    serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {
+            "mediaType": "application/vnd.oci.image.config.v1+json",
+            "digest": sha256(config),
+            "size": config.len(),
+        },
+        "layers": [{
+            "mediaType": "application/vnd.dev.cosign.simplesigning.v1+json",
+            "digest": sha256(b"a payload"),
+            "size": size,
+            "annotations": { "dev.cosignproject.cosign/signature": "AAAA" },
+        }],
+    })
+    .to_string()
+}
+
 const NOT_A_COMPONENT: &[u8] = b"this is text, not a WebAssembly component";
 
 fn lie(path: &str, component: &[u8]) -> axum::response::Response {
@@ -199,11 +285,22 @@ fn lie(path: &str, component: &[u8]) -> axum::response::Response {
     let parts: Vec<&str> = path.trim_start_matches("/v2/").split('/').collect();
     let wasm = "application/wasm";
     let size = component.len() as u64;
+    let component_digest = sha256(component);
     match parts.as_slice() {
         [""] => ([("docker-distribution-api-version", "registry/2.0")], "{}").into_response(),
+        ["lies", case, "manifests", tag] if tag.ends_with(".sig") => {
+            let declared = match *case {
+                "endless-signature" => 300,
+                "huge-signature" => 100 * 1024 * 1024,
+                _ => return axum::http::StatusCode::NOT_FOUND.into_response(),
+            };
+            (manifest_type, signature_manifest(declared)).into_response()
+        }
         ["lies", case, "manifests", _] => {
             let body = match *case {
-                "wrong-digest" | "endless" => manifest(wasm, &sha256(component), size),
+                "wrong-digest" | "endless" | "endless-signature" | "huge-signature" => {
+                    manifest(wasm, &sha256(component), size)
+                }
                 "huge" => manifest(wasm, &sha256(component), 300 * 1024 * 1024),
                 "endless-manifest" => return (manifest_type, endless()).into_response(),
                 "not-a-component" => {
@@ -217,6 +314,9 @@ fn lie(path: &str, component: &[u8]) -> axum::response::Response {
                 _ => return axum::http::StatusCode::NOT_FOUND.into_response(),
             };
             (manifest_type, body).into_response()
+        }
+        ["lies", "endless-signature", "blobs", digest] if *digest != component_digest => {
+            endless().into_response()
         }
         ["lies", case, "blobs", _] => match *case {
             "wrong-digest" => {

@@ -12,6 +12,7 @@ use crate::policy::edit::{
     NodeAccess, Subject, add_grants, parse_publisher, remove_grants, set_trust, subject_of,
 };
 use crate::policy::{Grant, Policy, PolicyFile};
+use anyhow::Context as _;
 use std::io::IsTerminal as _;
 
 /// The subject named on the command line: an installed agent (name, id or
@@ -132,7 +133,7 @@ pub fn revoke(node: &Node, subject: &Subject, items: &[String]) -> anyhow::Resul
 
 /// `agentsite trust KEY` / `agentsite untrust KEY`
 pub fn trust(file: &PolicyFile, key: &str, trusted: bool) -> anyhow::Result<()> {
-    let key = parse_publisher(key)?;
+    let key = publisher_key(key)?;
     set_trust(file, key, trusted)?;
     let verb = if trusted {
         "trusted"
@@ -141,6 +142,26 @@ pub fn trust(file: &PolicyFile, key: &str, trusted: bool) -> anyhow::Result<()> 
     };
     eprintln!("publisher {key} {verb} (in {})", file.path().display());
     Ok(())
+}
+
+/// A publisher key as the operator names it: a peer id, a did:key, or a
+/// PEM public key file (`cosign.pub`, `openssl pkey -pubout`).
+fn publisher_key(key: &str) -> anyhow::Result<libp2p::PeerId> {
+    let looks_like_key = key.starts_with("did:") || key.starts_with("12D3KooW");
+    let path = std::path::Path::new(key);
+    if !looks_like_key && path.is_file() {
+        // A key file is a few hundred bytes; a larger file is not one.
+        let metadata = std::fs::metadata(path)?;
+        anyhow::ensure!(
+            metadata.len() <= 16 * 1024,
+            "{key} is {} bytes, too large for a public key file",
+            metadata.len()
+        );
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the key file {key}"))?;
+        return crate::oci::signature::peer_of_public_pem(&text).with_context(|| key.to_owned());
+    }
+    parse_publisher(key)
 }
 
 /// `agentsite keygen [--force]`

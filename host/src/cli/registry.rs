@@ -2,6 +2,7 @@
 //! in OCI registries.
 
 use crate::Node;
+use crate::oci::signature::{self, Signer, Verdict};
 use crate::oci::{self, Registry, credentials};
 use crate::text::terminal_safe as safe;
 use anyhow::Context as _;
@@ -49,6 +50,18 @@ pub async fn add(
     let registry = access.registry(&reference)?;
     eprintln!("pulling {}", safe(argument));
     let pulled = registry.pull(&reference).await?;
+    let verdict = match &pulled.signatures {
+        Ok(found) => signature::check(found, &pulled.manifest, &trusted_keys(node)?),
+        Err(why) => Verdict::Unreadable { why: why.clone() },
+    };
+    // Checked before anything is stored: a refused component leaves no trace.
+    let signer = node
+        .policy()
+        .current()
+        .admit_from_registry(&verdict)
+        .map_err(|why| {
+            anyhow::anyhow!("cannot add {}: {why}; nothing was stored", safe(argument))
+        })?;
     let size = pulled.bytes.len();
     let repository = reference
         .repository()
@@ -59,7 +72,7 @@ pub async fn add(
     let installed = node
         .install(
             &pulled.bytes,
-            pulled.origin,
+            pulled.origin(signer),
             Some(name.unwrap_or(&fallback)),
             same_name,
         )
@@ -78,13 +91,68 @@ pub async fn add(
         super::tool_names(&record.tools)
     );
     super::note_replaced(&installed);
+    eprintln!("{}", safe(&verdict.describe()));
     Ok(())
+}
+
+/// The keys whose signatures admit a component: the publishers the
+/// operator trusts, and the node's own (its identity and publisher key).
+fn trusted_keys(node: &Node) -> anyhow::Result<Vec<libp2p::PeerId>> {
+    let mut keys: Vec<libp2p::PeerId> =
+        node.policy().current().publishers.keys().copied().collect();
+    let data = node.data_dir();
+    for path in [data.identity(), data.publisher_key()] {
+        if let Some(key) = crate::net::identity::load_publisher(&path)? {
+            keys.push(key.public().to_peer_id());
+        }
+    }
+    Ok(keys)
+}
+
+/// How `push` signs what it pushed.
+#[derive(Debug, Default)]
+pub enum Signing {
+    #[default]
+    None,
+    /// With the node's publisher key if it has one, else its identity:
+    /// the key that signs what it publishes to the network.
+    NodeKey,
+    /// With the ed25519 key in a PKCS#8 PEM file.
+    KeyFile(std::path::PathBuf),
+}
+
+impl Signing {
+    fn signer(&self, node: &Node) -> anyhow::Result<Option<Signer>> {
+        let keypair = match self {
+            Signing::None => return Ok(None),
+            Signing::KeyFile(path) => return Ok(Some(Signer::from_pem_file(path)?)),
+            Signing::NodeKey => {
+                let data = node.data_dir();
+                match crate::net::identity::load_publisher(&data.publisher_key())? {
+                    Some(key) => key,
+                    None => crate::net::identity::load_or_create(&data.identity())?,
+                }
+            }
+        };
+        let keypair = keypair
+            .try_into_ed25519()
+            .map_err(|_| anyhow::anyhow!("the node's key is not an ed25519 key"))?;
+        Ok(Some(Signer::new(keypair)))
+    }
 }
 
 /// `agentsite push AGENT oci://…`: publishes an installed component; prints
 /// the reference pinned to the pushed manifest's digest.
-pub async fn push(node: &Node, agent: &str, argument: &str, access: &Access) -> anyhow::Result<()> {
+pub async fn push(
+    node: &Node,
+    agent: &str,
+    argument: &str,
+    access: &Access,
+    signing: &Signing,
+) -> anyhow::Result<()> {
     let reference = oci::parse(argument)?;
+    // A key that cannot sign is found before anything is pushed.
+    let signer = signing.signer(node)?;
     let record = node.resolve(agent)?;
     anyhow::ensure!(
         !record.is_attached(),
@@ -125,5 +193,14 @@ pub async fn push(node: &Node, agent: &str, argument: &str, access: &Access) -> 
         record.id,
         pushed.digest
     );
+    if let Some(signer) = signer {
+        registry.sign(&reference, &pushed.digest, &signer).await?;
+        eprintln!(
+            "signed {} with {} (cosign's format, tag {})",
+            pushed.digest,
+            signer.did(),
+            signature::tag(&pushed.digest)
+        );
+    }
     Ok(())
 }

@@ -14,6 +14,7 @@
 pub mod artifact;
 pub mod credentials;
 pub mod reference;
+pub mod signature;
 
 use crate::store::Origin;
 use crate::store::manifest::MAX_AGENT_SIZE;
@@ -82,8 +83,25 @@ pub enum OciError {
 /// A component pulled from a registry and checked against its manifest.
 pub struct Pulled {
     pub bytes: Vec<u8>,
-    /// What the node's record keeps of where it came from.
-    pub origin: Origin,
+    /// The reference as pulled, safe to show.
+    pub reference: String,
+    /// The digest of the manifest it came under.
+    pub manifest: String,
+    /// The cosign signatures beside the manifest, unchecked; or why they
+    /// could not be read.
+    pub signatures: Result<Vec<signature::Found>, String>,
+}
+
+impl Pulled {
+    /// What the node's record keeps of where it came from, once its
+    /// signatures were checked: `signer` is the trusted key that signed it.
+    pub fn origin(&self, signer: Option<libp2p::PeerId>) -> Origin {
+        Origin::Registry {
+            reference: self.reference.clone(),
+            manifest: self.manifest.clone(),
+            signer,
+        }
+    }
 }
 
 /// What a push made.
@@ -184,13 +202,185 @@ impl Registry {
                 actual,
             });
         }
+        let signatures = self.signatures(reference, &manifest_digest).await;
         Ok(Pulled {
             bytes: sink.bytes,
-            origin: Origin::Registry {
-                reference: shown.to_owned(),
-                manifest: manifest_digest,
-            },
+            reference: shown.to_owned(),
+            manifest: manifest_digest,
+            signatures,
         })
+    }
+
+    /// The cosign signatures beside `manifest_digest` (the manifest tagged
+    /// `sha256-….sig` in the same repository): at most
+    /// [`signature::MAX_LAYERS`] layers, each payload at most
+    /// [`signature::MAX_PAYLOAD`] bytes and hashing to its digest. None is
+    /// an empty list; a registry that fails to answer is a reason.
+    async fn signatures(
+        &self,
+        reference: &Reference,
+        manifest_digest: &str,
+    ) -> Result<Vec<signature::Found>, String> {
+        let tagged = signature_reference(reference, manifest_digest);
+        let shown = shown(&tagged);
+        let anonymous = self.auth == RegistryAuth::Anonymous;
+        let manifest = match self.client.pull_image_manifest(&tagged, &self.auth).await {
+            Ok((manifest, _)) => manifest,
+            Err(error) if is_not_found(&error) => return Ok(Vec::new()),
+            Err(error) => {
+                return Err(format!(
+                    "its signatures could not be read ({})",
+                    registry_error(&shown, anonymous, error)
+                ));
+            }
+        };
+        let mut found = Vec::new();
+        // Why the last layer that could not be read was not: said when
+        // none could, so that "not signed" is never said of a manifest
+        // that has signatures.
+        let mut unread = None;
+        for layer in manifest
+            .layers
+            .iter()
+            .filter(|layer| layer.media_type == signature::LAYER_MEDIA_TYPE)
+            .take(signature::MAX_LAYERS)
+        {
+            let Some(text) = layer
+                .annotations
+                .as_ref()
+                .and_then(|annotations| annotations.get(signature::SIGNATURE_ANNOTATION))
+            else {
+                continue;
+            };
+            let size = u64::try_from(layer.size).unwrap_or(u64::MAX);
+            if size > signature::MAX_PAYLOAD {
+                unread = Some(format!(
+                    "a signature payload of {} bytes, more than the {} read of one",
+                    layer.size,
+                    signature::MAX_PAYLOAD
+                ));
+                continue;
+            }
+            let mut sink = Bounded::new(size);
+            let pulled = self.client.pull_blob(&tagged, layer, &mut sink).await;
+            if sink.overflowed {
+                unread = Some(format!(
+                    "a signature payload longer than the {size} bytes its manifest gives"
+                ));
+                continue;
+            }
+            match pulled {
+                Ok(()) | Err(OciDistributionError::DigestError(_)) => {}
+                Err(error) => {
+                    unread = Some(registry_error(&shown, anonymous, error).to_string());
+                    continue;
+                }
+            }
+            if sha256_digest(&sink.bytes) != layer.digest {
+                unread = Some(format!(
+                    "a signature payload that does not hash to its digest {}",
+                    crate::text::excerpt(&layer.digest, 80)
+                ));
+                continue;
+            }
+            found.push(signature::Found {
+                payload: sink.bytes,
+                signature: text.clone(),
+            });
+        }
+        match unread {
+            Some(why) if found.is_empty() => {
+                Err(format!("its signatures could not be read ({why})"))
+            }
+            _ => Ok(found),
+        }
+    }
+
+    /// Signs the manifest `manifest_digest` of `reference`'s repository
+    /// with `signer`, in cosign's format: a layer added to the manifest
+    /// tagged `sha256-….sig` (made if there is none; a signature already
+    /// there by the same key of the same payload is kept as it is).
+    pub async fn sign(
+        &self,
+        reference: &Reference,
+        manifest_digest: &str,
+        signer: &signature::Signer,
+    ) -> Result<(), OciError> {
+        let tagged = signature_reference(reference, manifest_digest);
+        let shown = shown(&tagged);
+        let anonymous = self.auth == RegistryAuth::Anonymous;
+        let signed = async {
+            self.sign_unbounded(reference, &tagged, manifest_digest, signer)
+                .await
+                .map_err(|error| registry_error(&shown, anonymous, error))
+        };
+        within_deadline(&shown, signed).await
+    }
+
+    async fn sign_unbounded(
+        &self,
+        reference: &Reference,
+        tagged: &Reference,
+        manifest_digest: &str,
+        signer: &signature::Signer,
+    ) -> Result<(), OciDistributionError> {
+        let repository = format!("{}/{}", reference.registry(), reference.repository());
+        let payload = signature::Payload::new(&repository, manifest_digest).to_bytes();
+        let layer = OciDescriptor {
+            media_type: signature::LAYER_MEDIA_TYPE.to_owned(),
+            digest: sha256_digest(&payload),
+            size: payload.len() as i64,
+            annotations: Some(BTreeMap::from([(
+                signature::SIGNATURE_ANNOTATION.to_owned(),
+                signer.sign(&payload),
+            )])),
+            ..Default::default()
+        };
+        self.client
+            .auth(tagged, &self.auth, RegistryOperation::Push)
+            .await?;
+        // Signatures others made stay beside this one, as cosign keeps them.
+        let mut layers = match self.client.pull_image_manifest(tagged, &self.auth).await {
+            Ok((existing, _)) => existing.layers,
+            Err(error) if is_not_found(&error) => Vec::new(),
+            Err(error) => return Err(error),
+        };
+        let same = |other: &OciDescriptor| {
+            other.digest == layer.digest && other.annotations == layer.annotations
+        };
+        if layers.iter().any(same) {
+            return Ok(());
+        }
+        if !self.client.blob_exists(tagged, &layer.digest).await? {
+            self.client
+                .push_blob(tagged, payload, &layer.digest)
+                .await?;
+        }
+        layers.push(layer);
+        let config = signature_config(&layers);
+        let config_digest = sha256_digest(&config);
+        self.client
+            .push_blob(tagged, config.clone(), &config_digest)
+            .await?;
+        let manifest = OciImageManifest {
+            schema_version: 2,
+            media_type: Some(artifact::MANIFEST_MEDIA_TYPE.to_owned()),
+            config: OciDescriptor {
+                media_type: "application/vnd.oci.image.config.v1+json".to_owned(),
+                digest: config_digest,
+                size: config.len() as i64,
+                ..Default::default()
+            },
+            layers,
+            ..Default::default()
+        };
+        let body =
+            serde_json::to_vec(&OciManifest::Image(manifest)).expect("a manifest serializes");
+        let content_type = http::HeaderValue::from_static(artifact::MANIFEST_MEDIA_TYPE);
+        self.client
+            .push_manifest_raw(tagged, body, content_type)
+            .await?;
+        Ok(())
     }
 
     /// Pushes `bytes` (a component the node holds) to `reference` in the
@@ -286,6 +476,51 @@ async fn within_deadline<T>(
             reference: shown.to_owned(),
             deadline: DEADLINE,
         })?
+}
+
+/// Where the signatures of `manifest_digest` are: its repository, tagged
+/// as cosign tags them.
+fn signature_reference(reference: &Reference, manifest_digest: &str) -> Reference {
+    Reference::with_tag(
+        reference.registry().to_owned(),
+        reference.repository().to_owned(),
+        signature::tag(manifest_digest),
+    )
+}
+
+/// The config of a signature manifest: an OCI image config whose layers
+/// are the payloads, as cosign writes one.
+fn signature_config(layers: &[OciDescriptor]) -> Vec<u8> {
+    let diff_ids: Vec<&str> = layers.iter().map(|layer| layer.digest.as_str()).collect();
+    serde_json::to_vec(&serde_json::json!({
+        "architecture": "",
+        "created": "0001-01-01T00:00:00Z",
+        "history": [{ "created": "0001-01-01T00:00:00Z" }],
+        "os": "",
+        "rootfs": { "type": "layers", "diff_ids": diff_ids },
+        "config": {},
+    }))
+    .expect("a config serializes")
+}
+
+/// Whether a registry said it has no such manifest.
+fn is_not_found(error: &OciDistributionError) -> bool {
+    use oci_client::errors::OciErrorCode;
+    match error {
+        OciDistributionError::ImageManifestNotFoundError(_) => true,
+        OciDistributionError::ServerError { code: 404, .. } => true,
+        OciDistributionError::RegistryError { envelope, .. } => {
+            envelope.errors.iter().any(|error| {
+                matches!(
+                    error.code,
+                    OciErrorCode::ManifestUnknown
+                        | OciErrorCode::NotFound
+                        | OciErrorCode::NameUnknown
+                )
+            })
+        }
+        _ => false,
+    }
 }
 
 /// An OCI digest (`sha256:<hex>`), written as the node's content ids are.

@@ -12,6 +12,7 @@
 //!
 //! [trust]
 //! unknown_publisher = "pure"  # agents fetched from untrusted publishers: "pure" or "refuse"
+//! registry_signature = "required"  # `add oci://…` only with a trusted key's cosign signature
 //!
 //! [publishers."12D3KooW..."]  # trusted publisher key, with what its agents get
 //! llm = true
@@ -90,6 +91,22 @@ fn publisher_keys<'de, D: serde::Deserializer<'de>>(
 pub struct Trust {
     #[serde(default)]
     pub unknown_publisher: Admission,
+    #[serde(default)]
+    pub registry_signature: RegistrySignature,
+}
+
+/// Whether a component pulled from an OCI registry must carry a cosign
+/// signature of its manifest by a trusted key (a `[publishers]` key or the
+/// node's own).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RegistrySignature {
+    /// Signatures are checked and the signer recorded; a component without
+    /// one is added all the same.
+    #[default]
+    Optional,
+    /// A component without one is refused, saying why.
+    Required,
 }
 
 /// Whether an agent from an untrusted source runs.
@@ -157,6 +174,24 @@ impl Policy {
         Ok(())
     }
 
+    /// Whether a component from a registry whose signatures say `verdict`
+    /// may be added; the trusted key that signed it, if one did.
+    pub fn admit_from_registry(
+        &self,
+        verdict: &crate::oci::signature::Verdict,
+    ) -> Result<Option<PeerId>, String> {
+        use crate::oci::signature::Verdict;
+        match (verdict, self.trust.registry_signature) {
+            (Verdict::Signed { by }, _) => Ok(Some(*by)),
+            (_, RegistrySignature::Optional) => Ok(None),
+            (refused, RegistrySignature::Required) => Err(format!(
+                "refused by policy: {}; [trust] registry_signature = \"required\" admits only \
+                 components a trusted key signed",
+                refused.describe()
+            )),
+        }
+    }
+
     /// The table of the agent itself: its build's (by id) if there is
     /// one, else, for an agent the operator installed, its name's. An
     /// agent from the network never gets a name's table: another
@@ -182,6 +217,15 @@ impl Policy {
     ) -> Result<(Grant, Source), Refused> {
         let own = self.own(agent, name, origin);
         let (base, source) = match origin {
+            // A component a trusted publisher signed gets that publisher's
+            // table wherever the operator pulled it from.
+            Origin::Registry {
+                signer: Some(signer),
+                ..
+            } if self.publishers.contains_key(signer) => (
+                self.publishers[signer].or(&self.defaults),
+                Source::Publisher,
+            ),
             Origin::Local | Origin::Registry { .. } | Origin::Attached => {
                 (self.defaults.clone(), Source::Defaults)
             }
@@ -420,6 +464,7 @@ mod tests {
             Origin::Registry {
                 reference: "ghcr.io/me/notes:1".into(),
                 manifest: "sha256:00".into(),
+                signer: None,
             },
         ] {
             let (grant, source) = policy
@@ -437,6 +482,52 @@ mod tests {
         // The file keeps the name as written.
         let written = toml::to_string(&policy).unwrap();
         assert!(written.contains("[agents.notes]"), "{written}");
+    }
+
+    #[test]
+    fn a_registry_component_signed_by_a_trusted_key_gets_its_table_and_unsigned_ones_are_refused_on_demand()
+     {
+        use crate::oci::signature::Verdict;
+        let publisher = libp2p::identity::Keypair::generate_ed25519()
+            .public()
+            .to_peer_id();
+        let text = format!(
+            "[trust]\nregistry_signature = \"required\"\n[publishers.\"{publisher}\"]\nkv = \"1 MiB\"\n"
+        );
+        let policy = Policy::parse(&text).unwrap();
+        let signed = Verdict::Signed { by: publisher };
+        assert_eq!(policy.admit_from_registry(&signed), Ok(Some(publisher)));
+        for refused in [
+            Verdict::Unsigned,
+            Verdict::Untrusted {
+                why: "by no key this node trusts".into(),
+            },
+        ] {
+            let error = policy.admit_from_registry(&refused).unwrap_err();
+            assert!(
+                error.contains(&refused.describe()) && error.contains("registry_signature"),
+                "{error}"
+            );
+        }
+        let lenient = Policy::default();
+        assert_eq!(lenient.admit_from_registry(&Verdict::Unsigned), Ok(None));
+
+        let origin = |signer| Origin::Registry {
+            reference: "ghcr.io/me/notes:1".into(),
+            manifest: "sha256:00".into(),
+            signer,
+        };
+        let (grant, source) = policy
+            .grant_for(&AgentId::of(b"x"), "x", &origin(Some(publisher)))
+            .unwrap();
+        assert_eq!(
+            (grant.kv, source),
+            (Some(bytesize::ByteSize::kib(1024)), Source::Publisher)
+        );
+        let (grant, source) = policy
+            .grant_for(&AgentId::of(b"x"), "x", &origin(None))
+            .unwrap();
+        assert_eq!((grant.kv, source), (None, Source::Defaults));
     }
 
     #[test]

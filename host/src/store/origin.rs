@@ -13,7 +13,17 @@ impl std::fmt::Display for Origin {
             Origin::Registry {
                 reference,
                 manifest,
-            } => write!(f, "pulled from oci://{reference} (manifest {manifest})"),
+                signer,
+            } => {
+                write!(f, "pulled from oci://{reference} (manifest {manifest})")?;
+                match signer {
+                    Some(signer) => match crate::did::of_peer(signer) {
+                        Some(did) => write!(f, ", signed by {did}"),
+                        None => write!(f, ", signed by {signer}"),
+                    },
+                    None => f.write_str(", not signed by a key trusted here"),
+                }
+            }
             Origin::Network { publisher } => {
                 write!(f, "fetched from the network, published by {publisher}")?;
                 match crate::did::of_peer(publisher) {
@@ -35,8 +45,16 @@ pub enum Origin {
     /// Pulled from an OCI registry by the operator (`agentsite add
     /// oci://…`): chosen on this machine as a file is, so the same grants
     /// apply. `reference` is where it was pulled from (never with
-    /// credentials), `manifest` the digest of the manifest it came under.
-    Registry { reference: String, manifest: String },
+    /// credentials), `manifest` the digest of the manifest it came under,
+    /// `signer` the trusted key whose cosign signature of that manifest
+    /// was verified when it was pulled (none: unsigned, or by no key
+    /// trusted then).
+    Registry {
+        reference: String,
+        manifest: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signer: Option<PeerId>,
+    },
     /// Fetched from the network under a manifest this publisher signed.
     Network { publisher: PeerId },
     /// An MCP server or A2A agent the operator attached (see

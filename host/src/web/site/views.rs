@@ -180,7 +180,11 @@ impl Site {
         );
         view.installed = true;
         view.publisher = match &record.origin {
-            Origin::Network { publisher } => Some(trust.of(&publisher.to_string())),
+            Origin::Network { publisher }
+            | Origin::Registry {
+                signer: Some(publisher),
+                ..
+            } => Some(trust.of(&publisher.to_string())),
             Origin::Local | Origin::Registry { .. } | Origin::Attached => {
                 publisher.map(|p| trust.of(p))
             }
