@@ -208,7 +208,7 @@ fn tools_ls_and_inspect_describe_what_was_added() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    assert!(imports.contains(&"agentsite:agent/kv@0.1.2"), "{imports:?}");
+    assert!(imports.contains(&"agentsite:agent/kv@0.1.3"), "{imports:?}");
     assert!(inspect["compiled"].is_string(), "compiled when added");
     // What it asks for, next to what it has: nothing until granted.
     assert_eq!(inspect["asks_for"], json!(["kv"]));

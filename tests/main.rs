@@ -32,6 +32,7 @@ mod lying_nodes;
 mod lying_provider;
 mod many_nodes;
 mod mcp;
+mod mcp_apps;
 mod models;
 mod nat;
 mod oci;

@@ -204,6 +204,23 @@ fn login_with_the_token_and_a_cross_site_post_refused() {
     assert!(!policy.contains("kv"), "nothing was granted: {policy}");
 }
 
+/// MCP Apps on an agent's page: a tool's view shown in a sandboxed frame
+/// after a call from the form, calling the tool again through the page,
+/// and reaching none of the node's pages, cookies or storage and no other
+/// origin, in its frame or opened on its own.
+#[test]
+fn a_tools_view_is_shown_shut_in_and_calls_through_the_page() {
+    let _turn = one_at_a_time();
+    let here = Cli::new();
+    here.add(&["tipper", "calculator"]);
+    let token = "tok-0123456789abcdef";
+    let node = Server::start(here.data(), &["--token", token]);
+    journey(
+        "apps",
+        &[("AGENTSITE_URL", &node.base), ("AGENTSITE_TOKEN", token)],
+    );
+}
+
 /// AgentChat, answered by a scripted model the node reaches over the OpenAI
 /// API as it would a hosted one: a message that makes a tool call (shown
 /// folded) with the reply streamed in; a team-up goal shown live to its

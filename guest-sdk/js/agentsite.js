@@ -26,10 +26,10 @@
 //
 // Every call runs in a fresh instance of the program: keep state in `kv`.
 
-import * as host from "agentsite:agent/host@0.1.2";
-import * as kvImport from "agentsite:agent/kv@0.1.2";
-import * as llmImport from "agentsite:agent/llm@0.1.2";
-import * as peersImport from "agentsite:agent/peers@0.1.2";
+import * as host from "agentsite:agent/host@0.1.3";
+import * as kvImport from "agentsite:agent/kv@0.1.3";
+import * as llmImport from "agentsite:agent/llm@0.1.3";
+import * as peersImport from "agentsite:agent/peers@0.1.3";
 
 const DRAFT = "https://json-schema.org/draft/2020-12/schema";
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;

@@ -59,7 +59,7 @@ pub mod bindings {
         // A link to the contract at the top of the repository, so that the
         // packaged crate carries the contract it was built against.
         path: "wit",
-        world: "agent-core",
+        world: "apps-agent-core",
         pub_export_macro: true,
         export_macro_name: "__export_agent",
         default_bindings_module: "::agentsite_sdk::bindings",
@@ -80,15 +80,15 @@ pub mod async_bindings {
         export_macro_name: "__export_async_agent",
         default_bindings_module: "::agentsite_sdk::async_bindings",
         with: {
-            "agentsite:agent/types@0.1.2": crate::bindings::agentsite::agent::types,
-            "agentsite:agent/host@0.1.2": crate::bindings::agentsite::agent::host,
-            "agentsite:agent/kv@0.1.2": crate::bindings::agentsite::agent::kv,
-            "agentsite:agent/peers@0.1.2": crate::bindings::agentsite::agent::peers,
-            "agentsite:agent/llm@0.1.2": crate::bindings::agentsite::agent::llm,
-            "agentsite:agent/chat@0.1.2": crate::bindings::agentsite::agent::chat,
-            "agentsite:agent/user@0.1.2": crate::bindings::agentsite::agent::user,
-            "agentsite:agent/resource-types@0.1.2": generate,
-            "agentsite:agent/prompt-types@0.1.2": generate,
+            "agentsite:agent/types@0.1.3": crate::bindings::agentsite::agent::types,
+            "agentsite:agent/host@0.1.3": crate::bindings::agentsite::agent::host,
+            "agentsite:agent/kv@0.1.3": crate::bindings::agentsite::agent::kv,
+            "agentsite:agent/peers@0.1.3": crate::bindings::agentsite::agent::peers,
+            "agentsite:agent/llm@0.1.3": crate::bindings::agentsite::agent::llm,
+            "agentsite:agent/chat@0.1.3": crate::bindings::agentsite::agent::chat,
+            "agentsite:agent/user@0.1.3": crate::bindings::agentsite::agent::user,
+            "agentsite:agent/resource-types@0.1.3": generate,
+            "agentsite:agent/prompt-types@0.1.3": generate,
         },
     });
 }

@@ -160,6 +160,7 @@ impl SimNode {
                     input_schema: serde_json::json!({"type": "object"}),
                     output_schema: None,
                     annotations: Default::default(),
+                    app: None,
                 })
                 .collect(),
             imports: Vec::new(),

@@ -28,8 +28,11 @@ use syn::{
 /// even when none of its tools is an `async fn` (one `async fn` tool does
 /// so by itself). Inside, every function marked `#[tool]` is a tool, a
 /// plain `fn` or an `async fn`; `#[tool(...)]` accepts `name = "..."`,
-/// `title = "..."` and the hints `read_only`, `destructive`, `idempotent`,
-/// `open_world` (each optionally `= bool`).
+/// `title = "..."`, the hints `read_only`, `destructive`, `idempotent`,
+/// `open_world` (each optionally `= bool`), `app = "ui://..."`, which
+/// names the agent's resource that MCP clients render as the tool's
+/// interactive view (MCP Apps), and `app_only`, which offers such a tool to
+/// its view alone, not to the model.
 #[proc_macro_attribute]
 pub fn agent(attr: TokenStream, item: TokenStream) -> TokenStream {
     match expand(attr.into(), item.into()) {
@@ -97,6 +100,10 @@ struct ToolOptions {
     destructive: Option<bool>,
     idempotent: Option<bool>,
     open_world: Option<bool>,
+    /// The `ui://` resource the tool's view is.
+    app: Option<LitStr>,
+    /// Offered to the view alone (MCP Apps visibility `["app"]`).
+    app_only: bool,
 }
 
 struct Param {
@@ -189,6 +196,7 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
     let world = World::of(options.asynchronous || tools.iter().any(|tool| tool.is_async));
     let resources = generate_resources(options.resources, &self_ty, world);
     let prompts = generate_prompts(options.prompts, &self_ty, world);
+    let apps = generate_apps(&tools, world)?;
     let bindings = world.bindings();
     let (interfaces, export_macro) = match world {
         World::Sync => (quote!(card, tools), quote!(__export_agent)),
@@ -244,10 +252,50 @@ fn expand(attr: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
             #resources
             #prompts
 
+            #apps
+
             #bindings::#export_macro!(
                 __AgentsiteExports with_types_in #bindings
             );
         };
+    })
+}
+
+/// The `apps` export, one entry per tool with a view: agents of the
+/// `agent` world export it (empty when no tool has a view).
+fn generate_apps(tools: &[ToolFn], world: World) -> syn::Result<TokenStream2> {
+    if let World::Async = world {
+        return match tools.iter().find(|tool| tool.options.app.is_some()) {
+            Some(tool) => Err(syn::Error::new(
+                tool.ident.span(),
+                "views of tools (`app = ...`) are for agents of the `agent` world for now, not `async fn` ones",
+            )),
+            None => Ok(TokenStream2::new()),
+        };
+    }
+    let entries = tools.iter().filter_map(|tool| {
+        let uri = tool.options.app.as_ref()?;
+        let name = tool_name(tool);
+        let visibility = if tool.options.app_only {
+            quote!(::std::vec![Audience::App])
+        } else {
+            quote!(::std::vec::Vec::new())
+        };
+        Some(quote! {
+            ToolApp {
+                tool: ::std::string::String::from(#name),
+                resource_uri: ::std::string::String::from(#uri),
+                visibility: #visibility,
+            }
+        })
+    });
+    Ok(quote! {
+        impl ::agentsite_sdk::bindings::exports::agentsite::agent::apps::Guest for __AgentsiteExports {
+            fn tool_apps() -> ::std::vec::Vec<::agentsite_sdk::bindings::exports::agentsite::agent::apps::ToolApp> {
+                use ::agentsite_sdk::bindings::exports::agentsite::agent::apps::{Audience, ToolApp};
+                ::std::vec![#(#entries),*]
+            }
+        }
     })
 }
 
@@ -646,13 +694,30 @@ fn parse_tool_options(attr: &Attribute) -> syn::Result<ToolOptions> {
             options.idempotent = flag(&meta)?;
         } else if meta.path.is_ident("open_world") {
             options.open_world = flag(&meta)?;
+        } else if meta.path.is_ident("app") {
+            let uri: LitStr = meta.value()?.parse()?;
+            if !uri.value().starts_with("ui://") {
+                return Err(syn::Error::new(
+                    uri.span(),
+                    "a tool's view is a resource at a ui:// URI (MCP Apps), such as \"ui://converter/view\"",
+                ));
+            }
+            options.app = Some(uri);
+        } else if meta.path.is_ident("app_only") {
+            options.app_only = flag(&meta)?.unwrap_or(true);
         } else {
             return Err(meta.error(
-                "expected `name`, `title`, `read_only`, `destructive`, `idempotent` or `open_world`",
+                "expected `name`, `title`, `read_only`, `destructive`, `idempotent`, `open_world`, `app` or `app_only`",
             ));
         }
         Ok(())
     })?;
+    if options.app_only && options.app.is_none() {
+        return Err(syn::Error::new(
+            attr.span(),
+            "`app_only` offers a tool to its view alone: name the view with `app = \"ui://...\"`",
+        ));
+    }
     Ok(options)
 }
 

@@ -195,7 +195,7 @@ pub fn describe(name: &str, card: &A2aCard) -> Result<(AgentCard, Vec<ToolSpec>)
         let about = format!("Sends a message to the A2A agent {}.", card.name);
         tools.push(tool("ask", None, crate::text::one_line(&about, 2000)));
     }
-    result::describe(contract, tools).map_err(|e| match e {
+    result::describe(contract, tools, Vec::new()).map_err(|e| match e {
         CallError::MalformedResult(why) => format!("{name} breaks the agent contract: {why}"),
         other => format!("{name} breaks the agent contract: {other}"),
     })

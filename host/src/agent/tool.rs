@@ -57,6 +57,46 @@ pub struct ToolSpec {
     pub output_schema: Option<Value>,
     #[serde(default, skip_serializing_if = "ToolAnnotations::is_empty")]
     pub annotations: ToolAnnotations,
+    /// The tool's interactive view (MCP Apps), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<ToolApp>,
+}
+
+/// A tool's interactive view (MCP Apps): a `ui://` resource of its agent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolApp {
+    /// The `ui://` URI of the view among the agent's resources.
+    pub resource_uri: String,
+    /// Who may call the tool (`model`, `app`); empty means both.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub visibility: Vec<Audience>,
+}
+
+/// Who may call a tool that has a view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Audience {
+    Model,
+    App,
+}
+
+/// The MIME type of an MCP Apps view.
+pub const APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
+/// The longest `ui://` URI a view may have.
+pub const MAX_APP_URI: usize = 512;
+
+impl ToolApp {
+    /// Whether the language model may call the tool (and so whether it is
+    /// listed to a client that does not render views).
+    pub fn for_model(&self) -> bool {
+        self.visibility.is_empty() || self.visibility.contains(&Audience::Model)
+    }
+
+    /// Whether the view may call the tool.
+    pub fn for_app(&self) -> bool {
+        self.visibility.is_empty() || self.visibility.contains(&Audience::App)
+    }
 }
 
 /// The body of an embedded resource.

@@ -24,7 +24,7 @@ pub fn describe(
 ) -> Result<(AgentCard, Vec<ToolSpec>), CallError> {
     let card = card(name, kind, server, instructions);
     let tools = tools.into_iter().map(contract_tool).collect();
-    result::describe(card, tools)
+    result::describe(card, tools, Vec::new())
 }
 
 /// A card in the contract's own form: the operator's name, the rest from

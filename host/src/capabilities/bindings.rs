@@ -1,4 +1,5 @@
-//! Host-side bindings of the `agent-core` world, generated from `wit/`.
+//! Host-side bindings of the `apps-agent-core` world (`agent-core` and the
+//! optional `apps` export), generated from `wit/`.
 //!
 //! WASI is linked separately (from `wasmtime-wasi` and `wasmtime-wasi-http`),
 //! so only the agentsite interfaces are generated here. Imports are
@@ -8,7 +9,7 @@
 
 wasmtime::component::bindgen!({
     path: "../wit",
-    world: "agent-core",
+    world: "apps-agent-core",
     imports: {
         "agentsite:agent/peers": async | trappable,
         "agentsite:agent/llm": async | trappable,

@@ -461,6 +461,7 @@ mod tests {
                     input_schema: serde_json::json!({"type": "object"}),
                     output_schema: None,
                     annotations: ToolAnnotations::default(),
+                    app: None,
                 })
                 .collect(),
             imports: Vec::new(),

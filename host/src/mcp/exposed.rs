@@ -159,6 +159,11 @@ fn agent_prefixes(records: &[Arc<AgentRecord>]) -> Vec<String> {
 fn descriptor(name: &str, spec: &ToolSpec) -> Result<Tool, serde_json::Error> {
     let mut value = serde_json::to_value(spec)?;
     value["name"] = name.into();
+    // A view is MCP Apps' `_meta.ui`; clients that do not announce the
+    // extension get the descriptor without it (`apps::for_client`).
+    if let Some(app) = value.as_object_mut().and_then(|tool| tool.remove("app")) {
+        value["_meta"] = serde_json::json!({ "ui": app });
+    }
     // Records stored before schemas were standardized at `add` still carry
     // their agent's own formats.
     for schema in ["inputSchema", "outputSchema"] {
@@ -197,6 +202,7 @@ mod tests {
                         read_only_hint: Some(true),
                         ..Default::default()
                     },
+                    app: None,
                 })
                 .collect(),
             imports: vec![],

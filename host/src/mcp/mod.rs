@@ -2,6 +2,7 @@
 //! stdio ([`stdio`]). Every installed agent's tools are MCP tools; each call
 //! runs in a fresh WebAssembly instance under the node's limits.
 
+mod apps;
 mod caller;
 mod dormant;
 pub(crate) mod exposed;

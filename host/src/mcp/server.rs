@@ -270,6 +270,7 @@ impl ServerHandler for AgentServer {
                 .enable_resources_subscribe()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_extensions_with(super::apps::server_extensions())
                 .build(),
         )
         .with_server_info(
@@ -288,15 +289,22 @@ impl ServerHandler for AgentServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let exposed = self.exposed();
         let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
-        let (mut tools, next_cursor) = answered(
+        let views = super::apps::renders_views(&context.peer);
+        let (tools, next_cursor) = answered(
             "tools/list",
             "",
             page(exposed.tools(), request, |t| Ok(t.descriptor.clone())),
         )?;
+        // Pages keep their cursors: a tool left out for this client leaves
+        // its page shorter, not the next one shifted.
+        let mut tools: Vec<Tool> = tools
+            .into_iter()
+            .filter_map(|tool| super::apps::for_client(tool, views))
+            .collect();
         // The node's own tool leads the first page; the agents' pages stay
         // as they are, so cursors keep their meaning.
         if first_page && self.goals().is_some() {
@@ -326,14 +334,16 @@ impl ServerHandler for AgentServer {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let exposed = self.exposed();
+        let views = super::apps::renders_views(&context.peer);
         let resources: Vec<ResourceSpec> = self
             .catalogs(&exposed)
             .await
             .into_iter()
             .flat_map(|(_, catalog)| catalog.resources.clone())
+            .filter(|resource| views || !super::apps::is_view(resource))
             .collect();
         let (resources, next_cursor) =
             answered("resources/list", "", page(&resources, request, mcp))?;

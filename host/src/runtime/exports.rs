@@ -7,7 +7,9 @@
 //! interface lets a call load just the one it uses.
 
 use crate::capabilities::CallState;
-use crate::capabilities::bindings::exports::agentsite::agent::{card, prompts, resources, tools};
+use crate::capabilities::bindings::exports::agentsite::agent::{
+    apps, card, prompts, resources, tools,
+};
 use wasmtime::Store;
 use wasmtime::component::{Component, ComponentExportIndex, Instance, InstancePre};
 
@@ -16,6 +18,8 @@ pub(super) struct Exports {
     pub tools: tools::GuestIndices,
     pub resources: resources::GuestIndices,
     pub prompts: prompts::GuestIndices,
+    /// The views of tools (contract 0.1.3), when the agent exports them.
+    pub apps: Option<apps::GuestIndices>,
 }
 
 impl Exports {
@@ -27,6 +31,7 @@ impl Exports {
             tools: tools::GuestIndices::new(pre)?,
             resources: resources::GuestIndices::new(pre)?,
             prompts: prompts::GuestIndices::new(pre)?,
+            apps: apps::GuestIndices::new(pre).ok(),
         })
     }
 }

@@ -424,18 +424,28 @@ impl Runtime {
     ) -> Result<(AgentCard, Vec<ToolSpec>), CallError> {
         let deadline = Instant::now() + limits.deadline;
         let start = || self.start(agent, &Grants::pure(*limits), None, deadline);
-        let (card, tools) = match &agent.kind {
+        let (card, tools, apps) = match &agent.kind {
             Kind::World(exports) => {
                 start()?
                     .run(
                         &agent.pre,
                         |store, instance| {
                             let card = exports.card.load(&mut *store, instance)?;
-                            Ok((card, exports.tools.load(store, instance)?))
+                            let tools = exports.tools.load(&mut *store, instance)?;
+                            let apps = match &exports.apps {
+                                Some(apps) => Some(apps.load(store, instance)?),
+                                None => None,
+                            };
+                            Ok((card, tools, apps))
                         },
-                        async |(card, tools), store| {
+                        async |(card, tools, apps), store| {
                             let card = card.call_describe(&mut *store).await?;
-                            Ok((card, tools.call_list_tools(store).await?))
+                            let tools = tools.call_list_tools(&mut *store).await?;
+                            let apps = match apps {
+                                Some(apps) => apps.call_tool_apps(store).await?,
+                                None => Vec::new(),
+                            };
+                            Ok((card, tools, apps))
                         },
                     )
                     .await?
@@ -454,7 +464,7 @@ impl Runtime {
                                 call_concurrent(store, instance, &exports.describe, ()).await?;
                             let (tools,) =
                                 call_concurrent(store, instance, &exports.list_tools, ()).await?;
-                            Ok((card, tools))
+                            Ok((card, tools, Vec::new()))
                         },
                     )
                     .await?
@@ -465,7 +475,7 @@ impl Runtime {
                 return Ok((card, tools));
             }
         };
-        result::describe(card, tools)
+        result::describe(card, tools, apps)
     }
 
     /// Runs one tool call in a fresh instance of `agent`.

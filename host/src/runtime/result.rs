@@ -87,6 +87,7 @@ fn check_size(size: usize, limits: &Limits) -> Result<(), CallError> {
 pub(crate) fn describe(
     card: types::AgentCard,
     tools: Vec<types::Tool>,
+    apps: Vec<ToolAppExport>,
 ) -> Result<(AgentCard, Vec<ToolSpec>), CallError> {
     let malformed = |e: tool::ContractError| CallError::MalformedResult(e.0);
     tool::validate_agent_name(&card.name).map_err(malformed)?;
@@ -146,11 +147,68 @@ pub(crate) fn describe(
                 idempotent_hint: tool.annotations.idempotent,
                 open_world_hint: tool.annotations.open_world,
             },
+            app: None,
         });
     }
+    attach_apps(&mut specs, apps)?;
     tool::check_card_size(&card, &specs).map_err(malformed)?;
     Ok((card, specs))
 }
+
+/// Gives each tool the view the agent's `apps` export names for it: a
+/// `ui://` URI of at most [`tool::MAX_APP_URI`] bytes, one view per tool,
+/// and only for tools the agent lists.
+fn attach_apps(specs: &mut [ToolSpec], apps: Vec<ToolAppExport>) -> Result<(), CallError> {
+    use crate::capabilities::bindings::exports::agentsite::agent::apps::Audience as Exported;
+    let malformed = |reason: String| Err(CallError::MalformedResult(reason));
+    if apps.len() > specs.len() {
+        return malformed(format!(
+            "the agent names {} views for {} tools",
+            apps.len(),
+            specs.len()
+        ));
+    }
+    for app in apps {
+        let shown = crate::text::excerpt(&app.tool, 80);
+        let Some(spec) = specs.iter_mut().find(|spec| spec.name == app.tool) else {
+            return malformed(format!(
+                "a view is named for {shown:?}, which is not a tool"
+            ));
+        };
+        if spec.app.is_some() {
+            return malformed(format!("two views are named for the tool {shown:?}"));
+        }
+        let uri = &app.resource_uri;
+        if !uri.starts_with("ui://")
+            || uri.len() > tool::MAX_APP_URI
+            || uri.chars().any(char::is_control)
+        {
+            return malformed(format!(
+                "the view of {shown:?} is not a ui:// URI of at most {} bytes",
+                tool::MAX_APP_URI
+            ));
+        }
+        let mut visibility = Vec::new();
+        for audience in app.visibility.iter().take(2) {
+            let audience = match audience {
+                Exported::Model => tool::Audience::Model,
+                Exported::App => tool::Audience::App,
+            };
+            if !visibility.contains(&audience) {
+                visibility.push(audience);
+            }
+        }
+        spec.app = Some(tool::ToolApp {
+            resource_uri: app.resource_uri,
+            visibility,
+        });
+    }
+    Ok(())
+}
+
+/// What the `apps` export says of one tool.
+pub(crate) type ToolAppExport =
+    crate::capabilities::bindings::exports::agentsite::agent::apps::ToolApp;
 
 /// Raw bytes of a content block, for the output budget.
 fn content_size(content: &types::Content) -> usize {
@@ -549,5 +607,72 @@ mod tests {
             short.structured_content.unwrap().to_string(),
             r#"{"result":"fits"}"#
         );
+    }
+
+    #[test]
+    fn views_are_given_to_listed_tools_only_as_ui_uris_one_each() {
+        use super::{ToolAppExport, attach_apps};
+        use crate::agent::tool::{Audience, ToolAnnotations, ToolApp, ToolSpec};
+        use crate::capabilities::bindings::exports::agentsite::agent::apps::Audience as Exported;
+        let spec = |name: &str| ToolSpec {
+            name: name.into(),
+            title: None,
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: None,
+            annotations: ToolAnnotations::default(),
+            app: None,
+        };
+        let view = |tool: &str, uri: &str, visibility: Vec<Exported>| ToolAppExport {
+            tool: tool.into(),
+            resource_uri: uri.into(),
+            visibility,
+        };
+        let mut specs = vec![spec("tip"), spec("presets")];
+        attach_apps(
+            &mut specs,
+            vec![
+                view("tip", "ui://t/panel", vec![]),
+                view(
+                    "presets",
+                    "ui://t/panel",
+                    vec![Exported::App, Exported::App],
+                ),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            specs[1].app,
+            Some(ToolApp {
+                resource_uri: "ui://t/panel".into(),
+                visibility: vec![Audience::App],
+            })
+        );
+        for (views, expected) in [
+            (
+                vec![view("nope", "ui://t/p", vec![])],
+                "which is not a tool",
+            ),
+            (
+                vec![view("tip", "https://t/p", vec![])],
+                "is not a ui:// URI",
+            ),
+            (
+                vec![view("tip", &format!("ui://{}", "x".repeat(600)), vec![])],
+                "is not a ui:// URI",
+            ),
+            (
+                vec![view("tip", "ui://a", vec![]), view("tip", "ui://b", vec![])],
+                "two views are named",
+            ),
+            (
+                vec![view("tip", "ui://a", vec![]); 3],
+                "names 3 views for 2 tools",
+            ),
+        ] {
+            let mut specs = vec![spec("tip"), spec("presets")];
+            let error = attach_apps(&mut specs, views).unwrap_err().to_string();
+            assert!(error.contains(expected), "{error}");
+        }
     }
 }

@@ -4,7 +4,7 @@
 //! field. Written against the raw bindings, since the SDK's macro would
 //! never produce it.
 
-use agentsite_sdk::bindings::exports::agentsite::agent::{card, prompts, resources, tools};
+use agentsite_sdk::bindings::exports::agentsite::agent::{apps, card, prompts, resources, tools};
 use agentsite_sdk::{AgentCard, Tool, ToolAnnotations, ToolError, ToolResult};
 
 struct Bloat;
@@ -54,6 +54,12 @@ impl resources::Guest for Bloat {
         uri: String,
     ) -> Result<Vec<resources::ResourceContents>, resources::ResourceError> {
         Err(resources::ResourceError::NotFound(uri))
+    }
+}
+
+impl apps::Guest for Bloat {
+    fn tool_apps() -> Vec<apps::ToolApp> {
+        Vec::new()
     }
 }
 

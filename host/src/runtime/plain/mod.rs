@@ -218,6 +218,7 @@ impl Function {
                 input_schema,
                 output_schema,
                 annotations: ToolAnnotations::default(),
+                app: None,
             },
             export,
             params,

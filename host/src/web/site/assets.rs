@@ -32,6 +32,7 @@ static ASSETS: &[Asset] = &[
     asset!("common.js", JS),
     asset!("hub.js", JS),
     asset!("agent.js", JS),
+    asset!("app-views.js", JS),
     asset!("schema-form.js", JS),
     asset!("result.js", JS),
     asset!("chat.js", JS),

@@ -15,6 +15,7 @@
 //! | `/login` | asks for the node's token |
 
 mod agent;
+mod app_view;
 mod assets;
 mod chat;
 mod hub;
@@ -111,6 +112,7 @@ pub fn router(site: Arc<Site>) -> Router {
         .route("/hub/agents/{agent}/grant", post(agent::grant))
         .route("/hub/agents/{agent}/revoke", post(agent::revoke))
         .route("/hub/agents/{agent}/call", post(agent::call))
+        .route("/hub/agents/{agent}/views", get(app_view::serve))
         .route("/chat", get(chat::list).post(chat::create))
         .route("/chat/{id}", get(chat::conversation))
         .route("/chat/{id}/messages", post(chat::say))
@@ -207,23 +209,23 @@ async fn admit(State(site): State<Arc<Site>>, mut request: Request, next: Next) 
 
 /// What every answer of the pages carries: no script, style or frame from
 /// anywhere else, no guessing of content types, no referrer beyond the node.
+/// An answer with a policy of its own (an agent's view, [`app_view`]) keeps
+/// it: it is stricter.
 fn with_page_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
+    headers
+        .entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static(
             "default-src 'self'; img-src 'self' data: blob:; media-src 'self' data: blob:; \
              object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
-        ),
-    );
+        ));
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
-    headers.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("same-origin"),
-    );
+    headers
+        .entry(header::REFERRER_POLICY)
+        .or_insert(HeaderValue::from_static("same-origin"));
     response
 }
 

@@ -51,7 +51,10 @@ for (const form of document.querySelectorAll(".try-form")) {
     button.disabled = true;
     result.replaceChildren("Calling…");
     try {
-      showResult(result, await postJson(`${base}/call`, { tool: tool.name, arguments: value }), tool.name);
+      const answer = await postJson(`${base}/call`, { tool: tool.name, arguments: value });
+      showResult(result, answer, tool.name);
+      // A view of the tool (app-views.js) shows the same call.
+      section.dispatchEvent(new CustomEvent("tool-called", { detail: { arguments: value, result: answer.output } }));
     } catch (e) {
       showFailure(result, e.message);
     } finally {

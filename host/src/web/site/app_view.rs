@@ -1,0 +1,123 @@
+//! The frames in which an agent's page shows its tools' views (MCP Apps):
+//! `GET /hub/agents/{agent}/views?uri=ui://…` answers the view's HTML, read
+//! from the agent as MCP clients read it, under a policy of its own.
+//!
+//! A view is the agent's code running in the person's browser, so it gets
+//! nothing of the node's: the `sandbox` directive of its content security
+//! policy gives it an opaque origin even when opened on its own (no
+//! cookies, no storage, no same-origin request to the node's pages or
+//! API), its scripts and styles must be inline, and it may fetch nothing
+//! at all (`connect-src 'none'`: the contract has no way yet for a view to
+//! declare the origins it needs, and MCP Apps hosts may not allow
+//! undeclared ones). It reaches its agent only by asking the page over
+//! `postMessage` (assets/app-views.js), which calls the tools through the
+//! page's own route, with the page's anti-forgery header and the node's
+//! grants.
+
+use super::{Site, failure};
+use crate::agent::tool::APP_MIME_TYPE;
+use crate::agent::tool::ResourceBody;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use std::sync::Arc;
+
+/// The largest view served: an HTML page with its scripts inline.
+pub const MAX_VIEW: usize = 2 * 1024 * 1024;
+
+/// What a view may do in the browser.
+pub const VIEW_POLICY: &str = "sandbox allow-scripts allow-forms; default-src 'none'; \
+     script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; media-src data:; \
+     font-src data:; connect-src 'none'; frame-src 'none'; child-src 'none'; \
+     worker-src 'none'; object-src 'none'; base-uri 'none'; form-action 'none'; \
+     frame-ancestors 'self'";
+
+#[derive(serde::Deserialize)]
+pub struct ViewQuery {
+    uri: String,
+}
+
+/// `GET /hub/agents/{agent}/views?uri=ui://…`
+pub async fn serve(
+    State(site): State<Arc<Site>>,
+    Path(agent): Path<String>,
+    Query(query): Query<ViewQuery>,
+) -> Response {
+    let record = match site.node.resolve(&agent) {
+        Ok(record) => record,
+        Err(e) => return failure(StatusCode::NOT_FOUND, e.to_string()),
+    };
+    let uri = query.uri;
+    let named = record
+        .tools
+        .iter()
+        .any(|tool| tool.app.as_ref().is_some_and(|app| app.resource_uri == uri));
+    if !named {
+        return failure(
+            StatusCode::NOT_FOUND,
+            format!(
+                "no tool of {} has the view {}",
+                record.card.name,
+                crate::text::excerpt(&uri, 120)
+            ),
+        );
+    }
+    let contents = match site.node.read_resource(&record, &uri, None).await {
+        Ok(contents) => contents,
+        Err(e) => return failure(StatusCode::BAD_GATEWAY, e.to_string()),
+    };
+    let Some(view) = contents.into_iter().find(|c| c.uri == uri) else {
+        return failure(
+            StatusCode::BAD_GATEWAY,
+            format!(
+                "{} read no contents for {}",
+                record.card.name,
+                crate::text::excerpt(&uri, 120)
+            ),
+        );
+    };
+    let is_app = view
+        .mime_type
+        .as_deref()
+        .is_some_and(|mime| mime.replace(' ', "").eq_ignore_ascii_case(APP_MIME_TYPE));
+    if !is_app {
+        return failure(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("the view is not of MIME type {APP_MIME_TYPE}"),
+        );
+    }
+    let html = match view.body {
+        ResourceBody::Text { text } => text.into_bytes(),
+        ResourceBody::Blob { blob } => {
+            match base64::engine::general_purpose::STANDARD.decode(blob) {
+                Ok(bytes) => bytes,
+                Err(_) => return failure(StatusCode::BAD_GATEWAY, "the view is not base64"),
+            }
+        }
+    };
+    if html.len() > MAX_VIEW {
+        return failure(
+            StatusCode::BAD_GATEWAY,
+            format!(
+                "the view is {} bytes, more than the {MAX_VIEW} served",
+                html.len()
+            ),
+        );
+    }
+    let mut response = html.into_response();
+    let headers = response.headers_mut();
+    let set = |headers: &mut axum::http::HeaderMap, name, value| {
+        headers.insert(name, HeaderValue::from_static(value));
+    };
+    set(headers, header::CONTENT_TYPE, "text/html; charset=utf-8");
+    set(headers, header::CONTENT_SECURITY_POLICY, VIEW_POLICY);
+    set(headers, header::REFERRER_POLICY, "no-referrer");
+    set(headers, header::CACHE_CONTROL, "no-store");
+    set(
+        headers,
+        header::HeaderName::from_static("cross-origin-resource-policy"),
+        "same-origin",
+    );
+    response
+}
