@@ -107,3 +107,69 @@ async fn a_tools_view_is_listed_and_served_to_clients_that_render_views_only() {
     );
     plain.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_and_javascript_agents_offer_views_as_rust_ones_do() {
+    let cli = Cli::new();
+    for component in [
+        support::python_agent("python-split"),
+        support::js_agent("js-mixer"),
+    ] {
+        cli.run(&["add", component.to_str().unwrap()]).success();
+    }
+    let server = Server::start(cli.data(), &[]);
+    let host = apps_host(server.url("/mcp")).await;
+    let tools = host.list_all_tools().await.unwrap();
+    for (tool, view, arguments, expected) in [
+        (
+            "split.split",
+            "ui://split/panel",
+            json!({"bill": 100, "people": 3}),
+            json!({"bill": 100.0, "people": 3, "each": 33.33}),
+        ),
+        (
+            "mixer.mix",
+            "ui://mixer/swatch",
+            json!({"a": "#ff0000", "b": "#0000ff"}),
+            json!({"colour": "#800080"}),
+        ),
+    ] {
+        let listed = tools
+            .iter()
+            .find(|t| t.name == tool)
+            .unwrap_or_else(|| panic!("{tool} is listed"));
+        let meta = serde_json::to_value(listed.meta.clone().expect("_meta")).unwrap();
+        assert_eq!(meta["ui"]["resourceUri"], view, "{tool}");
+        let read = host
+            .read_resource(ReadResourceRequestParams::new(view))
+            .await
+            .unwrap();
+        match &read.contents[..] {
+            [
+                ResourceContents::TextResourceContents {
+                    text, mime_type, ..
+                },
+            ] => {
+                assert_eq!(mime_type.as_deref(), Some("text/html;profile=mcp-app"));
+                assert!(text.contains("ui/initialize"), "{tool}: {text}");
+            }
+            other => panic!("{tool}: one text contents expected: {other:?}"),
+        }
+        let answer = host
+            .call_tool(
+                rmcp::model::CallToolRequestParams::new(tool)
+                    .with_arguments(arguments.as_object().unwrap().clone()),
+            )
+            .await
+            .unwrap();
+        assert_eq!(answer.structured_content, Some(expected), "{tool}");
+    }
+    let resources = host.list_all_resources().await.unwrap();
+    for view in ["ui://split/panel", "ui://mixer/swatch"] {
+        assert!(
+            resources.iter().any(|r| r.uri == view),
+            "{view}: {resources:?}"
+        );
+    }
+    host.cancel().await.unwrap();
+}

@@ -32,6 +32,8 @@ import * as llmImport from "agentsite:agent/llm@0.1.3";
 import * as peersImport from "agentsite:agent/peers@0.1.3";
 
 const DRAFT = "https://json-schema.org/draft/2020-12/schema";
+/** MCP Apps' MIME type of an HTML view. */
+export const APP_MIME_TYPE = "text/html;profile=mcp-app";
 const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 
@@ -244,20 +246,43 @@ export class Agent {
     if (theAgent) throw new Error(`this component already has the agent ${theAgent.name}`);
     Object.assign(this, { name, description, version, tags: [...tags], homepage });
     this.tools = new Map();
+    this.resources = new Map();
     theAgent = this;
+  }
+
+  /** Offers `text` as the resource at `uri` (MCP resources). */
+  resource(uri, text, { name, mimeType = undefined, description = undefined }) {
+    if (typeof uri !== "string" || !uri) throw new Error("a resource needs a URI");
+    if (!name) throw new Error(`resource ${uri} needs a name`);
+    if (this.resources.has(uri)) throw new Error(`${this.name} already has a resource at ${uri}`);
+    this.resources.set(uri, { uri, name, text: String(text), mimeType, description });
+    return this;
+  }
+
+  /** Offers `html` as an interactive view (MCP Apps) at `uri`, a `ui://`
+   * URI that tools name with `app: uri`. */
+  view(uri, html, { name, description = undefined }) {
+    if (!String(uri).startsWith("ui://")) throw new Error(`a view is at a ui:// URI, not ${JSON.stringify(uri)}`);
+    return this.resource(uri, html, { name, mimeType: APP_MIME_TYPE, description });
   }
 
   /**
    * Makes `run` a tool. `spec.description` says what it does; `spec.input`
    * maps argument names to types of `t`; `spec.output` (a type) gives the
    * output schema; `readOnly`, `destructive`, `idempotent` and `openWorld`
-   * are the MCP hints. `run` gets the checked arguments as one object.
+   * are the MCP hints; `app` names the `ui://` view (see `view`) that MCP
+   * clients render with its results, and `appOnly` offers the tool to that
+   * view alone. `run` gets the checked arguments as one object.
    */
   tool(name, spec, run) {
     if (!TOOL_NAME.test(name)) throw new Error(`tool name ${JSON.stringify(name)}: 1 to 128 characters of A-Z a-z 0-9 _ - .`);
     if (this.tools.has(name)) throw new Error(`${this.name} already has a tool named ${name}`);
     if (!spec?.description) throw new Error(`tool ${name} needs a description`);
     if (typeof run !== "function") throw new Error(`tool ${name} needs a function`);
+    if (spec.app !== undefined && !String(spec.app).startsWith("ui://")) {
+      throw new Error(`tool ${name}: a view is at a ui:// URI, not ${JSON.stringify(spec.app)}`);
+    }
+    if (spec.appOnly && spec.app === undefined) throw new Error(`tool ${name}: appOnly needs app: "ui://..."`);
     const input = objectType(spec.input ?? {});
     this.tools.set(name, {
       listed: {
@@ -273,6 +298,7 @@ export class Agent {
           openWorld: spec.openWorld,
         },
       },
+      app: spec.app === undefined ? undefined : { tool: name, resourceUri: spec.app, visibility: spec.appOnly ? ["app"] : [] },
       check: input.check,
       run,
     });
@@ -334,9 +360,18 @@ export const tools = {
 };
 
 export const resources = {
-  listResources: () => [],
+  listResources: () => [...current().resources.values()].map(({ uri, name, description, mimeType }) =>
+    ({ uri, name, title: undefined, description, mimeType })),
   listResourceTemplates: () => [],
-  readResource: (uri) => { throw { tag: "not-found", val: uri }; },
+  readResource: (uri) => {
+    const found = current().resources.get(uri);
+    if (!found) throw { tag: "not-found", val: uri };
+    return [{ uri, mimeType: found.mimeType, body: { tag: "text", val: found.text } }];
+  },
+};
+
+export const apps = {
+  toolApps: () => [...current().tools.values()].filter((tool) => tool.app).map((tool) => tool.app),
 };
 
 export const prompts = {

@@ -19,7 +19,7 @@ import { parseArgs } from "node:util";
 
 const SDK = dirname(fileURLToPath(import.meta.url));
 const DEFAULT_WIT = resolve(SDK, "../../wit");
-const WORLD = "agent";
+const WORLD = "apps-agent";
 
 function files(directory, suffixes) {
   const found = [];
@@ -62,7 +62,7 @@ async function build(app, output, wit) {
     const entry = join(work, "entry.js");
     writeFileSync(entry,
       `import ${JSON.stringify(app)}; // the program: defines its Agent and tools\n` +
-      `export { card, tools, resources, prompts } from "agentsite";\n`);
+      `export { apps, card, tools, resources, prompts } from "agentsite";\n`);
     const bundle = await rolldown({
       input: entry,
       resolve: { alias: { agentsite: join(SDK, "agentsite.js") } },

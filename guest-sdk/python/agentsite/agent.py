@@ -12,6 +12,8 @@ from .schema import ArgumentError, Parameter, check_arguments, describe_function
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+# MCP Apps' MIME type of an HTML view.
+APP_MIME_TYPE = "text/html;profile=mcp-app"
 
 # The one agent of this component: a component exports one card.
 _agent: Optional["Agent"] = None
@@ -39,6 +41,21 @@ class Tool:
     open_world: Optional[bool]
     function: Callable
     parameters: list[Parameter]
+    # The ui:// resource of the tool's view (MCP Apps), and whether only
+    # the view may call the tool.
+    app: Optional[str] = None
+    app_only: bool = False
+
+
+@dataclass
+class Resource:
+    """A resource with fixed contents, as ``Agent.resource`` declares it."""
+
+    uri: str
+    name: str
+    text: str
+    mime_type: Optional[str]
+    description: Optional[str]
 
 
 class CallFailed(Exception):
@@ -84,7 +101,29 @@ class Agent:
         self.tags = list(tags or [])
         self.homepage = homepage
         self.tools: dict[str, Tool] = {}
+        self.resources: dict[str, Resource] = {}
         _agent = self
+
+    def resource(
+        self,
+        uri: str,
+        text: str,
+        *,
+        name: str,
+        mime_type: Optional[str] = None,
+        description: Optional[str] = None,
+    ) -> None:
+        """Offers ``text`` as the resource at ``uri`` (MCP resources)."""
+        if uri in self.resources:
+            raise ValueError(f"{self.name} already has a resource at {uri!r}")
+        self.resources[uri] = Resource(uri, name, text, mime_type, description)
+
+    def view(self, uri: str, html: str, *, name: str, description: Optional[str] = None) -> None:
+        """Offers ``html`` as an interactive view (MCP Apps) at ``uri``, a
+        ``ui://`` URI that tools name with ``@agent.tool(app=uri)``."""
+        if not uri.startswith("ui://"):
+            raise ValueError(f"a view is at a ui:// URI, not {uri!r}")
+        self.resource(uri, html, name=name, mime_type=APP_MIME_TYPE, description=description)
 
     def tool(
         self,
@@ -96,8 +135,12 @@ class Agent:
         destructive: Optional[bool] = None,
         idempotent: Optional[bool] = None,
         open_world: Optional[bool] = None,
+        app: Optional[str] = None,
+        app_only: bool = False,
     ):
-        """Makes a function a tool. Its parameters' type hints give the
+        """Makes a function a tool. ``app`` names the ``ui://`` view (see
+        ``view``) that MCP clients render with its results; ``app_only``
+        offers the tool to that view alone. Its parameters' type hints give the
         input schema, its docstring the description (the text before
         ``Args:``) and each argument's (the ``Args:`` entries), its return
         hint the output schema. Use as ``@agent.tool`` or with hints:
@@ -111,6 +154,10 @@ class Agent:
                 )
             if tool_name in self.tools:
                 raise ValueError(f"{self.name} already has a tool named {tool_name!r}")
+            if app is not None and not app.startswith("ui://"):
+                raise ValueError(f"tool {tool_name!r}: a view is at a ui:// URI, not {app!r}")
+            if app_only and app is None:
+                raise ValueError(f"tool {tool_name!r}: app_only needs app=\"ui://...\"")
             description, input_schema, parameters, returns = describe_function(function)
             if not description:
                 raise ValueError(f"tool {tool_name!r} needs a docstring: what it does")
@@ -126,6 +173,8 @@ class Agent:
                 open_world=open_world,
                 function=function,
                 parameters=parameters,
+                app=app,
+                app_only=app_only,
             )
             return function
 

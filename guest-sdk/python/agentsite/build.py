@@ -24,7 +24,7 @@ from pathlib import Path
 SDK = Path(__file__).resolve().parent.parent
 # The repository's WIT; an installed SDK is given --wit.
 DEFAULT_WIT = SDK.parent.parent / "wit"
-WORLD = "agent"
+WORLD = "apps-agent"
 ENTRY = "agentsite_component"
 
 
@@ -72,7 +72,7 @@ def build(app: Path, output: Path, wit: Path) -> bool:
             f"import {app.stem}  # the program: defines its Agent and tools\n"
             "from agentsite.agent import current\n"
             "current()  # a program without an Agent fails the build here\n"
-            "from agentsite.exports import Card, Tools, Resources, Prompts\n"
+            "from agentsite.exports import Apps, Card, Tools, Resources, Prompts\n"
         )
         output.parent.mkdir(parents=True, exist_ok=True)
         partial = output.with_name(output.name + ".partial")

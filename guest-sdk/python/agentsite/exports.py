@@ -5,6 +5,7 @@ import json
 
 from componentize_py_types import Err
 from wit_world import exports
+from wit_world.exports import apps as _apps
 from wit_world.exports import prompts as _prompts
 from wit_world.exports import resources as _resources
 from wit_world.imports import agentsite_agent_types as t
@@ -68,13 +69,28 @@ class Tools(exports.Tools):
 
 class Resources(exports.Resources):
     def list_resources(self):
-        return []
+        return [
+            _resources.Resource(r.uri, r.name, None, r.description, r.mime_type)
+            for r in _agent.current().resources.values()
+        ]
 
     def list_resource_templates(self):
         return []
 
     def read_resource(self, uri):
-        raise Err(_resources.ResourceError_NotFound(uri))
+        found = _agent.current().resources.get(uri)
+        if found is None:
+            raise Err(_resources.ResourceError_NotFound(uri))
+        return [_resources.ResourceContents(uri, found.mime_type, t.ResourceBody_Text(found.text))]
+
+
+class Apps(exports.Apps):
+    def tool_apps(self):
+        return [
+            _apps.ToolApp(tool.name, tool.app, [_apps.Audience.APP] if tool.app_only else [])
+            for tool in _agent.current().tools.values()
+            if tool.app is not None
+        ]
 
 
 class Prompts(exports.Prompts):

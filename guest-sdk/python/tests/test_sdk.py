@@ -160,3 +160,39 @@ class Calls(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Views(unittest.TestCase):
+    def setUp(self):
+        agent_module._agent = None
+
+    def test_a_tool_names_a_view_among_the_agents_resources(self):
+        agent = Agent("split", description="Splits bills.")
+        agent.view("ui://split/panel", "<!DOCTYPE html><p>hi</p>", name="panel")
+
+        @agent.tool(app="ui://split/panel")
+        def split(bill: float) -> float:
+            """Splits a bill."""
+            return bill / 2
+
+        @agent.tool(app="ui://split/panel", app_only=True)
+        def presets() -> list[int]:
+            """Numbers of people."""
+            return [2, 3]
+
+        self.assertEqual(agent.tools["split"].app, "ui://split/panel")
+        self.assertTrue(agent.tools["presets"].app_only)
+        panel = agent.resources["ui://split/panel"]
+        self.assertEqual(panel.mime_type, "text/html;profile=mcp-app")
+
+    def test_views_are_ui_uris_and_app_only_needs_a_view(self):
+        agent = Agent("split", description="Splits bills.")
+        with self.assertRaisesRegex(ValueError, "ui:// URI"):
+            agent.view("https://example.org/panel", "<p>", name="panel")
+        with self.assertRaisesRegex(ValueError, "ui:// URI"):
+            agent.tool(name="x", app="https://example.org")(lambda: None)
+        with self.assertRaisesRegex(ValueError, "app_only needs app"):
+            agent.tool(name="y", app_only=True)(lambda: None)
+        agent.resource("notes://a", "text", name="a")
+        with self.assertRaisesRegex(ValueError, "already has a resource"):
+            agent.resource("notes://a", "text", name="a")

@@ -3,7 +3,9 @@
 // result; the view's own button calls the tool again through the page.
 // Inside the frame, the view reaches none of the node's pages, cookies or
 // storage, and no other origin; opened on its own, the view's address is
-// just as shut in; and it may not call a tool of another agent.
+// just as shut in; it may not call a tool of another agent; and once the
+// operator grants the agent an origin, the view may fetch from that one
+// (and still nothing of the node's).
 import assert from "node:assert/strict";
 import http from "node:http";
 import { env, newPage, run, screenshot } from "../browser.mjs";
@@ -113,5 +115,25 @@ await run(async (browser) => {
   await alone.close();
 
   assert.equal(reached, 0, "no request reached another origin");
+
+  // The operator grants the agent the other origin: its view may fetch there.
+  const granted = await page.evaluate(async (origin) => {
+    const csrf = document.querySelector('meta[name="csrf"]').content;
+    const answer = await fetch(location.pathname + "/grant", {
+      method: "POST", headers: { "Content-Type": "application/json", "X-Agentsite-Csrf": csrf },
+      body: JSON.stringify({ items: [`http=${origin}`] }),
+    });
+    return answer.status;
+  }, elsewhereUrl.replace(/\/$/, ""));
+  assert.equal(granted, 200);
+  const grantedView = await page.context().newPage();
+  await grantedView.goto(new URL(await frameElement.getAttribute("src"), base).href);
+  await grantedView.locator("#form").waitFor();
+  const found = await probe(grantedView.mainFrame(), base, elsewhereUrl);
+  assert.equal(found.other, "reached: 200", "the granted origin");
+  assert.match(found.nodeApi, /^refused/, "still nothing of the node's");
+  assert.match(found.cookie, /^refused/);
+  assert.ok(reached > 0);
+  await grantedView.close();
 });
 elsewhere.close();

@@ -144,6 +144,36 @@ fn check_host(host: &str) -> Result<(), String> {
 }
 
 impl HttpPattern {
+    /// The pattern as a content security policy source expression
+    /// (`https://*.example.com:443`, `http://127.0.0.1:*`), built from its
+    /// parsed parts; none for a host a source expression cannot hold (an
+    /// IPv6 literal, or characters outside letters, digits, `.` and `-`).
+    pub fn csp_source(&self) -> Option<String> {
+        let scheme = match self.scheme {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        };
+        let host = match &self.host {
+            HostPattern::Any => "*".to_owned(),
+            HostPattern::Exact(host) => host.clone(),
+            HostPattern::SubdomainOf(domain) => format!("*.{domain}"),
+        };
+        let name = host.strip_prefix("*.").unwrap_or(&host);
+        let plain = host == "*"
+            || (!name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-')));
+        if !plain {
+            return None;
+        }
+        let port = match self.port {
+            Some(port) => port.to_string(),
+            None => "*".to_owned(),
+        };
+        Some(format!("{scheme}://{host}:{port}"))
+    }
+
     /// Whether a request to `scheme://host:port` is allowed by this pattern.
     /// `port` is the port the request will connect to (the scheme's default
     /// when its URI names none).
@@ -227,6 +257,27 @@ impl<'de> Deserialize<'de> for HttpPattern {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pattern_is_a_csp_source_only_when_one_can_hold_it() {
+        let source = |text: &str| pattern(text).csp_source();
+        assert_eq!(
+            source("https://api.example.com").as_deref(),
+            Some("https://api.example.com:443")
+        );
+        assert_eq!(
+            source("https://*.example.com").as_deref(),
+            Some("https://*.example.com:443")
+        );
+        assert_eq!(
+            source("http://127.0.0.1:*").as_deref(),
+            Some("http://127.0.0.1:*")
+        );
+        assert_eq!(source("https://*:8443").as_deref(), Some("https://*:8443"));
+        assert_eq!(source("http://[::1]:8080"), None);
+        assert_eq!(source("https://evil.example;script-src:443"), None);
+        assert_eq!(source("https://a'b.example"), None);
+    }
 
     fn pattern(text: &str) -> HttpPattern {
         text.parse().unwrap()

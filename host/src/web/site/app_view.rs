@@ -6,10 +6,9 @@
 //! nothing of the node's: the `sandbox` directive of its content security
 //! policy gives it an opaque origin even when opened on its own (no
 //! cookies, no storage, no same-origin request to the node's pages or
-//! API), its scripts and styles must be inline, and it may fetch nothing
-//! at all (`connect-src 'none'`: the contract has no way yet for a view to
-//! declare the origins it needs, and MCP Apps hosts may not allow
-//! undeclared ones). It reaches its agent only by asking the page over
+//! API), its scripts and styles must be inline, and it may fetch only from
+//! the origins the operator granted the agent itself (`http=…`), nothing
+//! when none. It reaches its agent only by asking the page over
 //! `postMessage` (assets/app-views.js), which calls the tools through the
 //! page's own route, with the page's anti-forgery header and the node's
 //! grants.
@@ -26,12 +25,31 @@ use std::sync::Arc;
 /// The largest view served: an HTML page with its scripts inline.
 pub const MAX_VIEW: usize = 2 * 1024 * 1024;
 
-/// What a view may do in the browser.
-pub const VIEW_POLICY: &str = "sandbox allow-scripts allow-forms; default-src 'none'; \
-     script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; media-src data:; \
-     font-src data:; connect-src 'none'; frame-src 'none'; child-src 'none'; \
-     worker-src 'none'; object-src 'none'; base-uri 'none'; form-action 'none'; \
-     frame-ancestors 'self'";
+/// What a view may do in the browser; `connect` is where it may fetch.
+fn view_policy(connect: &str) -> String {
+    format!(
+        "sandbox allow-scripts allow-forms; default-src 'none'; \
+         script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; media-src data:; \
+         font-src data:; connect-src {connect}; frame-src 'none'; child-src 'none'; \
+         worker-src 'none'; object-src 'none'; base-uri 'none'; form-action 'none'; \
+         frame-ancestors 'self'"
+    )
+}
+
+/// Where the agent's view may fetch: the origins its grant lets the agent
+/// itself reach, as source expressions; `'none'` without any.
+fn connect_sources(grants: &crate::capabilities::grant::Grants) -> String {
+    let sources: Vec<String> = grants
+        .http
+        .iter()
+        .filter_map(|pattern| pattern.csp_source())
+        .collect();
+    if sources.is_empty() {
+        "'none'".to_owned()
+    } else {
+        sources.join(" ")
+    }
+}
 
 #[derive(serde::Deserialize)]
 pub struct ViewQuery {
@@ -63,6 +81,10 @@ pub async fn serve(
             ),
         );
     }
+    let policy = match site.node.grants(&record) {
+        Ok(grants) => view_policy(&connect_sources(&grants)),
+        Err(e) => return failure(StatusCode::FORBIDDEN, e.to_string()),
+    };
     let contents = match site.node.read_resource(&record, &uri, None).await {
         Ok(contents) => contents,
         Err(e) => return failure(StatusCode::BAD_GATEWAY, e.to_string()),
@@ -111,7 +133,17 @@ pub async fn serve(
         headers.insert(name, HeaderValue::from_static(value));
     };
     set(headers, header::CONTENT_TYPE, "text/html; charset=utf-8");
-    set(headers, header::CONTENT_SECURITY_POLICY, VIEW_POLICY);
+    match HeaderValue::from_str(&policy) {
+        Ok(policy) => {
+            headers.insert(header::CONTENT_SECURITY_POLICY, policy);
+        }
+        Err(_) => {
+            return failure(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the view's policy is not a header",
+            );
+        }
+    }
     set(headers, header::REFERRER_POLICY, "no-referrer");
     set(headers, header::CACHE_CONTROL, "no-store");
     set(
