@@ -30,6 +30,34 @@ async fn apps_host(url: String) -> RunningService<RoleClient, ClientConfig> {
         .expect("the MCP Apps host connects")
 }
 
+/// The HTML of the view at `uri`, read as an MCP Apps host reads it: one
+/// text contents of the extension's MIME type, a page that speaks it.
+async fn read_view(host: &RunningService<RoleClient, ClientConfig>, uri: &str) -> String {
+    let read = host
+        .read_resource(ReadResourceRequestParams::new(uri))
+        .await
+        .unwrap();
+    match &read.contents[..] {
+        [
+            ResourceContents::TextResourceContents {
+                text, mime_type, ..
+            },
+        ] => {
+            assert_eq!(
+                mime_type.as_deref(),
+                Some("text/html;profile=mcp-app"),
+                "{uri}"
+            );
+            assert!(
+                text.contains("ui/initialize"),
+                "{uri} speaks MCP Apps: {text}"
+            );
+            text.clone()
+        }
+        other => panic!("{uri}: one text contents expected: {other:?}"),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tools_view_is_listed_and_served_to_clients_that_render_views_only() {
     let cli = Cli::new();
@@ -59,22 +87,8 @@ async fn a_tools_view_is_listed_and_served_to_clients_that_render_views_only() {
         .find(|r| r.uri == "ui://tipper/panel")
         .expect("the view is among the resources");
     assert_eq!(view.mime_type.as_deref(), Some("text/html;profile=mcp-app"));
-    let read = host
-        .read_resource(ReadResourceRequestParams::new("ui://tipper/panel"))
-        .await
-        .unwrap();
-    match &read.contents[..] {
-        [
-            ResourceContents::TextResourceContents {
-                text, mime_type, ..
-            },
-        ] => {
-            assert_eq!(mime_type.as_deref(), Some("text/html;profile=mcp-app"));
-            assert!(text.starts_with("<!DOCTYPE html>"), "{text}");
-            assert!(text.contains("ui/initialize"), "the view speaks MCP Apps");
-        }
-        other => panic!("one text contents expected: {other:?}"),
-    }
+    let text = read_view(&host, "ui://tipper/panel").await;
+    assert!(text.starts_with("<!DOCTYPE html>"), "{text}");
     host.cancel().await.unwrap();
 
     // A client that does not render views.
@@ -140,21 +154,7 @@ async fn python_and_javascript_agents_offer_views_as_rust_ones_do() {
             .unwrap_or_else(|| panic!("{tool} is listed"));
         let meta = serde_json::to_value(listed.meta.clone().expect("_meta")).unwrap();
         assert_eq!(meta["ui"]["resourceUri"], view, "{tool}");
-        let read = host
-            .read_resource(ReadResourceRequestParams::new(view))
-            .await
-            .unwrap();
-        match &read.contents[..] {
-            [
-                ResourceContents::TextResourceContents {
-                    text, mime_type, ..
-                },
-            ] => {
-                assert_eq!(mime_type.as_deref(), Some("text/html;profile=mcp-app"));
-                assert!(text.contains("ui/initialize"), "{tool}: {text}");
-            }
-            other => panic!("{tool}: one text contents expected: {other:?}"),
-        }
+        read_view(&host, view).await;
         let answer = host
             .call_tool(
                 rmcp::model::CallToolRequestParams::new(tool)
