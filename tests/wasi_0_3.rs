@@ -203,6 +203,92 @@ async fn a_wasi_0_3_agent_cannot_plant_a_link_out_of_its_folder() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wasi_0_3_agents_resources_and_prompts_are_served_over_mcp() {
+    use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams, ResourceContents};
+    let cli = Cli::new();
+    cli.add(&["courier"]);
+    let server = Server::start(cli.data(), &[]);
+    let client = crate::mcp::http_client(server.url("/agents/courier/mcp")).await;
+
+    let resources = client.list_all_resources().await.unwrap();
+    assert_eq!(
+        resources.iter().map(|r| r.uri.as_str()).collect::<Vec<_>>(),
+        ["courier://about"]
+    );
+    assert_eq!(resources[0].mime_type.as_deref(), Some("text/plain"));
+    let templates = client.list_all_resource_templates().await.unwrap();
+    assert_eq!(templates[0].uri_template, "courier://route/{place}");
+    let read = |uri: &str| client.read_resource(ReadResourceRequestParams::new(uri));
+    match &read("courier://about").await.unwrap().contents[..] {
+        [ResourceContents::TextResourceContents { text, .. }] => {
+            assert_eq!(text, "waits, fetches and reads, on WASI 0.3");
+        }
+        other => panic!("text expected: {other:?}"),
+    }
+    match &read("courier://route/paris").await.unwrap().contents[..] {
+        [ResourceContents::BlobResourceContents { blob, .. }] => {
+            use base64::Engine as _;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(blob)
+                .unwrap();
+            assert_eq!(bytes, b"paris");
+        }
+        other => panic!("a blob expected: {other:?}"),
+    }
+    let missing = read("courier://nowhere").await.unwrap_err().to_string();
+    assert!(missing.contains("courier://nowhere"), "{missing}");
+
+    let prompts = client.list_all_prompts().await.unwrap();
+    assert_eq!(prompts[0].name, "deliver");
+    assert_eq!(
+        prompts[0].arguments.as_ref().unwrap()[0].required,
+        Some(true)
+    );
+    let mut arguments = serde_json::Map::new();
+    arguments.insert("place".into(), json!("Lyon"));
+    let prompt = client
+        .get_prompt(GetPromptRequestParams::new("deliver").with_arguments(arguments))
+        .await
+        .unwrap();
+    assert_eq!(prompt.description.as_deref(), Some("A delivery to Lyon"));
+    let messages = serde_json::to_value(&prompt.messages).unwrap();
+    assert_eq!(messages[0]["role"], "user");
+    assert_eq!(messages[0]["content"]["text"], "Deliver this to Lyon.");
+    assert_eq!(messages[1]["role"], "assistant");
+    let refused = client
+        .get_prompt(GetPromptRequestParams::new("deliver"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("place"), "{refused}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wasi_0_3_agent_cannot_open_a_tcp_socket_even_with_an_http_grant() {
+    let (node, _dir) = node_with(&["calculator", "hostile_async"], test_limits()).await;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let dial = json!({"port": port}).to_string();
+    // No grant at all, then HTTP to that very port: sockets are never granted.
+    let error = error_of(&node, "hostile-async", "dial", &dial).await;
+    assert!(error.contains("AccessDenied"), "{error}");
+    grant(
+        &node,
+        "hostile-async",
+        &[&format!("http=http://127.0.0.1:{port}")],
+    );
+    let error = error_of(&node, "hostile-async", "dial", &dial).await;
+    assert!(error.contains("AccessDenied"), "{error}");
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "no connection reached the listener"
+    );
+    assert_serving(&node).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_wasi_0_3_functions_sync_and_async_are_tools() {
     let (node, _dir) = node_with(&["calculator"], test_limits()).await;
     let bytes = std::fs::read(support::wasm("ticker")).unwrap();

@@ -3,7 +3,10 @@
 //! which the node grants as it grants WASI 0.2's: no HTTP origin, folder or
 //! variable unless the operator names it.
 
-use agentsite_sdk::agent;
+use agentsite_sdk::{
+    Content, Prompt, PromptArgument, PromptArguments, PromptError, PromptMessage, PromptResult,
+    Prompts, Resource, ResourceContents, ResourceError, ResourceTemplate, Resources, agent,
+};
 use wasip3::clocks::monotonic_clock;
 use wasip3::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
 use wasip3::http::types::{Fields, Method, Request, Response, Scheme};
@@ -19,7 +22,7 @@ const MAX_BYTES: usize = 64 * 1024;
 struct Courier;
 
 /// Waits, fetches web pages and reads granted files, asynchronously (WASI 0.3).
-#[agent(tags = ["wasi-0.3", "http", "files", "wait"])]
+#[agent(tags = ["wasi-0.3", "http", "files", "wait"], resources, prompts)]
 impl Courier {
     /// Waits `millis` milliseconds (at most 10000) on WASI 0.3's monotonic
     /// clock, then says how long it waited.
@@ -165,5 +168,67 @@ async fn read_at_most(
         if !matches!(result, StreamResult::Complete(_)) {
             return (String::from_utf8_lossy(&bytes).into_owned(), false);
         }
+    }
+}
+
+/// Where the courier says what it carries, and a route per place.
+const ABOUT: &str = "courier://about";
+
+impl Resources for Courier {
+    fn list() -> Vec<Resource> {
+        vec![Resource {
+            description: Some("What the courier carries".into()),
+            mime_type: Some("text/plain".into()),
+            ..Resource::new(ABOUT, "about")
+        }]
+    }
+
+    fn templates() -> Vec<ResourceTemplate> {
+        vec![ResourceTemplate {
+            mime_type: Some("text/plain".into()),
+            ..ResourceTemplate::new("courier://route/{place}", "route")
+        }]
+    }
+
+    fn read(uri: &str) -> Result<Vec<ResourceContents>, ResourceError> {
+        if uri == ABOUT {
+            return Ok(vec![ResourceContents::text(
+                uri,
+                "text/plain",
+                "waits, fetches and reads, on WASI 0.3",
+            )]);
+        }
+        match uri.strip_prefix("courier://route/") {
+            Some(place) if !place.is_empty() => Ok(vec![ResourceContents::blob(
+                uri,
+                "application/octet-stream",
+                place.as_bytes().to_vec(),
+            )]),
+            _ => Err(ResourceError::NotFound(uri.into())),
+        }
+    }
+}
+
+impl Prompts for Courier {
+    fn list() -> Vec<Prompt> {
+        vec![Prompt::new(
+            "deliver",
+            "Ask for a delivery to a place",
+            vec![PromptArgument::new("place", "Where to deliver", true)],
+        )]
+    }
+
+    fn get(name: &str, arguments: &PromptArguments) -> Result<PromptResult, PromptError> {
+        if name != "deliver" {
+            return Err(PromptError::UnknownPrompt(name.into()));
+        }
+        let place = arguments.required("place")?;
+        Ok(PromptResult {
+            description: Some(format!("A delivery to {place}")),
+            messages: vec![
+                PromptMessage::user(Content::Text(format!("Deliver this to {place}."))),
+                PromptMessage::assistant(Content::Text("On my way.".into())),
+            ],
+        })
     }
 }

@@ -1,7 +1,7 @@
 //! A hostile agent built on WASI 0.3: it waits on a future nobody will
 //! ever resolve, writes a stream that never ends, hands the host one write
-//! as large as its memory allows, and plants links that lead out of the
-//! folder it was granted. Each must end by the node's deadline or bounds,
+//! as large as its memory allows, plants links that lead out of the
+//! folder it was granted, and dials TCP past the node's HTTP grants. Each must end by the node's deadline or bounds,
 //! or be refused, and leave the node serving.
 
 use agentsite_sdk::agent;
@@ -76,5 +76,26 @@ impl Pending {
             .await
             .map_err(|e| format!("cannot link {link} to {target}: {e:?}"))?;
         Ok(format!("linked {link} to {target}"))
+    }
+
+    /// Opens a TCP connection to 127.0.0.1:`port` with WASI 0.3's sockets,
+    /// around the HTTP grants; says whether it got through.
+    #[tool]
+    async fn dial(
+        /// The loopback port to connect to.
+        port: u16,
+    ) -> Result<String, String> {
+        use wasip3::sockets::types::{IpAddressFamily, IpSocketAddress, Ipv4SocketAddress, TcpSocket};
+        let socket = TcpSocket::create(IpAddressFamily::Ipv4)
+            .map_err(|e| format!("cannot make a socket: {e:?}"))?;
+        let address = IpSocketAddress::Ipv4(Ipv4SocketAddress {
+            port,
+            address: (127, 0, 0, 1),
+        });
+        socket
+            .connect(address)
+            .await
+            .map_err(|e| format!("cannot connect to port {port}: {e:?}"))?;
+        Ok(format!("connected to port {port}"))
     }
 }
