@@ -585,6 +585,54 @@ async fn a_signed_card_of_an_agent_attached_by_url_must_verify() {
     assert_eq!(names, vec![json!("calc")]);
 }
 
+/// A 0.3 client's task methods end to end: a message sent without
+/// blocking, followed with `tasks/resubscribe` to its end; another
+/// cancelled with `tasks/cancel`, refused when cancelled again (0.3's
+/// -32002), and read back cancelled.
+#[test]
+fn a_client_of_a2a_0_3_follows_and_cancels_tasks() {
+    let cli = Cli::new();
+    cli.add(&["courier"]);
+    let server = Server::start(cli.data(), &[]);
+    let output = support::run_bounded(
+        Command::new(python_0_3())
+            .arg(repo().join("tests/python/a2a_0_3.py"))
+            .arg("tasks")
+            .arg(server.url("")),
+        Duration::from_secs(240),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+    for started in ["followed_started", "cancel_started"] {
+        assert!(
+            ["submitted", "working"].contains(&seen[started].as_str().unwrap()),
+            "answered before the wait ended: {seen}"
+        );
+    }
+    let followed = &seen["followed"];
+    assert_eq!(followed["state"], "completed", "{seen}");
+    assert_eq!(
+        followed["states"].as_array().unwrap().last().unwrap(),
+        "completed",
+        "{seen}"
+    );
+    assert!(
+        followed["data"][0]["result"].as_u64().unwrap() >= 1500,
+        "{seen}"
+    );
+    assert_eq!(seen["cancelled"], "canceled", "{seen}");
+    assert!(
+        seen["cancel_again"].as_str().unwrap().contains("-32002"),
+        "{seen}"
+    );
+    assert_eq!(seen["read_back"], "canceled", "{seen}");
+}
+
 #[test]
 fn a_client_of_a2a_0_3_calls_an_agent_of_the_node() {
     let cli = Cli::new();

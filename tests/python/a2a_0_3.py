@@ -6,6 +6,12 @@ a virtualenv of its own: requirements-a2a-0.3.txt), for tests/a2a.rs.
         message (answered whole, then streamed), reads the task back with
         tasks/get, and prints one JSON object of what it saw.
 
+    python a2a_0_3.py tasks http://127.0.0.1:PORT
+        against the courier agent: a message sent without blocking (a long
+        wait) is followed with tasks/resubscribe to its end; another is
+        cancelled with tasks/cancel, and cancelled again; prints one JSON
+        object of what it saw.
+
     python a2a_0_3.py serve
         serves a 0.3 agent ("echo": answers with the text it was sent,
         upper-cased, as a completed task's artifact); prints
@@ -25,6 +31,7 @@ from a2a.types import (
     Message,
     Part,
     Role,
+    TaskIdParams,
     TaskQueryParams,
     TextPart,
 )
@@ -88,6 +95,52 @@ async def client(base: str) -> None:
     print(json.dumps(seen))
 
 
+def wait(millis: int) -> Message:
+    call = {"tool": "wait", "arguments": {"millis": millis}}
+    return message([Part(root=DataPart(data=call))])
+
+
+async def tasks(base: str) -> None:
+    seen: dict = {}
+    async with httpx.AsyncClient(timeout=60) as http:
+        card = await A2ACardResolver(http, f"{base}/agents/courier").get_agent_card()
+        # polling: message/send with blocking false, answered at once.
+        at_once = ClientFactory(
+            ClientConfig(httpx_client=http, streaming=False, polling=True)
+        ).create(card)
+        streaming = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
+
+        async for event in at_once.send_message(wait(1500)):
+            task, _ = event
+            seen["followed_started"] = task.status.state.value
+            states = []
+            async for followed, update in streaming.resubscribe(TaskIdParams(id=task.id)):
+                states.append(
+                    update.status.state.value
+                    if update is not None and hasattr(update, "status")
+                    else followed.status.state.value
+                )
+                final = followed
+            seen["followed"] = {"states": states, "state": final.status.state.value,
+                                "data": artifact_data(final)}
+            break
+
+        async for event in at_once.send_message(wait(9000)):
+            task, _ = event
+            seen["cancel_started"] = task.status.state.value
+            cancelled = await at_once.cancel_task(TaskIdParams(id=task.id))
+            seen["cancelled"] = cancelled.status.state.value
+            try:
+                await at_once.cancel_task(TaskIdParams(id=task.id))
+                seen["cancel_again"] = "cancelled"
+            except Exception as e:  # the SDK's error for a finished task
+                seen["cancel_again"] = f"{type(e).__name__}: {e}"
+            read = await at_once.get_task(TaskQueryParams(id=task.id))
+            seen["read_back"] = read.status.state.value
+            break
+    print(json.dumps(seen))
+
+
 def serve() -> None:
     import uvicorn
     from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -145,5 +198,7 @@ def serve() -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "client":
         asyncio.run(client(sys.argv[2]))
+    elif sys.argv[1] == "tasks":
+        asyncio.run(tasks(sys.argv[2]))
     else:
         serve()
