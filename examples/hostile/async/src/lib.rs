@@ -85,7 +85,9 @@ impl Pending {
         /// The loopback port to connect to.
         port: u16,
     ) -> Result<String, String> {
-        use wasip3::sockets::types::{IpAddressFamily, IpSocketAddress, Ipv4SocketAddress, TcpSocket};
+        use wasip3::sockets::types::{
+            IpAddressFamily, IpSocketAddress, Ipv4SocketAddress, TcpSocket,
+        };
         let socket = TcpSocket::create(IpAddressFamily::Ipv4)
             .map_err(|e| format!("cannot make a socket: {e:?}"))?;
         let address = IpSocketAddress::Ipv4(Ipv4SocketAddress {
