@@ -48,6 +48,25 @@ fn model(request: &ChatRequest) -> Answer {
     }
 }
 
+/// What tests/python/a2a_0_3.py printed as JSON, run in `mode` against
+/// the node at `base` with the 0.3 SDK.
+fn client_0_3(mode: &str, base: &str) -> Value {
+    let output = support::run_bounded(
+        Command::new(python_0_3())
+            .arg(repo().join("tests/python/a2a_0_3.py"))
+            .arg(mode)
+            .arg(base),
+        Duration::from_secs(240),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
 fn client_run(base: &str) -> Value {
     python_json("a2a_client.py", &[base])
 }
@@ -594,20 +613,7 @@ fn a_client_of_a2a_0_3_follows_and_cancels_tasks() {
     let cli = Cli::new();
     cli.add(&["courier"]);
     let server = Server::start(cli.data(), &[]);
-    let output = support::run_bounded(
-        Command::new(python_0_3())
-            .arg(repo().join("tests/python/a2a_0_3.py"))
-            .arg("tasks")
-            .arg(server.url("")),
-        Duration::from_secs(240),
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let seen = client_0_3("tasks", &server.url(""));
     for started in ["followed_started", "cancel_started"] {
         assert!(
             ["submitted", "working"].contains(&seen[started].as_str().unwrap()),
@@ -638,20 +644,7 @@ fn a_client_of_a2a_0_3_calls_an_agent_of_the_node() {
     let cli = Cli::new();
     cli.add(&["calculator"]);
     let server = Server::start(cli.data(), &[]);
-    let output = support::run_bounded(
-        Command::new(python_0_3())
-            .arg(repo().join("tests/python/a2a_0_3.py"))
-            .arg("client")
-            .arg(server.url("")),
-        Duration::from_secs(240),
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let seen = client_0_3("client", &server.url(""));
     // The card a 0.3 client reads: 0.3's version, endpoint and transport.
     assert_eq!(seen["card"]["protocol_version"], "0.3.0", "{seen}");
     assert!(

@@ -62,6 +62,17 @@ fn signer_of(stderr: &str) -> String {
         .to_owned()
 }
 
+/// Adds `reference`, which `add` must say `did` signed.
+fn added_signed_by(cli: &Cli, reference: &str, did: &str) {
+    let added = cli.run_fed(&["add", reference], &[], "", LIMIT);
+    added.success();
+    assert!(
+        added.stderr().contains(&format!("signed by {did}")),
+        "{}",
+        added.stderr()
+    );
+}
+
 fn refused(cli: &Cli, reference: &str, expected: &str) {
     let line = cli
         .run_fed(&["add", reference], &[], "", LIMIT)
@@ -96,13 +107,7 @@ fn a_signed_push_is_checked_on_pull_and_the_policy_refuses_what_it_must() {
     );
 
     user.run(&["trust", &did]).success();
-    let added = user.run_fed(&["add", &signed], &[], "", LIMIT);
-    added.success();
-    assert!(
-        added.stderr().contains(&format!("signed by {did}")),
-        "{}",
-        added.stderr()
-    );
+    added_signed_by(&user, &signed, &did);
     let inspected = user.run(&["inspect", "calculator"]).success();
     assert!(
         inspected.contains(&format!("(manifest {signed_digest}), signed by {did}")),
@@ -254,13 +259,7 @@ fn a_signature_sigstore_made_verifies_and_agentsite_signs_as_sigstore_verified()
     let peer =
         signature::peer_of_public_pem(&String::from_utf8(fixture("cosign.pub")).unwrap()).unwrap();
     let did = agentsite::did::of_peer(&peer).unwrap();
-    let added = user.run_fed(&["add", &reference], &[], "", LIMIT);
-    added.success();
-    assert!(
-        added.stderr().contains(&format!("signed by {did}")),
-        "{}",
-        added.stderr()
-    );
+    added_signed_by(&user, &reference, &did);
 
     // agentsite's signature that sigstore-rs verified when the fixture was
     // made: agentsite signing the same manifest with the same key today

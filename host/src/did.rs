@@ -39,13 +39,26 @@ pub fn of_ed25519(key: &ed25519::PublicKey) -> String {
 /// The did:key of a peer id, when the id carries its ed25519 key (as every
 /// agentsite node's and publisher's does).
 pub fn of_peer(peer: &PeerId) -> Option<String> {
+    Some(of_ed25519(&ed25519_of_peer(peer)?))
+}
+
+/// The ed25519 key a peer id carries, if it carries one.
+pub fn ed25519_of_peer(peer: &PeerId) -> Option<ed25519::PublicKey> {
     let multihash = peer.as_ref();
     // An identity multihash (code 0) holds the key itself.
     if multihash.code() != 0 {
         return None;
     }
-    let key = PublicKey::try_decode_protobuf(multihash.digest()).ok()?;
-    Some(of_ed25519(&key.try_into_ed25519().ok()?))
+    PublicKey::try_decode_protobuf(multihash.digest())
+        .ok()?
+        .try_into_ed25519()
+        .ok()
+}
+
+/// A key as people are shown it: its did:key, or the peer id of a key
+/// that is not ed25519.
+pub fn shown(peer: &PeerId) -> String {
+    of_peer(peer).unwrap_or_else(|| peer.to_string())
 }
 
 /// [`of_peer`] of a peer id as text; `None` for what is not one.

@@ -83,6 +83,11 @@ pub enum Audience {
 
 /// The MIME type of an MCP Apps view.
 pub const APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
+
+/// Whether `mime` is [`APP_MIME_TYPE`], however it is spaced or cased.
+pub fn is_app_mime(mime: &str) -> bool {
+    mime.replace(' ', "").eq_ignore_ascii_case(APP_MIME_TYPE)
+}
 /// The longest `ui://` URI a view may have.
 pub const MAX_APP_URI: usize = 512;
 

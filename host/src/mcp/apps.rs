@@ -7,7 +7,7 @@
 //! extension asks of servers.
 
 use crate::agent::resource::ResourceSpec;
-use crate::agent::tool::APP_MIME_TYPE;
+use crate::agent::tool::{APP_MIME_TYPE, is_app_mime};
 use rmcp::model::{ExtensionCapabilities, JsonObject, Tool};
 use rmcp::service::{Peer, RoleServer};
 
@@ -57,12 +57,7 @@ pub fn for_client(mut tool: Tool, renders_views: bool) -> Option<Tool> {
 
 /// Whether `resource` is a view (listed only to clients that render them).
 pub fn is_view(resource: &ResourceSpec) -> bool {
-    resource.uri.starts_with("ui://")
-        && resource
-            .info
-            .mime_type
-            .as_deref()
-            .is_some_and(|mime| mime.replace(' ', "").eq_ignore_ascii_case(APP_MIME_TYPE))
+    resource.uri.starts_with("ui://") && resource.info.mime_type.as_deref().is_some_and(is_app_mime)
 }
 
 #[cfg(test)]

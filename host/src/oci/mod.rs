@@ -307,14 +307,8 @@ impl Registry {
         signer: &signature::Signer,
     ) -> Result<(), OciError> {
         let tagged = signature_reference(reference, manifest_digest);
-        let shown = shown(&tagged);
-        let anonymous = self.auth == RegistryAuth::Anonymous;
-        let signed = async {
-            self.sign_unbounded(reference, &tagged, manifest_digest, signer)
-                .await
-                .map_err(|error| registry_error(&shown, anonymous, error))
-        };
-        within_deadline(&shown, signed).await
+        let signed = self.sign_unbounded(reference, &tagged, manifest_digest, signer);
+        self.bounded(&shown(&tagged), signed).await
     }
 
     async fn sign_unbounded(
@@ -393,14 +387,23 @@ impl Registry {
         file_name: &str,
         annotations: BTreeMap<String, String>,
     ) -> Result<Pushed, OciError> {
-        let shown = shown(reference);
+        let pushed = self.push_unbounded(reference, bytes, file_name, annotations);
+        self.bounded(&shown(reference), pushed).await
+    }
+
+    /// `work` against the registry, cut off at [`DEADLINE`], its errors
+    /// said as lines about `shown`.
+    async fn bounded<T>(
+        &self,
+        shown: &str,
+        work: impl std::future::Future<Output = Result<T, OciDistributionError>>,
+    ) -> Result<T, OciError> {
         let anonymous = self.auth == RegistryAuth::Anonymous;
-        let pushed = async {
-            self.push_unbounded(reference, bytes, file_name, annotations)
-                .await
-                .map_err(|error| registry_error(&shown, anonymous, error))
+        let work = async {
+            work.await
+                .map_err(|error| registry_error(shown, anonymous, error))
         };
-        within_deadline(&shown, pushed).await
+        within_deadline(shown, work).await
     }
 
     async fn push_unbounded(

@@ -198,17 +198,12 @@ impl Verdict {
     /// The verdict as `add` reports it.
     pub fn describe(&self) -> String {
         match self {
-            Verdict::Signed { by } => format!("signed by {}", shown_key(by)),
+            Verdict::Signed { by } => format!("signed by {}", crate::did::shown(by)),
             Verdict::Untrusted { why } => format!("signed, but {why}"),
             Verdict::Unsigned => "not signed".to_owned(),
             Verdict::Unreadable { why } => why.clone(),
         }
     }
-}
-
-/// A key as people are shown it: its did:key.
-pub fn shown_key(peer: &PeerId) -> String {
-    crate::did::of_peer(peer).unwrap_or_else(|| peer.to_string())
 }
 
 /// Checks the signatures `found` beside the manifest `manifest_digest`
@@ -219,7 +214,7 @@ pub fn check(found: &[Found], manifest_digest: &str, trusted: &[PeerId]) -> Verd
     }
     let keys: Vec<(PeerId, ed25519::PublicKey)> = trusted
         .iter()
-        .filter_map(|peer| Some((*peer, key_of_peer(peer)?)))
+        .filter_map(|peer| Some((*peer, crate::did::ed25519_of_peer(peer)?)))
         .collect();
     // The reasons, most telling last: a trusted key's signature of another
     // manifest says more than a payload that does not parse.
@@ -280,7 +275,7 @@ impl std::fmt::Display for Why {
             Why::OtherManifest { by, digest } => write!(
                 f,
                 "{} signed {digest}, not this manifest: a signature moved from another artifact",
-                shown_key(by)
+                crate::did::shown(by)
             ),
         }
     }
@@ -295,17 +290,6 @@ fn decode_signature(text: &str) -> Option<Vec<u8>> {
         .decode(text.trim())
         .ok()?;
     (bytes.len() == 64).then_some(bytes)
-}
-
-fn key_of_peer(peer: &PeerId) -> Option<ed25519::PublicKey> {
-    let multihash = peer.as_ref();
-    if multihash.code() != 0 {
-        return None;
-    }
-    PublicKey::try_decode_protobuf(multihash.digest())
-        .ok()?
-        .try_into_ed25519()
-        .ok()
 }
 
 #[cfg(test)]

@@ -17,10 +17,7 @@ impl std::fmt::Display for Origin {
             } => {
                 write!(f, "pulled from oci://{reference} (manifest {manifest})")?;
                 match signer {
-                    Some(signer) => match crate::did::of_peer(signer) {
-                        Some(did) => write!(f, ", signed by {did}"),
-                        None => write!(f, ", signed by {signer}"),
-                    },
+                    Some(signer) => write!(f, ", signed by {}", crate::did::shown(signer)),
                     None => f.write_str(", not signed by a key trusted here"),
                 }
             }

@@ -14,8 +14,8 @@
 //! grants.
 
 use super::{Site, failure};
-use crate::agent::tool::APP_MIME_TYPE;
 use crate::agent::tool::ResourceBody;
+use crate::agent::tool::{APP_MIME_TYPE, is_app_mime};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -67,6 +67,7 @@ pub async fn serve(
         Err(e) => return failure(StatusCode::NOT_FOUND, e.to_string()),
     };
     let uri = query.uri;
+    let shown = crate::text::excerpt(&uri, 120);
     let named = record
         .tools
         .iter()
@@ -74,11 +75,7 @@ pub async fn serve(
     if !named {
         return failure(
             StatusCode::NOT_FOUND,
-            format!(
-                "no tool of {} has the view {}",
-                record.card.name,
-                crate::text::excerpt(&uri, 120)
-            ),
+            format!("no tool of {} has the view {shown}", record.card.name),
         );
     }
     let policy = match site.node.grants(&record) {
@@ -92,18 +89,10 @@ pub async fn serve(
     let Some(view) = contents.into_iter().find(|c| c.uri == uri) else {
         return failure(
             StatusCode::BAD_GATEWAY,
-            format!(
-                "{} read no contents for {}",
-                record.card.name,
-                crate::text::excerpt(&uri, 120)
-            ),
+            format!("{} read no contents for {shown}", record.card.name),
         );
     };
-    let is_app = view
-        .mime_type
-        .as_deref()
-        .is_some_and(|mime| mime.replace(' ', "").eq_ignore_ascii_case(APP_MIME_TYPE));
-    if !is_app {
+    if !view.mime_type.as_deref().is_some_and(is_app_mime) {
         return failure(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             format!("the view is not of MIME type {APP_MIME_TYPE}"),
