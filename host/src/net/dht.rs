@@ -250,6 +250,49 @@ pub(super) fn keep_longest(store: &mut MemoryStore, record: kad::Record) -> bool
     }
 }
 
+/// What a peer asked to store here: a record, kept only when it is a
+/// valid manifest (see [`keep_longest`]), or a provider record, kept only
+/// for this network's own kinds of key. A peer that sent an invalid record
+/// is returned, with why, to block.
+pub(super) fn on_inbound(
+    store: &mut MemoryStore,
+    request: kad::InboundRequest,
+) -> Result<(), (PeerId, String)> {
+    match request {
+        kad::InboundRequest::PutRecord {
+            source,
+            record: Some(record),
+            ..
+        } => match check_record(&record) {
+            Ok(_) => {
+                keep_longest(store, record);
+            }
+            Err(e) => return Err((source, format!("sent an invalid DHT record: {e}"))),
+        },
+        kad::InboundRequest::AddProvider {
+            record: Some(record),
+        } => {
+            // kad has checked that the provider is the sender.
+            let key = record.key.as_ref();
+            if key.starts_with(b"/agentsite/agent/")
+                || key.starts_with(b"/agentsite/keyword/")
+                || key.starts_with(b"/agentsite/llm/")
+            {
+                tracing::debug!(
+                    provider = %record.provider,
+                    "provider record at {}",
+                    record.addresses.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")
+                );
+                if let Err(e) = kad::store::RecordStore::add_provider(store, record) {
+                    tracing::debug!("provider record not stored: {e}");
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

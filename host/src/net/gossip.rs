@@ -160,6 +160,35 @@ impl Announcement {
     }
 }
 
+/// A message came by gossip: an announcement that checks out is taken
+/// and passed on, anything else refused (gossipsub then scores its sender
+/// down and does not forward it).
+pub(super) fn received(
+    gossip: &mut gossipsub::Behaviour,
+    event: gossipsub::Event,
+) -> Option<Announcement> {
+    let gossipsub::Event::Message {
+        propagation_source,
+        message_id,
+        message,
+    } = event
+    else {
+        return None;
+    };
+    let verdict = Announcement::decode(&message.data);
+    let acceptance = if verdict.is_ok() {
+        gossipsub::MessageAcceptance::Accept
+    } else {
+        gossipsub::MessageAcceptance::Reject
+    };
+    gossip.report_message_validation_result(&message_id, &propagation_source, acceptance);
+    verdict
+        .inspect_err(
+            |e| tracing::warn!(peer = %propagation_source, "rejected an announcement: {e}"),
+        )
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

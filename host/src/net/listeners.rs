@@ -90,6 +90,31 @@ pub(super) fn interface_addresses() -> Vec<IpAddr> {
     }
 }
 
+/// Refuses a TCP listen address whose port another process holds.
+/// libp2p's TCP listeners set SO_REUSEPORT (so that dials can leave from
+/// the listening port, which hole punching needs), and so a second node
+/// given the same port would bind it beside the first, the kernel sharing
+/// connections between them. A plain bind, as the HTTP listener's, is
+/// refused while another socket holds the port: it is tried first and
+/// dropped. QUIC's UDP socket is bound plainly and refused by itself.
+pub(super) fn refuse_if_taken(address: &Multiaddr) -> anyhow::Result<()> {
+    let mut parts = address.iter();
+    let ip: std::net::IpAddr = match parts.next() {
+        Some(Protocol::Ip4(ip)) => ip.into(),
+        Some(Protocol::Ip6(ip)) => ip.into(),
+        _ => return Ok(()),
+    };
+    let Some(Protocol::Tcp(port)) = parts.next() else {
+        return Ok(());
+    };
+    if port == 0 {
+        return Ok(());
+    }
+    std::net::TcpListener::bind((ip, port))
+        .map(drop)
+        .map_err(|e| crate::http::options::cannot_listen(&address.to_string(), &e, "--p2p-listen"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

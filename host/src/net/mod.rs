@@ -9,6 +9,7 @@
 //! [`fetch`], [`rpc`].
 
 mod behaviour;
+mod command;
 pub mod dht;
 mod dial_back;
 mod event_loop;
@@ -18,11 +19,16 @@ pub mod gossip;
 pub mod identity;
 mod keep_alive;
 mod listeners;
+mod lookups;
 mod loopback;
 mod mesh;
 mod one_host;
+mod peer_table;
+mod publishing;
 pub mod reach;
 mod relay_hosts;
+mod relays;
+mod requests;
 pub mod rpc;
 mod strikes;
 pub mod tcp;
@@ -148,7 +154,7 @@ pub trait Library: Send + Sync + 'static {
 
 /// Tells a peer to drop a request unless it was answered (see [`rpc`]).
 struct CancelUnanswered {
-    commands: mpsc::Sender<event_loop::Command>,
+    commands: mpsc::Sender<command::Command>,
     peer: PeerId,
     /// The request's id until its answer came.
     id: Option<u64>,
@@ -161,7 +167,7 @@ impl Drop for CancelUnanswered {
         // full, the peer runs the work until its deadline, as it would
         // without this.
         let (reply, _) = oneshot::channel();
-        let _ = self.commands.try_send(event_loop::Command::Rpc {
+        let _ = self.commands.try_send(command::Command::Rpc {
             peer: self.peer,
             message: rpc::cancel_request(id),
             reply,
@@ -263,7 +269,7 @@ pub struct ProviderLookup {
 /// the last handle is dropped or [`Network::shutdown`] is called.
 #[derive(Clone)]
 pub struct Network {
-    commands: mpsc::Sender<event_loop::Command>,
+    commands: mpsc::Sender<command::Command>,
     peer_id: PeerId,
 }
 
@@ -288,7 +294,7 @@ impl Network {
 
     async fn ask<T>(
         &self,
-        command: impl FnOnce(oneshot::Sender<T>) -> event_loop::Command,
+        command: impl FnOnce(oneshot::Sender<T>) -> command::Command,
     ) -> Result<T, NetError> {
         let (reply, answer) = oneshot::channel();
         self.commands
@@ -300,30 +306,30 @@ impl Network {
 
     /// The addresses this node listens on, each ending in `/p2p/<peer id>`.
     pub async fn addresses(&self) -> Result<Vec<Multiaddr>, NetError> {
-        self.ask(|reply| event_loop::Command::Addresses { reply })
+        self.ask(|reply| command::Command::Addresses { reply })
             .await
     }
 
     /// Whether other nodes can dial this one, as far as it knows.
     pub async fn reachability(&self) -> Result<reach::Reachability, NetError> {
-        self.ask(|reply| event_loop::Command::Reachability { reply })
+        self.ask(|reply| command::Command::Reachability { reply })
             .await
     }
 
     /// The peers this node is connected to.
     pub async fn peers(&self) -> Result<Vec<PeerInfo>, NetError> {
-        self.ask(|reply| event_loop::Command::Peers { reply }).await
+        self.ask(|reply| command::Command::Peers { reply }).await
     }
 
     /// Dials `address` (which may end in `/p2p/<peer id>`).
     pub async fn dial(&self, address: Multiaddr) -> Result<(), NetError> {
-        self.ask(|reply| event_loop::Command::Dial { address, reply })
+        self.ask(|reply| command::Command::Dial { address, reply })
             .await?
     }
 
     /// How many peers this node's Kademlia routing table holds.
     pub async fn routing_table_size(&self) -> Result<usize, NetError> {
-        self.ask(|reply| event_loop::Command::RoutingTableSize { reply })
+        self.ask(|reply| command::Command::RoutingTableSize { reply })
             .await
     }
 
@@ -331,13 +337,13 @@ impl Network {
     /// that what goes to it next goes direct (a relay carries little);
     /// whether it has a direct connection.
     pub async fn prefer_direct(&self, peer: PeerId) -> Result<bool, NetError> {
-        self.ask(|reply| event_loop::Command::PreferDirect { peer, reply })
+        self.ask(|reply| command::Command::PreferDirect { peer, reply })
             .await
     }
 
     /// The peers this node's Kademlia routing table holds.
     pub async fn routing_table(&self) -> Result<Vec<PeerId>, NetError> {
-        self.ask(|reply| event_loop::Command::RoutingTable { reply })
+        self.ask(|reply| command::Command::RoutingTable { reply })
             .await
     }
 
@@ -345,14 +351,13 @@ impl Network {
     /// bootstrap (a lookup of its own id and of a random id in each farther
     /// bucket) is over. At once for the first node of a network.
     pub async fn joined(&self) -> Result<(), NetError> {
-        self.ask(|reply| event_loop::Command::Joined { reply })
-            .await
+        self.ask(|reply| command::Command::Joined { reply }).await
     }
 
     /// Publishes `manifest`: the record under its id, this node as a
     /// provider of the id and of each keyword, and a gossip announcement.
     pub async fn publish(&self, manifest: SignedManifest) -> Result<PublishReport, NetError> {
-        self.ask(|reply| event_loop::Command::Publish {
+        self.ask(|reply| command::Command::Publish {
             manifest: Box::new(manifest),
             reply,
         })
@@ -363,7 +368,7 @@ impl Network {
     /// storing DHT records (a republication of an agent whose records are
     /// stored). Returns how many mesh peers it went to.
     pub async fn announce(&self, manifest: SignedManifest) -> Result<usize, NetError> {
-        self.ask(|reply| event_loop::Command::Announce {
+        self.ask(|reply| command::Command::Announce {
             manifest: Box::new(manifest),
             reply,
         })
@@ -376,7 +381,7 @@ impl Network {
         &self,
         keys: Vec<libp2p::kad::RecordKey>,
     ) -> Result<PublishReport, NetError> {
-        self.ask(|reply| event_loop::Command::Provide { keys, reply })
+        self.ask(|reply| command::Command::Provide { keys, reply })
             .await
     }
 
@@ -387,13 +392,13 @@ impl Network {
         key: libp2p::kad::RecordKey,
         want: usize,
     ) -> Result<ProviderLookup, NetError> {
-        self.ask(|reply| event_loop::Command::Providers { key, want, reply })
+        self.ask(|reply| command::Command::Providers { key, want, reply })
             .await?
     }
 
     /// The signed manifest of `id`, from the DHT; checked before it is returned.
     pub async fn manifest(&self, id: AgentId) -> Result<SignedManifest, NetError> {
-        self.ask(|reply| event_loop::Command::Manifest { id, reply })
+        self.ask(|reply| command::Command::Manifest { id, reply })
             .await?
     }
 
@@ -403,7 +408,7 @@ impl Network {
         peer: PeerId,
         request: FetchRequest,
     ) -> Result<FetchResponse, NetError> {
-        self.ask(|reply| event_loop::Command::Fetch {
+        self.ask(|reply| command::Command::Fetch {
             peer,
             request,
             reply,
@@ -462,7 +467,7 @@ impl Network {
             peer,
             id: Some(id),
         };
-        let answer = self.ask(|reply| event_loop::Command::Rpc {
+        let answer = self.ask(|reply| command::Command::Rpc {
             peer,
             message,
             reply,
@@ -482,7 +487,7 @@ impl Network {
 
     /// Blocks `peer`: it sent data that fails verification.
     pub fn penalise(&self, peer: PeerId, reason: &str) {
-        let _ = self.commands.try_send(event_loop::Command::Penalise {
+        let _ = self.commands.try_send(command::Command::Penalise {
             peer,
             reason: reason.to_owned(),
         });
@@ -490,9 +495,7 @@ impl Network {
 
     /// Stops the network task and waits until it has.
     pub async fn shutdown(&self) {
-        let _ = self
-            .ask(|reply| event_loop::Command::Shutdown { reply })
-            .await;
+        let _ = self.ask(|reply| command::Command::Shutdown { reply }).await;
     }
 }
 
