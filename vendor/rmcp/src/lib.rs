@@ -25,6 +25,8 @@ pub use service::{Peer, Service, ServiceError, ServiceExt};
 #[cfg(feature = "server")]
 pub use service::{RoleServer, serve_server};
 
+#[cfg(any(feature = "client", feature = "server"))]
+pub mod boxed_mpsc;
 pub mod handler;
 #[cfg(feature = "server")]
 pub mod task_manager;

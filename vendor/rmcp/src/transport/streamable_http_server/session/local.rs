@@ -375,7 +375,7 @@ pub struct LocalSessionWorker {
     /// infinite reconnect loops when multiple EventSource connections compete
     /// to replace the common channel.
     shadow_txs: Vec<Sender<ServerSseMessage>>,
-    event_rx: Receiver<SessionEvent>,
+    event_rx: crate::boxed_mpsc::Receiver<SessionEvent>,
     session_config: SessionConfig,
     event_store: Option<Arc<dyn EventStore>>,
 }
@@ -847,7 +847,7 @@ pub enum SessionQuitReason {
 pub struct LocalSessionHandle {
     id: SessionId,
     // after all event_tx drop, inner task will be terminated
-    event_tx: Sender<SessionEvent>,
+    event_tx: crate::boxed_mpsc::Sender<SessionEvent>,
 }
 
 impl LocalSessionHandle {
@@ -1285,7 +1285,7 @@ fn create_local_session_with_event_store(
     event_store: Option<Arc<dyn EventStore>>,
 ) -> (LocalSessionHandle, LocalSessionWorker) {
     let id = id.into();
-    let (event_tx, event_rx) = tokio::sync::mpsc::channel(config.channel_capacity);
+    let (event_tx, event_rx) = crate::boxed_mpsc::channel(config.channel_capacity);
     let (common_tx, _) = tokio::sync::mpsc::channel(config.channel_capacity);
     let common = CachedTx::new_common(common_tx, &id, event_store.clone());
     tracing::info!(session_id = ?id, "create new session");
