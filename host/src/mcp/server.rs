@@ -464,7 +464,7 @@ impl ServerHandler for AgentServer {
         let ended = self.ended.clone();
         tokio::spawn(async move {
             loop {
-                let sent = tokio::select! {
+                let notice = tokio::select! {
                     _ = ended.cancelled() => {
                         tracing::debug!("session ended; its notification task stops");
                         return;
@@ -473,10 +473,7 @@ impl ServerHandler for AgentServer {
                         if changed.is_err() {
                             return;
                         }
-                        let notified = peer.notify_tool_list_changed().await;
-                        let _ = peer.notify_prompt_list_changed().await;
-                        let _ = peer.notify_resource_list_changed().await;
-                        notified
+                        Notice::ListsChanged
                     }
                     update = updates.recv() => match update {
                         Ok(update) => {
@@ -485,24 +482,50 @@ impl ServerHandler for AgentServer {
                                 .agents()
                                 .iter()
                                 .any(|a| a.record.id == update.agent);
-                            if in_scope && session.is_subscribed(&update.uri) {
-                                peer.notify_resource_updated(
-                                    rmcp::model::ResourceUpdatedNotificationParam::new(update.uri),
-                                )
-                                .await
-                            } else {
-                                Ok(())
+                            if !in_scope || !session.is_subscribed(&update.uri) {
+                                continue;
                             }
+                            Notice::ResourceUpdated(update.uri)
                         }
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Ok(()),
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                         Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                     },
                 };
+                // Boxed: the task waits for the session's whole life, and
+                // what a send takes would otherwise be part of its size.
+                let sent = Box::pin(notice.send(&peer)).await;
                 if sent.is_err() || peer.is_transport_closed() {
                     return;
                 }
             }
         });
+    }
+}
+
+/// What a session's notification task tells its client.
+enum Notice {
+    /// The installed agents changed: their tools, prompts and resources.
+    ListsChanged,
+    /// A resource the client subscribed to changed.
+    ResourceUpdated(String),
+}
+
+impl Notice {
+    async fn send(self, peer: &rmcp::Peer<RoleServer>) -> Result<(), rmcp::service::ServiceError> {
+        match self {
+            Notice::ListsChanged => {
+                let notified = peer.notify_tool_list_changed().await;
+                let _ = peer.notify_prompt_list_changed().await;
+                let _ = peer.notify_resource_list_changed().await;
+                notified
+            }
+            Notice::ResourceUpdated(uri) => {
+                peer.notify_resource_updated(rmcp::model::ResourceUpdatedNotificationParam::new(
+                    uri,
+                ))
+                .await
+            }
+        }
     }
 }
 

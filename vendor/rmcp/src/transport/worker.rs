@@ -226,14 +226,16 @@ impl<W: Worker> WorkerTransport<W> {
             cancellation_token: transport_task_ct.clone(),
         };
 
+        // Made out here, the worker's future is the task's only state: an
+        // async block that made it would hold the worker twice, once as
+        // what it captured and once inside the future.
+        let running = worker.run(context).instrument(tracing::span!(
+            Level::TRACE,
+            "transport_worker",
+            name = worker_name,
+        ));
         let join_handle = tokio::spawn(async move {
-            worker
-                .run(context)
-                .instrument(tracing::span!(
-                    Level::TRACE,
-                    "transport_worker",
-                    name = worker_name,
-                ))
+            running
                 .await
                 .inspect_err(|e| match e {
                     WorkerQuitReason::Cancelled

@@ -1930,13 +1930,17 @@ where
         S: crate::ServerHandler + Send + 'static,
         M: SessionManager,
     {
+        // The handshake's future, boxed out here, is freed once the
+        // session is served: the task that waits for the session to end
+        // holds only what waiting takes, for as long as the session lives.
+        let serving = Box::pin(serve_server_with_ct::<
+            S,
+            M::Transport,
+            _,
+            TransportAdapterIdentity,
+        >(service, transport, cancellation_token));
         tokio::spawn(async move {
-            let svc = serve_server_with_ct::<S, M::Transport, _, TransportAdapterIdentity>(
-                service,
-                transport,
-                cancellation_token,
-            )
-            .await;
+            let svc = serving.await;
             match svc {
                 Ok(svc) => {
                     if let Some(tx) = init_done_tx {

@@ -252,7 +252,9 @@ impl CachedTx {
         event_store: Option<Arc<dyn EventStore>>,
     ) -> Self {
         Self {
-            cache: VecDeque::with_capacity(tx.capacity()),
+            // Grows as events come, up to `capacity`: most streams (the
+            // common one of an idle session) never cache anything.
+            cache: VecDeque::new(),
             capacity: tx.capacity(),
             tx,
             http_request_id,
@@ -1058,10 +1060,51 @@ impl Worker for LocalSessionWorker {
         mut self,
         mut context: WorkerContext<Self>,
     ) -> Result<(), WorkerQuitReason<Self::Error>> {
-        enum InnerEvent {
-            FromHttpService(SessionEvent),
-            FromHandler(WorkerSendRequest<LocalSessionWorker>),
+        // What a step takes lives on the heap while the step runs: this
+        // future lives as long as the session, and its size is what an
+        // idle session costs.
+        Box::pin(self.serve_initialize(&mut context)).await?;
+        let ct = context.cancellation_token.clone();
+        let keep_alive = self.session_config.keep_alive.unwrap_or(Duration::MAX);
+        loop {
+            self.evict_expired_channels();
+            let keep_alive_timeout = tokio::time::sleep(keep_alive);
+            let event = tokio::select! {
+                event = self.event_rx.recv() => {
+                    if let Some(event) = event {
+                        InnerEvent::FromHttpService(event)
+                    } else {
+                        return Err(WorkerQuitReason::fatal(LocalSessionWorkerError::TransportTerminated, "waiting next session event"))
+                    }
+                },
+                from_handler = context.recv_from_handler() => {
+                    InnerEvent::FromHandler(from_handler?)
+                }
+                _ = ct.cancelled() => {
+                    return Err(WorkerQuitReason::Cancelled)
+                }
+                _ = keep_alive_timeout => {
+                    return Err(WorkerQuitReason::IdleTimeout(keep_alive))
+                }
+            };
+            Box::pin(self.handle_event(event, &mut context)).await?;
         }
+    }
+}
+
+/// What the worker's loop waits for next.
+enum InnerEvent {
+    FromHttpService(SessionEvent),
+    FromHandler(WorkerSendRequest<LocalSessionWorker>),
+}
+
+impl LocalSessionWorker {
+    /// Waits for the client's `initialize`, hands it to the handler and
+    /// sends its answer back.
+    async fn serve_initialize(
+        &mut self,
+        context: &mut WorkerContext<Self>,
+    ) -> Result<(), WorkerQuitReason<LocalSessionWorkerError>> {
         let init_timeout = self.session_config.init_timeout.unwrap_or(Duration::MAX);
         let evt = tokio::select! {
             evt = self.event_rx.recv() => evt.ok_or_else(|| {
@@ -1102,116 +1145,102 @@ impl Worker for LocalSessionWorker {
             .responder
             .send(Ok(()))
             .map_err(|_| WorkerQuitReason::HandlerTerminated)?;
-        let ct = context.cancellation_token.clone();
-        let keep_alive = self.session_config.keep_alive.unwrap_or(Duration::MAX);
-        loop {
-            self.evict_expired_channels();
-            let keep_alive_timeout = tokio::time::sleep(keep_alive);
-            let event = tokio::select! {
-                event = self.event_rx.recv() => {
-                    if let Some(event) = event {
-                        InnerEvent::FromHttpService(event)
-                    } else {
-                        return Err(WorkerQuitReason::fatal(LocalSessionWorkerError::TransportTerminated, "waiting next session event"))
+        Ok(())
+    }
+
+    /// Handles one event of the loop.
+    async fn handle_event(
+        &mut self,
+        event: InnerEvent,
+        context: &mut WorkerContext<Self>,
+    ) -> Result<(), WorkerQuitReason<LocalSessionWorkerError>> {
+        match event {
+            InnerEvent::FromHandler(WorkerSendRequest {
+                message, responder, ..
+            }) => {
+                // catch response
+                let to_unregister = match &message {
+                    crate::model::JsonRpcMessage::Response(json_rpc_response) => {
+                        let request_id = json_rpc_response.id.clone();
+                        Some(ResourceKey::McpRequestId(request_id))
                     }
-                },
-                from_handler = context.recv_from_handler() => {
-                    InnerEvent::FromHandler(from_handler?)
-                }
-                _ = ct.cancelled() => {
-                    return Err(WorkerQuitReason::Cancelled)
-                }
-                _ = keep_alive_timeout => {
-                    return Err(WorkerQuitReason::IdleTimeout(keep_alive))
-                }
-            };
-            match event {
-                InnerEvent::FromHandler(WorkerSendRequest {
-                    message, responder, ..
-                }) => {
-                    // catch response
-                    let to_unregister = match &message {
-                        crate::model::JsonRpcMessage::Response(json_rpc_response) => {
-                            let request_id = json_rpc_response.id.clone();
-                            Some(ResourceKey::McpRequestId(request_id))
-                        }
-                        crate::model::JsonRpcMessage::Error(json_rpc_error) => {
-                            json_rpc_error.id.clone().map(ResourceKey::McpRequestId)
-                        }
-                        _ => {
-                            None
-                            // no need to unregister resource
-                        }
-                    };
-                    let handle_result = self
-                        .handle_server_message(message)
-                        .await
-                        .map_err(LocalSessionWorkerError::FailToHandleMessage);
-                    let _ = responder.send(handle_result).inspect_err(|error| {
-                        tracing::warn!(?error, "failed to send message to http service handler");
-                    });
-                    if let Some(to_unregister) = to_unregister {
-                        self.unregister_resource(&to_unregister);
+                    crate::model::JsonRpcMessage::Error(json_rpc_error) => {
+                        json_rpc_error.id.clone().map(ResourceKey::McpRequestId)
                     }
-                }
-                InnerEvent::FromHttpService(SessionEvent::ClientMessage {
-                    message: json_rpc_message,
-                    http_request_id,
-                }) => {
-                    match &json_rpc_message {
-                        crate::model::JsonRpcMessage::Request(request) => {
-                            if let Some(http_request_id) = http_request_id {
-                                self.register_request(request, http_request_id)
-                            }
-                        }
-                        crate::model::JsonRpcMessage::Notification(notification) => {
-                            self.catch_cancellation_notification(notification)
-                        }
-                        _ => {}
+                    _ => {
+                        None
+                        // no need to unregister resource
                     }
-                    context.send_to_handler(json_rpc_message).await?;
-                }
-                InnerEvent::FromHttpService(SessionEvent::EstablishRequestWiseChannel {
-                    responder,
-                }) => {
-                    let handle_result = self.establish_request_wise_channel().await;
-                    let _ = responder.send(handle_result);
-                }
-                InnerEvent::FromHttpService(SessionEvent::EstablishCommonChannel { responder }) => {
-                    let handle_result = self.establish_common_channel().await;
-                    let _ = responder.send(handle_result);
-                }
-                InnerEvent::FromHttpService(SessionEvent::CloseRequestWiseChannel {
-                    id,
-                    responder,
-                }) => {
-                    let _handle_result = self.tx_router.remove(&id);
-                    let _ = responder.send(Ok(()));
-                }
-                InnerEvent::FromHttpService(SessionEvent::Resume {
-                    last_event_id,
-                    responder,
-                }) => {
-                    let handle_result = self.resume(last_event_id).await;
-                    let _ = responder.send(handle_result);
-                }
-                InnerEvent::FromHttpService(SessionEvent::Close) => {
-                    return Err(WorkerQuitReason::TransportClosed);
-                }
-                InnerEvent::FromHttpService(SessionEvent::CloseSseStream {
-                    http_request_id,
-                    retry_interval,
-                    responder,
-                }) => {
-                    let handle_result =
-                        self.close_sse_stream(http_request_id, retry_interval).await;
-                    let _ = responder.send(handle_result);
-                }
-                _ => {
-                    // ignore
+                };
+                let handle_result = self
+                    .handle_server_message(message)
+                    .await
+                    .map_err(LocalSessionWorkerError::FailToHandleMessage);
+                let _ = responder.send(handle_result).inspect_err(|error| {
+                    tracing::warn!(?error, "failed to send message to http service handler");
+                });
+                if let Some(to_unregister) = to_unregister {
+                    self.unregister_resource(&to_unregister);
                 }
             }
+            InnerEvent::FromHttpService(SessionEvent::ClientMessage {
+                message: json_rpc_message,
+                http_request_id,
+            }) => {
+                match &json_rpc_message {
+                    crate::model::JsonRpcMessage::Request(request) => {
+                        if let Some(http_request_id) = http_request_id {
+                            self.register_request(request, http_request_id)
+                        }
+                    }
+                    crate::model::JsonRpcMessage::Notification(notification) => {
+                        self.catch_cancellation_notification(notification)
+                    }
+                    _ => {}
+                }
+                context.send_to_handler(json_rpc_message).await?;
+            }
+            InnerEvent::FromHttpService(SessionEvent::EstablishRequestWiseChannel {
+                responder,
+            }) => {
+                let handle_result = self.establish_request_wise_channel().await;
+                let _ = responder.send(handle_result);
+            }
+            InnerEvent::FromHttpService(SessionEvent::EstablishCommonChannel { responder }) => {
+                let handle_result = self.establish_common_channel().await;
+                let _ = responder.send(handle_result);
+            }
+            InnerEvent::FromHttpService(SessionEvent::CloseRequestWiseChannel {
+                id,
+                responder,
+            }) => {
+                let _handle_result = self.tx_router.remove(&id);
+                let _ = responder.send(Ok(()));
+            }
+            InnerEvent::FromHttpService(SessionEvent::Resume {
+                last_event_id,
+                responder,
+            }) => {
+                let handle_result = self.resume(last_event_id).await;
+                let _ = responder.send(handle_result);
+            }
+            InnerEvent::FromHttpService(SessionEvent::Close) => {
+                return Err(WorkerQuitReason::TransportClosed);
+            }
+            InnerEvent::FromHttpService(SessionEvent::CloseSseStream {
+                http_request_id,
+                retry_interval,
+                responder,
+            }) => {
+                let handle_result =
+                    self.close_sse_stream(http_request_id, retry_interval).await;
+                let _ = responder.send(handle_result);
+            }
+            _ => {
+                // ignore
+            }
         }
+        Ok(())
     }
 }
 
