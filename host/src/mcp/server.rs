@@ -473,7 +473,7 @@ impl ServerHandler for AgentServer {
                         if changed.is_err() {
                             return;
                         }
-                        Notice::ListsChanged
+                        Some(Notice::ListsChanged)
                     }
                     update = updates.recv() => match update {
                         Ok(update) => {
@@ -482,18 +482,19 @@ impl ServerHandler for AgentServer {
                                 .agents()
                                 .iter()
                                 .any(|a| a.record.id == update.agent);
-                            if !in_scope || !session.is_subscribed(&update.uri) {
-                                continue;
-                            }
-                            Notice::ResourceUpdated(update.uri)
+                            (in_scope && session.is_subscribed(&update.uri))
+                                .then_some(Notice::ResourceUpdated(update.uri))
                         }
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
                         Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                     },
                 };
                 // Boxed: the task waits for the session's whole life, and
                 // what a send takes would otherwise be part of its size.
-                let sent = Box::pin(notice.send(&peer)).await;
+                let sent = match notice {
+                    Some(notice) => Box::pin(notice.send(&peer)).await,
+                    None => Ok(()),
+                };
                 if sent.is_err() || peer.is_transport_closed() {
                     return;
                 }

@@ -125,7 +125,7 @@ impl Publishing {
 
     /// Tells the network of `manifest` as hosted here, by gossip, and lists it
     /// in this node's own index. Returns how many mesh peers it went to.
-    pub fn announce(&mut self, swarm: &mut Swarm<Behaviour>, manifest: &SignedManifest) -> usize {
+    pub fn announce(&self, swarm: &mut Swarm<Behaviour>, manifest: &SignedManifest) -> usize {
         let gossip = &mut swarm.behaviour_mut().gossip.0;
         let mut mesh_peers = gossip.mesh_peers(&gossip::topic().hash()).count();
         let announcement = gossip::Announcement::encode(manifest, &self.keypair);
