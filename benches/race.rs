@@ -494,10 +494,12 @@ impl HttpClient {
         let body = response.text().await.unwrap();
         match &mut self.session {
             HttpSession::Streamable { .. } => {
+                // An SSE answer opens with an empty priming event (its id
+                // lets a client resume); the answer is the data that is JSON.
                 let json = body
                     .lines()
-                    .find_map(|l| l.strip_prefix("data:").map(str::trim))
-                    .filter(|d| d.starts_with('{'))
+                    .filter_map(|l| l.strip_prefix("data:").map(str::trim))
+                    .find(|d| d.starts_with('{'))
                     .unwrap_or(&body);
                 serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {body}"))
             }

@@ -28,6 +28,11 @@ const LIFETIMES: Lifetimes = Lifetimes {
     republish: Duration::from_secs(15),
     replicate: Duration::from_secs(20),
 };
+/// A bound for a network start that hangs, not a measure of speed: each
+/// node's join is bounded by the testnet itself, and the start takes what
+/// the machine gives it (the 100 nodes joined in 73-95 s with another
+/// process busy beside them, 168 s beside a release build of the project).
+const START_AT_MOST: Duration = Duration::from_secs(900);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agents_stay_found_when_a_third_of_the_nodes_leave() {
@@ -37,7 +42,7 @@ async fn agents_stay_found_when_a_third_of_the_nodes_leave() {
     };
     let _alone = support::testnet::alone().await;
     let net = tokio::time::timeout(
-        Duration::from_secs(180),
+        START_AT_MOST,
         Testnet::start_configured(NODES, 23, settings),
     )
     .await
@@ -233,7 +238,7 @@ async fn agents_published_over_quic_stay_found_after_their_publisher_leaves() {
     };
     let _alone = support::testnet::alone().await;
     let net = tokio::time::timeout(
-        Duration::from_secs(60),
+        START_AT_MOST,
         Testnet::start_configured(QUIC_NODES, 29, settings),
     )
     .await

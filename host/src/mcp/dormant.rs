@@ -1,9 +1,9 @@
 //! What an idle MCP session is reduced to: the client's `initialize`.
 //!
-//! A live session is a worker task, the session's handler and its
-//! notification task, and seven channels whose first blocks tokio allocates
-//! whole (32 messages of about 500 bytes each): about 60 KB, for a session
-//! that may see one request an hour. After a while with no request open
+//! A live session is a worker task, the session's handler (its serve loop)
+//! and its notification task, and the channels between them: about 20 KiB
+//! (BENCHMARKS.md, `mcp_sessions`), for a session that may see one request
+//! an hour. After a while with no request open
 //! ([`super::sessions`] decides when), the session's tasks end and only its
 //! `initialize` parameters stay here, serialized (a few hundred bytes). The
 //! next request for it finds no live session, and rmcp restores it from
