@@ -494,14 +494,17 @@ impl HttpClient {
         let body = response.text().await.unwrap();
         match &mut self.session {
             HttpSession::Streamable { .. } => {
-                // An SSE answer opens with an empty priming event (its id
-                // lets a client resume); the answer is the data that is JSON.
+                // A JSON answer, or an SSE stream that opens with an empty
+                // priming event (its id lets a client resume): the answer
+                // is the event whose data is JSON.
+                let body = body.replace("\r\n", "\n");
                 let json = body
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:").map(str::trim))
-                    .find(|d| d.starts_with('{'))
-                    .unwrap_or(&body);
-                serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {body}"))
+                    .split("\n\n")
+                    .filter_map(sse_event)
+                    .map(|(_, data)| data)
+                    .find(|data| data.starts_with('{'))
+                    .unwrap_or_else(|| body.clone());
+                serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {body}"))
             }
             HttpSession::Sse { .. } => loop {
                 let (event, data) = self.session.next_event().await;
@@ -526,17 +529,8 @@ impl HttpSession {
         loop {
             if let Some(end) = buffer.find("\n\n") {
                 let block: String = buffer.drain(..end + 2).collect();
-                let mut event = "message".to_owned();
-                let mut data = String::new();
-                for line in block.lines() {
-                    if let Some(value) = line.strip_prefix("event:") {
-                        event = value.trim().to_owned();
-                    } else if let Some(value) = line.strip_prefix("data:") {
-                        data.push_str(value.trim_start());
-                    }
-                }
-                if !data.is_empty() {
-                    return (event, data);
+                if let Some(event) = sse_event(&block) {
+                    return event;
                 }
                 continue;
             }
@@ -548,6 +542,21 @@ impl HttpSession {
             buffer.push_str(&String::from_utf8_lossy(&chunk).replace("\r\n", "\n"));
         }
     }
+}
+
+/// One SSE event block's type and data; `None` for a block without data
+/// (a priming event, a comment).
+fn sse_event(block: &str) -> Option<(String, String)> {
+    let mut event = "message".to_owned();
+    let mut data = String::new();
+    for line in block.lines() {
+        if let Some(value) = line.strip_prefix("event:") {
+            event = value.trim().to_owned();
+        } else if let Some(value) = line.strip_prefix("data:") {
+            data.push_str(value.trim_start());
+        }
+    }
+    (!data.is_empty()).then_some((event, data))
 }
 
 /// `in_flight` sessions calling one after another: `calls` calls in all at
