@@ -7,7 +7,7 @@
 //! * `stateless`: 2026-07-28 requests (no session) at `/agents/calculator/mcp`;
 //! * `stateless, all agents`: the same at `/mcp`, tool `calculator.add`;
 //! * `session`: a 2025-11-25 session (initialize once, then `tools/call`
-//!   with its `Mcp-Session-Id`); each answer is an SSE stream. Concurrency 1
+//!   with its `Mcp-Session-Id`); each answer is plain JSON. Concurrency 1
 //!   only: the load generator repeats one body, and requests in flight in
 //!   one session must have distinct JSON-RPC ids.
 //!
@@ -114,7 +114,7 @@ fn session(url: String) -> Target {
         "params": {"name": "add", "arguments": {"a": 2, "b": 3}}
     });
     Target {
-        name: "session (2025-11-25, SSE)",
+        name: "session (2025-11-25)",
         url,
         headers: version,
         body: body.to_string(),

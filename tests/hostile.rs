@@ -960,8 +960,8 @@ async fn sessions_kept(client: &reqwest::Client, server: &support::Server) -> (u
     (count("awake"), count("asleep"))
 }
 
-/// `method` with `params` in session `id`: the result (the last JSON-RPC
-/// message of the answer's event stream).
+/// `method` with `params` in session `id`: the result (the answer's JSON,
+/// or the last JSON-RPC message of its event stream).
 async fn request_in(
     client: &reqwest::Client,
     url: &str,
@@ -985,8 +985,9 @@ async fn request_in(
         .lines()
         .filter_map(|line| line.strip_prefix("data:"))
         .rfind(|data| !data.trim().is_empty())
-        .unwrap_or_else(|| panic!("no message in {text:?}"));
-    let message: serde_json::Value = serde_json::from_str(last.trim()).unwrap();
+        .unwrap_or(&text);
+    let message: serde_json::Value =
+        serde_json::from_str(last.trim()).unwrap_or_else(|e| panic!("no message in {text:?}: {e}"));
     message["result"].clone()
 }
 

@@ -893,6 +893,78 @@ async fn a_stateless_call_streams_its_progress_before_its_result() {
         .send()
         .await
         .unwrap();
+    assert_progress_then_result(response, 7).await;
+}
+
+/// In a session too, a call that sends nothing before its result is
+/// answered with plain JSON, and one whose agent reports progress is
+/// streamed: a priming event a client can resume from, the progress in
+/// order, then the result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_call_is_plain_json_unless_it_reports_progress() {
+    let cli = Cli::new();
+    cli.add(&["calculator", "hostile_flood"]);
+    let server = Server::start(cli.data(), &[]);
+    let url = server.url("/mcp");
+    let opened = mcp_post(url.clone())
+        .json(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status(), 200);
+    let session = opened.headers()["mcp-session-id"].clone();
+    let in_session = |body: Value| {
+        mcp_post(url.clone())
+            .header("mcp-session-id", session.clone())
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body)
+    };
+    let initialized = in_session(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(initialized.status(), 202);
+
+    let add = in_session(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "calculator.add", "arguments": {"a": 2, "b": 3}}}))
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(add.status(), 200);
+    assert_eq!(
+        add.headers()[reqwest::header::CONTENT_TYPE],
+        "application/json"
+    );
+    let answer: Value = add.json().await.unwrap();
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["result"],
+        json!(5.0),
+        "{answer}"
+    );
+
+    let nag = in_session(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "hostile-flood.nag", "arguments": {"count": 3, "kib": 1},
+                   "_meta": {"progressToken": "nagging"}}}))
+    .send()
+    .await
+    .unwrap();
+    let body = assert_progress_then_result(nag, 3).await;
+    let first = body.split("\n\n").next().unwrap();
+    assert!(
+        first.lines().any(|l| l.starts_with("id:")) && !first.contains('{'),
+        "the stream does not open with a priming event: {body}"
+    );
+}
+
+/// Checks that `response` is an event stream of progress reports
+/// (`progressToken` "nagging", in order) and then the result of the
+/// `hostile-flood.nag` call with JSON-RPC id `id`; its body.
+async fn assert_progress_then_result(response: reqwest::Response, id: u64) -> String {
     assert_eq!(response.status(), 200);
     let content_type = response.headers()[reqwest::header::CONTENT_TYPE]
         .to_str()
@@ -912,7 +984,7 @@ async fn a_stateless_call_streams_its_progress_before_its_result() {
         .map(|data| serde_json::from_str(data).unwrap())
         .collect();
     let (result, progress) = messages.split_last().expect("messages");
-    assert_eq!(result["id"], 7, "{body}");
+    assert_eq!(result["id"], id, "{body}");
     assert_eq!(
         result["result"]["content"][0]["text"], "reported 3 times",
         "{body}"
@@ -931,6 +1003,7 @@ async fn a_stateless_call_streams_its_progress_before_its_result() {
         reported.is_sorted() && reported.len() <= 3,
         "progress out of order or repeated: {reported:?}"
     );
+    body
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -42,9 +42,11 @@ fn rmcp_config(stop: &CancellationToken, dormant: Arc<Dormant>) -> StreamableHtt
         .disable_allowed_hosts()
         .disable_allowed_origins()
         .with_max_request_body_bytes(MAX_REQUEST_BODY)
-        // A stateless (2026-07-28) request whose handler sends nothing
-        // before its result is answered with plain JSON, not a one-event
-        // SSE stream; one that reports progress or logs still streams.
+        // A request whose handler sends nothing before its result is
+        // answered with plain JSON, not an SSE stream of a priming event
+        // and the result, in a session as without one; one that reports
+        // progress or logs still streams, and so does a call still running
+        // when an SSE keep-alive would be due.
         .with_json_response(true)
         .with_cancellation_token(stop.child_token());
     config.session_store = Some(dormant);

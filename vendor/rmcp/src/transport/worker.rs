@@ -77,6 +77,17 @@ pub trait Worker: Sized + Send + 'static {
     fn supports_request_cancellation() -> bool {
         false
     }
+    /// Return true to let the sending of a response (or an error answering
+    /// a request) complete once the message is queued for the worker, not
+    /// once the worker has delivered it.
+    ///
+    /// The serve loop only logs a response that could not be delivered, so
+    /// waiting for the worker's verdict only costs a task hand-off per
+    /// request; workers that opt in log that case themselves, and find
+    /// [`WorkerSendRequest::responder`]'s receiver dropped.
+    fn responses_unconfirmed() -> bool {
+        false
+    }
 }
 
 type RequestCancellations = Arc<Mutex<HashMap<RequestId, Weak<RequestCancellationRegistration>>>>;
@@ -379,6 +390,8 @@ impl<W: Worker> Transport<W::Role> for WorkerTransport<W> {
         let target_guard = cancellation_target
             .as_ref()
             .map(|target| target.lifetime_token().drop_guard());
+        let unconfirmed = W::responses_unconfirmed()
+            && matches!(item, JsonRpcMessage::Response(_) | JsonRpcMessage::Error(_));
         let (responder, receiver) = tokio::sync::oneshot::channel();
         let request = WorkerSendRequest {
             message: item,
@@ -390,6 +403,11 @@ impl<W: Worker> Transport<W::Role> for WorkerTransport<W> {
             // Keep the stream alive until its cancellation is handled or abandoned.
             let _cancellation_target = cancellation_target;
             let _target_guard = target_guard;
+            if unconfirmed {
+                drop(receiver);
+                tx.send(request).await.map_err(|_| W::err_closed())?;
+                return Ok(());
+            }
             tx.send(request).await.map_err(|_| W::err_closed())?;
             receiver.await.map_err(|_| W::err_closed())??;
             if let Some(guard) = cancellation_guard {

@@ -334,10 +334,12 @@ pub struct StreamableHttpServerConfig {
     /// negotiating that version are always served statelessly regardless of
     /// this setting.
     pub legacy_session_mode: bool,
-    /// When true and `legacy_session_mode` is false, the server prefers
-    /// `Content-Type: application/json` for simple request-response tools.
+    /// When true, the server prefers `Content-Type: application/json` for
+    /// simple request-response tools, in a session as without one.
     /// If the handler emits a notification or request before the final response,
-    /// the server falls back to `text/event-stream` so no message is lost.
+    /// the server falls back to `text/event-stream` so no message is lost; in a
+    /// session it does too when nothing has come by the time an SSE keep-alive
+    /// would be due.
     pub json_response: bool,
     /// Cancellation token for the Streamable HTTP server.
     ///
@@ -1901,6 +1903,56 @@ where
         Ok(self.stateless_sse_response(Some(first), receiver, request_ct))
     }
 
+    /// The answer to a request in a session, with `json_response` set: plain
+    /// JSON when the first message on the request's stream is its answer,
+    /// else an SSE stream of everything the stream carries (the priming
+    /// events held back while waiting come first). A call that has sent
+    /// nothing when an SSE keep-alive would be due is streamed too, so that
+    /// a long call keeps its connection alive.
+    async fn session_answer(
+        &self,
+        stream: impl Stream<Item = ServerSseMessage> + Send + Sync + 'static,
+    ) -> HttpResult<BoxResponse> {
+        let mut stream = Box::pin(stream);
+        let mut held = Vec::new();
+        let cancel = self.config.cancellation_token.child_token();
+        let keep_alive = self.config.sse_keep_alive;
+        let stream_after = tokio::time::sleep(keep_alive.unwrap_or(Duration::MAX));
+        tokio::pin!(stream_after);
+        loop {
+            let next = tokio::select! {
+                biased;
+                next = stream.next() => next,
+                _ = cancel.cancelled() => None,
+                _ = &mut stream_after, if keep_alive.is_some() => break,
+            };
+            let Some(event) = next else {
+                return Err(internal_error_response("empty response")(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the session sent no answer",
+                ))
+                .into());
+            };
+            match event.message.as_deref() {
+                None => held.push(event),
+                Some(ServerJsonRpcMessage::Response(_) | ServerJsonRpcMessage::Error(_)) => {
+                    let message = event.message.expect("matched above");
+                    let message = Arc::try_unwrap(message).unwrap_or_else(|m| (*m).clone());
+                    return jsonrpc_message_response(message, http::StatusCode::OK);
+                }
+                Some(_) => {
+                    held.push(event);
+                    break;
+                }
+            }
+        }
+        Ok(sse_stream_response(
+            futures::stream::iter(held).chain(stream),
+            self.config.sse_keep_alive,
+            self.config.cancellation_token.child_token(),
+        ))
+    }
+
     /// Looks up `name`'s input schema for SEP-2243 `Mcp-Param-*` validation.
     fn tool_schema(&self, name: &str) -> Option<Arc<JsonObject>> {
         self.get_service()
@@ -2407,6 +2459,9 @@ where
                             .create_stream(&session_id, message)
                             .await
                             .map_err(internal_error_response("get session"))?;
+                        if self.config.json_response {
+                            return self.session_answer(stream).await;
+                        }
                         Ok(sse_stream_response(
                             stream,
                             self.config.sse_keep_alive,

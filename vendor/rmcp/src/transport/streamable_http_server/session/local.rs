@@ -114,10 +114,10 @@ impl SessionManager for LocalSessionManager {
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + 'static, Self::Error> {
         let handle = self.session_handle(id).await?;
-        let receiver = handle.establish_request_wise_channel().await?;
-        let http_request_id = receiver.http_request_id;
-        handle.push_message(message, http_request_id).await?;
-        Ok(ReceiverStream::new(receiver.inner))
+        let receiver = handle
+            .push_request(message, self.session_config.channel_capacity)
+            .await?;
+        Ok(ReceiverStream::new(receiver))
     }
 
     async fn create_standalone_stream(
@@ -500,8 +500,19 @@ impl LocalSessionWorker {
     async fn establish_request_wise_channel(
         &mut self,
     ) -> Result<StreamableHttpMessageReceiver, SessionError> {
-        let http_request_id = self.next_http_request_id();
         let (tx, rx) = tokio::sync::mpsc::channel(self.session_config.channel_capacity);
+        let http_request_id = self.request_wise_channel_of(tx).await?;
+        Ok(StreamableHttpMessageReceiver {
+            http_request_id: Some(http_request_id),
+            inner: rx,
+        })
+    }
+    /// Routes a new HTTP request's messages to `tx`, under the id returned.
+    async fn request_wise_channel_of(
+        &mut self,
+        tx: Sender<ServerSseMessage>,
+    ) -> Result<HttpRequestId, SessionError> {
+        let http_request_id = self.next_http_request_id();
         let mut cached_tx = CachedTx::new(
             tx,
             Some(http_request_id),
@@ -521,10 +532,7 @@ impl LocalSessionWorker {
             },
         );
         tracing::debug!(http_request_id, "establish new request wise channel");
-        Ok(StreamableHttpMessageReceiver {
-            http_request_id: Some(http_request_id),
-            inner: rx,
-        })
+        Ok(http_request_id)
     }
     fn resolve_outbound_channel(&self, message: &ServerJsonRpcMessage) -> OutboundChannel {
         match &message {
@@ -810,6 +818,11 @@ pub enum SessionEvent {
     EstablishRequestWiseChannel {
         responder: oneshot::Sender<Result<StreamableHttpMessageReceiver, SessionError>>,
     },
+    /// A request, and the channel its request-wise stream is sent on.
+    ClientRequest {
+        message: ClientJsonRpcMessage,
+        tx: Sender<ServerSseMessage>,
+    },
     CloseRequestWiseChannel {
         id: HttpRequestId,
         responder: oneshot::Sender<Result<(), SessionError>>,
@@ -881,6 +894,26 @@ impl LocalSessionHandle {
             .await
             .map_err(|_| SessionError::SessionServiceTerminated)?;
         Ok(())
+    }
+
+    /// Push a request whose answer (and what the server sends before it)
+    /// comes on the returned channel: the request-wise channel is made here
+    /// and handed to the worker with the request, one event and no wait for
+    /// the worker, where [`Self::establish_request_wise_channel`] and
+    /// [`Self::push_message`] are two, the first a round trip.
+    ///
+    /// If the worker cannot take the channel, the channel ends empty.
+    pub async fn push_request(
+        &self,
+        message: ClientJsonRpcMessage,
+        capacity: usize,
+    ) -> Result<Receiver<ServerSseMessage>, SessionError> {
+        let (tx, rx) = tokio::sync::mpsc::channel(capacity);
+        self.event_tx
+            .send(SessionEvent::ClientRequest { message, tx })
+            .await
+            .map_err(|_| SessionError::SessionServiceTerminated)?;
+        Ok(rx)
     }
 
     /// establish a channel for a http-request, the corresponded message from server will be
@@ -1049,6 +1082,9 @@ impl Worker for LocalSessionWorker {
     fn err_join(e: tokio::task::JoinError) -> Self::Error {
         LocalSessionWorkerError::TokioJoinError(e)
     }
+    fn responses_unconfirmed() -> bool {
+        true
+    }
     fn config(&self) -> crate::transport::worker::WorkerConfig {
         crate::transport::worker::WorkerConfig {
             name: Some(format!("streamable-http-session-{}", self.id)),
@@ -1141,10 +1177,13 @@ impl LocalSessionWorker {
                     "send initialize response",
                 )
             })?;
-        send_initialize_response
-            .responder
-            .send(Ok(()))
-            .map_err(|_| WorkerQuitReason::HandlerTerminated)?;
+        // A response's sender does not wait for this (`responses_unconfirmed`).
+        let responder = send_initialize_response.responder;
+        if !responder.is_closed() {
+            responder
+                .send(Ok(()))
+                .map_err(|_| WorkerQuitReason::HandlerTerminated)?;
+        }
         Ok(())
     }
 
@@ -1176,9 +1215,18 @@ impl LocalSessionWorker {
                     .handle_server_message(message)
                     .await
                     .map_err(LocalSessionWorkerError::FailToHandleMessage);
-                let _ = responder.send(handle_result).inspect_err(|error| {
-                    tracing::warn!(?error, "failed to send message to http service handler");
-                });
+                if responder.is_closed() {
+                    // A response, whose sender did not wait for this verdict
+                    // (`responses_unconfirmed`): the serve loop would only
+                    // have logged it.
+                    if let Err(error) = handle_result {
+                        tracing::error!(%error, "fail to response message");
+                    }
+                } else {
+                    let _ = responder.send(handle_result).inspect_err(|error| {
+                        tracing::warn!(?error, "failed to send message to http service handler");
+                    });
+                }
                 if let Some(to_unregister) = to_unregister {
                     self.unregister_resource(&to_unregister);
                 }
@@ -1199,6 +1247,21 @@ impl LocalSessionWorker {
                     _ => {}
                 }
                 context.send_to_handler(json_rpc_message).await?;
+            }
+            InnerEvent::FromHttpService(SessionEvent::ClientRequest { message, tx }) => {
+                // On failure `tx` is dropped and the client's stream ends
+                // empty, as it would if the worker had gone.
+                match self.request_wise_channel_of(tx).await {
+                    Ok(http_request_id) => {
+                        if let crate::model::JsonRpcMessage::Request(request) = &message {
+                            self.register_request(request, http_request_id)
+                        }
+                        context.send_to_handler(message).await?;
+                    }
+                    Err(error) => {
+                        tracing::error!(%error, "could not open the request's stream");
+                    }
+                }
             }
             InnerEvent::FromHttpService(SessionEvent::EstablishRequestWiseChannel {
                 responder,
