@@ -19,7 +19,6 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use serde_json::json;
 use std::time::Duration;
 use support::{Cli, Server};
 
@@ -36,36 +35,6 @@ fn resident(server: &Server) -> u64 {
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmRSS in /proc/<pid>/status");
     kib * 1024
-}
-
-/// Opens a session from `client` and announces it initialized.
-async fn open_session(client: &reqwest::Client, url: &str) -> String {
-    let opened = client
-        .post(url)
-        .header("accept", "application/json, text/event-stream")
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "idle", "version": "1"}}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    let id = opened.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let _ = opened.bytes().await;
-    client
-        .post(url)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", &id)
-        .header("mcp-protocol-version", "2025-11-25")
-        .json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .send()
-        .await
-        .unwrap();
-    id
 }
 
 /// Sessions asleep, as the node's `/metrics` says.
@@ -98,7 +67,7 @@ async fn per_session(dormant_after: &str, wait_for_sleep: bool) -> (usize, u64) 
     };
     let warm = from("127.0.3.1".into());
     for _ in 0..50 {
-        let id = open_session(&warm, &url).await;
+        let id = support::mcp_session(&warm, &url).await;
         warm.delete(&url)
             .header("mcp-session-id", id)
             .header("mcp-protocol-version", "2025-11-25")
@@ -113,7 +82,7 @@ async fn per_session(dormant_after: &str, wait_for_sleep: bool) -> (usize, u64) 
         let client = from(format!("127.0.2.{address}"));
         for _ in 0..PER_ADDRESS / BATCH {
             for _ in 0..BATCH {
-                open_session(&client, &url).await;
+                support::mcp_session(&client, &url).await;
             }
             opened += BATCH;
             while wait_for_sleep && asleep(&server).await < opened {

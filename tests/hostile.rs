@@ -820,46 +820,6 @@ async fn the_operators_goals_are_kept_apart_from_anonymous_clients() {
     drop(cli);
 }
 
-/// An MCP session `initialize` opened from `client` at `url`, announced as
-/// initialized; its id.
-async fn mcp_session(client: &reqwest::Client, url: &str) -> String {
-    let post = |body: serde_json::Value, session: Option<&str>| {
-        let mut request = client
-            .post(url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .json(&body);
-        if let Some(id) = session {
-            request = request
-                .header("mcp-session-id", id)
-                .header("mcp-protocol-version", "2025-11-25");
-        }
-        request.send()
-    };
-    let opened = post(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "flood", "version": "1"}}}),
-        None,
-    )
-    .await
-    .unwrap();
-    assert_eq!(opened.status(), 200, "{url}");
-    let id = opened.headers()["mcp-session-id"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let _ = opened.bytes().await;
-    let initialized = post(
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        Some(&id),
-    )
-    .await
-    .unwrap();
-    assert_eq!(initialized.status(), 202);
-    id
-}
-
 /// The HTTP status a `ping` in session `id` gets.
 async fn ping_in(client: &reqwest::Client, url: &str, id: &str) -> u16 {
     client
@@ -908,10 +868,10 @@ async fn one_client_cannot_pile_up_sessions_or_sets_and_lock_others_out() {
     let all = server.url("/mcp");
 
     // Sessions.
-    let calm_session = mcp_session(&calm, &all).await;
-    let first_flooded = mcp_session(&flood, &all).await;
+    let calm_session = support::mcp_session(&calm, &all).await;
+    let first_flooded = support::mcp_session(&flood, &all).await;
     for _ in 0..PER_REQUESTER + 10 {
-        mcp_session(&flood, &all).await;
+        support::mcp_session(&flood, &all).await;
     }
     assert_eq!(ping_in(&flood, &all, &first_flooded).await, 404);
     assert_eq!(ping_in(&calm, &all, &calm_session).await, 200);
@@ -919,7 +879,7 @@ async fn one_client_cannot_pile_up_sessions_or_sets_and_lock_others_out() {
     // Sets: what `agentsite mcp calculator notes` serves from.
     let set = |names: &[&str]| server.url(&format!("/mcp?agents={}", names.join(",")));
     let calm_set = set(&[agents[0], agents[2]]);
-    let calm_set_session = mcp_session(&calm, &calm_set).await;
+    let calm_set_session = support::mcp_session(&calm, &calm_set).await;
     // Every set of two agents or more but the last ones: 100 sets.
     let subsets: Vec<Vec<&str>> = (1..128u32)
         .filter(|bits| bits.count_ones() > 1)
@@ -933,11 +893,11 @@ async fn one_client_cannot_pile_up_sessions_or_sets_and_lock_others_out() {
         .collect();
     assert!(subsets.len() > MAX_CHOSEN_SETS && MAX_CHOSEN_SETS > SETS_PER_REQUESTER);
     for names in &subsets {
-        mcp_session(&flood, &set(names)).await;
+        support::mcp_session(&flood, &set(names)).await;
     }
     assert_eq!(ping_in(&calm, &calm_set, &calm_set_session).await, 200);
     // Anyone's new set is served: one of a single agent, not named yet.
-    mcp_session(&calm, &set(&[agents[6]])).await;
+    support::mcp_session(&calm, &set(&[agents[6]])).await;
 }
 
 /// How many MCP sessions `server` keeps awake and asleep, as its
@@ -1011,9 +971,9 @@ async fn idle_sessions_sleep_and_their_next_request_wakes_them() {
     let all = server.url("/mcp");
     let mut sleepers = Vec::new();
     for _ in 0..20 {
-        sleepers.push(mcp_session(&client, &all).await);
+        sleepers.push(support::mcp_session(&client, &all).await);
     }
-    let keeps_a_level = mcp_session(&client, &all).await;
+    let keeps_a_level = support::mcp_session(&client, &all).await;
     request_in(
         &client,
         &all,

@@ -906,28 +906,13 @@ async fn a_session_call_is_plain_json_unless_it_reports_progress() {
     cli.add(&["calculator", "hostile_flood"]);
     let server = Server::start(cli.data(), &[]);
     let url = server.url("/mcp");
-    let opened = mcp_post(url.clone())
-        .json(
-            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"}}}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(opened.status(), 200);
-    let session = opened.headers()["mcp-session-id"].clone();
+    let session = support::mcp_session(&reqwest::Client::new(), &url).await;
     let in_session = |body: Value| {
         mcp_post(url.clone())
-            .header("mcp-session-id", session.clone())
+            .header("mcp-session-id", &session)
             .header("mcp-protocol-version", "2025-11-25")
             .json(&body)
     };
-    let initialized = in_session(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(initialized.status(), 202);
 
     let add = in_session(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "calculator.add", "arguments": {"a": 2, "b": 3}}}))

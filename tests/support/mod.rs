@@ -884,3 +884,43 @@ pub fn run_bounded_fed(command: &mut Command, stdin: Option<&[u8]>, limit: Durat
     }
     waiter.join().expect("waiter thread").expect("wait")
 }
+
+/// An MCP session (2025-11-25) opened from `client` at `url` with
+/// `initialize` and announced as initialized; its id.
+pub async fn mcp_session(client: &reqwest::Client, url: &str) -> String {
+    let post = |body: serde_json::Value, session: Option<&str>| {
+        let mut request = client
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(id) = session {
+            request = request
+                .header("mcp-session-id", id)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        request.send()
+    };
+    let opened = post(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "tests", "version": "1"}}}),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(opened.status(), 200, "{url}");
+    let id = opened.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let _ = opened.bytes().await;
+    let initialized = post(
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        Some(&id),
+    )
+    .await
+    .unwrap();
+    assert_eq!(initialized.status(), 202);
+    id
+}

@@ -1936,8 +1936,7 @@ where
             match event.message.as_deref() {
                 None => held.push(event),
                 Some(ServerJsonRpcMessage::Response(_) | ServerJsonRpcMessage::Error(_)) => {
-                    let message = event.message.expect("matched above");
-                    let message = Arc::try_unwrap(message).unwrap_or_else(|m| (*m).clone());
+                    let message = Arc::unwrap_or_clone(event.message.expect("matched above"));
                     return jsonrpc_message_response(message, http::StatusCode::OK);
                 }
                 Some(_) => {
