@@ -166,7 +166,9 @@ const MAX_READ_SIZE: usize = 64 * 1024 + 64;
 pub fn framed_read_2<T>(inner: T, buffer: Option<BytesMut>) -> FramedRead2<T> {
     FramedRead2 {
         inner,
-        buffer: buffer.unwrap_or_else(|| BytesMut::with_capacity(INITIAL_CAPACITY)),
+        // Allocated by the first read: a stream that is only written to
+        // (a gossip stream's sending half) never holds a read buffer.
+        buffer: buffer.unwrap_or_default(),
         read_size: INITIAL_CAPACITY,
     }
 }

@@ -207,7 +207,9 @@ pub fn framed_write_2<T>(inner: T, buffer: Option<BytesMut>) -> FramedWrite2<T> 
     FramedWrite2 {
         inner,
         high_water_mark: DEFAULT_SEND_HIGH_WATER_MARK,
-        buffer: buffer.unwrap_or_else(|| BytesMut::with_capacity(1028 * 8)),
+        // Allocated by the first frame written, and given back each time a
+        // flush has sent everything: a stream that waits holds no buffer.
+        buffer: buffer.unwrap_or_default(),
     }
 }
 
@@ -256,6 +258,9 @@ where
             }
 
             this.buffer.advance(num_write);
+        }
+        if this.buffer.capacity() != 0 {
+            *this.buffer = BytesMut::new();
         }
 
         this.inner.poll_flush(cx).map_err(Into::into)
