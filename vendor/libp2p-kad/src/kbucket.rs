@@ -467,48 +467,43 @@ where
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let (mut buffer, bucket_index) = if let Some(mut iter) = self.iter.take() {
-                if let Some(next) = iter.next() {
-                    self.iter = Some(iter);
-                    return Some(next);
-                }
+            // The buffer holds a bucket's worth of entries inline: they are
+            // taken out where they lie, as moving the whole buffer out and
+            // back for every entry cost more than the walk itself.
+            if let Some(next) = self.iter.as_mut().and_then(Iterator::next) {
+                return Some(next);
+            }
 
-                let bucket_index = self.buckets_iter.next()?;
+            let bucket_index = self.buckets_iter.next()?;
 
-                // Reusing the same buffer so if there were any allocation, it only happen once over
-                // a `ClosestIter` life.
-                iter.buffer.clear();
-
-                (iter.buffer, bucket_index)
-            } else {
-                let bucket_index = self.buckets_iter.next()?;
-
-                // Allocation only occurs if `kbucket_size` is greater than `K_VALUE`.
-                (SmallVec::with_capacity(self.bucket_size), bucket_index)
-            };
+            // Reusing the same buffer so if there were any allocation, it only happen once over
+            // a `ClosestIter` life.
+            // Allocation only occurs if `kbucket_size` is greater than `K_VALUE`.
+            let bucket_size = self.bucket_size;
+            let iter = self
+                .iter
+                .get_or_insert_with(|| ClosestIterBuffer::new(SmallVec::with_capacity(bucket_size)));
+            iter.buffer.clear();
+            iter.index = 0;
 
             let bucket = &mut self.table.buckets[bucket_index.get()];
             if let Some(applied) = bucket.apply_pending() {
                 self.table.applied_pending.push_back(applied)
             }
 
-            buffer.extend(
+            iter.buffer.extend(
                 bucket
                     .iter()
-                    .take(self.bucket_size)
+                    .take(bucket_size)
                     .map(|e| (self.fmap)(e))
                     .map(Some),
             );
-            buffer.sort_by(|a, b| {
+            let target = self.target.as_ref();
+            iter.buffer.sort_by(|a, b| {
                 let a = a.as_ref().expect("just initialized");
                 let b = b.as_ref().expect("just initialized");
-                self.target
-                    .as_ref()
-                    .distance(a.as_ref())
-                    .cmp(&self.target.as_ref().distance(b.as_ref()))
+                target.distance(a.as_ref()).cmp(&target.distance(b.as_ref()))
             });
-
-            self.iter = Some(ClosestIterBuffer::new(buffer));
         }
     }
 }

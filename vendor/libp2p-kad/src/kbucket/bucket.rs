@@ -198,7 +198,7 @@ where
         let len = self.nodes.len();
         if len == self.nodes.capacity() {
             self.nodes
-                .reserve_exact(len.max(4).min(self.capacity.saturating_sub(len)).max(1));
+                .reserve_exact(len.max(4).min(self.capacity.saturating_sub(len)));
         }
     }
 
