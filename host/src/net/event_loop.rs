@@ -546,7 +546,10 @@ impl EventLoop {
                 step,
             } => {
                 let swarm = &mut self.swarm;
-                let Some(result) = self.publishing.progressed(swarm, id, result, step.last) else {
+                let Some(result) =
+                    self.publishing
+                        .progressed(swarm, id, result, step.last, &self.strikes)
+                else {
                     return;
                 };
                 if let Some((liar, why)) =

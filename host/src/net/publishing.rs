@@ -3,6 +3,7 @@
 //! again when it fails, and one report when all are over.
 
 use super::behaviour::Behaviour;
+use super::strikes::Strikes;
 use super::{Library, PublishReport, dht, gossip};
 use crate::store::manifest::SignedManifest;
 use libp2p::identity::Keypair;
@@ -10,13 +11,20 @@ use libp2p::kad::{self, QueryId, QueryResult, RecordKey};
 use libp2p::{Swarm, gossipsub};
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// How many times a publication query is sent before the publication says
 /// it could not be done: a query times out when the peers it picked were
 /// busy or gone, and a new one picks again.
 const PUBLISH_ATTEMPTS: u32 = 3;
+
+/// How many more times a publication query is sent when the ones that ran
+/// out of time did so while this node's own loop ran late: their timeout
+/// measured this node's lateness (a busy machine), not the network, and
+/// does not count against [`PUBLISH_ATTEMPTS`]. Bounded, so that a node
+/// that is always late still answers its publisher.
+const EXCUSED_ATTEMPTS: u32 = 6;
 
 /// How long a node that leaves keeps its connections after it last
 /// announced itself a provider. Kademlia reports an `ADD_PROVIDER` done
@@ -35,6 +43,10 @@ const LINGER: Duration = Duration::from_secs(2);
 struct PublishStep {
     query: PublishQuery,
     attempt: u32,
+    /// Attempts sent again without counting (see [`EXCUSED_ATTEMPTS`]).
+    excused: u32,
+    /// When the current attempt was sent.
+    sent_at: Instant,
 }
 
 #[derive(Clone)]
@@ -45,7 +57,12 @@ enum PublishQuery {
 
 impl PublishStep {
     fn first(query: PublishQuery) -> Self {
-        PublishStep { query, attempt: 1 }
+        PublishStep {
+            query,
+            attempt: 1,
+            excused: 0,
+            sent_at: Instant::now(),
+        }
     }
 }
 
@@ -188,7 +205,8 @@ impl Publishing {
 
     /// Starts the query of one publication step; false if it could not even
     /// be started (the local store refused it).
-    fn send(&mut self, swarm: &mut Swarm<Behaviour>, number: u64, step: PublishStep) -> bool {
+    fn send(&mut self, swarm: &mut Swarm<Behaviour>, number: u64, mut step: PublishStep) -> bool {
+        step.sent_at = Instant::now();
         let kad = &mut swarm.behaviour_mut().kad;
         let started = match &step.query {
             PublishQuery::Record(record) => kad
@@ -211,13 +229,32 @@ impl Publishing {
     }
 
     /// A publication query failed: sends it again while attempts are left;
-    /// false when none are.
-    fn retry(&mut self, swarm: &mut Swarm<Behaviour>, number: u64, mut step: PublishStep) -> bool {
-        if step.attempt >= PUBLISH_ATTEMPTS {
+    /// false when none are. An attempt that failed while this node ran
+    /// late is not counted (up to [`EXCUSED_ATTEMPTS`]).
+    fn retry(
+        &mut self,
+        swarm: &mut Swarm<Behaviour>,
+        number: u64,
+        mut step: PublishStep,
+        strikes: &Strikes,
+    ) -> bool {
+        let ran_late = strikes.ran_late_since(step.sent_at, Instant::now());
+        if ran_late && step.excused < EXCUSED_ATTEMPTS {
+            step.excused += 1;
+            tracing::debug!(
+                "a publication query failed while this node ran late; sending it again"
+            );
+        } else if step.attempt < PUBLISH_ATTEMPTS {
+            step.attempt += 1;
+            tracing::debug!("a publication query failed; sending it again");
+        } else {
+            tracing::info!(
+                "a publication query failed {} times ({} more while this node ran late)",
+                step.attempt,
+                step.excused
+            );
             return false;
         }
-        step.attempt += 1;
-        tracing::debug!("a publication query failed; sending it again");
         self.publications.contains_key(&number) && self.send(swarm, number, step)
     }
 
@@ -229,6 +266,7 @@ impl Publishing {
         id: QueryId,
         result: QueryResult,
         last: bool,
+        strikes: &Strikes,
     ) -> Option<QueryResult> {
         let Some((number, step)) = self.queries.remove(&id) else {
             return Some(result);
@@ -240,7 +278,7 @@ impl Publishing {
                     Err(kad::PutRecordError::QuorumFailed { success, .. })
                     | Err(kad::PutRecordError::Timeout { success, .. }) => success.len(),
                 };
-                if replicas == 0 && self.retry(swarm, number, step) {
+                if replicas == 0 && self.retry(swarm, number, step, strikes) {
                     return None;
                 }
                 self.step_done(number, |r| r.record_replicas = replicas);
@@ -248,7 +286,7 @@ impl Publishing {
             QueryResult::StartProviding(outcome) => {
                 self.provided_at = Some(tokio::time::Instant::now());
                 let confirmed = outcome.is_ok();
-                if !confirmed && self.retry(swarm, number, step) {
+                if !confirmed && self.retry(swarm, number, step, strikes) {
                     return None;
                 }
                 self.step_done(number, |r| {

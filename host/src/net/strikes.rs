@@ -193,6 +193,16 @@ impl Strikes {
                 .is_some_and(|due| now.saturating_duration_since(due) > OWN_LATENESS)
     }
 
+    /// Whether this node's loop ran late at any time since `since`, or is
+    /// late at `now`: a DHT query sent then that ran out of time may have
+    /// run out of this node's time, not the network's.
+    pub fn ran_late_since(&self, since: Instant, now: Instant) -> bool {
+        self.ran_late_at.is_some_and(|at| at >= since)
+            || self
+                .next_check
+                .is_some_and(|due| now.saturating_duration_since(due) > OWN_LATENESS)
+    }
+
     /// Strikes `peer` at `now`; true when this strike makes it avoided.
     /// No strike counts while this node is [`running_late`](Self::running_late).
     pub fn strike(&mut self, peer: PeerId, now: Instant) -> bool {
@@ -289,6 +299,27 @@ mod tests {
         strikes.checked(back, back, back + second);
         assert!(strikes.strike(peer, back));
         assert!(strikes.is_avoided(&peer, back));
+    }
+
+    #[test]
+    fn a_late_run_is_seen_by_what_was_sent_before_it() {
+        let mut strikes = Strikes::default();
+        let start = Instant::now();
+        let second = Duration::from_secs(1);
+        strikes.checked(start, start, start + second);
+        assert!(!strikes.ran_late_since(start, start + second));
+        // A check three seconds late, 20 s after `start`.
+        let late = start + 20 * second;
+        strikes.checked(late - 3 * second, late, late + second);
+        // A query sent before it saw it, however long ago it ended...
+        let much_later = late + 60 * second;
+        strikes.checked(much_later, much_later, much_later + second);
+        assert!(strikes.ran_late_since(start, much_later));
+        // ...one sent after it did not.
+        assert!(!strikes.ran_late_since(late + second, much_later));
+        // Overdue now: late for anything in flight.
+        let overdue = much_later + second + OWN_LATENESS + second;
+        assert!(strikes.ran_late_since(much_later, overdue));
     }
 
     #[test]
