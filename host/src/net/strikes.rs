@@ -188,19 +188,20 @@ impl Strikes {
     fn running_late(&self, now: Instant) -> bool {
         self.ran_late_at
             .is_some_and(|at| now.saturating_duration_since(at) <= LATENESS_EXCUSES)
-            || self
-                .next_check
-                .is_some_and(|due| now.saturating_duration_since(due) > OWN_LATENESS)
+            || self.overdue(now)
+    }
+
+    /// Whether the loop's periodic check is late at `now` (not run yet).
+    fn overdue(&self, now: Instant) -> bool {
+        self.next_check
+            .is_some_and(|due| now.saturating_duration_since(due) > OWN_LATENESS)
     }
 
     /// Whether this node's loop ran late at any time since `since`, or is
     /// late at `now`: a DHT query sent then that ran out of time may have
     /// run out of this node's time, not the network's.
     pub fn ran_late_since(&self, since: Instant, now: Instant) -> bool {
-        self.ran_late_at.is_some_and(|at| at >= since)
-            || self
-                .next_check
-                .is_some_and(|due| now.saturating_duration_since(due) > OWN_LATENESS)
+        self.ran_late_at.is_some_and(|at| at >= since) || self.overdue(now)
     }
 
     /// Strikes `peer` at `now`; true when this strike makes it avoided.
