@@ -553,7 +553,8 @@ impl EventLoop {
                     return;
                 };
                 if let Some((liar, why)) =
-                    self.lookups.progressed(swarm, id, result, stats, step.last)
+                    self.lookups
+                        .progressed(swarm, id, result, stats, step.last, &self.strikes)
                 {
                     self.block(liar, &why);
                 }

@@ -182,6 +182,8 @@ pub enum NetError {
     Stopped,
     #[error("no agent {0} was found on the network")]
     NotFound(AgentId),
+    #[error("the lookup of agent {0} ran out of time before the peers it asked answered")]
+    LookupTimedOut(AgentId),
     #[error("request to {peer} failed: {reason}")]
     Request { peer: PeerId, reason: String },
     #[error("{0}")]

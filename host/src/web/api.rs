@@ -244,6 +244,7 @@ fn hub_failure(error: HubError) -> Response {
     let status = match &error {
         HubError::Resolve(_) | HubError::NoProvider(_) => StatusCode::NOT_FOUND,
         HubError::Net(crate::net::NetError::NotFound(_)) => StatusCode::NOT_FOUND,
+        HubError::Net(crate::net::NetError::LookupTimedOut(_)) => StatusCode::GATEWAY_TIMEOUT,
         HubError::Remote(e) if [code::INVALID_PARAMS, code::UNKNOWN_TOOL].contains(&e.code) => {
             StatusCode::BAD_REQUEST
         }
