@@ -5,10 +5,11 @@
 //! best way to hide a key). Most honest nodes still hold the provider
 //! record of an agent published under that keyword, every lookup from an
 //! honest node finds it, and no honest routing table holds more than two
-//! sybils in a bucket. The rules that do it: a bucket takes at most two
-//! peers at one public address, a node opens connections to at most four
-//! peers at one, and keeps at most four peers there that answer DHT queries
-//! however they connected (`net::dht::learn`, `net::one_host`). Without
+//! sybils in a bucket or four in all. The rules that do it: a bucket takes
+//! at most two peers at one public address and a routing table four, a
+//! node opens connections to at most four peers at one, and keeps at most
+//! four peers there that answer DHT queries however they connected
+//! (`net::dht::learn`, `net::one_host`). Without
 //! the last one, only the publisher kept its record and three lookups in
 //! four failed. The same lookups among the honest nodes alone, before the
 //! sybils come, are printed for comparison.
@@ -193,7 +194,8 @@ async fn sybils_against_honest_nodes() {
     );
 
     // No bucket of an honest routing table holds more sybils than a
-    // bucket takes peers at one address.
+    // bucket takes peers at one address, and no table more than a table
+    // takes.
     let mut held = 0;
     for node in &net.nodes {
         let me = KBucketKey::from(node.network.peer_id());
@@ -209,6 +211,12 @@ async fn sybils_against_honest_nodes() {
         assert!(
             most <= dht::PEERS_PER_IP_IN_BUCKET,
             "{} holds {most} sybils in one bucket",
+            node.network.peer_id()
+        );
+        let in_table: usize = per_bucket.values().sum();
+        assert!(
+            in_table <= dht::PEERS_PER_IP_IN_TABLE,
+            "{} holds {in_table} sybils in its routing table",
             node.network.peer_id()
         );
     }

@@ -139,6 +139,17 @@ pub(super) fn routing_table(kad: &mut kad::Behaviour<MemoryStore>) -> Vec<PeerId
 /// At most this many peers at one public IP address share a bucket.
 pub const PEERS_PER_IP_IN_BUCKET: usize = 2;
 
+/// At most this many peers at one public IP address are in the routing
+/// table, whatever their buckets: as many as this node keeps connections
+/// open to at one address ([`super::one_host::PEERS_PER_HOST`]). The
+/// bucket limit alone protects a key only while this node is far from it:
+/// identities ground close to a key then all fall in one bucket. A node
+/// whose own id is close to the key (one in a thousand, for forty
+/// identities that are the closest of twenty thousand) sees them spread
+/// over a bucket each by how many leading bits they share with it, two a
+/// bucket, and took 13 of the key's 20 closest peers from one host.
+pub const PEERS_PER_IP_IN_TABLE: usize = super::one_host::PEERS_PER_HOST;
+
 /// Addresses kept and dialed per peer, at most. A node has a few: TCP and
 /// QUIC over IPv4 and IPv6, one through each of its relays, a LAN address
 /// or two. A peer naming thousands (in identify, or for others in its
@@ -148,11 +159,12 @@ pub const ADDRESSES_PER_PEER: usize = 16;
 
 /// Adds `peer` at `address` to the routing table if its bucket has room
 /// (or already holds it). A full bucket is left as it is, and so is a bucket
-/// holding [`PEERS_PER_IP_IN_BUCKET`] peers at `address`'s public IP: one
-/// host making identities by the thousand fills no bucket, and so cannot
-/// decide whom this node sends a lookup to. (Private and loopback addresses
-/// are exempt: nodes on one machine or LAN are one operator's.) A peer
-/// already holding [`ADDRESSES_PER_PEER`] addresses gets no more.
+/// holding [`PEERS_PER_IP_IN_BUCKET`] peers at `address`'s public IP, or a
+/// table holding [`PEERS_PER_IP_IN_TABLE`]: one host making identities by
+/// the thousand fills no bucket, and so cannot decide whom this node sends
+/// a lookup to. (Private and loopback addresses are exempt: nodes on one
+/// machine or LAN are one operator's.) A peer already holding
+/// [`ADDRESSES_PER_PEER`] addresses gets no more.
 ///
 /// kad's own insertion, when a bucket is full, dials the bucket's least
 /// recently seen peer to see whether it is still alive, and keeps it if it
@@ -165,27 +177,49 @@ pub const ADDRESSES_PER_PEER: usize = 16;
 /// dead ones leave the table when a query fails to reach them.
 pub(super) fn learn(kad: &mut kad::Behaviour<MemoryStore>, peer: PeerId, address: Multiaddr) {
     let ip = super::reach::public_ip(&address);
-    let room = kad.kbucket(peer).is_some_and(|bucket| {
-        let mut same_host = 0;
-        for entry in bucket.iter() {
-            if *entry.node.key.preimage() == peer {
-                return entry.node.value.len() < ADDRESSES_PER_PEER;
-            }
-            if ip.is_some()
-                && entry
-                    .node
-                    .value
-                    .iter()
-                    .any(|a| super::reach::public_ip(a) == ip)
-            {
-                same_host += 1;
-            }
+    let at_ip = |ip: std::net::IpAddr, addresses: &kad::Addresses| {
+        addresses
+            .iter()
+            .any(|a| super::reach::public_ip(a) == Some(ip))
+    };
+    let Some(bucket) = kad.kbucket(peer) else {
+        return; // this node itself
+    };
+    let held = bucket
+        .iter()
+        .find(|entry| *entry.node.key.preimage() == peer)
+        .map(|entry| entry.node.value.len());
+    if let Some(addresses) = held {
+        if addresses < ADDRESSES_PER_PEER {
+            kad.add_address(&peer, address);
         }
-        bucket.num_entries() < kad::K_VALUE.get() && same_host < PEERS_PER_IP_IN_BUCKET
-    });
-    if room {
-        kad.add_address(&peer, address);
+        return;
     }
+    if bucket.num_entries() >= kad::K_VALUE.get() {
+        return;
+    }
+    if let Some(ip) = ip {
+        let in_bucket = bucket
+            .iter()
+            .filter(|entry| at_ip(ip, entry.node.value))
+            .count();
+        if in_bucket >= PEERS_PER_IP_IN_BUCKET {
+            return;
+        }
+        let in_table: usize = kad
+            .kbuckets()
+            .map(|bucket| {
+                bucket
+                    .iter()
+                    .filter(|entry| at_ip(ip, entry.node.value))
+                    .count()
+            })
+            .sum();
+        if in_table >= PEERS_PER_IP_IN_TABLE {
+            return;
+        }
+    }
+    kad.add_address(&peer, address);
 }
 
 /// Why an inbound record was refused.
@@ -298,42 +332,58 @@ mod tests {
     use super::*;
     use libp2p::kad::KBucketKey;
 
-    #[test]
-    fn forty_identities_at_one_address_do_not_take_a_keys_closest_peers() {
-        let local = PeerId::random();
+    /// How many of `key`'s 20 closest peers in `local`'s routing table are
+    /// `sybils`, all at one public address, once `local` has learned them
+    /// (closest to the key first) and a hundred honest nodes at addresses
+    /// of their own.
+    fn sybils_among_closest(local: PeerId, key: &RecordKey, sybils: &[PeerId]) -> usize {
         let mut kad = behaviour(local, None, Lifetimes::default());
-        let key = agent_key(&AgentId::of(b"a sought-after agent"));
-        let target = KBucketKey::new(key.clone());
-        // One host tries identities until it has 40 closer to the key than
-        // nearly every honest node: the closest of 20,000 tried.
-        let mut tried: Vec<PeerId> = (0..20_000).map(|_| PeerId::random()).collect();
-        tried.sort_by_key(|peer| target.distance(&KBucketKey::from(*peer)));
-        let sybils: Vec<PeerId> = tried.into_iter().take(40).collect();
-        let sybil_host: Multiaddr = "/ip4/198.51.100.66/tcp/4001".parse().unwrap();
         for (n, sybil) in sybils.iter().enumerate() {
             let port = 4001 + n as u16;
-            learn(
-                &mut kad,
-                *sybil,
-                format!("/ip4/198.51.100.66/tcp/{port}").parse().unwrap(),
-            );
+            let address = format!("/ip4/198.51.100.66/tcp/{port}");
+            learn(&mut kad, *sybil, address.parse().unwrap());
         }
-        // A hundred honest nodes, each at its own address.
         for n in 0..100u32 {
             let address = format!("/ip4/203.0.{}.{}/tcp/4001", n / 200, 1 + n % 200);
             learn(&mut kad, PeerId::random(), address.parse().unwrap());
         }
         let closest: Vec<PeerId> = kad
-            .get_closest_local_peers(&target)
+            .get_closest_local_peers(&KBucketKey::new(key.clone()))
             .map(|key| *key.preimage())
             .take(kad::K_VALUE.get())
             .collect();
-        let taken = closest.iter().filter(|peer| sybils.contains(peer)).count();
         assert_eq!(closest.len(), kad::K_VALUE.get());
+        closest.iter().filter(|peer| sybils.contains(peer)).count()
+    }
+
+    #[test]
+    fn forty_identities_at_one_address_do_not_take_a_keys_closest_peers() {
+        let key = agent_key(&AgentId::of(b"a sought-after agent"));
+        let target = KBucketKey::new(key.clone());
+        // One host tries identities until it has 40 closer to the key than
+        // nearly every honest node: the closest of 20,000 tried.
+        let mut tried: Vec<PeerId> = (0..20_001).map(|_| PeerId::random()).collect();
+        tried.sort_by_key(|peer| target.distance(&KBucketKey::from(*peer)));
+
+        // A node far from the key (nearly every node) has them all in one
+        // bucket, which takes two.
+        let far = std::iter::repeat_with(PeerId::random)
+            .find(|peer| target.distance(&KBucketKey::from(*peer)).ilog2() == Some(255))
+            .unwrap();
+        let taken = sybils_among_closest(far, &key, &tried[1..41]);
         assert!(
             taken <= PEERS_PER_IP_IN_BUCKET,
-            "{taken} of the key's {} closest peers are one host's ({sybil_host})",
-            closest.len()
+            "{taken} of a far node's 20 closest peers to the key are one host's"
+        );
+
+        // A node closer to the key than any of them has them spread over a
+        // bucket each by how many leading bits they share with it; the
+        // table as a whole takes four.
+        let near = tried[0];
+        let taken = sybils_among_closest(near, &key, &tried[1..41]);
+        assert!(
+            taken <= PEERS_PER_IP_IN_TABLE,
+            "{taken} of a near node's 20 closest peers to the key are one host's"
         );
     }
 

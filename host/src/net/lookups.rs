@@ -2,7 +2,7 @@
 //! record) and the routing-table bootstrap that joins the network.
 
 use super::behaviour::Behaviour;
-use super::strikes::Strikes;
+use super::strikes::{Excuses, Strikes};
 use super::{NetError, ProviderLookup, dht};
 use crate::AgentId;
 use crate::store::manifest::SignedManifest;
@@ -15,66 +15,60 @@ use tokio::sync::oneshot;
 
 type Reply<T> = oneshot::Sender<T>;
 
-/// How many times a lookup that ran out of time is started again when it
-/// did so while this node's own loop ran late: its timeout then measured
-/// this node's lateness (a busy machine), not the peers it asked. Bounded,
-/// so that a node that is always late still answers its caller.
+/// How many times a lookup that ended without what it sought is started
+/// again when it ran out of time, or had requests fail, while this node's
+/// own loop ran late (see [`Excuses`]).
 const EXCUSED_LOOKUPS: u32 = 2;
 
-/// When a lookup's current query was sent, and how many were sent again
-/// for this node's lateness (see [`EXCUSED_LOOKUPS`]).
-#[derive(Clone, Copy)]
-struct Attempt {
-    sent_at: Instant,
-    excused: u32,
+/// Whether a lookup that ended without what it sought is sent again: its
+/// caller still waits, and it fell short (ran out of time, or requests
+/// of it failed) while this node ran late, with an excuse left.
+fn sent_again_for_lateness<T>(
+    excuses: &mut Excuses,
+    reply: &Reply<T>,
+    fell_short: bool,
+    strikes: &Strikes,
+    now: Instant,
+) -> bool {
+    let again = !reply.is_closed() && fell_short && excuses.excuse(strikes, EXCUSED_LOOKUPS, now);
+    if again {
+        tracing::debug!("a lookup fell short while this node ran late; sending it again");
+    }
+    again
 }
 
-impl Attempt {
-    fn first() -> Self {
-        Attempt {
-            sent_at: Instant::now(),
-            excused: 0,
-        }
-    }
+/// A lookup of an agent's hosts.
+struct ProvidersLookup {
+    key: RecordKey,
+    want: usize,
+    found: HashSet<PeerId>,
+    /// Requests made by the attempts before the current one.
+    requests: u32,
+    excuses: Excuses,
+    reply: Reply<Result<ProviderLookup, NetError>>,
+}
 
-    /// The attempt to make after this one ran out of time, if the time it
-    /// ran out of was this node's: `None` when it was the peers' (or the
-    /// excuses are used up).
-    fn excused_again(self, strikes: &Strikes, now: Instant) -> Option<Attempt> {
-        (self.excused < EXCUSED_LOOKUPS && strikes.ran_late_since(self.sent_at, now)).then(|| {
-            tracing::debug!("a lookup ran out of time while this node ran late; sending it again");
-            Attempt {
-                sent_at: now,
-                excused: self.excused + 1,
-            }
-        })
-    }
+/// A lookup of an agent's manifest record.
+struct ManifestLookup {
+    agent: AgentId,
+    excuses: Excuses,
+    reply: Reply<Result<SignedManifest, NetError>>,
+}
+
+/// Where a lookup's query stands, as kad reported it with a result.
+struct Progress {
+    query: QueryId,
+    stats: kad::QueryStats,
+    /// Whether the query is over.
+    last: bool,
 }
 
 /// A DHT query someone waits for.
 enum Pending {
-    Providers {
-        key: RecordKey,
-        want: usize,
-        found: HashSet<PeerId>,
-        attempt: Attempt,
-        reply: Reply<Result<ProviderLookup, NetError>>,
-    },
-    Manifest {
-        id: AgentId,
-        attempt: Attempt,
-        reply: Reply<Result<SignedManifest, NetError>>,
-    },
+    Providers(ProvidersLookup),
+    Manifest(ManifestLookup),
     /// The routing-table bootstrap of joining the network.
     Join,
-}
-
-/// A manifest lookup whose query made progress.
-struct ManifestLookup {
-    query: QueryId,
-    agent: AgentId,
-    attempt: Attempt,
-    reply: Reply<Result<SignedManifest, NetError>>,
 }
 
 pub(super) struct Lookups {
@@ -106,36 +100,43 @@ impl Lookups {
         want: usize,
         reply: Reply<Result<ProviderLookup, NetError>>,
     ) {
-        let pending = Pending::Providers {
+        let lookup = ProvidersLookup {
+            key,
             want: want.max(1),
             found: HashSet::new(),
-            attempt: Attempt::first(),
-            key,
+            requests: 0,
+            excuses: Excuses::new(Instant::now()),
             reply,
         };
-        self.send(swarm, pending);
+        self.send_providers(swarm, lookup);
     }
 
     /// Looks up the manifest record of agent `id`.
     pub fn manifest(
         &mut self,
         swarm: &mut Swarm<Behaviour>,
-        id: AgentId,
+        agent: AgentId,
         reply: Reply<Result<SignedManifest, NetError>>,
     ) {
-        let attempt = Attempt::first();
-        self.send(swarm, Pending::Manifest { id, attempt, reply });
+        let lookup = ManifestLookup {
+            agent,
+            excuses: Excuses::new(Instant::now()),
+            reply,
+        };
+        self.send_manifest(swarm, lookup);
     }
 
-    /// Starts the DHT query of a lookup.
-    fn send(&mut self, swarm: &mut Swarm<Behaviour>, pending: Pending) {
-        let kad = &mut swarm.behaviour_mut().kad;
-        let query = match &pending {
-            Pending::Providers { key, .. } => kad.get_providers(key.clone()),
-            Pending::Manifest { id, .. } => kad.get_record(dht::agent_key(id)),
-            Pending::Join => return,
-        };
-        self.queries.insert(query, pending);
+    fn send_providers(&mut self, swarm: &mut Swarm<Behaviour>, mut lookup: ProvidersLookup) {
+        lookup.excuses.sent(Instant::now());
+        let query = swarm.behaviour_mut().kad.get_providers(lookup.key.clone());
+        self.queries.insert(query, Pending::Providers(lookup));
+    }
+
+    fn send_manifest(&mut self, swarm: &mut Swarm<Behaviour>, mut lookup: ManifestLookup) {
+        lookup.excuses.sent(Instant::now());
+        let key = dht::agent_key(&lookup.agent);
+        let query = swarm.behaviour_mut().kad.get_record(key);
+        self.queries.insert(query, Pending::Manifest(lookup));
     }
 
     /// Answers `reply` once joining is over.
@@ -172,7 +173,7 @@ impl Lookups {
 
     /// A DHT query made progress: if it is one of these lookups, takes its
     /// result; returns a peer that answered with a bad record, to block,
-    /// and why. A lookup that ran out of time while this node ran late
+    /// and why. A lookup that fell short while this node ran late
     /// (`strikes`) is started again (see [`EXCUSED_LOOKUPS`]).
     pub fn progressed(
         &mut self,
@@ -184,81 +185,18 @@ impl Lookups {
         strikes: &Strikes,
     ) -> Option<(PeerId, String)> {
         let pending = self.queries.remove(&id)?;
+        let progress = Progress {
+            query: id,
+            stats,
+            last,
+        };
         match (pending, result) {
-            (
-                Pending::Providers {
-                    key,
-                    want,
-                    mut found,
-                    attempt,
-                    reply,
-                },
-                QueryResult::GetProviders(outcome),
-            ) => {
-                let timed_out = matches!(outcome, Err(kad::GetProvidersError::Timeout { .. }));
-                if let Ok(kad::GetProvidersOk::FoundProviders { providers, .. }) = outcome {
-                    // Dial new providers now, while the query still knows
-                    // their addresses.
-                    for provider in &providers {
-                        if !swarm.is_connected(provider) && provider != swarm.local_peer_id() {
-                            let _ = swarm.dial(DialOpts::peer_id(*provider).build());
-                        }
-                    }
-                    found.extend(providers);
-                }
-                let enough = found.len() >= want;
-                if last
-                    && !enough
-                    && timed_out
-                    && let Some(attempt) = attempt.excused_again(strikes, Instant::now())
-                {
-                    let again = Pending::Providers {
-                        key,
-                        want,
-                        found,
-                        attempt,
-                        reply,
-                    };
-                    self.send(swarm, again);
-                    return None;
-                }
-                // Responses come one by one, empty ones included: answer
-                // once enough hosts are known or the lookup is over.
-                if enough || last {
-                    if !last && let Some(mut query) = swarm.behaviour_mut().kad.query_mut(&id) {
-                        query.finish();
-                    }
-                    let _ = reply.send(Ok(ProviderLookup {
-                        providers: found.into_iter().collect(),
-                        requests: stats.num_requests(),
-                    }));
-                } else {
-                    let pending = Pending::Providers {
-                        key,
-                        want,
-                        found,
-                        attempt,
-                        reply,
-                    };
-                    self.queries.insert(id, pending);
-                }
+            (Pending::Providers(lookup), QueryResult::GetProviders(outcome)) => {
+                self.providers_found(swarm, lookup, outcome, progress, strikes);
                 None
             }
-            (
-                Pending::Manifest {
-                    id: agent,
-                    attempt,
-                    reply,
-                },
-                QueryResult::GetRecord(outcome),
-            ) => {
-                let lookup = ManifestLookup {
-                    query: id,
-                    agent,
-                    attempt,
-                    reply,
-                };
-                self.manifest_found(swarm, lookup, outcome, last, strikes)
+            (Pending::Manifest(lookup), QueryResult::GetRecord(outcome)) => {
+                self.manifest_found(swarm, lookup, outcome, progress, strikes)
             }
             (Pending::Join, QueryResult::Bootstrap(_)) => {
                 if last {
@@ -277,32 +215,77 @@ impl Lookups {
         }
     }
 
+    /// A provider lookup heard from a peer: answered once enough hosts are
+    /// known or its query is over.
+    fn providers_found(
+        &mut self,
+        swarm: &mut Swarm<Behaviour>,
+        mut lookup: ProvidersLookup,
+        outcome: kad::GetProvidersResult,
+        Progress { query, stats, last }: Progress,
+        strikes: &Strikes,
+    ) {
+        let timed_out = matches!(outcome, Err(kad::GetProvidersError::Timeout { .. }));
+        if let Ok(kad::GetProvidersOk::FoundProviders { providers, .. }) = outcome {
+            // Dial new providers now, while the query still knows their
+            // addresses.
+            for provider in &providers {
+                if !swarm.is_connected(provider) && provider != swarm.local_peer_id() {
+                    let _ = swarm.dial(DialOpts::peer_id(*provider).build());
+                }
+            }
+            lookup.found.extend(providers);
+        }
+        let enough = lookup.found.len() >= lookup.want;
+        // Responses come one by one, empty ones included: answer once
+        // enough hosts are known or the lookup is over.
+        if !enough && !last {
+            self.queries.insert(query, Pending::Providers(lookup));
+            return;
+        }
+        let fell_short = timed_out || stats.num_failures() > 0;
+        if !enough
+            && sent_again_for_lateness(
+                &mut lookup.excuses,
+                &lookup.reply,
+                fell_short,
+                strikes,
+                Instant::now(),
+            )
+        {
+            lookup.requests += stats.num_requests();
+            self.send_providers(swarm, lookup);
+            return;
+        }
+        if !last && let Some(mut running) = swarm.behaviour_mut().kad.query_mut(&query) {
+            running.finish();
+        }
+        let _ = lookup.reply.send(Ok(ProviderLookup {
+            providers: lookup.found.into_iter().collect(),
+            requests: lookup.requests + stats.num_requests(),
+        }));
+    }
+
     /// A manifest lookup heard from a peer: the first record that is the
     /// agent's manifest answers it; a peer that sent anything else is
     /// returned, to block.
     fn manifest_found(
         &mut self,
         swarm: &mut Swarm<Behaviour>,
-        lookup: ManifestLookup,
+        mut lookup: ManifestLookup,
         outcome: kad::GetRecordResult,
-        last: bool,
+        Progress { query, stats, last }: Progress,
         strikes: &Strikes,
     ) -> Option<(PeerId, String)> {
-        let ManifestLookup {
-            query,
-            agent,
-            attempt,
-            reply,
-        } = lookup;
         let mut liar = None;
         let mut timed_out = false;
         match outcome {
             Ok(kad::GetRecordOk::FoundRecord(found)) => match dht::check_record(&found.record) {
-                Ok(manifest) if manifest.id() == agent => {
+                Ok(manifest) if manifest.id() == lookup.agent => {
                     if let Some(mut running) = swarm.behaviour_mut().kad.query_mut(&query) {
                         running.finish();
                     }
-                    let _ = reply.send(Ok(manifest));
+                    let _ = lookup.reply.send(Ok(manifest));
                     return None;
                 }
                 outcome => {
@@ -318,24 +301,23 @@ impl Lookups {
             Err(kad::GetRecordError::Timeout { .. }) => timed_out = true,
             _ => {}
         }
+        let fell_short = timed_out || stats.num_failures() > 0;
         if !last {
-            let pending = Pending::Manifest {
-                id: agent,
-                attempt,
-                reply,
-            };
-            self.queries.insert(query, pending);
-        } else if !timed_out {
-            let _ = reply.send(Err(NetError::NotFound(agent)));
-        } else if let Some(attempt) = attempt.excused_again(strikes, Instant::now()) {
-            let again = Pending::Manifest {
-                id: agent,
-                attempt,
-                reply,
-            };
-            self.send(swarm, again);
+            self.queries.insert(query, Pending::Manifest(lookup));
+        } else if sent_again_for_lateness(
+            &mut lookup.excuses,
+            &lookup.reply,
+            fell_short,
+            strikes,
+            Instant::now(),
+        ) {
+            self.send_manifest(swarm, lookup);
+        } else if timed_out {
+            let _ = lookup
+                .reply
+                .send(Err(NetError::LookupTimedOut(lookup.agent)));
         } else {
-            let _ = reply.send(Err(NetError::LookupTimedOut(agent)));
+            let _ = lookup.reply.send(Err(NetError::NotFound(lookup.agent)));
         }
         liar
     }
@@ -347,41 +329,33 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn a_lookup_out_of_this_nodes_time_is_sent_again_a_bounded_number_of_times() {
+    fn a_lookup_is_sent_again_only_when_it_fell_short_in_this_nodes_time_for_a_waiting_caller() {
         let second = Duration::from_secs(1);
         let start = Instant::now();
         let mut strikes = Strikes::default();
         strikes.checked(start, start, start + second);
-        let at = |s: u64| start + second * s as u32;
-        let first = Attempt {
-            sent_at: start,
-            excused: 0,
-        };
-        // This node's loop kept time: the peers were slow, no excuse.
-        strikes.checked(at(29), at(29), at(30));
-        assert!(first.excused_again(&strikes, at(30)).is_none());
-        // It ran 3 s late while the query was out: sent again, and the
-        // next attempt is excused only by a late run of its own.
-        let mut attempt = first;
-        for round in 0..EXCUSED_LOOKUPS {
-            let sent = attempt.sent_at;
-            strikes.checked(sent + second * 10, sent + second * 13, sent + second * 14);
-            strikes.checked(sent + second * 29, sent + second * 29, sent + second * 30);
-            let now = sent + second * 30;
-            attempt = attempt
-                .excused_again(&strikes, now)
-                .unwrap_or_else(|| panic!("excused in round {round}"));
-            assert_eq!(attempt.sent_at, now);
-            strikes.checked(now + second * 29, now + second * 29, now + second * 30);
-            assert!(attempt.excused_again(&strikes, now + second * 30).is_none());
-        }
-        // Late again, but the excuses are used up: the caller is answered.
-        let sent = attempt.sent_at;
-        strikes.checked(sent + second * 10, sent + second * 13, sent + second * 14);
-        assert!(
-            attempt
-                .excused_again(&strikes, sent + second * 30)
-                .is_none()
+        // The loop ran 3 s late while the query was out.
+        strikes.checked(
+            start + second * 10,
+            start + second * 13,
+            start + second * 14,
         );
+        let now = start + second * 20;
+        let (reply, waiting) = oneshot::channel::<()>();
+        let again = |excuses: &mut Excuses, fell_short: bool, reply: &Reply<()>| {
+            sent_again_for_lateness(excuses, reply, fell_short, &strikes, now)
+        };
+        let mut excuses = Excuses::new(start);
+        // Nothing failed: the record is not where the lookup asked.
+        assert!(!again(&mut excuses, false, &reply));
+        // Requests failed, or it ran out of time: sent again, twice at most.
+        assert!(again(&mut excuses, true, &reply));
+        assert!(again(&mut excuses, true, &reply));
+        assert!(!again(&mut excuses, true, &reply));
+        // A caller that went away is not looked up for.
+        let mut excuses = Excuses::new(start);
+        drop(waiting);
+        assert!(!again(&mut excuses, true, &reply));
+        assert_eq!(excuses.used(), 0);
     }
 }

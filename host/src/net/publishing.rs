@@ -3,7 +3,7 @@
 //! again when it fails, and one report when all are over.
 
 use super::behaviour::Behaviour;
-use super::strikes::Strikes;
+use super::strikes::{Excuses, Strikes};
 use super::{Library, PublishReport, dht, gossip};
 use crate::store::manifest::SignedManifest;
 use libp2p::identity::Keypair;
@@ -44,9 +44,7 @@ struct PublishStep {
     query: PublishQuery,
     attempt: u32,
     /// Attempts sent again without counting (see [`EXCUSED_ATTEMPTS`]).
-    excused: u32,
-    /// When the current attempt was sent.
-    sent_at: Instant,
+    excuses: Excuses,
 }
 
 #[derive(Clone)]
@@ -60,8 +58,7 @@ impl PublishStep {
         PublishStep {
             query,
             attempt: 1,
-            excused: 0,
-            sent_at: Instant::now(),
+            excuses: Excuses::new(Instant::now()),
         }
     }
 }
@@ -206,7 +203,7 @@ impl Publishing {
     /// Starts the query of one publication step; false if it could not even
     /// be started (the local store refused it).
     fn send(&mut self, swarm: &mut Swarm<Behaviour>, number: u64, mut step: PublishStep) -> bool {
-        step.sent_at = Instant::now();
+        step.excuses.sent(Instant::now());
         let kad = &mut swarm.behaviour_mut().kad;
         let started = match &step.query {
             PublishQuery::Record(record) => kad
@@ -238,9 +235,10 @@ impl Publishing {
         mut step: PublishStep,
         strikes: &Strikes,
     ) -> bool {
-        let ran_late = strikes.ran_late_since(step.sent_at, Instant::now());
-        if ran_late && step.excused < EXCUSED_ATTEMPTS {
-            step.excused += 1;
+        if step
+            .excuses
+            .excuse(strikes, EXCUSED_ATTEMPTS, Instant::now())
+        {
             tracing::debug!(
                 "a publication query failed while this node ran late; sending it again"
             );
@@ -251,7 +249,7 @@ impl Publishing {
             tracing::info!(
                 "a publication query failed {} times ({} more while this node ran late)",
                 step.attempt,
-                step.excused
+                step.excuses.used()
             );
             return false;
         }

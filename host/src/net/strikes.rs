@@ -161,6 +161,51 @@ impl NetworkBehaviour for Watched {
     }
 }
 
+/// The excuses of a DHT query this node sends again when it failed while
+/// this node's own loop ran late: its timeouts then measured this node's
+/// lateness (a busy machine), not the peers it asked. Publications and
+/// lookups keep one each, and bound how many times they use it, so that a
+/// node that is always late still answers whoever waits.
+#[derive(Clone, Copy, Debug)]
+pub struct Excuses {
+    /// When the query's current attempt was sent.
+    sent_at: Instant,
+    /// Attempts sent again for this node's lateness.
+    used: u32,
+}
+
+impl Excuses {
+    /// A query's first attempt, sent at `now`.
+    pub fn new(now: Instant) -> Self {
+        Excuses {
+            sent_at: now,
+            used: 0,
+        }
+    }
+
+    /// Another attempt of the query was sent at `now`.
+    pub fn sent(&mut self, now: Instant) {
+        self.sent_at = now;
+    }
+
+    /// Whether the attempt that just failed may be sent again at `now`
+    /// without counting against the query's own attempts: this node ran
+    /// late since it was sent, and fewer than `bound` were excused. An
+    /// excuse given is used up.
+    pub fn excuse(&mut self, strikes: &Strikes, bound: u32, now: Instant) -> bool {
+        let excused = self.used < bound && strikes.ran_late_since(self.sent_at, now);
+        if excused {
+            self.used += 1;
+        }
+        excused
+    }
+
+    /// How many attempts were sent again for this node's lateness.
+    pub fn used(&self) -> u32 {
+        self.used
+    }
+}
+
 /// Strikes against peers, and the peers avoided for them.
 #[derive(Default)]
 pub struct Strikes {
@@ -300,6 +345,38 @@ mod tests {
         strikes.checked(back, back, back + second);
         assert!(strikes.strike(peer, back));
         assert!(strikes.is_avoided(&peer, back));
+    }
+
+    #[test]
+    fn a_query_that_failed_in_this_nodes_time_is_excused_a_bounded_number_of_times() {
+        let second = Duration::from_secs(1);
+        let start = Instant::now();
+        let at = |s: u32| start + second * s;
+        let mut strikes = Strikes::default();
+        strikes.checked(start, start, at(1));
+        let mut excuses = Excuses::new(start);
+        // This node's loop kept time: the peers were slow, no excuse.
+        strikes.checked(at(29), at(29), at(30));
+        assert!(!excuses.excuse(&strikes, 2, at(30)));
+        // It ran 3 s late while the query was out: excused, and the next
+        // attempt is excused only by a late run of its own.
+        for round in 0..2 {
+            let sent = excuses.sent_at;
+            strikes.checked(sent + second * 10, sent + second * 13, sent + second * 14);
+            strikes.checked(sent + second * 29, sent + second * 29, sent + second * 30);
+            let now = sent + second * 30;
+            assert!(excuses.excuse(&strikes, 2, now), "excused in round {round}");
+            excuses.sent(now);
+            strikes.checked(now + second * 29, now + second * 29, now + second * 30);
+            let mut kept_time = excuses;
+            assert!(!kept_time.excuse(&strikes, 2, now + second * 30));
+        }
+        assert_eq!(excuses.used(), 2);
+        // Late again, but the excuses are used up: whoever waits is answered.
+        let sent = excuses.sent_at;
+        strikes.checked(sent + second * 10, sent + second * 13, sent + second * 14);
+        assert!(!excuses.excuse(&strikes, 2, sent + second * 30));
+        assert_eq!(excuses.used(), 2);
     }
 
     #[test]
