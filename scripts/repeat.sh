@@ -7,8 +7,9 @@
 #   scripts/repeat.sh -n 10 -l many_nodes::   # with a build running beside it
 # -l keeps a second build going meanwhile (a release build of the host in a
 # scratch target folder), as a busy machine would. Builds the test once,
-# then runs it TIMES times (10 by default) whatever each run does, and ends
-# with one line: "N passed, M failed". Logs of failed runs are kept.
+# then runs it TIMES times (10 by default) whatever each run does, printing
+# what each passed run measured, and ends with one line: "N passed, M
+# failed". Logs of failed runs are kept.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -59,9 +60,12 @@ passed=0
 failed=0
 for run in $(seq 1 "$times"); do
     started=$(date +%s)
-    if (cd host && "$binary" "$filter") >"$logs/run-$run.log" 2>&1; then
+    if (cd host && "$binary" "$filter" --nocapture) >"$logs/run-$run.log" 2>&1; then
         passed=$((passed + 1))
         echo "run $run: passed in $(( $(date +%s) - started ))s"
+        # What the run measured (joins, lookups' success and times).
+        grep -E '^(testnet: [0-9]+ nodes joined|round [0-9]+ after|recovered|after [0-9]+ of|over QUIC|routing tables)' \
+            "$logs/run-$run.log" | sed 's/^/    /' || true
         rm "$logs/run-$run.log"
     else
         failed=$((failed + 1))
