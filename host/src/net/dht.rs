@@ -13,6 +13,7 @@ use crate::store::manifest::{ManifestError, SignedManifest, normalize_keyword};
 use libp2p::kad::{self, RecordKey, store::MemoryStore, store::MemoryStoreConfig};
 use libp2p::{Multiaddr, PeerId, StreamProtocol};
 use sha2::{Digest as _, Sha256};
+use std::net::IpAddr;
 use std::time::Duration;
 
 /// Our own Kademlia protocol: agentsite nodes form their own DHT instead of
@@ -177,11 +178,6 @@ pub const ADDRESSES_PER_PEER: usize = 16;
 /// dead ones leave the table when a query fails to reach them.
 pub(super) fn learn(kad: &mut kad::Behaviour<MemoryStore>, peer: PeerId, address: Multiaddr) {
     let ip = super::reach::public_ip(&address);
-    let at_ip = |ip: std::net::IpAddr, addresses: &kad::Addresses| {
-        addresses
-            .iter()
-            .any(|a| super::reach::public_ip(a) == Some(ip))
-    };
     let Some(bucket) = kad.kbucket(peer) else {
         return; // this node itself
     };
@@ -199,27 +195,32 @@ pub(super) fn learn(kad: &mut kad::Behaviour<MemoryStore>, peer: PeerId, address
         return;
     }
     if let Some(ip) = ip {
-        let in_bucket = bucket
-            .iter()
-            .filter(|entry| at_ip(ip, entry.node.value))
-            .count();
-        if in_bucket >= PEERS_PER_IP_IN_BUCKET {
+        if peers_at(&bucket, ip) >= PEERS_PER_IP_IN_BUCKET {
             return;
         }
-        let in_table: usize = kad
-            .kbuckets()
-            .map(|bucket| {
-                bucket
-                    .iter()
-                    .filter(|entry| at_ip(ip, entry.node.value))
-                    .count()
-            })
-            .sum();
+        let in_table: usize = kad.kbuckets().map(|bucket| peers_at(&bucket, ip)).sum();
         if in_table >= PEERS_PER_IP_IN_TABLE {
             return;
         }
     }
     kad.add_address(&peer, address);
+}
+
+/// How many peers in `bucket` have an address at public IP `ip`.
+fn peers_at(
+    bucket: &kad::KBucketRef<'_, kad::KBucketKey<PeerId>, kad::Addresses>,
+    ip: IpAddr,
+) -> usize {
+    bucket
+        .iter()
+        .filter(|entry| {
+            entry
+                .node
+                .value
+                .iter()
+                .any(|address| super::reach::public_ip(address) == Some(ip))
+        })
+        .count()
 }
 
 /// Why an inbound record was refused.
