@@ -180,3 +180,55 @@ pub(super) fn memory_transport(
         .multiplex(yamux::Config::default())
         .boxed())
 }
+
+#[cfg(test)]
+mod tests {
+    use futures::task::{ArcWake, waker};
+    use std::future::Future as _;
+    use std::sync::{Arc, Mutex};
+    use std::task::Context;
+    use std::time::Duration;
+
+    fn thread_name() -> String {
+        let thread = std::thread::current();
+        thread.name().unwrap_or("unnamed").to_owned()
+    }
+
+    /// Records the thread that woke it.
+    struct WokenOn(Mutex<Option<String>>);
+
+    impl ArcWake for WokenOn {
+        fn wake_by_ref(this: &Arc<Self>) {
+            *this.0.lock().unwrap() = Some(thread_name());
+        }
+    }
+
+    /// libp2p's timers (gossip heartbeats, request and idle timeouts) are
+    /// futures-timer delays; made on the node's runtime they fire from its
+    /// own timer, not from futures-timer's helper thread, which each of
+    /// them woke (the vendored futures-timer's `tokio` feature).
+    #[tokio::test]
+    async fn libp2p_timers_fire_on_the_nodes_runtime_not_on_a_helper_thread() {
+        let woken_on = Arc::new(WokenOn(Mutex::new(None)));
+        let waker = waker(woken_on.clone());
+        let mut delay = futures_timer::Delay::new(Duration::from_millis(10));
+        let mut cx = Context::from_waker(&waker);
+        assert!(std::pin::Pin::new(&mut delay).poll(&mut cx).is_pending());
+        let fired = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                if let Some(thread) = woken_on.0.lock().unwrap().clone() {
+                    return thread;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the delay fired within 10 s");
+        assert_eq!(
+            fired,
+            thread_name(),
+            "the delay was fired by another thread than the runtime's"
+        );
+        assert!(std::pin::Pin::new(&mut delay).poll(&mut cx).is_ready());
+    }
+}
