@@ -159,10 +159,14 @@ async fn lookups_and_gossip(lookup: bool, gossip: bool) {
         let quiet = net.quiet().await;
         let build = started.elapsed();
         let memory_mb = support::testnet::resident_mb();
-        let idle_cpu = idle_cpu_per_second().await;
+        let idle = Spread::of(idle_seconds().await);
+        let idle_cpu = idle.p50;
         eprintln!(
-            "{nodes} nodes idle: {:.0} ms of CPU per second",
-            ms(idle_cpu)
+            "{nodes} nodes idle: {:.0} ms of CPU per second (median of {IDLE_SECONDS} seconds; \
+             p90 {:.0} ms, max {:.0} ms)",
+            ms(idle.p50),
+            ms(idle.p90),
+            ms(idle.p99),
         );
         eprintln!(
             "{nodes} nodes up in {build:.1?} (quiet after {quiet:.1?}), {memory_mb} MB resident; \
@@ -182,14 +186,20 @@ async fn lookups_and_gossip(lookup: bool, gossip: bool) {
     }
 }
 
-/// The CPU time the whole process uses per second while nothing is asked of
-/// the network.
-async fn idle_cpu_per_second() -> Duration {
-    const OVER: Duration = Duration::from_secs(3);
-    support::testnet::cpu_used_over(OVER)
-        .await
-        .unwrap_or_default()
-        / OVER.as_secs() as u32
+/// Seconds over which the idle network's CPU is measured.
+const IDLE_SECONDS: usize = 10;
+
+/// The CPU time the whole process uses in each of [`IDLE_SECONDS`] seconds
+/// while nothing is asked of the network. Their median is the idle figure:
+/// a single window swings two- to four-fold between runs of one binary,
+/// when it catches the trailing work of the last joins.
+async fn idle_seconds() -> Vec<Duration> {
+    let mut seconds = Vec::with_capacity(IDLE_SECONDS);
+    for _ in 0..IDLE_SECONDS {
+        let used = support::testnet::cpu_used_over(Duration::from_secs(1)).await;
+        seconds.push(used.unwrap_or_default());
+    }
+    seconds
 }
 
 /// The process CPU time `busy` used over `wall`, less the idle network's share.

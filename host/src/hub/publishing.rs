@@ -9,10 +9,10 @@ use crate::store::{AgentRecord, StoreError};
 use std::sync::Arc;
 
 /// How often, and how many times, an agent that no peer heard announced
-/// is announced again once the node has peers (gossipsub's heartbeat,
-/// at which its mesh forms, is 500 ms).
-const REANNOUNCE_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
-const REANNOUNCE_ATTEMPTS: usize = 20;
+/// is announced again once the node has peers: at each of gossipsub's
+/// heartbeats (at which its mesh forms), for 10 s.
+const REANNOUNCE_EVERY: std::time::Duration = crate::net::gossip::HEARTBEAT;
+const REANNOUNCE_ATTEMPTS: usize = 10;
 /// The shortest time between two rounds of publishing on peers' return.
 const REPUBLISH_FLOOR: std::time::Duration = std::time::Duration::from_secs(30);
 
