@@ -27,9 +27,9 @@ pub const MESH_N_HIGH: usize = 12;
 
 /// How often gossipsub keeps its mesh and offers what it has to peers
 /// outside it (gossipsub's default). Each heartbeat scores every connected
-/// peer: at rest it is most of what a node does (BENCHMARKS.md, "where a
-/// network at rest spends its CPU"). Announcements do not wait for it;
-/// mesh peers forward them as they come.
+/// peer: at twice a second it was a sixth of a resting node's CPU
+/// (BENCHMARKS.md, "where a network at rest spends its CPU").
+/// Announcements do not wait for it; mesh peers forward them as they come.
 pub const HEARTBEAT: Duration = Duration::from_secs(1);
 
 /// Heartbeats an announcement is kept to be sent on request, and heartbeats
