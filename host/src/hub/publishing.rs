@@ -12,7 +12,8 @@ use std::sync::Arc;
 /// is announced again once the node has peers: at each of gossipsub's
 /// heartbeats (at which its mesh forms), for 10 s.
 const REANNOUNCE_EVERY: std::time::Duration = crate::net::gossip::HEARTBEAT;
-const REANNOUNCE_ATTEMPTS: usize = 10;
+const REANNOUNCE_ATTEMPTS: usize =
+    crate::net::gossip::heartbeats(std::time::Duration::from_secs(10));
 /// The shortest time between two rounds of publishing on peers' return.
 const REPUBLISH_FLOOR: std::time::Duration = std::time::Duration::from_secs(30);
 

@@ -32,10 +32,16 @@ pub const MESH_N_HIGH: usize = 12;
 /// Announcements do not wait for it; mesh peers forward them as they come.
 pub const HEARTBEAT: Duration = Duration::from_secs(1);
 
-/// Heartbeats an announcement is kept to be sent on request, and heartbeats
-/// its id is offered to peers outside the mesh.
-const HISTORY_HEARTBEATS: usize = 20;
-const GOSSIP_HEARTBEATS: usize = 10;
+/// How long an announcement is kept to be sent on request, and how long its
+/// id is offered to peers outside the mesh (gossipsub counts both in
+/// heartbeats).
+const HISTORY: Duration = Duration::from_secs(20);
+const GOSSIP: Duration = Duration::from_secs(10);
+
+/// The whole heartbeats in `span`.
+pub const fn heartbeats(span: Duration) -> usize {
+    (span.as_millis() / HEARTBEAT.as_millis()) as usize
+}
 
 /// How long a departed peer's score is kept. A peer's worst penalty, its
 /// count of invalid announcements, decays by 0.9 a second while it stays
@@ -57,8 +63,8 @@ pub(super) fn behaviour() -> anyhow::Result<gossipsub::Behaviour> {
         // heartbeat, peers offer the ids of the last 10 s of announcements
         // (IHAVE) to a few others they are connected to, and the node asks
         // for those it missed (IWANT). The default window is 1.5 s.
-        .history_length(HISTORY_HEARTBEATS)
-        .history_gossip(GOSSIP_HEARTBEATS)
+        .history_length(heartbeats(HISTORY))
+        .history_gossip(heartbeats(GOSSIP))
         // Announcements carry their own signatures (see [`Announcement`]).
         .validation_mode(gossipsub::ValidationMode::Anonymous)
         // Hold messages until the node has checked them.
