@@ -62,6 +62,13 @@ fn main() {
         .filter(|a| !a.starts_with("--"))
         .collect();
     let wants = |name: &str| chosen.is_empty() || chosen.iter().any(|c| c == name);
+    // RUST_LOG=agentsite=info prints each simulated node's join report.
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -159,6 +166,12 @@ async fn lookups_and_gossip(lookup: bool, gossip: bool) {
         let quiet = net.quiet().await;
         let build = started.elapsed();
         let memory_mb = support::testnet::resident_mb();
+        let (closing, connections) = net.at_rest(AT_REST_AT_MOST).await;
+        eprintln!(
+            "{nodes} nodes at rest after {closing:.1?} more: connections a node {connections:?} \
+             (min, median, max), {} MB resident",
+            support::testnet::resident_mb()
+        );
         let idle = Spread::of(idle_seconds().await);
         let idle_cpu = idle.p50;
         eprintln!(
@@ -185,6 +198,10 @@ async fn lookups_and_gossip(lookup: bool, gossip: bool) {
         net.shutdown().await;
     }
 }
+
+/// How long the joins' connections get to close before the idle network is
+/// measured: a bound for a count that never settles, not a wait.
+const AT_REST_AT_MOST: Duration = Duration::from_secs(120);
 
 /// Seconds over which the idle network's CPU is measured.
 const IDLE_SECONDS: usize = 10;

@@ -438,6 +438,37 @@ impl Testnet {
         waited
     }
 
+    /// Waits until the connections the joins and bootstraps opened have
+    /// closed, for measurements of a network at rest: once the process is
+    /// quiet they still close together when their idle timeout runs out,
+    /// and a measurement that catches that wave measures the allocator.
+    /// Done when the number of open connections has not fallen for longer
+    /// than the idle timeout, or after `at_most`; returns how long that took
+    /// and the connections each node then has (min, median, max).
+    pub async fn at_rest(&self, at_most: Duration) -> (Duration, (usize, usize, usize)) {
+        let started = Instant::now();
+        let mut fewest = usize::MAX;
+        let mut fewest_since = Instant::now();
+        let mut per_node = self.connected_peers().await;
+        while started.elapsed() < at_most {
+            let open: usize = per_node.iter().sum();
+            if open < fewest {
+                fewest = open;
+                fewest_since = Instant::now();
+            } else if fewest_since.elapsed() > self.settings.idle_timeout + Duration::from_secs(1) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            per_node = self.connected_peers().await;
+        }
+        per_node.sort_unstable();
+        let spread = match per_node.as_slice() {
+            [] => (0, 0, 0),
+            all => (all[0], all[all.len() / 2], all[all.len() - 1]),
+        };
+        (started.elapsed(), spread)
+    }
+
     async fn routing_tables(nodes: &[SimNode]) -> (usize, usize, usize) {
         let mut sizes =
             futures::future::join_all(nodes.iter().map(|node| node.network.routing_table_size()))

@@ -10,7 +10,7 @@ use libp2p::kad::{self, QueryId, QueryResult, RecordKey};
 use libp2p::swarm::dial_opts::DialOpts;
 use libp2p::{PeerId, Swarm};
 use std::collections::{HashMap, HashSet};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 type Reply<T> = oneshot::Sender<T>;
@@ -68,7 +68,52 @@ enum Pending {
     Providers(ProvidersLookup),
     Manifest(ManifestLookup),
     /// The routing-table bootstrap of joining the network.
-    Join,
+    Join(Joining),
+}
+
+/// How the joining bootstrap goes, step by step (a lookup of this node's
+/// own id, then one for each farther bucket of its routing table): what the
+/// line saying the node joined reports, and what tells a join held up by
+/// one slow lookup (requests timing out, an answer waited for) from one
+/// with much to do (many requests).
+struct Joining {
+    started: Instant,
+    steps: u32,
+    requests: u32,
+    failures: u32,
+    slowest_step: Duration,
+}
+
+impl Joining {
+    fn new(now: Instant) -> Self {
+        Joining {
+            started: now,
+            steps: 0,
+            requests: 0,
+            failures: 0,
+            slowest_step: Duration::ZERO,
+        }
+    }
+
+    /// One step of the bootstrap ended, with its own query's `stats`.
+    fn step(&mut self, stats: &kad::QueryStats) {
+        self.steps += 1;
+        self.requests += stats.num_requests();
+        self.failures += stats.num_failures();
+        self.slowest_step = self.slowest_step.max(stats.duration().unwrap_or_default());
+    }
+
+    fn report(&self, routing_table: usize) {
+        tracing::info!(
+            "joined the network in {:.1?}: {routing_table} peers in the routing table; \
+             {} lookups, {} requests ({} failed or timed out), the slowest lookup {:.1?}",
+            self.started.elapsed(),
+            self.steps,
+            self.requests,
+            self.failures,
+            self.slowest_step,
+        );
+    }
 }
 
 pub(super) struct Lookups {
@@ -157,7 +202,8 @@ impl Lookups {
         self.bootstrapped = true;
         match swarm.behaviour_mut().kad.bootstrap() {
             Ok(query) => {
-                self.queries.insert(query, Pending::Join);
+                self.queries
+                    .insert(query, Pending::Join(Joining::new(Instant::now())));
             }
             Err(_) => self.finish_join(),
         }
@@ -198,11 +244,13 @@ impl Lookups {
             (Pending::Manifest(lookup), QueryResult::GetRecord(outcome)) => {
                 self.manifest_found(swarm, lookup, outcome, progress, strikes)
             }
-            (Pending::Join, QueryResult::Bootstrap(_)) => {
+            (Pending::Join(mut joining), QueryResult::Bootstrap(_)) => {
+                joining.step(&progress.stats);
                 if last {
+                    joining.report(dht::routing_table(&mut swarm.behaviour_mut().kad).len());
                     self.finish_join();
                 } else {
-                    self.queries.insert(id, Pending::Join);
+                    self.queries.insert(id, Pending::Join(joining));
                 }
                 None
             }
