@@ -115,7 +115,11 @@ impl ClosestDisjointPeersIter {
         {
             updated = self.iters[*initiated_by].on_failure(peer);
 
-            if updated {
+            // Recorded even when the initiating iterator no longer takes the
+            // result (it finished meanwhile): another iterator yielding the
+            // peer later must learn it at once, not wait for a result that
+            // has already come and gone.
+            if matches!(response, ResponseState::Waiting) {
                 *response = ResponseState::Failed;
             }
 
@@ -163,13 +167,14 @@ impl ClosestDisjointPeersIter {
             // the peer.
             updated = self.iters[*initiated_by].on_success(peer, closer_peers);
 
-            if updated {
-                // Mark the response as succeeded for future iterators yielding
-                // this peer. There is no need to keep the `closer_peers`
-                // around, given that they are only passed to the first
-                // iterator.
-                *response = ResponseState::Succeeded;
-            }
+            // Mark the response as succeeded for future iterators yielding
+            // this peer. There is no need to keep the `closer_peers` around,
+            // given that they are only passed to the first iterator. Marked
+            // even when the first iterator no longer takes the result (it
+            // finished meanwhile): an iterator yielding the peer later would
+            // otherwise wait for a result that has already come, until the
+            // peer timeout.
+            *response = ResponseState::Succeeded;
 
             for (i, iter) in &mut self.iters.iter_mut().enumerate() {
                 if IteratorIndex(i) != *initiated_by {
