@@ -461,26 +461,17 @@ impl Testnet {
             tokio::time::sleep(Duration::from_secs(1)).await;
             per_node = self.connected_peers().await;
         }
-        per_node.sort_unstable();
-        let spread = match per_node.as_slice() {
-            [] => (0, 0, 0),
-            all => (all[0], all[all.len() / 2], all[all.len() - 1]),
-        };
-        (started.elapsed(), spread)
+        (started.elapsed(), min_median_max(per_node))
     }
 
     async fn routing_tables(nodes: &[SimNode]) -> (usize, usize, usize) {
-        let mut sizes =
+        let sizes =
             futures::future::join_all(nodes.iter().map(|node| node.network.routing_table_size()))
                 .await
                 .into_iter()
                 .map(|size| size.unwrap_or(0))
                 .collect::<Vec<usize>>();
-        sizes.sort_unstable();
-        match sizes.as_slice() {
-            [] => (0, 0, 0),
-            all => (all[0], all[all.len() / 2], all[all.len() - 1]),
-        }
+        min_median_max(sizes)
     }
 
     /// How many peers each node is connected to.
@@ -512,6 +503,15 @@ impl Testnet {
 
     pub async fn shutdown(self) {
         futures::future::join_all(self.nodes.iter().map(|n| n.network.shutdown())).await;
+    }
+}
+
+/// The smallest, the median and the largest of `counts` (zeros if empty).
+fn min_median_max(mut counts: Vec<usize>) -> (usize, usize, usize) {
+    counts.sort_unstable();
+    match counts.as_slice() {
+        [] => (0, 0, 0),
+        all => (all[0], all[all.len() / 2], all[all.len() - 1]),
     }
 }
 

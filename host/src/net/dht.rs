@@ -125,6 +125,11 @@ pub(super) fn behaviour(
     kad
 }
 
+/// How many peers `kad`'s routing table holds.
+pub(super) fn routing_table_size(kad: &mut kad::Behaviour<MemoryStore>) -> usize {
+    kad.kbuckets().map(|bucket| bucket.num_entries()).sum()
+}
+
 /// Every peer in `kad`'s routing table.
 pub(super) fn routing_table(kad: &mut kad::Behaviour<MemoryStore>) -> Vec<PeerId> {
     kad.kbuckets()
@@ -400,8 +405,7 @@ mod tests {
             };
             learn(&mut kad, *peer, address.parse().unwrap());
         }
-        let known: usize = kad.kbuckets().map(|bucket| bucket.num_entries()).sum();
-        assert_eq!(known, peers.len());
+        assert_eq!(routing_table_size(&mut kad), peers.len());
     }
 
     #[test]

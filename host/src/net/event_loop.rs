@@ -256,7 +256,7 @@ impl EventLoop {
             }
             Command::RoutingTableSize { reply } => {
                 let kad = &mut swarm.behaviour_mut().kad;
-                let _ = reply.send(kad.kbuckets().map(|bucket| bucket.num_entries()).sum());
+                let _ = reply.send(dht::routing_table_size(kad));
             }
             Command::PreferDirect { peer, reply } => {
                 let _ = reply.send(self.prefer_direct(peer));

@@ -247,7 +247,7 @@ impl Lookups {
             (Pending::Join(mut joining), QueryResult::Bootstrap(_)) => {
                 joining.step(&progress.stats);
                 if last {
-                    joining.report(dht::routing_table(&mut swarm.behaviour_mut().kad).len());
+                    joining.report(dht::routing_table_size(&mut swarm.behaviour_mut().kad));
                     self.finish_join();
                 } else {
                     self.queries.insert(id, Pending::Join(joining));
