@@ -80,6 +80,7 @@ impl Agentsite {
             arguments: ARGS,
             grants: Grants::pure(Limits::default()),
             caller: None,
+            sources: Default::default(),
         };
         let output = self.runtime.call(&self.agent, call).await.unwrap();
         assert!(!output.is_error);

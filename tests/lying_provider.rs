@@ -6,11 +6,11 @@
 use crate::support;
 
 use agentsite::AgentId;
-use agentsite::agent::tool::ToolOutput;
 use agentsite::config::DataDir;
 use agentsite::net::fetch::{FetchRequest, FetchResponse};
 use agentsite::net::rpc::{self, CallRequest, RpcError};
 use agentsite::net::{Keypair, Library, Network, PeerId};
+use agentsite::receipt::Ran;
 use agentsite::store::manifest::SignedManifest;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -37,7 +37,7 @@ impl Library for Liar {
         }
     }
 
-    async fn call(&self, _from: PeerId, _request: CallRequest) -> Result<ToolOutput, RpcError> {
+    async fn call(&self, _from: PeerId, _request: CallRequest) -> Result<Ran, RpcError> {
         Err(RpcError {
             code: rpc::code::INTERNAL,
             message: "no".into(),

@@ -39,6 +39,7 @@ mod oci;
 mod oci_signatures;
 mod planet;
 mod python_client;
+mod receipts;
 mod sybil;
 mod trust;
 mod typescript_client;

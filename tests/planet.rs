@@ -138,6 +138,31 @@ async fn five_nodes_in_a_chain_publish_find_fetch_and_call() {
     assert_eq!(total["calculator"], calculator.as_str());
     assert_eq!(total["calls"], 3);
 
+    // B's call of C's text agent, checked: C signed a receipt of a
+    // replayable call, and B, fetching the agent by hash and running it
+    // itself, gets the same result.
+    let checked = b
+        .run(&[
+            "call",
+            "text",
+            "upper",
+            r#"{"text": "planet"}"#,
+            "--remote",
+            "--verify",
+            "--json",
+        ])
+        .json();
+    assert_eq!(checked["content"][0]["text"], "PLANET", "{checked}");
+    let meta = &checked["_meta"];
+    assert_eq!(meta["agentsite/receipt"]["replayable"], true, "{checked}");
+    assert!(
+        meta["agentsite/receipt"]["node"]
+            .as_str()
+            .is_some_and(|node| node.starts_with("did:key:z6Mk")),
+        "{checked}"
+    );
+    assert_eq!(meta["agentsite/check"]["check"], "confirmed", "{checked}");
+
     drop((node_b, node_c, node_d, node_e));
 }
 

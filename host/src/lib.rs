@@ -38,6 +38,7 @@ pub mod net;
 mod node;
 pub mod oci;
 pub mod policy;
+pub mod receipt;
 pub mod requester;
 pub mod runtime;
 pub mod server;

@@ -196,6 +196,12 @@ enum Command {
         /// is an id, or a name found by searching), through the running node.
         #[arg(long, conflicts_with = "memory")]
         remote: bool,
+        /// With --remote: check the answer by running the call again (on
+        /// this node, after fetching the agent by hash, or on a second
+        /// host); possible when the call read no clock, randomness,
+        /// network, stored data or model. A wrong answer blocks its node.
+        #[arg(long, requires = "remote")]
+        verify: bool,
         /// Print the MCP result as JSON, also at a terminal.
         #[arg(long)]
         json: bool,
@@ -774,12 +780,20 @@ async fn run(args: Args) -> anyhow::Result<()> {
             arguments,
             deadline,
             remote: true,
+            verify,
             json,
             ..
         } => {
             let outcome = match cli::arguments_text(arguments) {
                 Ok(arguments) => {
-                    cli::call_remote(&data, &agent, &tool, &arguments, deadline, json).await
+                    let call = cli::RemoteCall {
+                        agent: &agent,
+                        tool: &tool,
+                        arguments: &arguments,
+                        deadline,
+                        verify,
+                    };
+                    cli::call_remote(&data, call, json).await
                 }
                 Err(e) => Err(e),
             };
@@ -795,6 +809,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             memory,
             json,
             remote: false,
+            ..
         } => {
             let outcome = async {
                 let call = cli::LocalCall {

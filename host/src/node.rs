@@ -19,6 +19,7 @@ use crate::capabilities::caller::{Caller, ChainCaller};
 use crate::capabilities::grant::Grants;
 use crate::capabilities::peers::grant::MAX_DEPTH;
 use crate::capabilities::peers::{Hop, PeerFailure};
+use crate::capabilities::sources::{Sources, Used};
 use crate::capabilities::wasi::exposure::NodeSelf;
 use crate::clock::unix_seconds;
 use crate::config::{DataDir, Limits};
@@ -26,6 +27,7 @@ use crate::llm::LlmConfig;
 use crate::llm::config::Backend;
 use crate::llm::models::Models;
 use crate::policy::{PolicyFile, Refused};
+use crate::receipt::Ran;
 use crate::runtime::background::{BackgroundRuntime, RuntimeUnavailable};
 use crate::runtime::{CallError, Capacity, ComponentError, LoadedAgent, Runtime, ToolCall};
 use crate::store::Origin;
@@ -533,6 +535,21 @@ impl Node {
         arguments: &str,
         hop: Hop,
     ) -> Result<ToolOutput, PeerFailure> {
+        Ok(self
+            .call_at_hop_recorded(record, tool, arguments, hop)
+            .await?
+            .output)
+    }
+
+    /// [`Node::call_at_hop`], saying what the call ran under: what a node
+    /// serving a remote call signs a receipt of.
+    pub async fn call_at_hop_recorded(
+        &self,
+        record: &AgentRecord,
+        tool: &str,
+        arguments: &str,
+        hop: Hop,
+    ) -> Result<Ran, PeerFailure> {
         if hop.depth > MAX_DEPTH {
             return Err(PeerFailure::DepthExceeded(format!(
                 "agents calling agents may chain at most {MAX_DEPTH} deep"
@@ -548,10 +565,48 @@ impl Node {
             ));
         }
         let caller = Arc::new(ChainCaller { depth: hop.depth });
+        let in_force = grants.capabilities();
+        let sources = Sources::default();
         let outcome = self
-            .call_record(record, tool, arguments, grants, Some(caller))
+            .call_record_recorded(record, tool, arguments, grants, Some(caller), &sources)
             .await;
-        NodeCallError::answer(outcome)
+        Ok(Ran {
+            output: NodeCallError::answer(outcome)?,
+            grants: in_force,
+            used: sources.used(),
+        })
+    }
+
+    /// Runs `tool` of `record` again with nothing granted, as a node
+    /// checking another's replayable call does: the result, and the sources
+    /// the call read (none, if the call is what the other node said).
+    pub async fn replay(
+        &self,
+        record: &AgentRecord,
+        tool: &str,
+        arguments: &str,
+        deadline: std::time::Duration,
+    ) -> Result<Ran, NodeCallError> {
+        let limits = Limits {
+            deadline: deadline.min(self.grants(record)?.limits.deadline),
+            ..Limits::default()
+        };
+        let sources = Sources::default();
+        let output = self
+            .call_record_recorded(
+                record,
+                tool,
+                arguments,
+                Grants::pure(limits),
+                None,
+                &sources,
+            )
+            .await?;
+        Ok(Ran {
+            output,
+            grants: Vec::new(),
+            used: sources.used(),
+        })
     }
 
     /// Calls `tool` of an already resolved agent under `grants` (usually
@@ -563,6 +618,22 @@ impl Node {
         arguments: &str,
         grants: Grants,
         caller: Option<Arc<dyn Caller>>,
+    ) -> Result<ToolOutput, NodeCallError> {
+        let sources = &Sources::default();
+        self.call_record_recorded(record, tool, arguments, grants, caller, sources)
+            .await
+    }
+
+    /// [`Node::call_record`], recording the sources of nondeterminism the
+    /// call reads in `sources`.
+    pub async fn call_record_recorded(
+        &self,
+        record: &AgentRecord,
+        tool: &str,
+        arguments: &str,
+        grants: Grants,
+        caller: Option<Arc<dyn Caller>>,
+        sources: &Sources,
     ) -> Result<ToolOutput, NodeCallError> {
         if !record.tools.iter().any(|t| t.name == tool) {
             let known: Vec<&str> = record.tools.iter().map(|t| t.name.as_str()).collect();
@@ -577,6 +648,8 @@ impl Node {
         let outcome = async {
             let object = parse_arguments(arguments)?;
             if record.is_attached() {
+                // Its answer comes from a program outside the sandbox.
+                sources.record(Used::OUTSIDE);
                 let limits = &grants.limits;
                 return Ok(self.bridge.call(record, tool, object, limits).await?);
             }
@@ -586,6 +659,7 @@ impl Node {
                 arguments,
                 grants,
                 caller,
+                sources: sources.clone(),
             };
             Ok::<_, NodeCallError>(self.runtime()?.call(&agent, call).await?)
         }

@@ -11,12 +11,12 @@
 
 use agentsite::NodeConfig;
 use agentsite::agent::tool::AgentCard;
-use agentsite::agent::tool::ToolOutput;
 use agentsite::config::DataDir;
 use agentsite::hub::{Hub, HubOptions};
 use agentsite::net::fetch::{FetchRequest, FetchResponse};
 use agentsite::net::rpc::{self, CallRequest, RpcError};
 use agentsite::net::{Keypair, Library, Multiaddr, NetConfig, Network, PeerId, Transports};
+use agentsite::receipt::Ran;
 use agentsite::runtime::Capacity;
 use agentsite::store::AgentRecord;
 use agentsite::store::manifest::{Manifest, SignedManifest};
@@ -88,7 +88,7 @@ impl Library for Shelf {
         }
     }
 
-    async fn call(&self, _from: PeerId, _request: CallRequest) -> Result<ToolOutput, RpcError> {
+    async fn call(&self, _from: PeerId, _request: CallRequest) -> Result<Ran, RpcError> {
         Err(RpcError {
             code: rpc::code::NOT_FOUND,
             message: "a simulated node runs no agents".into(),

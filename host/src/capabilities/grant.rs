@@ -253,8 +253,7 @@ macro_rules! capabilities {
         impl Grants {
             /// One line per capability granted, then the limits.
             pub fn describe(&self) -> Vec<String> {
-                let mut lines = Vec::new();
-                $(lines.extend(<$capability>::describe(&self.$name));)*
+                let mut lines = self.capabilities();
                 let limits = &self.limits;
                 lines.push(format!(
                     "limits   memory {}, deadline {}, {} concurrent calls",
@@ -262,6 +261,16 @@ macro_rules! capabilities {
                     humantime::format_duration(limits.deadline),
                     limits.max_concurrent_calls
                 ));
+                lines
+            }
+        }
+
+        impl Grants {
+            /// One line per capability granted (what a receipt names as
+            /// the grants in force); nothing for a pure call.
+            pub fn capabilities(&self) -> Vec<String> {
+                let mut lines = Vec::new();
+                $(lines.extend(<$capability>::describe(&self.$name));)*
                 lines
             }
         }

@@ -34,6 +34,7 @@ pub mod kv;
 pub(crate) mod limits;
 pub mod llm;
 pub mod peers;
+pub mod sources;
 pub(crate) mod user;
 pub mod wasi;
 
@@ -48,6 +49,7 @@ use host::{HostState, ResourceUpdate};
 use kv::{KvState, KvStores};
 use llm::LlmState;
 use peers::{PeerNetwork, PeersState};
+use sources::Sources;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 use tokio::sync::broadcast;
@@ -110,6 +112,8 @@ pub(crate) struct CallSetup<'a> {
     /// The MCP client or agent on whose behalf the call runs, if any.
     pub caller: Option<Arc<dyn Caller>>,
     pub deadline: Instant,
+    /// Where the call's capabilities record the sources it reads.
+    pub sources: Sources,
 }
 
 /// What a capability's part of a call is made from.
@@ -124,6 +128,9 @@ pub(crate) struct CallContext<'a> {
     /// The guest's log, which WASI's output and the host import write to.
     pub log: &'a GuestLog,
     pub services: &'a Services,
+    /// Where the capabilities record the sources of nondeterminism the
+    /// guest reaches.
+    pub sources: &'a Sources,
 }
 
 /// A capability's part of one call: the state a call's store holds for it
@@ -150,6 +157,8 @@ macro_rules! call_parts {
             pub(crate) limiter: limits::CallLimiter,
             /// When the call must end: read by the store's epoch check.
             pub(crate) deadline: Instant,
+            /// The sources of nondeterminism the guest reached.
+            pub(crate) sources: Sources,
         }
 
         impl CallState {
@@ -163,6 +172,7 @@ macro_rules! call_parts {
                     table,
                     limiter,
                     deadline: call.deadline,
+                    sources: call.sources.clone(),
                 })
             }
         }
@@ -205,6 +215,7 @@ impl CallState {
             grants,
             caller,
             deadline,
+            sources,
         } = setup;
         let call_limits = &grants.limits;
         let log = GuestLog::new(name.clone(), call_limits.max_log.as_u64());
@@ -221,6 +232,7 @@ impl CallState {
             denials: &denials,
             log: &log,
             services,
+            sources: &sources,
         };
         let limiter = limits::CallLimiter::new(call_limits.memory);
         let state = CallState::of_parts(&call, table, limiter)?;

@@ -6,6 +6,7 @@ use super::{CallContext, CallPart, CallState};
 use crate::capabilities::bindings::agentsite::agent::user::{
     self, ElicitAction as WitAction, ElicitError, ElicitResponse,
 };
+use crate::capabilities::sources::Used;
 use serde_json::Value;
 use wasmtime::component::{HasSelf, Linker};
 
@@ -83,6 +84,9 @@ impl CallPart for UserState {
     }
 
     fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-        user::add_to_linker::<CallState, HasSelf<UserState>>(linker, |state| &mut state.user)
+        user::add_to_linker::<CallState, HasSelf<UserState>>(linker, |state| {
+            state.sources.record(Used::PERSON);
+            &mut state.user
+        })
     }
 }

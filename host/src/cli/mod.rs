@@ -21,7 +21,7 @@ mod shown;
 pub use crate::web::api::LocalCall;
 pub use health::health;
 pub use network::{
-    call_remote, call_through_node, fetch, id, network_models, peers, publish, search,
+    RemoteCall, call_remote, call_through_node, fetch, id, network_models, peers, publish, search,
 };
 pub use new::{Lang, new};
 
@@ -236,9 +236,29 @@ pub(crate) fn print_result(
     output: &crate::agent::tool::ToolOutput,
     json: bool,
 ) -> anyhow::Result<()> {
+    print_result_with_meta(agent, tool, output, None, json)
+}
+
+/// [`print_result`], with `meta` as the result's `_meta` for a program.
+pub(crate) fn print_result_with_meta(
+    agent: &str,
+    tool: &str,
+    output: &crate::agent::tool::ToolOutput,
+    meta: Option<serde_json::Value>,
+    json: bool,
+) -> anyhow::Result<()> {
     let for_program = json || !std::io::stdout().is_terminal();
     if for_program {
-        print_json(output)?;
+        match meta {
+            Some(meta) => {
+                let mut result = serde_json::to_value(output)?;
+                if let Some(object) = result.as_object_mut() {
+                    object.insert("_meta".into(), meta);
+                }
+                print_json(&result)?;
+            }
+            None => print_json(output)?,
+        }
     }
     if output.is_error {
         let text = output.text();

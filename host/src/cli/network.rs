@@ -2,8 +2,9 @@
 //! --remote`): each asks the running node of the data directory through its
 //! control API, because the node that serves is the one on the network.
 
+use crate::agent::tool::ToolOutput;
 use crate::config::DataDir;
-use crate::hub::{FetchProgress, Found};
+use crate::hub::{FetchProgress, Found, Verdict};
 use crate::net::PeerInfo;
 use crate::text::terminal_safe as safe;
 use crate::web::api::{
@@ -450,18 +451,34 @@ pub async fn call_through_node(
     super::print_result(&answer.name, &tool, &answer.output, json)
 }
 
+/// `agentsite call AGENT TOOL JSON --remote [--verify]`.
+pub struct RemoteCall<'a> {
+    pub agent: &'a str,
+    pub tool: &'a str,
+    /// A JSON object, as text.
+    pub arguments: &'a str,
+    pub deadline: Option<Duration>,
+    /// Check the answer by running the call again.
+    pub verify: bool,
+}
+
 /// `agentsite call AGENT TOOL JSON --remote`: runs on a node that hosts it.
-pub async fn call_remote(
-    data: &DataDir,
-    agent: &str,
-    tool: &str,
-    arguments: &str,
-    deadline: Option<Duration>,
-    json: bool,
-) -> anyhow::Result<()> {
+/// The node's receipt is printed with the result (in `_meta` for a
+/// program, a line on stderr for a person); with `verify`, what the check
+/// found, and a wrong answer ends the command with an error after the
+/// agent's own result.
+pub async fn call_remote(data: &DataDir, call: RemoteCall<'_>, json: bool) -> anyhow::Result<()> {
+    let RemoteCall {
+        agent,
+        tool,
+        arguments,
+        deadline,
+        verify,
+    } = call;
     let arguments: Value = serde_json::from_str(arguments)
         .map_err(|e| anyhow::anyhow!("arguments are not valid JSON: {e}"))?;
-    let mut request = json!({ "agent": agent, "tool": tool, "arguments": arguments });
+    let mut request =
+        json!({ "agent": agent, "tool": tool, "arguments": arguments, "verify": verify });
     if let Some(deadline) = deadline {
         request["deadline_ms"] = json!(deadline.as_millis() as u64);
     }
@@ -471,7 +488,70 @@ pub async fn call_remote(
         .with_context(|| format!("{agent}.{tool} failed"))?
         .json()
         .await?;
-    super::print_result(agent, tool, &answer.output, json)
+    let for_program = json || !std::io::stdout().is_terminal();
+    if !for_program {
+        eprintln!("{}", safe(&receipt_line(&answer)));
+    }
+    match &answer.check {
+        Some(Verdict::Refuted {
+            node,
+            expected,
+            evidence,
+            why,
+        }) => {
+            let kept = evidence.as_ref().map_or_else(
+                || "its receipt could not be kept".to_owned(),
+                |path| format!("its receipt is kept in {}", path.display()),
+            );
+            if let Ok(own) = serde_json::from_value::<ToolOutput>(expected.clone()) {
+                super::print_result(agent, tool, &own, json)?;
+            }
+            anyhow::bail!(
+                "{} answered wrongly: {}; it is blocked, {kept} (the result above is the agent's own, run here)",
+                safe(node),
+                safe(why)
+            );
+        }
+        Some(verdict) if !for_program => eprintln!("{}", safe(&verdict_line(verdict))),
+        _ => {}
+    }
+    // For a program, the receipt travels with the result, where MCP puts
+    // metadata.
+    let meta = answer.receipt.as_ref().map(|receipt| {
+        let mut meta = json!({ "agentsite/receipt": receipt });
+        if let Some(check) = &answer.check {
+            meta["agentsite/check"] = json!(check);
+        }
+        meta
+    });
+    super::print_result_with_meta(agent, tool, &answer.output, meta, json)
+}
+
+/// What a person is told of the node's receipt.
+fn receipt_line(answer: &CallAnswer) -> String {
+    match &answer.receipt {
+        Some(receipt) if receipt.replayable => {
+            format!(
+                "ran on {}, signed receipt: replayable (any node can check it)",
+                receipt.node
+            )
+        }
+        Some(receipt) => format!(
+            "ran on {}, signed receipt: read {} (not replayable)",
+            receipt.node,
+            receipt.used.join(", ")
+        ),
+        None => format!("ran on {}, which gave no receipt", answer.node),
+    }
+}
+
+/// What a person is told of a check that did not find the answer wrong.
+fn verdict_line(verdict: &Verdict) -> String {
+    match verdict {
+        Verdict::Confirmed { by } => format!("checked: run again on {by}, the same result"),
+        Verdict::Unchecked { why } => format!("not checked: {why}"),
+        Verdict::Refuted { node, why, .. } => format!("{node} answered wrongly: {why}"),
+    }
 }
 
 #[cfg(test)]

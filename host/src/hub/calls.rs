@@ -6,7 +6,7 @@ use crate::AgentId;
 use crate::agent::tool::ToolOutput;
 use crate::capabilities::peers::{Discovered, Hop, PeerFailure, PeerNetwork};
 use crate::net::PeerId;
-use crate::net::rpc::{CallRequest, code};
+use crate::net::rpc::{Answer, CallRequest, code};
 use std::sync::{Arc, Weak};
 
 impl Hub {
@@ -19,17 +19,22 @@ impl Hub {
         arguments: serde_json::Value,
         hop: Hop,
     ) -> Result<ToolOutput, HubError> {
-        Ok(self.call_remote_at(id, tool, arguments, hop).await?.0)
+        Ok(self
+            .call_remote_at(id, tool, arguments, hop)
+            .await?
+            .0
+            .output)
     }
 
-    /// [`Hub::call_remote`], also saying which node answered.
+    /// [`Hub::call_remote`], also saying which node answered, with its
+    /// receipt when it gave one.
     pub async fn call_remote_at(
         &self,
         id: AgentId,
         tool: &str,
         arguments: serde_json::Value,
         hop: Hop,
-    ) -> Result<(ToolOutput, PeerId), HubError> {
+    ) -> Result<(Answer, PeerId), HubError> {
         let providers = self.providers(id, 3).await?;
         if providers.is_empty() {
             return Err(HubError::NoProvider(id));
@@ -44,9 +49,12 @@ impl Hub {
                 deadline: hop.remaining(),
             };
             match self.network.call(provider, request, hop.remaining()).await {
-                Ok(Ok(output)) => return Ok((output, provider)),
-                // That host no longer offers it: try the next.
-                Ok(Err(error)) if error.code == code::NOT_FOUND => last_error = error.into(),
+                Ok(Ok(answer)) => return Ok((answer, provider)),
+                // That host no longer offers it, or answered with a receipt
+                // that does not hold (it is blocked now): try the next.
+                Ok(Err(error)) if [code::NOT_FOUND, code::BAD_RECEIPT].contains(&error.code) => {
+                    last_error = error.into()
+                }
                 Ok(Err(error)) => return Err(error.into()),
                 Err(error) => {
                     tracing::debug!(%provider, "remote call failed: {error}");
@@ -78,7 +86,7 @@ impl Hub {
         let arguments: serde_json::Value = serde_json::from_str(arguments)
             .map_err(|e| PeerFailure::InvalidArguments(format!("arguments are not JSON: {e}")))?;
         match self.call_remote_at(agent, tool, arguments, hop).await {
-            Ok((output, host)) => Ok((output, Some(host))),
+            Ok((answer, host)) => Ok((answer.output, Some(host))),
             Err(HubError::NoProvider(id)) => {
                 Err(PeerFailure::NotFound(format!("no node offers {id}")))
             }

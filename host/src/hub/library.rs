@@ -8,10 +8,10 @@
 //! refused past the maximum hop count.
 
 use super::Shared;
-use crate::agent::tool::ToolOutput;
 use crate::capabilities::peers::{Hop, PeerFailure};
 use crate::net::fetch::{FetchRequest, FetchResponse, MAX_MATCHES};
 use crate::net::rpc::{CallRequest, RpcError, code};
+use crate::receipt::Ran;
 use crate::store::manifest::normalize_keyword;
 use libp2p::PeerId;
 use serde_json::Value;
@@ -98,7 +98,7 @@ impl crate::net::Library for NodeLibrary {
         }
     }
 
-    async fn call(&self, from: PeerId, request: CallRequest) -> Result<ToolOutput, RpcError> {
+    async fn call(&self, from: PeerId, request: CallRequest) -> Result<Ran, RpcError> {
         let shared = &self.shared;
         if shared.offered(&request.agent).is_none() {
             return Err(RpcError {
@@ -119,7 +119,7 @@ impl crate::net::Library for NodeLibrary {
         let running = shared.metrics.remote_call();
         let answer = shared
             .node
-            .call_at_hop(&record, &request.tool, &arguments, hop)
+            .call_at_hop_recorded(&record, &request.tool, &arguments, hop)
             .await
             .map_err(to_wire);
         running.answered();

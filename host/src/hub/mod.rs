@@ -8,6 +8,7 @@
 
 mod announced;
 mod calls;
+mod checks;
 mod direct;
 mod fetching;
 mod index;
@@ -20,6 +21,7 @@ mod served;
 mod sharing;
 
 pub use announced::Announced;
+pub use checks::{CHECK_DEADLINE, Verdict};
 pub use fetching::{FetchProgress, Fetched};
 pub use index::{Known, rank};
 

@@ -68,7 +68,7 @@ impl EventLoop {
                 .map_err(|e| anyhow::anyhow!("cannot listen on {address}: {e}"))?;
             startup.opened(listener, address, &interfaces);
         }
-        let (requests, answered) = Requests::new(library.clone());
+        let (requests, answered) = Requests::new(library.clone(), keypair.clone());
         let mut event_loop = EventLoop {
             swarm,
             publishing: Publishing::new(keypair, library.clone()),

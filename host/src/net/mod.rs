@@ -35,7 +35,7 @@ pub mod tcp;
 mod wrapped;
 
 use crate::AgentId;
-use crate::agent::tool::ToolOutput;
+use crate::receipt::Ran;
 use crate::store::manifest::SignedManifest;
 use fetch::{FetchRequest, FetchResponse};
 pub use libp2p::{Multiaddr, PeerId, identity::Keypair};
@@ -132,8 +132,9 @@ pub trait Library: Send + Sync + 'static {
     ) -> Result<FetchResponse, FetchRequest> {
         Err(request)
     }
-    /// Runs a tool call another node asked for.
-    async fn call(&self, from: PeerId, request: CallRequest) -> Result<ToolOutput, RpcError>;
+    /// Runs a tool call another node asked for: its result and what it
+    /// ran under, which the network signs a receipt of.
+    async fn call(&self, from: PeerId, request: CallRequest) -> Result<Ran, RpcError>;
     /// Completes a chat with a model this node shares: the answer in the
     /// OpenAI chat-completions format.
     async fn chat(&self, _from: PeerId, request: ChatRelay) -> Result<serde_json::Value, RpcError> {
@@ -421,14 +422,26 @@ impl Network {
     /// Asks `peer` to run a tool call and waits up to `timeout` for its
     /// answer: the tool's output or the node's refusal. The outer error
     /// says the peer could not be asked or did not answer.
+    ///
+    /// The answer carries the peer's signed receipt when the peer gives
+    /// one (nodes before receipts do not). A receipt that does not hold (not
+    /// the peer's signature, or not of this call and result) makes the
+    /// answer worthless: the peer is blocked, as for a chunk that does not
+    /// match, and the call fails with [`rpc::code::BAD_RECEIPT`].
     pub async fn call(
         &self,
         peer: PeerId,
         request: CallRequest,
         timeout: Duration,
-    ) -> Result<Result<ToolOutput, RpcError>, NetError> {
+    ) -> Result<Result<rpc::Answer, RpcError>, NetError> {
         let message = self.rpc(peer, request.to_json(), timeout).await?;
-        Ok(rpc::parse_response(message))
+        let answer = rpc::read_answer(message, peer, &request);
+        if let Err(error) = &answer
+            && error.code == rpc::code::BAD_RECEIPT
+        {
+            self.penalise(peer, &error.message);
+        }
+        Ok(answer)
     }
 
     /// Asks `peer` to complete a chat with a model it shares, waiting up to

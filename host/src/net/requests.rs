@@ -5,6 +5,7 @@
 use super::behaviour::Behaviour;
 use super::fetch::{FetchRequest, FetchResponse};
 use super::{Library, NetError, rpc};
+use libp2p::identity::Keypair;
 use libp2p::request_response::{self, OutboundRequestId, ResponseChannel};
 use libp2p::{PeerId, Swarm};
 use serde_json::Value;
@@ -25,6 +26,8 @@ pub(super) enum Answer {
 
 pub(super) struct Requests {
     library: Arc<dyn Library>,
+    /// This node's identity, which signs the receipts of the calls it runs.
+    signer: Keypair,
     fetches: HashMap<OutboundRequestId, Reply<Result<FetchResponse, NetError>>>,
     rpcs: HashMap<OutboundRequestId, Reply<Result<Value, NetError>>>,
     /// Requests of other nodes being worked on, by their sender and id, so
@@ -37,10 +40,14 @@ pub(super) struct Requests {
 impl Requests {
     /// The requests, and where the answers worked out off the loop arrive
     /// (for the loop to hand to [`Requests::send_answer`]).
-    pub fn new(library: Arc<dyn Library>) -> (Self, mpsc::UnboundedReceiver<Answer>) {
+    pub fn new(
+        library: Arc<dyn Library>,
+        signer: Keypair,
+    ) -> (Self, mpsc::UnboundedReceiver<Answer>) {
         let (answers, answered) = mpsc::unbounded_channel();
         let requests = Requests {
             library,
+            signer,
             fetches: HashMap::new(),
             rpcs: HashMap::new(),
             serving: HashMap::new(),
@@ -149,10 +156,14 @@ impl Requests {
         });
         let library = self.library.clone();
         let answers = self.answers.clone();
+        let signer = self.signer.clone();
         tokio::spawn(async move {
             let work = async {
                 match request {
-                    rpc::Inbound::Call(call) => rpc::response(library.call(peer, call).await),
+                    rpc::Inbound::Call(call) => {
+                        let ran = library.call(peer, call.clone()).await;
+                        rpc::call_response(ran, &call, &signer)
+                    }
                     rpc::Inbound::Chat(chat) => rpc::response(library.chat(peer, chat).await),
                     rpc::Inbound::Models => rpc::response(Ok(serde_json::json!({
                         "models": library.shared_models(),

@@ -20,7 +20,9 @@
 
 use crate::AgentId;
 use crate::agent::tool::ToolOutput;
-use libp2p::{StreamProtocol, request_response};
+use crate::receipt::{Ran, Receipt, ReceiptError, Statement};
+use libp2p::identity::Keypair;
+use libp2p::{PeerId, StreamProtocol, request_response};
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -76,6 +78,9 @@ pub mod code {
     pub const BUSY: i64 = -32009;
     /// The caller cancelled the request.
     pub const CANCELLED: i64 = -32010;
+    /// The answer came with a receipt that does not hold (never sent: the
+    /// calling node's verdict on an answer).
+    pub const BAD_RECEIPT: i64 = -32011;
 }
 
 /// A request another node sent.
@@ -291,12 +296,99 @@ pub(super) fn response<T: serde::Serialize>(outcome: Result<T, RpcError>) -> Val
     }
 }
 
-/// Reads another node's answer to a tool call.
-pub(super) fn parse_response(message: Value) -> Result<ToolOutput, RpcError> {
-    let result = parse_result(message)?;
-    serde_json::from_value(result).map_err(|e| RpcError {
+/// Where a node puts its receipt in a tool call's result.
+const RECEIPT_META: &str = "agentsite/receipt";
+
+/// Another node's answer to a tool call.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub output: ToolOutput,
+    /// The node's signed receipt of the call, checked against the call and
+    /// this output; `None` from a node that gives none.
+    pub receipt: Option<Receipt>,
+    /// The result as it came, without the receipt: what the receipt's
+    /// hash covers, and what evidence of the answer carries.
+    pub result: Value,
+}
+
+/// The JSON-RPC answer to the tool call `request`: its result with a
+/// receipt signed by `keypair` in the result's `_meta`, or the refusal.
+pub(super) fn call_response(
+    outcome: Result<Ran, RpcError>,
+    request: &CallRequest,
+    keypair: &Keypair,
+) -> Value {
+    let ran = match outcome {
+        Ok(ran) => ran,
+        Err(error) => return response::<()>(Err(error)),
+    };
+    let mut result = match serde_json::to_value(&ran.output) {
+        Ok(result) => result,
+        Err(e) => {
+            return response::<()>(Err(RpcError {
+                code: code::INTERNAL,
+                message: format!("cannot write the result: {e}"),
+            }));
+        }
+    };
+    let receipt = Receipt::sign(
+        keypair,
+        Statement {
+            agent: request.agent,
+            tool: &request.tool,
+            arguments: &request.arguments,
+            result: &result,
+            grants: &ran.grants,
+            used: ran.used,
+            at: crate::receipt::now_ms(),
+        },
+    );
+    if let Some(object) = result.as_object_mut() {
+        object.insert("_meta".into(), json!({ RECEIPT_META: receipt }));
+    }
+    response(Ok(result))
+}
+
+/// Reads `peer`'s answer to the tool call `request`, checking the receipt
+/// it carries against the call and the result.
+pub(super) fn read_answer(
+    message: Value,
+    peer: PeerId,
+    request: &CallRequest,
+) -> Result<Answer, RpcError> {
+    let mut result = parse_result(message)?;
+    let receipt = match result.as_object_mut().and_then(|o| o.remove("_meta")) {
+        Some(meta) => meta.get(RECEIPT_META).map(Receipt::from_value),
+        None => None,
+    };
+    let bad_receipt = |e: ReceiptError| RpcError {
+        code: code::BAD_RECEIPT,
+        message: format!("the node's receipt does not hold: {e}"),
+    };
+    let receipt = match receipt {
+        None => None,
+        Some(Err(e)) => return Err(bad_receipt(e)),
+        Some(Ok(receipt)) => {
+            receipt
+                .check(
+                    &peer,
+                    &request.agent,
+                    &request.tool,
+                    &request.arguments,
+                    &result,
+                )
+                .map_err(bad_receipt)?;
+            Some(receipt)
+        }
+    };
+    let output = serde_json::from_value(result.clone()).map_err(|e| RpcError {
         code: code::INTERNAL,
         message: format!("the remote node's result is not a CallToolResult: {e}"),
+    })?;
+    Ok(Answer {
+        output,
+        receipt,
+        result,
     })
 }
 
@@ -356,6 +448,59 @@ mod tests {
             Inbound::from_json(&cancel_request(id)),
             Ok(Inbound::Cancel(id))
         );
+    }
+
+    #[test]
+    fn an_answer_is_read_with_its_receipt_checked() {
+        use crate::capabilities::sources::Used;
+        use crate::receipt::Ran;
+        let keypair = Keypair::generate_ed25519();
+        let host = keypair.public().to_peer_id();
+        let request = CallRequest {
+            agent: AgentId::of(b"calculator"),
+            tool: "add".into(),
+            arguments: json!({"a": 1, "b": 2}),
+            depth: 0,
+            deadline: Duration::from_secs(1),
+        };
+        let ran = || Ran {
+            output: serde_json::from_value(json!({"content": [{"type": "text", "text": "3"}]}))
+                .unwrap(),
+            grants: Vec::new(),
+            used: Used::empty(),
+        };
+        let message = call_response(Ok(ran()), &request, &keypair);
+        let answer = read_answer(message.clone(), host, &request).unwrap();
+        assert!(answer.receipt.unwrap().replayable);
+        assert_eq!(
+            answer.result,
+            json!({"content": [{"type": "text", "text": "3"}], "isError": false})
+        );
+        // The same answer said to come from another node, for another
+        // call, or with its result changed on the way: the receipt fails.
+        let stranger = Keypair::generate_ed25519().public().to_peer_id();
+        let refused = |message: Value, peer, request: &CallRequest| {
+            read_answer(message, peer, request).unwrap_err().code
+        };
+        assert_eq!(
+            refused(message.clone(), stranger, &request),
+            code::BAD_RECEIPT
+        );
+        let other = CallRequest {
+            arguments: json!({"a": 1, "b": 3}),
+            ..request.clone()
+        };
+        assert_eq!(refused(message.clone(), host, &other), code::BAD_RECEIPT);
+        let mut altered = message.clone();
+        altered["result"]["content"][0]["text"] = json!("4");
+        assert_eq!(refused(altered, host, &request), code::BAD_RECEIPT);
+        // A node that gives no receipt is read as before.
+        let mut bare = message;
+        bare["result"].as_object_mut().unwrap().remove("_meta");
+        assert!(read_answer(bare, host, &request).unwrap().receipt.is_none());
+        // A refusal stays a refusal.
+        let refusal = call_response(Err(invalid("no")), &request, &keypair);
+        assert_eq!(refused(refusal, host, &request), code::INVALID_PARAMS);
     }
 
     #[test]

@@ -58,6 +58,12 @@ pub fn engine_config(capacity: Capacity, mode: Mode) -> Config {
     config.wasm_component_model(true);
     config.epoch_interruption(true);
     config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+    // The same component and arguments give the same bytes on every node
+    // (a replayable call can be checked by running it again elsewhere):
+    // NaNs come out in one canonical form, whatever the CPU makes, and
+    // relaxed SIMD gives the results its deterministic mode specifies.
+    config.cranelift_nan_canonicalization(true);
+    config.relaxed_simd_deterministic(true);
     match mode {
         // WASI 0.2 components call and return synchronously. With
         // concurrency support on, every `call_async` goes through the

@@ -33,6 +33,7 @@ use crate::agent::tool::{AgentCard, ToolOutput, ToolSpec};
 use crate::audit::Audit;
 pub use crate::capabilities::CallState;
 use crate::capabilities::grant::Grants;
+use crate::capabilities::sources::Sources;
 use crate::capabilities::{
     self, CallSetup, Services, caller::Caller, guest_log::GuestLog, host::ResourceUpdate,
     kv::KvStores, limits, peers::PeerNetwork,
@@ -144,6 +145,9 @@ pub struct ToolCall<'a> {
     /// The client the call serves, if any: where progress, log messages,
     /// sampling and elicitation requests go.
     pub caller: Option<Arc<dyn Caller>>,
+    /// Where the call records the sources of nondeterminism it reads:
+    /// whether its result is replayable.
+    pub sources: Sources,
 }
 
 /// The wasmtime engines of a node, one per [`Mode`], with what the
@@ -423,7 +427,8 @@ impl Runtime {
         limits: &Limits,
     ) -> Result<(AgentCard, Vec<ToolSpec>), CallError> {
         let deadline = Instant::now() + limits.deadline;
-        let start = || self.start(agent, &Grants::pure(*limits), None, deadline);
+        let sources = &Sources::default();
+        let start = || self.start(agent, &Grants::pure(*limits), None, sources, deadline);
         let (card, tools, apps) = match &agent.kind {
             Kind::World(exports) => {
                 start()?
@@ -488,10 +493,11 @@ impl Runtime {
         let (tool, arguments) = (request.tool, request.arguments);
         let answer = match &agent.kind {
             Kind::World(exports) => {
-                self.run(
+                self.run_recorded(
                     agent,
                     &request.grants,
                     request.caller,
+                    &request.sources,
                     |store, instance| exports.tools.load(store, instance),
                     async |tools, store| tools.call_call_tool(store, tool, arguments).await,
                 )
@@ -503,6 +509,7 @@ impl Runtime {
                     agent,
                     &request.grants,
                     request.caller,
+                    &request.sources,
                     &exports.call_tool,
                     params,
                 )
@@ -535,10 +542,11 @@ impl Runtime {
             .arguments(request.arguments)
             .map_err(CallError::InvalidArguments)?;
         let results = self
-            .run(
+            .run_recorded(
                 agent,
                 &request.grants,
                 request.caller,
+                &request.sources,
                 |store, instance| {
                     instance
                         .get_func(store, function.export)
@@ -637,8 +645,16 @@ impl Runtime {
             }
             Kind::AsyncWorld(exports) => {
                 let params = (uri.to_owned(),);
-                self.run_export(agent, grants, caller, &exports.read_resource, params)
-                    .await?
+                let sources = &Sources::default();
+                self.run_export(
+                    agent,
+                    grants,
+                    caller,
+                    sources,
+                    &exports.read_resource,
+                    params,
+                )
+                .await?
             }
             Kind::Plain(_) => {
                 return Err(CallError::ResourceNotFound(
@@ -670,7 +686,8 @@ impl Runtime {
                 .await?
             }
             Kind::AsyncWorld(exports) => {
-                self.run_export(agent, grants, None, &exports.list_prompts, ())
+                let sources = &Sources::default();
+                self.run_export(agent, grants, None, sources, &exports.list_prompts, ())
                     .await?
             }
             Kind::Plain(_) => return Ok(Vec::new()),
@@ -701,7 +718,8 @@ impl Runtime {
             }
             Kind::AsyncWorld(exports) => {
                 let params = (name.to_owned(), arguments.to_vec());
-                self.run_export(agent, grants, caller, &exports.get_prompt, params)
+                let sources = &Sources::default();
+                self.run_export(agent, grants, caller, sources, &exports.get_prompt, params)
                     .await?
             }
             Kind::Plain(_) => {
@@ -728,7 +746,22 @@ impl Runtime {
         load: impl FnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<E>,
         work: impl AsyncFnOnce(&E, &mut Store<CallState>) -> wasmtime::Result<T>,
     ) -> Result<T, CallError> {
-        let (_slot, call) = self.enter(agent, grants, caller).await?;
+        let sources = &Sources::default();
+        self.run_recorded(agent, grants, caller, sources, load, work)
+            .await
+    }
+
+    /// [`Runtime::run`], recording the sources the guest reads in `sources`.
+    async fn run_recorded<E, T>(
+        &self,
+        agent: &LoadedAgent,
+        grants: &Grants,
+        caller: Option<Arc<dyn Caller>>,
+        sources: &Sources,
+        load: impl FnOnce(&mut Store<CallState>, &Instance) -> wasmtime::Result<E>,
+        work: impl AsyncFnOnce(&E, &mut Store<CallState>) -> wasmtime::Result<T>,
+    ) -> Result<T, CallError> {
+        let (_slot, call) = self.enter(agent, grants, caller, sources).await?;
         call.run(&agent.pre, load, work).await
     }
 
@@ -739,6 +772,7 @@ impl Runtime {
         agent: &LoadedAgent,
         grants: &Grants,
         caller: Option<Arc<dyn Caller>>,
+        sources: &Sources,
         index: &ComponentExportIndex,
         params: P,
     ) -> Result<R, CallError>
@@ -746,10 +780,11 @@ impl Runtime {
         P: ComponentNamedList + Lower + Send + Sync + 'static,
         (R,): ComponentNamedList + Lift + Send + Sync + 'static,
     {
-        self.run(
+        self.run_recorded(
             agent,
             grants,
             caller,
+            sources,
             |_, instance| Ok(*instance),
             async |instance, store| {
                 let (result,) = call_concurrent(store, instance, index, params).await?;
@@ -766,6 +801,7 @@ impl Runtime {
         agent: &LoadedAgent,
         grants: &Grants,
         caller: Option<Arc<dyn Caller>>,
+        sources: &Sources,
     ) -> Result<(OwnedSemaphorePermit, RunningCall), CallError> {
         let limits = &grants.limits;
         let deadline = Instant::now() + limits.deadline;
@@ -773,7 +809,7 @@ impl Runtime {
             .slots
             .take(limits.max_concurrent_calls, deadline.into())
             .await?;
-        Ok((slot, self.start(agent, grants, caller, deadline)?))
+        Ok((slot, self.start(agent, grants, caller, sources, deadline)?))
     }
 
     fn start(
@@ -781,6 +817,7 @@ impl Runtime {
         agent: &LoadedAgent,
         grants: &Grants,
         caller: Option<Arc<dyn Caller>>,
+        sources: &Sources,
         deadline: Instant,
     ) -> Result<RunningCall, CallError> {
         let setup = CallSetup {
@@ -790,6 +827,7 @@ impl Runtime {
             grants,
             caller,
             deadline,
+            sources: sources.clone(),
         };
         let (state, log) =
             CallState::new(&self.services, setup).map_err(|e| CallError::Host(e.to_string()))?;

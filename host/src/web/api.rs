@@ -11,8 +11,9 @@ use crate::AgentId;
 use crate::agent::tool::ToolOutput;
 use crate::capabilities::peers::Hop;
 use crate::http::token::{Family, Gate};
-use crate::hub::{FetchProgress, Fetched, Hub, HubError};
+use crate::hub::{CHECK_DEADLINE, FetchProgress, Fetched, Hub, HubError, Verdict};
 use crate::net::PublishReport;
+use crate::receipt::Receipt;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -69,6 +70,15 @@ pub struct CallAnswer {
     /// The id of the agent that was called.
     pub agent: AgentId,
     pub output: ToolOutput,
+    /// The did:key of the node that ran it.
+    #[serde(default)]
+    pub node: String,
+    /// That node's signed receipt, if it gave one.
+    #[serde(default)]
+    pub receipt: Option<Receipt>,
+    /// What checking the answer found, when it was asked for.
+    #[serde(default)]
+    pub check: Option<Verdict>,
 }
 
 struct Api {
@@ -360,6 +370,9 @@ struct CallRequest {
     /// How long to wait, in milliseconds.
     #[serde(default)]
     deadline_ms: Option<u64>,
+    /// Check the answer by running the call again (a replayable one).
+    #[serde(default)]
+    verify: bool,
 }
 
 async fn call(State(api): State<Arc<Api>>, Json(request): Json<CallRequest>) -> Response {
@@ -387,10 +400,32 @@ async fn call(State(api): State<Arc<Api>>, Json(request): Json<CallRequest>) -> 
         depth: 0,
         deadline: Instant::now() + deadline,
     };
-    match api.hub.call_remote(id, &request.tool, arguments, hop).await {
-        Ok(output) => Json(CallAnswer { agent: id, output }).into_response(),
-        Err(e) => hub_failure(e),
-    }
+    let (answer, host) = match api
+        .hub
+        .call_remote_at(id, &request.tool, arguments.clone(), hop)
+        .await
+    {
+        Ok(answered) => answered,
+        Err(e) => return hub_failure(e),
+    };
+    let check = if request.verify {
+        let deadline = Instant::now() + CHECK_DEADLINE;
+        let hub = &api.hub;
+        Some(
+            hub.check_answer(id, &request.tool, &arguments, &answer, host, deadline)
+                .await,
+        )
+    } else {
+        None
+    };
+    Json(CallAnswer {
+        agent: id,
+        output: answer.output,
+        node: crate::did::shown(&host),
+        receipt: answer.receipt,
+        check,
+    })
+    .into_response()
 }
 
 /// The agent whose id starts with `prefix` (the short ids `ls` and

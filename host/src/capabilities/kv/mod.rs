@@ -18,6 +18,7 @@ use crate::AgentId;
 use crate::agent::key::AgentKey;
 use crate::audit::Denials;
 use crate::capabilities::bindings::agentsite::agent::kv::{self, KvError};
+use crate::capabilities::sources::Used;
 use redb::{ReadableDatabase as _, ReadableTable as _, TableDefinition};
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -376,7 +377,10 @@ impl CallPart for KvState {
     }
 
     fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-        kv::add_to_linker::<CallState, HasSelf<KvState>>(linker, |state| &mut state.kv)
+        kv::add_to_linker::<CallState, HasSelf<KvState>>(linker, |state| {
+            state.sources.record(Used::KV);
+            &mut state.kv
+        })
     }
 }
 

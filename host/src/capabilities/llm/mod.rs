@@ -21,6 +21,7 @@ use crate::capabilities::bindings::agentsite::agent::chat;
 use crate::capabilities::bindings::agentsite::agent::llm::{
     self, ChatRequest, ChatResponse, LlmError,
 };
+use crate::capabilities::sources::Used;
 use crate::llm::models::Models;
 use crate::llm::{
     self as models, Completion, Delta, DeltaSink, LlmFailure, MAX_MESSAGES, Message, Role,
@@ -590,7 +591,13 @@ impl CallPart for LlmState {
     }
 
     fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-        llm::add_to_linker::<CallState, HasSelf<LlmState>>(linker, |state| &mut state.llm)?;
-        chat::add_to_linker::<CallState, HasSelf<LlmState>>(linker, |state| &mut state.llm)
+        llm::add_to_linker::<CallState, HasSelf<LlmState>>(linker, |state| {
+            state.sources.record(Used::MODELS);
+            &mut state.llm
+        })?;
+        chat::add_to_linker::<CallState, HasSelf<LlmState>>(linker, |state| {
+            state.sources.record(Used::MODELS);
+            &mut state.llm
+        })
     }
 }

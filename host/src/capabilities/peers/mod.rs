@@ -22,6 +22,7 @@ use crate::agent::tool::{AgentCard, Content, ResourceBody, ToolOutput, ToolSpec}
 use crate::audit::Denials;
 use crate::capabilities::bindings::agentsite::agent::peers::{self, AgentRef, PeerError};
 use crate::capabilities::bindings::types::{self, ToolResult};
+use crate::capabilities::sources::Used;
 use grant::{MAX_DEPTH, PeersGrant};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -292,6 +293,9 @@ impl CallPart for PeersState {
     }
 
     fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
-        peers::add_to_linker::<CallState, HasSelf<PeersState>>(linker, |state| &mut state.peers)
+        peers::add_to_linker::<CallState, HasSelf<PeersState>>(linker, |state| {
+            state.sources.record(Used::PEERS);
+            &mut state.peers
+        })
     }
 }

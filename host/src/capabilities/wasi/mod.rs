@@ -3,8 +3,10 @@
 //! its grant, the folders granted to it (preopened through cap-std, which
 //! refuses `..`, absolute paths and symlinks that lead out of them), and
 //! outgoing HTTP to allowed origins only. No arguments, sockets or name
-//! lookup ever. Clocks and randomness work. Stdout and stderr go to the
-//! call's [`GuestLog`].
+//! lookup ever. Clocks and randomness work, and record their use in the
+//! call's [`Sources`] (so do HTTP, and granted folders and variables):
+//! a call that used none of them gives the same result on every node.
+//! Stdout and stderr go to the call's [`GuestLog`].
 
 pub mod exposure;
 pub mod grant;
@@ -15,6 +17,7 @@ use super::limits::MAX_FIELDS_BYTES;
 use super::{CallContext, CallPart, CallState};
 use crate::audit::Denials;
 use crate::capabilities::grant::Grants;
+use crate::capabilities::sources::{self, Sources, Used, Watched};
 use bytes::Bytes;
 use grant::Access;
 use http_allow::HttpPattern;
@@ -45,26 +48,82 @@ pub struct FsUnavailable {
 pub(crate) struct WasiState {
     ctx: Option<WasiCtx>,
     log: GuestLog,
+    sources: Sources,
+    /// The `insecure-seed` every call of the agent gets.
+    seed: u128,
 }
 
 impl WasiState {
-    /// The WASI state of one call under `grants`, its output going to `log`.
-    pub(crate) fn new(log: &GuestLog, grants: &Grants) -> Result<WasiState, FsUnavailable> {
-        let ctx = if grants.env.is_empty() && grants.fs.is_empty() {
-            None
-        } else {
-            Some(context(log, grants)?)
-        };
-        Ok(WasiState {
-            ctx,
+    /// The WASI state of one call of `agent` under `grants`, its output
+    /// going to `log`, the sources it reads recorded in `sources`.
+    pub(crate) fn new(
+        agent: &crate::AgentId,
+        log: &GuestLog,
+        grants: &Grants,
+        sources: &Sources,
+    ) -> Result<WasiState, FsUnavailable> {
+        let mut state = WasiState {
+            ctx: None,
             log: log.clone(),
-        })
+            sources: sources.clone(),
+            seed: sources::insecure_seed(agent),
+        };
+        if !(grants.env.is_empty() && grants.fs.is_empty()) {
+            // What the granted folders and variables hold is this node's:
+            // the call counts as having read them.
+            if !grants.fs.is_empty() {
+                sources.record(Used::FILES);
+            }
+            if !grants.env.is_empty() {
+                sources.record(Used::ENVIRONMENT);
+            }
+            state.ctx = Some(context(state.builder(), grants)?);
+        }
+        Ok(state)
     }
 
     /// The context, made now if the call has not used WASI before.
     fn ctx(&mut self) -> &mut WasiCtx {
-        let log = &self.log;
-        self.ctx.get_or_insert_with(|| builder(log).build())
+        if self.ctx.is_none() {
+            self.ctx = Some(self.builder().build());
+        }
+        self.ctx.as_mut().expect("made above")
+    }
+
+    /// A WASI context builder with nothing granted: stdout and stderr go to
+    /// the call's log; no sockets or name lookup; clocks and random
+    /// generators that record their use.
+    fn builder(&self) -> WasiCtxBuilder {
+        let sources = &self.sources;
+        let mut builder = WasiCtxBuilder::new();
+        builder
+            .stdout(GuestStdio::new(self.log.clone(), Stream::Stdout))
+            .stderr(GuestStdio::new(self.log.clone(), Stream::Stderr))
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false)
+            .wall_clock(Watched::new(
+                wasmtime_wasi::clocks::WallClock::new(),
+                sources,
+                Used::CLOCK,
+            ))
+            .monotonic_clock(Watched::new(
+                wasmtime_wasi::clocks::MonotonicClock::default(),
+                sources,
+                Used::CLOCK,
+            ))
+            .secure_random(Watched::new(
+                wasmtime_wasi::thread_rng(),
+                sources,
+                Used::RANDOM,
+            ))
+            .insecure_random(Watched::new(
+                wasmtime_wasi::thread_rng(),
+                sources,
+                Used::RANDOM,
+            ))
+            .insecure_random_seed(self.seed);
+        builder
     }
 
     /// Whether the call has used WASI (or was granted what makes it at once).
@@ -74,22 +133,8 @@ impl WasiState {
     }
 }
 
-/// A WASI context builder with nothing granted: stdout and stderr go to
-/// `log`; no sockets or name lookup.
-fn builder(log: &GuestLog) -> WasiCtxBuilder {
-    let mut builder = WasiCtxBuilder::new();
-    builder
-        .stdout(GuestStdio::new(log.clone(), Stream::Stdout))
-        .stderr(GuestStdio::new(log.clone(), Stream::Stderr))
-        .allow_tcp(false)
-        .allow_udp(false)
-        .allow_ip_name_lookup(false);
-    builder
-}
-
-/// Builds the WASI context of one call under `grants`.
-fn context(log: &GuestLog, grants: &Grants) -> Result<WasiCtx, FsUnavailable> {
-    let mut builder = builder(log);
+/// Builds the WASI context of one call under `grants` from `builder`.
+fn context(mut builder: WasiCtxBuilder, grants: &Grants) -> Result<WasiCtx, FsUnavailable> {
     for name in &grants.env {
         // Read at each call, so the agent sees the node's current value.
         if let Ok(value) = std::env::var(name) {
@@ -120,6 +165,7 @@ pub struct HttpPolicy {
     allowed: Vec<HttpPattern>,
     deadline: std::time::Instant,
     denials: Denials,
+    sources: Sources,
 }
 
 impl HttpPolicy {
@@ -127,11 +173,13 @@ impl HttpPolicy {
         allowed: Vec<HttpPattern>,
         deadline: std::time::Instant,
         denials: Denials,
+        sources: Sources,
     ) -> Self {
         HttpPolicy {
             allowed,
             deadline,
             denials,
+            sources,
         }
     }
 }
@@ -161,6 +209,8 @@ impl WasiHttpHooks for HttpPolicy {
                 >,
             > + Send,
     > {
+        // Refused here or not, the answer depends on this node's grant.
+        self.sources.record(Used::HTTP);
         if !self.allowed.iter().any(|p| p.allows_uri(request.uri())) {
             self.denials
                 .record("http", &format!("origin of {} not granted", request.uri()));
@@ -206,12 +256,13 @@ pub(crate) struct Wasi {
 impl CallPart for Wasi {
     fn for_call(call: &CallContext<'_>) -> anyhow::Result<Wasi> {
         Ok(Wasi {
-            state: WasiState::new(call.log, call.grants)?,
+            state: WasiState::new(&call.agent, call.log, call.grants, call.sources)?,
             http: new_http_context(MAX_FIELDS_BYTES),
             hooks: HttpPolicy::new(
                 call.grants.http.clone(),
                 call.deadline,
                 call.denials.clone(),
+                call.sources.clone(),
             ),
         })
     }
@@ -430,7 +481,11 @@ mod tests {
     use super::{WasiState, link_leaves_folder};
     use crate::capabilities::grant::Grants;
     use crate::capabilities::guest_log::GuestLog;
+    use crate::capabilities::sources::Sources;
     use crate::config::Limits;
+
+    static AGENT: std::sync::LazyLock<crate::AgentId> =
+        std::sync::LazyLock::new(|| crate::AgentId::of(b"test-agent"));
 
     fn log() -> GuestLog {
         GuestLog::new("test-agent".into(), 1024)
@@ -438,7 +493,13 @@ mod tests {
 
     #[test]
     fn a_call_granted_nothing_makes_its_wasi_context_at_first_use() {
-        let mut wasi = WasiState::new(&log(), &Grants::pure(Limits::default())).unwrap();
+        let mut wasi = WasiState::new(
+            &AGENT,
+            &log(),
+            &Grants::pure(Limits::default()),
+            &Sources::default(),
+        )
+        .unwrap();
         assert!(!wasi.is_made());
         wasi.ctx();
         assert!(wasi.is_made());
@@ -448,7 +509,11 @@ mod tests {
     fn granted_environment_or_folders_make_the_context_at_once() {
         let mut grants = Grants::pure(Limits::default());
         grants.env.push("PATH".into());
-        assert!(WasiState::new(&log(), &grants).unwrap().is_made());
+        assert!(
+            WasiState::new(&AGENT, &log(), &grants, &Sources::default())
+                .unwrap()
+                .is_made()
+        );
 
         let folder = tempfile::tempdir().unwrap();
         let mut grants = Grants::pure(Limits::default());
@@ -457,7 +522,11 @@ mod tests {
             guest: "/data".into(),
             access: Access::ReadOnly,
         });
-        assert!(WasiState::new(&log(), &grants).unwrap().is_made());
+        assert!(
+            WasiState::new(&AGENT, &log(), &grants, &Sources::default())
+                .unwrap()
+                .is_made()
+        );
     }
 
     #[test]
@@ -469,7 +538,9 @@ mod tests {
             guest: "/data".into(),
             access: Access::ReadOnly,
         });
-        let error = WasiState::new(&log(), &grants).err().unwrap();
+        let error = WasiState::new(&AGENT, &log(), &grants, &Sources::default())
+            .err()
+            .unwrap();
         assert!(
             error.to_string().contains("cannot open granted folder"),
             "{error}"

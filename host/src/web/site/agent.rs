@@ -454,7 +454,7 @@ pub async fn call(
                 deadline: Instant::now() + CALL_DEADLINE,
             };
             match hub.call_remote_at(id, &request.tool, arguments, hop).await {
-                Ok((output, host)) => (Ok(output), host.to_string()),
+                Ok((answer, host)) => (Ok(answer.output), host.to_string()),
                 Err(e) => (Err((StatusCode::BAD_GATEWAY, e.to_string())), String::new()),
             }
         }
