@@ -162,6 +162,24 @@ async fn five_nodes_in_a_chain_publish_find_fetch_and_call() {
         "{checked}"
     );
     assert_eq!(meta["agentsite/check"]["check"], "confirmed", "{checked}");
+    // The receipt with the call's arguments and result is evidence any
+    // node can check by running the agent; altered, it does not hold.
+    let mut result = checked.clone();
+    result.as_object_mut().unwrap().remove("_meta");
+    let evidence = json!({
+        "receipt": meta["agentsite/receipt"],
+        "arguments": {"text": "planet"},
+        "result": result,
+    });
+    let file = b.data().join("evidence.json");
+    std::fs::write(&file, evidence.to_string()).unwrap();
+    let holds = d.run(&["check-evidence", file.to_str().unwrap()]).success();
+    assert!(holds.contains("the answer holds"), "{holds}");
+    let mut altered = evidence.clone();
+    altered["result"]["content"][0]["text"] = json!("PLANE");
+    std::fs::write(&file, altered.to_string()).unwrap();
+    d.run(&["check-evidence", file.to_str().unwrap()])
+        .failure("not checked: the evidence does not hold: the receipt is for another result");
 
     drop((node_b, node_c, node_d, node_e));
 }

@@ -3,12 +3,18 @@
 //! network or stored data) is run again by the caller, after fetching the
 //! agent by its hash, and compared; a node that signs a wrong answer is
 //! caught, blocked, and its receipt proves the lie to a third node that
-//! runs the agent itself. In-process nodes on the memory transport.
+//! runs the agent itself; a goal whose member's host lies takes the step
+//! from another host. In-process nodes on the memory transport.
 
 use crate::support;
 
 use agentsite::capabilities::peers::Hop;
+use agentsite::goals::ask::GoalModel;
+use agentsite::goals::config::GoalsConfig;
+use agentsite::goals::message::CheckOutcome;
+use agentsite::goals::{Body, GoalState, NewGoal, Verify};
 use agentsite::hub::{Hub, Verdict};
+use agentsite::llm::{ChatRequest, Completion, LlmFailure};
 use agentsite::net::fetch::{FetchRequest, FetchResponse};
 use agentsite::net::rpc::{CallRequest, RpcError, code};
 use agentsite::net::{Keypair, Library, Network, PeerId};
@@ -18,7 +24,8 @@ use agentsite::{AgentId, Node};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::testnet::{memory_config, node_with_hub};
+use support::scripted::{capable, completion, first_call, goals_for, read, run_goal};
+use support::testnet::{manifest_from_dht, memory_config, node_with_hub};
 
 /// How long any one network step of these tests may take.
 const STEP: Duration = Duration::from_secs(60);
@@ -298,6 +305,127 @@ async fn a_lying_node_is_caught_and_its_receipt_proves_the_lie_to_a_third_node()
     assert!(matches!(verdict, Verdict::Confirmed { .. }), "{verdict:?}");
 
     for network in [honest.network(), caller.network(), judge.network(), &liar] {
+        network.shutdown().await;
+    }
+}
+
+/// A capable model (a test double for the node's model, which goals ask
+/// for the calls to make): the tool each step names, with its values.
+struct Capable;
+
+#[async_trait::async_trait]
+impl GoalModel for Capable {
+    async fn complete(
+        &self,
+        _model: Option<&str>,
+        request: ChatRequest,
+        _deadline: Instant,
+    ) -> Result<Completion, LlmFailure> {
+        Ok(completion(capable(&read(&request)), 10))
+    }
+
+    fn resolve(&self, model: Option<&str>) -> Result<String, String> {
+        Ok(model.unwrap_or("scripted").to_owned())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_goal_catches_a_lying_member_node_and_recovers_with_another() {
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let (honest_node, honest) = node_with_hub(dirs[0].path(), &[]).await;
+    let calculator = publish(&honest_node, &honest, "calculator").await;
+    let entry = honest.network().addresses().await.unwrap();
+    // A caller asks a member's hosts in the order of their peer ids: the
+    // liar's comes first, so its answer is the one the goal gets first.
+    let keypair = std::iter::repeat_with(Keypair::generate_ed25519)
+        .find(|k| k.public().to_peer_id() < honest.peer_id())
+        .unwrap();
+    let liar_node = Arc::new(
+        Node::open(
+            agentsite::config::DataDir::new(dirs[1].path()),
+            agentsite::NodeConfig::default(),
+            agentsite::runtime::Capacity::OneShot,
+        )
+        .unwrap(),
+    );
+    liar_node
+        .add(&std::fs::read(support::wasm("calculator")).unwrap())
+        .await
+        .unwrap();
+    let liar = Network::start(
+        keypair,
+        memory_config(entry.clone()),
+        Arc::new(Liar { node: liar_node }),
+    )
+    .await
+    .unwrap();
+    liar.publish(manifest_from_dht(&liar, calculator).await)
+        .await
+        .unwrap();
+    let mut both = entry.clone();
+    both.extend(liar.addresses().await.unwrap());
+    let (caller_node, caller) = node_with_hub(dirs[2].path(), &both).await;
+    support::eventually_async(STEP, "the caller sees both hosts", async || {
+        let (_, hosts) = caller.lookup(calculator).await.map_err(|e| e.to_string())?;
+        match hosts.len() {
+            2 => Ok(()),
+            n => Err(format!("{n} hosts")),
+        }
+    })
+    .await;
+
+    let goals = goals_for(
+        dirs[2].path(),
+        &caller_node,
+        Some(caller.clone()),
+        Arc::new(Capable),
+        GoalsConfig::default(),
+    );
+    let new = NewGoal {
+        text: "Add 40 and 2.".into(),
+        team: vec![calculator.to_string()],
+        verify: Some(Verify::Sampled),
+        ..Default::default()
+    };
+    let (record, messages) = run_goal(&goals, new, STEP).await;
+    assert_eq!(record.verify, Verify::Sampled);
+    assert_eq!(record.state, GoalState::Concluded, "{messages:#?}");
+    let call = first_call(&messages);
+    // The step's answer is the honest host's, checked; the liar's is not
+    // used, and the step says who was caught.
+    assert_eq!(call.node, honest.peer_id().to_string(), "{call:#?}");
+    assert_eq!(
+        call.result.trim().parse::<f64>().ok(),
+        Some(42.0),
+        "{call:#?}"
+    );
+    let receipt = call.receipt.as_ref().expect("the honest host's receipt");
+    assert_eq!(
+        receipt.node,
+        agentsite::did::of_peer(&honest.peer_id()).unwrap()
+    );
+    let check = call.check.as_ref().expect("the step was checked");
+    assert_eq!(check.outcome, CheckOutcome::Confirmed, "{check:#?}");
+    assert_eq!(check.caught.len(), 1, "{check:#?}");
+    let liar_did = agentsite::did::of_peer(&liar.peer_id()).unwrap();
+    assert!(check.caught[0].starts_with(&liar_did), "{check:#?}");
+    assert!(check.caught[0].contains("evidence"), "{check:#?}");
+    // The person reads 42, never 43.
+    let read: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| match &m.body {
+            Body::Progress { text, .. } | Body::Result { text, .. } => Some(text.as_str()),
+            Body::Conclusion { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(read.iter().any(|t| t.contains("42")), "{read:?}");
+    assert!(
+        !read.iter().any(|t| t.contains("43")),
+        "the wrong answer reached the goal: {read:?}"
+    );
+
+    for network in [honest.network(), caller.network(), &liar] {
         network.shutdown().await;
     }
 }

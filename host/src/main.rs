@@ -441,6 +441,16 @@ enum Command {
         /// The agent's id, sha256:<64 hex digits>.
         id: String,
     },
+    /// Check evidence another node kept (a file of <data-dir>/evidence/:
+    /// a node's signed receipt with the arguments and result it covers) by
+    /// running the call here; a node it proves wrong is blocked here too.
+    CheckEvidence {
+        /// The evidence file.
+        file: std::path::PathBuf,
+        /// Print the verdict as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// List the node's language models with their state (`[[llm.models]]`
     /// in the config; with none, the embedded default model).
     Models {
@@ -551,7 +561,14 @@ const COMMAND_GROUPS: [(&str, &[&str]); 5] = [
     ),
     (
         "The network (through the running node)",
-        &["id", "peers", "publish", "search", "fetch"],
+        &[
+            "id",
+            "peers",
+            "publish",
+            "search",
+            "fetch",
+            "check-evidence",
+        ],
     ),
     (
         "Goals, chat and models",
@@ -707,6 +724,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
             return cli::search(&data, &words, limit, json, wide).await;
         }
         Command::Fetch { id } => return cli::fetch(&data, &id).await,
+        Command::CheckEvidence { file, json } => {
+            return cli::check_evidence(&data, &file, json).await;
+        }
         Command::Goal(args) => {
             let concluded = cli::goals::goal(&data, *args).await?;
             if !concluded {
@@ -979,6 +999,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         | Command::Publish { .. }
         | Command::Search { .. }
         | Command::Fetch { .. }
+        | Command::CheckEvidence { .. }
         | Command::Goal(_)
         | Command::Goals { .. }
         | Command::Chat { .. }

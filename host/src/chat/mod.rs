@@ -520,6 +520,7 @@ impl Chats {
                     team,
                     limits: Default::default(),
                     model: None,
+                    verify: None,
                 };
                 goals.start(new, requester).await
             }

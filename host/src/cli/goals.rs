@@ -42,6 +42,11 @@ pub struct GoalArgs {
     /// The node's model that speaks for the members [default: the node's default model].
     #[arg(long)]
     pub model: Option<String>,
+    /// Check other nodes' answers by running replayable calls again: none,
+    /// sampled (each node's first answer, then one in four) or all
+    /// [default: `verify` under [goals]].
+    #[arg(long, value_parser = ["none", "sampled", "all"])]
+    pub verify: Option<String>,
     /// Print the goal's id and return; the goal runs on.
     #[arg(long)]
     pub detach: bool,
@@ -117,6 +122,7 @@ pub async fn goal(data: &DataDir, args: GoalArgs) -> anyhow::Result<bool> {
                 "team": args.team,
                 "limits": limits,
                 "model": args.model,
+                "verify": args.verify,
             });
             let record: GoalRecord = client
                 .post("/api/goals", body)
@@ -354,9 +360,14 @@ impl View {
                     }
                     self.calls.insert(
                         *task,
-                        format!("on {}, {} ms", short(&call.node), call.millis),
+                        format!("on {}, {} ms{}", short(&call.node), call.millis, seal(call)),
                     );
-                    Vec::new()
+                    // Nodes caught answering wrongly are said at once.
+                    call.check
+                        .iter()
+                        .flat_map(|check| &check.caught)
+                        .map(|caught| format!("  #{task} wrong answer caught: {}", safe(caught)))
+                        .collect()
                 }
                 None => vec![format!("  #{task} {}", safe(text))],
             },
@@ -436,5 +447,17 @@ fn short(text: &str) -> String {
     match text.char_indices().nth(12) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
+    }
+}
+
+/// What a step's call proves, after where and how long it ran: checked by
+/// running it again, not checked, or only signed by the node that ran it.
+fn seal(call: &crate::goals::message::ToolCallRecord) -> &'static str {
+    use crate::goals::message::CheckOutcome;
+    match (&call.check, &call.receipt) {
+        (Some(check), _) if check.outcome == CheckOutcome::Confirmed => ", checked",
+        (Some(_), _) => ", not checked",
+        (None, Some(_)) => ", signed",
+        (None, None) => "",
     }
 }

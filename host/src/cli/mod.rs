@@ -21,7 +21,8 @@ mod shown;
 pub use crate::web::api::LocalCall;
 pub use health::health;
 pub use network::{
-    RemoteCall, call_remote, call_through_node, fetch, id, network_models, peers, publish, search,
+    RemoteCall, call_remote, call_through_node, check_evidence, fetch, id, network_models, peers,
+    publish, search,
 };
 pub use new::{Lang, new};
 

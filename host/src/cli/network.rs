@@ -527,6 +527,68 @@ pub async fn call_remote(data: &DataDir, call: RemoteCall<'_>, json: bool) -> an
     super::print_result_with_meta(agent, tool, &answer.output, meta, json)
 }
 
+/// `agentsite check-evidence FILE`: the running node checks the evidence
+/// by running the call itself. Fails unless the evidence was confirmed or
+/// proved a node wrong, as it says.
+pub async fn check_evidence(
+    data: &DataDir,
+    file: &std::path::Path,
+    json: bool,
+) -> anyhow::Result<()> {
+    /// Evidence holds a result, which a node bounds at 8 MiB on the wire.
+    const MAX_EVIDENCE: u64 = 16 << 20;
+    let size = std::fs::metadata(file)
+        .with_context(|| format!("cannot read {}", file.display()))?
+        .len();
+    anyhow::ensure!(
+        size <= MAX_EVIDENCE,
+        "{} is {} bytes: evidence is at most {MAX_EVIDENCE}",
+        file.display(),
+        size
+    );
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let evidence: crate::receipt::Evidence = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{} is not evidence (a receipt with its arguments and result): {e}",
+            file.display()
+        )
+    })?;
+    let verdict: Verdict = NodeClient::connect_networked(data)?
+        .post("/api/evidence/check", serde_json::to_value(&evidence)?)
+        .await?
+        .json()
+        .await?;
+    if json {
+        super::print_json(&verdict)?;
+    }
+    match verdict {
+        Verdict::Refuted { node, why, .. } => {
+            if !json {
+                println!(
+                    "{}",
+                    safe(&format!(
+                        "proved: {node} signed a wrong answer: {why}; it is blocked here"
+                    ))
+                );
+            }
+            Ok(())
+        }
+        Verdict::Confirmed { by } => {
+            if !json {
+                println!(
+                    "{}",
+                    safe(&format!(
+                        "the answer holds: run again on {by}, the same result"
+                    ))
+                );
+            }
+            Ok(())
+        }
+        Verdict::Unchecked { why } => anyhow::bail!("not checked: {}", safe(&why)),
+    }
+}
+
 /// What a person is told of the node's receipt.
 fn receipt_line(answer: &CallAnswer) -> String {
     match &answer.receipt {

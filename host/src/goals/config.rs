@@ -5,6 +5,7 @@
 //! [goals]
 //! enabled = true
 //! fetch_members = false  # call members where they live; true: fetch them first
+//! verify = "sampled"     # check other nodes' answers: "none", "sampled", "all"
 //! deadline = "5m"        # a goal's wall-clock time, unless it asks otherwise
 //! max_deadline = "30m"   # the most a goal may ask for
 //! turns = 12             # requests to the model: each step's call, the conclusion
@@ -31,6 +32,8 @@ pub struct GoalsConfig {
     /// Fetch a team member from the network and run it here, rather than
     /// calling it where it lives.
     pub fetch_members: bool,
+    /// How goals check answers from other nodes, unless a goal says.
+    pub verify: Verify,
     #[serde(with = "humantime_serde_compat")]
     pub deadline: Duration,
     #[serde(with = "humantime_serde_compat")]
@@ -52,6 +55,7 @@ impl Default for GoalsConfig {
         GoalsConfig {
             enabled: true,
             fetch_members: false,
+            verify: Verify::default(),
             deadline: Duration::from_secs(5 * 60),
             max_deadline: Duration::from_secs(30 * 60),
             turns: 12,
@@ -63,6 +67,43 @@ impl Default for GoalsConfig {
             depth: 1,
             max_depth: 3,
             running: 4,
+        }
+    }
+}
+
+/// How a goal checks its members' answers from other nodes: a replayable
+/// call (one that read no clock, randomness, network, stored data or
+/// model) is run again, here after fetching the agent by hash or on a
+/// second host, and compared (see `hub::checks`). A node caught answering
+/// wrongly is blocked, its receipt kept as evidence, and the step asked of
+/// another host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verify {
+    /// Take every answer as it comes (its receipt is still kept).
+    None,
+    /// Check each node's first replayable answer in the goal, and one in
+    /// [`SAMPLE_EVERY`] after it.
+    #[default]
+    Sampled,
+    /// Check every replayable answer.
+    All,
+}
+
+/// With [`Verify::Sampled`], after a node's first answer, one answer in
+/// this many from it is checked.
+pub const SAMPLE_EVERY: u32 = 4;
+
+impl Verify {
+    /// Whether to check the `nth` answer (1 for the first) a goal took
+    /// from one node: the first, then every [`SAMPLE_EVERY`]-th, when
+    /// sampled. A node cannot tell a checked answer from another, and one
+    /// that lies often is caught early.
+    pub fn checks(self, nth: u32) -> bool {
+        match self {
+            Verify::None => false,
+            Verify::All => true,
+            Verify::Sampled => nth.saturating_sub(1) % SAMPLE_EVERY == 0,
         }
     }
 }
@@ -222,6 +263,18 @@ mod optional_duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sampled_goal_checks_each_nodes_first_answer_and_one_in_four() {
+        let checked: Vec<u32> = (1..=12).filter(|&n| Verify::Sampled.checks(n)).collect();
+        assert_eq!(checked, [1, 5, 9]);
+        assert!((1..=12).all(|n| Verify::All.checks(n)));
+        assert!(!(1..=12).any(|n| Verify::None.checks(n)));
+        assert_eq!(GoalsConfig::default().verify, Verify::Sampled);
+        let read: GoalsConfig = toml::from_str("verify = \"all\"").unwrap();
+        assert_eq!(read.verify, Verify::All);
+        assert!(toml::from_str::<GoalsConfig>("verify = \"some\"").is_err());
+    }
 
     #[test]
     fn a_goal_gets_the_defaults_and_may_ask_within_the_maxima() {

@@ -7,10 +7,14 @@ use super::message::Member;
 use crate::AgentId;
 use crate::agent::tool::{ToolOutput, ToolSpec};
 use crate::capabilities::peers::{Hop, PeerFailure};
-use crate::hub::Hub;
+use crate::hub::{Hub, RanAt, Verdict};
+use crate::net::PeerId;
+use crate::net::rpc::Answer;
 use crate::store::AgentRecord;
 use crate::{Node, store::terms::terms};
+use serde_json::Value;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// An agent that could join a team.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +35,8 @@ pub struct Candidate {
 pub struct Answered {
     pub output: ToolOutput,
     pub node: String,
+    /// Another node's answer, with its receipt, when another node ran it.
+    pub remote: Option<(Box<Answer>, PeerId)>,
 }
 
 /// Where a goal finds and calls agents.
@@ -59,6 +65,20 @@ pub trait Directory: Send + Sync {
         arguments: &str,
         hop: Hop,
     ) -> Result<Answered, PeerFailure>;
+
+    /// Checks another node's answer to the call of `tool` of `member` with
+    /// `arguments` by running the call again, within `deadline`; `None`
+    /// when nothing here can check (an answer of this node, or no network).
+    async fn check(
+        &self,
+        _member: &Member,
+        _tool: &str,
+        _arguments: &Value,
+        _answered: &Answered,
+        _deadline: Instant,
+    ) -> Option<Verdict> {
+        None
+    }
 }
 
 /// The node's own directory: its installed agents, and the network's
@@ -207,6 +227,7 @@ impl Directory for NodeDirectory {
             return Ok(Answered {
                 output,
                 node: self.this_node(),
+                remote: None,
             });
         };
         if self.fetch_members && !member.local {
@@ -214,10 +235,42 @@ impl Directory for NodeDirectory {
                 PeerFailure::Unavailable(format!("cannot fetch {}: {e}", member.name))
             })?;
         }
-        let (output, host) = hub.call_agent(member.agent, tool, arguments, hop).await?;
-        Ok(Answered {
-            output,
-            node: host.map_or_else(|| self.this_node(), |h| h.to_string()),
+        // A member found on the network is called where it lives, unless
+        // members are fetched: a copy this node fetched to check one of its
+        // answers does not move the work here.
+        let ran = match member.local || self.fetch_members {
+            true => hub.call_agent(member.agent, tool, arguments, hop).await?,
+            false => {
+                hub.call_elsewhere(member.agent, tool, arguments, hop)
+                    .await?
+            }
+        };
+        Ok(match ran {
+            RanAt::Here(output) => Answered {
+                output,
+                node: self.this_node(),
+                remote: None,
+            },
+            RanAt::Remote(answer, host) => Answered {
+                output: answer.output.clone(),
+                node: host.to_string(),
+                remote: Some((answer, host)),
+            },
         })
+    }
+
+    async fn check(
+        &self,
+        member: &Member,
+        tool: &str,
+        arguments: &Value,
+        answered: &Answered,
+        deadline: Instant,
+    ) -> Option<Verdict> {
+        let (hub, (answer, host)) = (self.hub.as_ref()?, answered.remote.as_ref()?);
+        Some(
+            hub.check_answer(member.agent, tool, arguments, answer, *host, deadline)
+                .await,
+        )
     }
 }

@@ -59,6 +59,7 @@ pub fn descriptor() -> rmcp::model::Tool {
                     "max_turns": {"type": "integer", "minimum": 1, "description": "Requests to the model (each step's call, the conclusion) after which the goal stops with what it found."},
                     "deadline_seconds": {"type": "integer", "minimum": 1, "description": "Wall-clock time the goal may take."},
                     "model": {"type": "string", "description": "The node's model to speak for the members."},
+                    "verify": {"type": "string", "enum": ["none", "sampled", "all"], "description": "Check other nodes' answers by running replayable calls again: none, sampled (each node's first answer and one in four after it) or all. The node's default when absent."},
                     "goal_id": {"type": "string", "description": "An earlier goal to continue with text as the person's message."},
                 },
                 "required": ["text"],
@@ -120,6 +121,7 @@ struct Arguments {
     max_turns: Option<u32>,
     deadline_seconds: Option<u64>,
     model: Option<String>,
+    verify: Option<super::Verify>,
     goal_id: Option<String>,
 }
 
@@ -209,13 +211,15 @@ async fn run(
                     ..AskedLimits::default()
                 },
                 model: arguments.model,
+                verify: arguments.verify,
             };
             (goals.start(new, requester).await?.id, 0, Vec::new())
         }
         Some(id) => {
-            if !arguments.team.is_empty() || arguments.model.is_some() {
+            if !arguments.team.is_empty() || arguments.model.is_some() || arguments.verify.is_some()
+            {
                 return Err(GoalError::Invalid(
-                    "a goal continues with its own team and model; pass only text with goal_id"
+                    "a goal continues with its own team, model and checks; pass only text with goal_id"
                         .into(),
                 ));
             }

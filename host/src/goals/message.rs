@@ -114,6 +114,9 @@ pub struct GoalRecord {
     /// against them (empty for goals kept before the node recorded it).
     #[serde(default)]
     pub requester: crate::requester::Requester,
+    /// How its members' answers from other nodes are checked.
+    #[serde(default)]
+    pub verify: super::config::Verify,
 }
 
 /// A member of a team: an agent, where it lives, and why it was chosen.
@@ -186,6 +189,36 @@ pub struct ToolCallRecord {
     /// The peer id of the node that ran it.
     pub node: String,
     pub millis: u64,
+    /// That node's signed receipt, when another node ran it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<crate::receipt::Receipt>,
+    /// What checking the answer found, when it was checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<StepCheck>,
+}
+
+/// What checking a step's answer from another node found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepCheck {
+    pub outcome: CheckOutcome,
+    /// Where the call ran again, or why it could not.
+    pub detail: String,
+    /// Nodes caught answering this step wrongly before this answer: each
+    /// blocked, its receipt kept as evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub caught: Vec<String>,
+}
+
+/// How a check of an answer came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckOutcome {
+    /// Run again, the same result.
+    Confirmed,
+    /// Run again, another result: this answer was not used.
+    Refuted,
+    /// It could not be checked (see the detail).
+    Unchecked,
 }
 
 /// What a message says.

@@ -29,7 +29,7 @@ mod run;
 pub mod store;
 pub(crate) mod team;
 
-pub use config::GoalsConfig;
+pub use config::{GoalsConfig, Verify};
 pub use message::{Body, GoalId, GoalRecord, GoalState, Member, Message, Speaker};
 
 use crate::requester::Requester;
@@ -92,6 +92,9 @@ pub struct NewGoal {
     /// The node's model to speak for the members; its default when `None`.
     #[serde(default)]
     pub model: Option<String>,
+    /// How to check answers from other nodes; the node's default when `None`.
+    #[serde(default)]
+    pub verify: Option<Verify>,
 }
 
 /// Why a goal request was refused. Each is one line.
@@ -246,6 +249,7 @@ impl Goals {
             conclusion: None,
             reason: None,
             requester: requester.clone(),
+            verify: new.verify.unwrap_or(self.config.verify),
         };
         // Its place among the kept goals is taken now: a goal the store
         // cannot keep is refused before anything runs.
@@ -541,17 +545,20 @@ impl Goals {
             self.events.clone(),
             earlier,
         );
-        let goal = Arc::new(GoalRun::new(
-            record.id.clone(),
-            self.model.clone(),
-            model,
-            self.directory.clone(),
-            Budget::new(record.limits),
-            log,
-            cancel,
-            self.metrics.clone(),
-            last_task,
-        ));
+        let goal = Arc::new(
+            GoalRun::new(
+                record.id.clone(),
+                self.model.clone(),
+                model,
+                self.directory.clone(),
+                Budget::new(record.limits),
+                log,
+                cancel,
+                self.metrics.clone(),
+                last_task,
+            )
+            .verifying(record.verify),
+        );
         if let Some(running) = self.running().get_mut(&record.id) {
             running.run = Some(goal.clone());
         }

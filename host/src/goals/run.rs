@@ -4,6 +4,7 @@
 use super::GoalEvent;
 use super::ask::{Asker, GoalModel};
 use super::budget::Budget;
+use super::config::Verify;
 use super::directory::Directory;
 use super::message::{Body, GoalId, Message, Speaker, unix_millis};
 use super::metrics::GoalMetrics;
@@ -120,6 +121,11 @@ pub struct GoalRun {
     pub metrics: Option<Arc<GoalMetrics>>,
     /// The last task number given out in this goal.
     tasks: AtomicU32,
+    /// How answers from other nodes are checked.
+    pub verify: Verify,
+    /// Answers taken from each node so far, by its peer id (at most one
+    /// entry per tool call the budget allows).
+    answers_from: std::sync::Mutex<std::collections::HashMap<String, u32>>,
 }
 
 impl GoalRun {
@@ -145,7 +151,26 @@ impl GoalRun {
             cancel,
             metrics,
             tasks: AtomicU32::new(last_task),
+            verify: Verify::default(),
+            answers_from: Default::default(),
         }
+    }
+
+    /// The goal, checking answers from other nodes as `verify` says.
+    pub fn verifying(mut self, verify: Verify) -> GoalRun {
+        self.verify = verify;
+        self
+    }
+
+    /// Counts an answer from `node` and says whether to check it.
+    pub fn wants_check(&self, node: &str) -> bool {
+        let mut answers = self
+            .answers_from
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let count = answers.entry(node.to_owned()).or_insert(0);
+        *count += 1;
+        self.verify.checks(*count)
     }
 
     /// The model as this goal asks it.

@@ -398,6 +398,7 @@ mod tests {
             conclusion: None,
             reason: None,
             requester: Requester::default(),
+            verify: Default::default(),
         }
     }
 

@@ -67,31 +67,62 @@ impl Hub {
 
     /// Calls `tool` of the agent `agent` for an agent or a goal at `hop`:
     /// here if it is installed here (under this node's limits), else on a
-    /// node that hosts it. Also says which node ran it (`None`: this one).
+    /// node that hosts it, whose answer comes with its receipt.
     pub async fn call_agent(
         &self,
         agent: AgentId,
         tool: &str,
         arguments: &str,
         hop: Hop,
-    ) -> Result<(ToolOutput, Option<PeerId>), PeerFailure> {
+    ) -> Result<RanAt, PeerFailure> {
         if let Ok(record) = self.shared.node.resolve(&agent.to_string()) {
             let output = self
                 .shared
                 .node
                 .call_at_hop(&record, tool, arguments, hop)
                 .await?;
-            return Ok((output, None));
+            return Ok(RanAt::Here(output));
         }
+        self.call_elsewhere(agent, tool, arguments, hop).await
+    }
+
+    /// Calls `tool` of the agent `agent` on a node that hosts it, even when
+    /// a copy is installed here, as the agent's own refusals say.
+    pub async fn call_elsewhere(
+        &self,
+        agent: AgentId,
+        tool: &str,
+        arguments: &str,
+        hop: Hop,
+    ) -> Result<RanAt, PeerFailure> {
         let arguments: serde_json::Value = serde_json::from_str(arguments)
             .map_err(|e| PeerFailure::InvalidArguments(format!("arguments are not JSON: {e}")))?;
         match self.call_remote_at(agent, tool, arguments, hop).await {
-            Ok((answer, host)) => Ok((answer.output, Some(host))),
+            Ok((answer, host)) => Ok(RanAt::Remote(Box::new(answer), host)),
             Err(HubError::NoProvider(id)) => {
                 Err(PeerFailure::NotFound(format!("no node offers {id}")))
             }
             Err(HubError::Remote(error)) => Err(library::from_wire(error)),
             Err(e) => Err(PeerFailure::Unavailable(e.to_string())),
+        }
+    }
+}
+
+/// Where a call of an agent ran.
+#[derive(Debug, Clone)]
+pub enum RanAt {
+    /// On this node.
+    Here(ToolOutput),
+    /// On the node `1`, which gave this answer.
+    Remote(Box<Answer>, PeerId),
+}
+
+impl RanAt {
+    /// The tool's output, wherever it ran.
+    pub fn into_output(self) -> ToolOutput {
+        match self {
+            RanAt::Here(output) => output,
+            RanAt::Remote(answer, _) => answer.output,
         }
     }
 }
@@ -134,6 +165,10 @@ impl PeerNetwork for HubLink {
         arguments: &str,
         hop: Hop,
     ) -> Result<ToolOutput, PeerFailure> {
-        Ok(self.hub()?.call_agent(agent, tool, arguments, hop).await?.0)
+        Ok(self
+            .hub()?
+            .call_agent(agent, tool, arguments, hop)
+            .await?
+            .into_output())
     }
 }

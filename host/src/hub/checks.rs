@@ -225,8 +225,8 @@ impl Hub {
             Rerun::Result(result) => (
                 result,
                 format!(
-                    "{}.{} gives another result than the one the node signed",
-                    receipt.agent, receipt.tool
+                    "its {}, run here, gives another result than the one the node signed",
+                    receipt.tool
                 ),
             ),
             Rerun::Read(read) => (

@@ -21,6 +21,7 @@ mod served;
 mod sharing;
 
 pub use announced::Announced;
+pub use calls::RanAt;
 pub use checks::{CHECK_DEADLINE, Verdict};
 pub use fetching::{FetchProgress, Fetched};
 pub use index::{Known, rank};

@@ -13,7 +13,7 @@ use crate::capabilities::peers::Hop;
 use crate::http::token::{Family, Gate};
 use crate::hub::{CHECK_DEADLINE, FetchProgress, Fetched, Hub, HubError, Verdict};
 use crate::net::PublishReport;
-use crate::receipt::Receipt;
+use crate::receipt::{Evidence, Receipt};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -97,7 +97,8 @@ pub fn router(hub: Arc<Hub>, token: String) -> Router {
         .route("/api/search", get(search))
         .route("/api/models/network", get(network_models))
         .route("/api/fetch", post(fetch))
-        .route("/api/call", post(call));
+        .route("/api/call", post(call))
+        .route("/api/evidence/check", post(check_evidence));
     gate.guard(routes).with_state(api)
 }
 
@@ -426,6 +427,13 @@ async fn call(State(api): State<Arc<Api>>, Json(request): Json<CallRequest>) -> 
         check,
     })
     .into_response()
+}
+
+/// `POST /api/evidence/check`: evidence another node kept (a receipt with
+/// the arguments and result it covers), checked by running the call here.
+async fn check_evidence(State(api): State<Arc<Api>>, Json(evidence): Json<Evidence>) -> Response {
+    let deadline = Instant::now() + CHECK_DEADLINE;
+    Json(api.hub.check_evidence(&evidence, deadline).await).into_response()
 }
 
 /// The agent whose id starts with `prefix` (the short ids `ls` and

@@ -16,6 +16,25 @@ function shortPeer(peer) {
   return peer && peer.length > 12 ? `…${peer.slice(-8)}` : peer || "";
 }
 
+/** What a step's call proves: the node's signed receipt, whether its answer
+ * was checked by running the call again, and nodes caught answering it
+ * wrongly. */
+function provenance(call) {
+  const parts = [];
+  const receipt = call.receipt;
+  if (receipt) {
+    const kind = receipt.replayable ? "replayable" : `read ${receipt.used.join(", ")}`;
+    parts.push(h("span", { class: "hint receipt", title: `receipt signed by ${receipt.node}` }, ` · signed (${kind})`));
+  }
+  const check = call.check;
+  if (check) {
+    for (const line of check.caught ?? []) parts.push(h("span", { class: "caught" }, ` · ✗ ${line}`));
+    const label = check.outcome === "confirmed" ? "✓ checked" : "not checked";
+    parts.push(h("span", { class: `hint check ${check.outcome}` }, ` · ${label}: ${check.detail}`));
+  }
+  return parts;
+}
+
 /** A live view of goal `id` (`view`, to put in the conversation's log),
  * and `resume` to follow it again when a message continues it. */
 export function goalView(id) {
@@ -102,7 +121,7 @@ export function goalView(id) {
         break;
       case "progress":
         line.append(message.text);
-        if (message.call) line.append(h("span", { class: "hint" }, ` · ${message.call.tool} on ${shortPeer(message.call.node)} in ${message.call.millis} ms`));
+        if (message.call) line.append(h("span", { class: "hint" }, ` · ${message.call.tool} on ${shortPeer(message.call.node)} in ${message.call.millis} ms`), ...provenance(message.call));
         break;
       case "result":
         line.append(folded(message.text));
