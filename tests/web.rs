@@ -248,6 +248,47 @@ fn chat_with_a_tool_call_and_a_team_goal_shown_live() {
     assert_eq!(restarts.finish(), 1, "the journey restarted the node once");
 }
 
+/// A goal's page says what each call rests on: the calculator lives on
+/// another node, which signed a receipt of its answer, and this node
+/// checked the answer by running the call again.
+#[test]
+fn a_goals_page_shows_each_calls_receipt_and_check() {
+    let _turn = one_at_a_time();
+    let model = ModelServer::start(chat_model);
+    let elsewhere = Cli::new();
+    let calculator = elsewhere.add(&["calculator"]).remove(0);
+    let host = Server::join(elsewhere.data(), None);
+    elsewhere.run(&["publish", "calculator"]).success();
+    let here = Cli::new();
+    std::fs::write(here.data().join("config.toml"), model.node_config()).unwrap();
+    let node = Server::join(here.data(), Some(&host));
+    eventually(Duration::from_secs(60), "the calculator is found", || {
+        let found = here.run(&["search", "add", "--json"]).json();
+        match found.to_string().contains(&calculator) {
+            true => Ok(()),
+            false => Err(format!("{found}")),
+        }
+    });
+    let id = here
+        .run(&[
+            "goal",
+            "--team",
+            &calculator,
+            "--verify",
+            "sampled",
+            "--detach",
+            "Add 2 and 3 as a team.",
+        ])
+        .success()
+        .trim()
+        .to_owned();
+    journey(
+        "goal-checks",
+        &[("AGENTSITE_URL", &node.base), ("AGENTSITE_GOAL", &id)],
+    );
+    drop((node, host));
+}
+
 /// `agentsite chat` at a terminal, as a person types into it: the reply
 /// streams in piece by piece, the tool call is shown as it ran, a partial
 /// answer is marked, and the conversation is the chat page's (listed,

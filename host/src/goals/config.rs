@@ -103,7 +103,7 @@ impl Verify {
         match self {
             Verify::None => false,
             Verify::All => true,
-            Verify::Sampled => nth.saturating_sub(1) % SAMPLE_EVERY == 0,
+            Verify::Sampled => nth.saturating_sub(1).is_multiple_of(SAMPLE_EVERY),
         }
     }
 }

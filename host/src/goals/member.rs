@@ -171,8 +171,8 @@ fn answered_record(
         is_error: output.is_error,
         node,
         millis: started.elapsed().as_millis() as u64,
-        receipt,
-        check,
+        receipt: receipt.map(Box::new),
+        check: check.map(Box::new),
     };
     Called::Answered(record, output)
 }

@@ -191,10 +191,10 @@ pub struct ToolCallRecord {
     pub millis: u64,
     /// That node's signed receipt, when another node ran it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub receipt: Option<crate::receipt::Receipt>,
+    pub receipt: Option<Box<crate::receipt::Receipt>>,
     /// What checking the answer found, when it was checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub check: Option<StepCheck>,
+    pub check: Option<Box<StepCheck>>,
 }
 
 /// What checking a step's answer from another node found.
