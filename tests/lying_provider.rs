@@ -37,7 +37,7 @@ impl Library for Liar {
         }
     }
 
-    async fn call(&self, _from: PeerId, _request: CallRequest) -> Result<Ran, RpcError> {
+    async fn call(&self, _from: PeerId, _request: &CallRequest) -> Result<Ran, RpcError> {
         Err(RpcError {
             code: rpc::code::INTERNAL,
             message: "no".into(),

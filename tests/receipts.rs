@@ -9,12 +9,14 @@
 use crate::support;
 
 use agentsite::capabilities::peers::Hop;
+use agentsite::config::Limits;
 use agentsite::goals::ask::GoalModel;
 use agentsite::goals::config::GoalsConfig;
 use agentsite::goals::message::CheckOutcome;
 use agentsite::goals::{Body, GoalState, NewGoal, Verify};
 use agentsite::hub::{Hub, Verdict};
 use agentsite::llm::{ChatRequest, Completion, LlmFailure};
+use agentsite::net::Multiaddr;
 use agentsite::net::fetch::{FetchRequest, FetchResponse};
 use agentsite::net::rpc::{CallRequest, RpcError, code};
 use agentsite::net::{Keypair, Library, Network, PeerId};
@@ -24,6 +26,7 @@ use agentsite::{AgentId, Node};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::hostile::node_with;
 use support::scripted::{capable, completion, first_call, goals_for, read, run_goal};
 use support::testnet::{manifest_from_dht, memory_config, node_with_hub};
 
@@ -107,18 +110,7 @@ async fn a_remote_call_carries_a_receipt_the_caller_checks_by_running_it_again()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_source_a_call_reads_is_named_granted_or_not() {
-    let dir = tempfile::tempdir().unwrap();
-    let node = Node::open(
-        agentsite::config::DataDir::new(dir.path()),
-        agentsite::NodeConfig::default(),
-        agentsite::runtime::Capacity::OneShot,
-    )
-    .unwrap();
-    for name in ["calculator", "timer", "notes"] {
-        node.add(&std::fs::read(support::wasm(name)).unwrap())
-            .await
-            .unwrap();
-    }
+    let (node, _dir) = node_with(&["calculator", "timer", "notes"], Limits::default()).await;
     let used = async |agent: &str, tool: &str, arguments: &str| {
         let record = node.resolve(agent).unwrap();
         let ran = node
@@ -151,7 +143,7 @@ impl Library for Liar {
         FetchResponse::NotFound
     }
 
-    async fn call(&self, _from: PeerId, request: CallRequest) -> Result<Ran, RpcError> {
+    async fn call(&self, _from: PeerId, request: &CallRequest) -> Result<Ran, RpcError> {
         let unavailable = |e: String| RpcError {
             code: code::INTERNAL,
             message: e,
@@ -183,36 +175,32 @@ impl Library for Liar {
     fn announced(&self, _manifest: SignedManifest, _host: PeerId) {}
 }
 
+/// A liar under `keypair`, joining through `entry`, with the calculator
+/// in a node of its own (its data in the folder returned).
+async fn liar_through(entry: &[Multiaddr], keypair: Keypair) -> (Network, tempfile::TempDir) {
+    let (node, dir) = node_with(&["calculator"], Limits::default()).await;
+    let liar = Network::start(
+        keypair,
+        memory_config(entry.to_vec()),
+        Arc::new(Liar { node }),
+    )
+    .await
+    .unwrap();
+    (liar, dir)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lying_node_is_caught_and_its_receipt_proves_the_lie_to_a_third_node() {
-    let dirs: Vec<_> = (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     // The honest publisher.
     let (honest_node, honest) = node_with_hub(dirs[0].path(), &[]).await;
     let calculator = publish(&honest_node, &honest, "calculator").await;
     let entry = honest.network().addresses().await.unwrap();
     // The liar runs the same agent.
-    let liar_node = Arc::new(
-        Node::open(
-            agentsite::config::DataDir::new(dirs[1].path()),
-            agentsite::NodeConfig::default(),
-            agentsite::runtime::Capacity::OneShot,
-        )
-        .unwrap(),
-    );
-    liar_node
-        .add(&std::fs::read(support::wasm("calculator")).unwrap())
-        .await
-        .unwrap();
-    let liar = Network::start(
-        Keypair::generate_ed25519(),
-        memory_config(entry.clone()),
-        Arc::new(Liar { node: liar_node }),
-    )
-    .await
-    .unwrap();
+    let (liar, _liar_dir) = liar_through(&entry, Keypair::generate_ed25519()).await;
     let mut both = entry.clone();
     both.extend(liar.addresses().await.unwrap());
-    let (_caller_node, caller) = node_with_hub(dirs[2].path(), &both).await;
+    let (_caller_node, caller) = node_with_hub(dirs[1].path(), &both).await;
 
     // Asked directly, the liar answers 43 to 40 + 2, under a receipt that
     // holds: signed by it, of this call and this result.
@@ -258,7 +246,7 @@ async fn a_lying_node_is_caught_and_its_receipt_proves_the_lie_to_a_third_node()
     assert_eq!(node, agentsite::did::of_peer(&liar.peer_id()).unwrap());
     assert_eq!(expected["structuredContent"]["result"], 42.0, "{why}");
     let kept = evidence.expect("the evidence is kept");
-    assert!(kept.starts_with(dirs[2].path().join("evidence")));
+    assert!(kept.starts_with(dirs[1].path().join("evidence")));
 
     // The liar is blocked: the caller drops it and refuses to ask it again.
     support::eventually_async(Duration::from_secs(10), "the liar is dropped", async || {
@@ -274,7 +262,7 @@ async fn a_lying_node_is_caught_and_its_receipt_proves_the_lie_to_a_third_node()
     // A third node, handed the evidence file, checks it by itself: the
     // receipt is the liar's signature on a result the agent does not give.
     let evidence: Evidence = serde_json::from_slice(&std::fs::read(&kept).unwrap()).unwrap();
-    let (_judge_node, judge) = node_with_hub(dirs[3].path(), &entry).await;
+    let (_judge_node, judge) = node_with_hub(dirs[2].path(), &entry).await;
     let verdict = judge.check_evidence(&evidence, Instant::now() + STEP).await;
     assert!(
         matches!(&verdict, Verdict::Refuted { node, .. } if *node == agentsite::did::of_peer(&liar.peer_id()).unwrap()),
@@ -331,7 +319,7 @@ impl GoalModel for Capable {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_goal_catches_a_lying_member_node_and_recovers_with_another() {
-    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
     let (honest_node, honest) = node_with_hub(dirs[0].path(), &[]).await;
     let calculator = publish(&honest_node, &honest, "calculator").await;
     let entry = honest.network().addresses().await.unwrap();
@@ -340,31 +328,13 @@ async fn a_goal_catches_a_lying_member_node_and_recovers_with_another() {
     let keypair = std::iter::repeat_with(Keypair::generate_ed25519)
         .find(|k| k.public().to_peer_id() < honest.peer_id())
         .unwrap();
-    let liar_node = Arc::new(
-        Node::open(
-            agentsite::config::DataDir::new(dirs[1].path()),
-            agentsite::NodeConfig::default(),
-            agentsite::runtime::Capacity::OneShot,
-        )
-        .unwrap(),
-    );
-    liar_node
-        .add(&std::fs::read(support::wasm("calculator")).unwrap())
-        .await
-        .unwrap();
-    let liar = Network::start(
-        keypair,
-        memory_config(entry.clone()),
-        Arc::new(Liar { node: liar_node }),
-    )
-    .await
-    .unwrap();
+    let (liar, _liar_dir) = liar_through(&entry, keypair).await;
     liar.publish(manifest_from_dht(&liar, calculator).await)
         .await
         .unwrap();
     let mut both = entry.clone();
     both.extend(liar.addresses().await.unwrap());
-    let (caller_node, caller) = node_with_hub(dirs[2].path(), &both).await;
+    let (caller_node, caller) = node_with_hub(dirs[1].path(), &both).await;
     support::eventually_async(STEP, "the caller sees both hosts", async || {
         let (_, hosts) = caller.lookup(calculator).await.map_err(|e| e.to_string())?;
         match hosts.len() {
@@ -375,7 +345,7 @@ async fn a_goal_catches_a_lying_member_node_and_recovers_with_another() {
     .await;
 
     let goals = goals_for(
-        dirs[2].path(),
+        dirs[1].path(),
         &caller_node,
         Some(caller.clone()),
         Arc::new(Capable),

@@ -143,7 +143,7 @@ impl Receipt {
     /// A receipt from another node's JSON, with every list and text in it
     /// bounded; its signature is not checked yet ([`Receipt::verify`]).
     pub fn from_value(value: &Value) -> Result<Receipt, ReceiptError> {
-        let receipt: Receipt = serde_json::from_value(value.clone()).map_err(|e| {
+        let receipt = Receipt::deserialize(value).map_err(|e| {
             ReceiptError::Malformed(crate::text::excerpt(&e.to_string(), 200).into_owned())
         })?;
         let too_long = |what: &str| Err(ReceiptError::Malformed(format!("{what} is too long")));

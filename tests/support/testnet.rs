@@ -88,7 +88,7 @@ impl Library for Shelf {
         }
     }
 
-    async fn call(&self, _from: PeerId, _request: CallRequest) -> Result<Ran, RpcError> {
+    async fn call(&self, _from: PeerId, _request: &CallRequest) -> Result<Ran, RpcError> {
         Err(RpcError {
             code: rpc::code::NOT_FOUND,
             message: "a simulated node runs no agents".into(),

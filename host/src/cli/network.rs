@@ -499,10 +499,7 @@ pub async fn call_remote(data: &DataDir, call: RemoteCall<'_>, json: bool) -> an
             evidence,
             why,
         }) => {
-            let kept = evidence.as_ref().map_or_else(
-                || "its receipt could not be kept".to_owned(),
-                |path| format!("its receipt is kept in {}", path.display()),
-            );
+            let kept = crate::hub::where_kept(evidence.as_deref());
             if let Ok(own) = serde_json::from_value::<ToolOutput>(expected.clone()) {
                 super::print_result(agent, tool, &own, json)?;
             }

@@ -47,6 +47,12 @@ pub async fn call(goal: &GoalRun, member: &Member, tool: &str, arguments: &Value
     // The agent's own result, run here by the check that caught a node
     // answering wrongly: what the step takes if no other host answers.
     let mut own: Option<ToolOutput> = None;
+    // The step answered with that result, after the nodes caught.
+    let run_here = |output, detail: &str, caught| {
+        let check = checked(CheckOutcome::Confirmed, detail, caught);
+        let here = goal.directory.this_node();
+        answered_record(tool, arguments, output, here, started, None, check)
+    };
     loop {
         let answered = match goal.directory.call(member, tool, &text, hop).await {
             Ok(answered) => answered,
@@ -57,16 +63,7 @@ pub async fn call(goal: &GoalRun, member: &Member, tool: &str, arguments: &Value
                 Some(output) => {
                     let detail =
                         format!("no other host answered ({failure}): the agent run on this node");
-                    let check = checked(CheckOutcome::Confirmed, &detail, caught);
-                    return answered_record(
-                        tool,
-                        arguments,
-                        output,
-                        goal.directory.this_node(),
-                        started,
-                        None,
-                        check,
-                    );
+                    return run_here(output, &detail, caught);
                 }
                 None => {
                     return Called::Unreachable(ToolOutput::failure(format!(
@@ -107,20 +104,7 @@ pub async fn call(goal: &GoalRun, member: &Member, tool: &str, arguments: &Value
                         caught_note(&caught)
                     )));
                 };
-                let check = checked(
-                    CheckOutcome::Confirmed,
-                    "the agent run on this node",
-                    caught,
-                );
-                return answered_record(
-                    tool,
-                    arguments,
-                    output,
-                    goal.directory.this_node(),
-                    started,
-                    None,
-                    check,
-                );
+                return run_here(output, "the agent run on this node", caught);
             }
             Some(Verdict::Confirmed { by }) => checked(
                 CheckOutcome::Confirmed,
@@ -187,10 +171,7 @@ fn checked(outcome: CheckOutcome, detail: &str, caught: Vec<String>) -> Option<S
 
 /// One node caught answering wrongly, as the step records it.
 fn caught_line(node: &str, why: &str, evidence: Option<&std::path::Path>) -> String {
-    let kept = evidence.map_or_else(
-        || "its receipt could not be kept".to_owned(),
-        |path| format!("its receipt is kept in {}", path.display()),
-    );
+    let kept = crate::hub::where_kept(evidence);
     format!("{node} answered wrongly ({why}); it is blocked and {kept}")
 }
 

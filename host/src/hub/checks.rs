@@ -15,7 +15,7 @@ use crate::capabilities::peers::Hop;
 use crate::did;
 use crate::net::PeerId;
 use crate::net::rpc::{Answer, CallRequest};
-use crate::receipt::{self, Evidence};
+use crate::receipt::{self, Evidence, Receipt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::PathBuf;
@@ -90,15 +90,15 @@ impl Hub {
                 receipt.used.join(", ")
             ));
         }
-        let evidence = Evidence {
-            receipt: receipt.clone(),
-            arguments: arguments.clone(),
-            result: answer.result.clone(),
+        let answered = Answered {
+            receipt,
+            arguments,
+            result: &answer.result,
         };
         match self.rerun_here(id, tool, arguments, deadline).await {
-            Ok(rerun) => self.judge(evidence, host, rerun, "this node"),
+            Ok(rerun) => self.judge(answered, host, rerun),
             Err(why) => {
-                self.rerun_elsewhere(id, tool, arguments, &evidence, host, deadline, why)
+                self.rerun_elsewhere(id, tool, arguments, receipt, host, deadline, why)
                     .await
             }
         }
@@ -116,12 +116,16 @@ impl Hub {
         if !receipt.replayable {
             return Verdict::unchecked("the receipt's call is not replayable");
         }
-        let tool = receipt.tool.clone();
+        let answered = Answered {
+            receipt,
+            arguments: &evidence.arguments,
+            result: &evidence.result,
+        };
         match self
-            .rerun_here(receipt.agent, &tool, &evidence.arguments, deadline)
+            .rerun_here(receipt.agent, &receipt.tool, &evidence.arguments, deadline)
             .await
         {
-            Ok(rerun) => self.judge(evidence.clone(), signer, rerun, "this node"),
+            Ok(rerun) => self.judge(answered, signer, rerun),
             Err(why) => Verdict::unchecked(why),
         }
     }
@@ -136,21 +140,29 @@ impl Hub {
         arguments: &Value,
         deadline: Instant,
     ) -> Result<Rerun, String> {
-        let fetched = tokio::time::timeout_at(deadline.into(), self.fetch(id, &|_| {}))
-            .await
-            .map_err(|_| "the agent could not be fetched in time".to_owned())?
-            .map_err(|e: HubError| format!("the agent could not be fetched: {e}"))?;
-        if fetched.record.is_attached() {
+        let node = &self.shared.node;
+        // An agent here already is run as it is (a load checks its bytes
+        // against its id); fetching it again would hash it whole each time.
+        let record = match node.resolve(&id.to_string()) {
+            Ok(record) => record,
+            Err(_) => {
+                tokio::time::timeout_at(deadline.into(), self.fetch(id, &|_| {}))
+                    .await
+                    .map_err(|_| "the agent could not be fetched in time".to_owned())?
+                    .map_err(|e: HubError| format!("the agent could not be fetched: {e}"))?
+                    .record
+            }
+        };
+        if record.is_attached() {
             return Err("the agent runs outside the sandbox and cannot be run again".into());
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             return Err("no time was left to run the call again".into());
         }
-        let node = &self.shared.node;
         Ok(
             match node
-                .replay(&fetched.record, tool, &arguments.to_string(), left)
+                .replay(&record, tool, &arguments.to_string(), left)
                 .await
             {
                 Ok(ran) if !ran.used.replayable() => Rerun::Read(ran.used.names()),
@@ -172,7 +184,7 @@ impl Hub {
         id: AgentId,
         tool: &str,
         arguments: &Value,
-        evidence: &Evidence,
+        receipt: &Receipt,
         host: PeerId,
         deadline: Instant,
         not_here: String,
@@ -191,7 +203,7 @@ impl Hub {
         let hop = Hop { depth: 0, deadline };
         match self.network.call(second, request, hop.remaining()).await {
             Ok(Ok(theirs)) if theirs.receipt.as_ref().is_some_and(|r| r.replayable) => {
-                if receipt::digest(&theirs.result) == evidence.receipt.result {
+                if receipt::digest(&theirs.result) == receipt.result {
                     Verdict::Confirmed {
                         by: did::shown(&second),
                     }
@@ -215,12 +227,14 @@ impl Hub {
 
     /// Compares a run here with the receipt's result; blocks the node and
     /// keeps the evidence when they differ.
-    fn judge(&self, evidence: Evidence, node: PeerId, rerun: Rerun, by: &str) -> Verdict {
-        let receipt = &evidence.receipt;
+    fn judge(&self, answered: Answered<'_>, node: PeerId, rerun: Rerun) -> Verdict {
+        let receipt = answered.receipt;
         let (expected, why) = match rerun {
             Rerun::Failed(why) => return Verdict::unchecked(why),
             Rerun::Result(result) if receipt::digest(&result) == receipt.result => {
-                return Verdict::Confirmed { by: by.to_owned() };
+                return Verdict::Confirmed {
+                    by: "this node".to_owned(),
+                };
             }
             Rerun::Result(result) => (
                 result,
@@ -240,6 +254,12 @@ impl Hub {
         tracing::warn!(node = %did::shown(&node), "a checked answer was wrong: {why}");
         self.network
             .penalise(node, &format!("signed a wrong answer: {why}"));
+        // Only a refuted answer is kept: the copies are made here.
+        let evidence = Evidence {
+            receipt: receipt.clone(),
+            arguments: answered.arguments.clone(),
+            result: answered.result.clone(),
+        };
         let kept = self.keep_evidence(&evidence, &node);
         Verdict::Refuted {
             node: did::shown(&node),
@@ -265,6 +285,22 @@ impl Hub {
             .inspect_err(|e| tracing::warn!("cannot keep the evidence: {e}"))
             .ok()
     }
+}
+
+/// An answer as a check reads it: the receipt, and the arguments and result
+/// it covers.
+struct Answered<'a> {
+    receipt: &'a Receipt,
+    arguments: &'a Value,
+    result: &'a Value,
+}
+
+/// Where refuted evidence was kept, as a person is told.
+pub fn where_kept(evidence: Option<&std::path::Path>) -> String {
+    evidence.map_or_else(
+        || "its receipt could not be kept".to_owned(),
+        |path| format!("its receipt is kept in {}", path.display()),
+    )
 }
 
 /// Removes the oldest files of `folder` past the newest `keep` (their

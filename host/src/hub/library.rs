@@ -98,7 +98,7 @@ impl crate::net::Library for NodeLibrary {
         }
     }
 
-    async fn call(&self, from: PeerId, request: CallRequest) -> Result<Ran, RpcError> {
+    async fn call(&self, from: PeerId, request: &CallRequest) -> Result<Ran, RpcError> {
         let shared = &self.shared;
         if shared.offered(&request.agent).is_none() {
             return Err(RpcError {

@@ -22,7 +22,7 @@ mod sharing;
 
 pub use announced::Announced;
 pub use calls::RanAt;
-pub use checks::{CHECK_DEADLINE, Verdict};
+pub use checks::{CHECK_DEADLINE, Verdict, where_kept};
 pub use fetching::{FetchProgress, Fetched};
 pub use index::{Known, rank};
 

@@ -134,7 +134,7 @@ pub trait Library: Send + Sync + 'static {
     }
     /// Runs a tool call another node asked for: its result and what it
     /// ran under, which the network signs a receipt of.
-    async fn call(&self, from: PeerId, request: CallRequest) -> Result<Ran, RpcError>;
+    async fn call(&self, from: PeerId, request: &CallRequest) -> Result<Ran, RpcError>;
     /// Completes a chat with a model this node shares: the answer in the
     /// OpenAI chat-completions format.
     async fn chat(&self, _from: PeerId, request: ChatRelay) -> Result<serde_json::Value, RpcError> {

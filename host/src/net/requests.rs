@@ -161,7 +161,7 @@ impl Requests {
             let work = async {
                 match request {
                     rpc::Inbound::Call(call) => {
-                        let ran = library.call(peer, call.clone()).await;
+                        let ran = library.call(peer, &call).await;
                         rpc::call_response(ran, &call, &signer)
                     }
                     rpc::Inbound::Chat(chat) => rpc::response(library.chat(peer, chat).await),

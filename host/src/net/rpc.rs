@@ -23,6 +23,7 @@ use crate::agent::tool::ToolOutput;
 use crate::receipt::{Ran, Receipt, ReceiptError, Statement};
 use libp2p::identity::Keypair;
 use libp2p::{PeerId, StreamProtocol, request_response};
+use serde::Deserialize as _;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -381,7 +382,8 @@ pub(super) fn read_answer(
             Some(receipt)
         }
     };
-    let output = serde_json::from_value(result.clone()).map_err(|e| RpcError {
+    // Read in place: the result is kept as it came, for its receipt.
+    let output = ToolOutput::deserialize(&result).map_err(|e| RpcError {
         code: code::INTERNAL,
         message: format!("the remote node's result is not a CallToolResult: {e}"),
     })?;
